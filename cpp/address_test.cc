@@ -1,0 +1,111 @@
+#include "address.h"
+
+#include "testing/check.h"
+
+namespace kdist {
+namespace {
+
+KDIST_TEST(Address, ParsesIpv4) {
+  auto a = ParseAddress("10.0.0.1:1234");
+  KDIST_ASSERT_OK(a);
+  KDIST_EXPECT_EQ(a->host, std::string("10.0.0.1"));
+  KDIST_EXPECT_EQ(a->port, 1234);
+  KDIST_EXPECT_TRUE(a->kind == HostKind::kIPv4);
+  KDIST_EXPECT_EQ(a->ToString(), std::string("10.0.0.1:1234"));
+}
+
+KDIST_TEST(Address, ParsesBracketedIpv6) {
+  auto a = ParseAddress("[::1]:65535");
+  KDIST_ASSERT_OK(a);
+  KDIST_EXPECT_EQ(a->host, std::string("::1"));
+  KDIST_EXPECT_EQ(a->port, 65535);
+  KDIST_EXPECT_TRUE(a->kind == HostKind::kIPv6);
+  KDIST_EXPECT_EQ(a->ToString(), std::string("[::1]:65535"));
+  KDIST_EXPECT_OK(ParseAddress("[fe80::1%eth0]:1"));
+  KDIST_EXPECT_OK(ParseAddress("[2001:db8::8a2e:370:7334]:8476"));
+}
+
+KDIST_TEST(Address, ParsesHostNames) {
+  for (const char* text : {"localhost:1", "node-7.cluster.local:1234", "a:80", "x1.:22",
+                           "trainer-0.trainer.default.svc.cluster.local:8476"}) {
+    auto a = ParseAddress(text);
+    KDIST_EXPECT_OK(a);
+    if (a.ok()) KDIST_EXPECT_TRUE(a->kind == HostKind::kName);
+  }
+}
+
+KDIST_TEST(Address, RejectsMissingOrEmptyParts) {
+  KDIST_EXPECT_ERROR(ParseAddress(""), StatusCode::kInvalidArgument, "is empty");
+  KDIST_EXPECT_ERROR(ParseAddress("   "), StatusCode::kInvalidArgument, "is empty");
+  KDIST_EXPECT_ERROR(ParseAddress("10.0.0.1"), StatusCode::kInvalidArgument, "has no port");
+  KDIST_EXPECT_ERROR(ParseAddress("10.0.0.1:"), StatusCode::kInvalidArgument, "empty port");
+  KDIST_EXPECT_ERROR(ParseAddress(":1234"), StatusCode::kInvalidArgument, "no host");
+  KDIST_EXPECT_ERROR(ParseAddress("[::1]"), StatusCode::kInvalidArgument, "has no port");
+  KDIST_EXPECT_ERROR(ParseAddress("[::1"), StatusCode::kInvalidArgument, "without a closing");
+  KDIST_EXPECT_ERROR(ParseAddress("[::1]1234"), StatusCode::kInvalidArgument, "after ']'");
+}
+
+KDIST_TEST(Address, RejectsBadPorts) {
+  KDIST_EXPECT_ERROR(ParseAddress("h:0"), StatusCode::kInvalidArgument, "port 0");
+  KDIST_EXPECT_ERROR(ParseAddress("h:65536"), StatusCode::kInvalidArgument,
+                     "port 65536, which is out of range");
+  KDIST_EXPECT_ERROR(ParseAddress("h:99999"), StatusCode::kInvalidArgument, "out of range");
+  KDIST_EXPECT_ERROR(ParseAddress("h:99999999999999999999999"), StatusCode::kInvalidArgument,
+                     "out of range");
+  KDIST_EXPECT_ERROR(ParseAddress("h:http"), StatusCode::kInvalidArgument, "not a number");
+  KDIST_EXPECT_ERROR(ParseAddress("h:-1"), StatusCode::kInvalidArgument, "not a number");
+  KDIST_EXPECT_ERROR(ParseAddress("h:+1"), StatusCode::kInvalidArgument, "not a number");
+  KDIST_EXPECT_ERROR(ParseAddress("h: 1"), StatusCode::kInvalidArgument, "not a number");
+}
+
+KDIST_TEST(Address, RejectsBadHosts) {
+  KDIST_EXPECT_ERROR(ParseAddress("fe80::1:1234"), StatusCode::kInvalidArgument,
+                     "IPv6 address without brackets");
+  KDIST_EXPECT_ERROR(ParseAddress("::1:1234"), StatusCode::kInvalidArgument, "without brackets");
+  KDIST_EXPECT_ERROR(ParseAddress("256.1.1.1:1"), StatusCode::kInvalidArgument,
+                     "not a valid IPv4");
+  KDIST_EXPECT_ERROR(ParseAddress("1.2.3:1"), StatusCode::kInvalidArgument, "not a valid IPv4");
+  KDIST_EXPECT_ERROR(ParseAddress("bad_host:1"), StatusCode::kInvalidArgument,
+                     "not a valid host name");
+  KDIST_EXPECT_ERROR(ParseAddress("-node:1"), StatusCode::kInvalidArgument, "host name");
+  KDIST_EXPECT_ERROR(ParseAddress("a..b:1"), StatusCode::kInvalidArgument, "host name");
+  KDIST_EXPECT_ERROR(ParseAddress("h st:1"), StatusCode::kInvalidArgument, "host name");
+  KDIST_EXPECT_ERROR(ParseAddress("[nonsense]:1"), StatusCode::kInvalidArgument,
+                     "not a valid IPv6");
+  KDIST_EXPECT_ERROR(ParseAddress("[10.0.0.1]:1"), StatusCode::kInvalidArgument,
+                     "not a valid IPv6");
+  KDIST_EXPECT_ERROR(ParseAddress(std::string(64, 'a') + ":1"), StatusCode::kInvalidArgument,
+                     "host name");
+}
+
+KDIST_TEST(Address, HostNameLimits) {
+  KDIST_EXPECT_TRUE(IsValidHostName(std::string(63, 'a')));
+  KDIST_EXPECT_FALSE(IsValidHostName(std::string(64, 'a')));
+  std::string long_name;
+  for (int i = 0; i < 64; ++i) long_name += "abc.";
+  long_name.pop_back();
+  KDIST_EXPECT_FALSE(IsValidHostName(long_name));  // 255 characters
+  KDIST_EXPECT_FALSE(IsValidHostName(""));
+  KDIST_EXPECT_FALSE(IsValidHostName("."));
+}
+
+KDIST_TEST(Address, ParsesLists) {
+  auto list = ParseAddressList("10.0.0.1:1234, 10.0.0.2:2345,[::1]:3");
+  KDIST_ASSERT_OK(list);
+  KDIST_ASSERT_EQ(list->size(), size_t{3});
+  KDIST_EXPECT_EQ((*list)[1].ToString(), std::string("10.0.0.2:2345"));
+  KDIST_EXPECT_EQ((*list)[2].ToString(), std::string("[::1]:3"));
+}
+
+KDIST_TEST(Address, ListNamesTheBadEntry) {
+  KDIST_EXPECT_ERROR(ParseAddressList("a:1,,b:2"), StatusCode::kInvalidArgument,
+                     "entry 2 of 3 is empty");
+  KDIST_EXPECT_ERROR(ParseAddressList("a:1,b:x"), StatusCode::kInvalidArgument,
+                     "entry 2 of 2 (\"b:x\") has port");
+  KDIST_EXPECT_ERROR(ParseAddressList("a:1,"), StatusCode::kInvalidArgument, "entry 2 of 2 is empty");
+  KDIST_EXPECT_ERROR(ParseAddressList(""), StatusCode::kInvalidArgument, "is empty");
+  KDIST_EXPECT_ERROR(ParseAddressList("a"), StatusCode::kInvalidArgument, "has no port");
+}
+
+}  // namespace
+}  // namespace kdist

@@ -1,0 +1,49 @@
+// ClusterSpec: the resolved configuration of one process of a job, where each
+// value remembers where it came from.
+#ifndef KDIST_CLUSTER_SPEC_H_
+#define KDIST_CLUSTER_SPEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "address.h"
+
+namespace kdist {
+
+// Where a value came from: "argument", an environment variable's name, a
+// scheduler detector's name, a derivation ("job_addresses"), or "default".
+template <typename T>
+struct Sourced {
+  T value{};
+  std::string source;
+};
+
+struct ClusterSpec {
+  // Empty only for a single process started without a coordinator.
+  Sourced<std::vector<Address>> job_addresses;
+  Sourced<int64_t> num_processes;
+  Sourced<int64_t> process_id;
+  Sourced<double> timeout_seconds;
+  Sourced<bool> preflight;
+  Sourced<std::string> cluster_detection;
+
+  // The coordinator (the first job address), when there is one.
+  std::optional<Address> coordinator() const;
+
+  // A short hex digest of the settings every process of the job must share
+  // (coordinator address and process count), for comparing processes.
+  std::string Fingerprint() const;
+
+  // Whether two specs describe the same process of the same job: the same
+  // addresses, process count and process id. Sources and deadlines may differ.
+  bool SameJobAndProcess(const ClusterSpec& other) const;
+};
+
+// 64-bit FNV-1a of `text`, as 16 lower-case hex digits.
+std::string HexDigest(std::string_view text);
+
+}  // namespace kdist
+
+#endif  // KDIST_CLUSTER_SPEC_H_

@@ -1,0 +1,195 @@
+#include "resolve.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "scalars.h"
+#include "text.h"
+
+namespace kdist {
+namespace {
+
+// A setting before parsing: its text and where it came from.
+struct Raw {
+  std::string label;   // what the user wrote: an argument name or a variable name
+  std::string text;
+  std::string source;  // "argument" or the environment variable's name
+  bool quote = true;   // integers passed as arguments print unquoted
+};
+
+std::optional<Raw> Pick(const std::optional<std::string>& argument, std::string_view name,
+                        const Environment& env, std::string_view variable,
+                        bool quote_argument = true) {
+  if (argument) return Raw{std::string(name), *argument, "argument", quote_argument};
+  if (const std::string* value = Lookup(env, variable)) {
+    return Raw{std::string(variable), *value, std::string(variable), true};
+  }
+  return std::nullopt;
+}
+
+// "num_processes=0 (argument)", "KERAS_DISTRIBUTION_NUM_PROCESSES=\"two\" (from the environment)".
+std::string Describe(const Raw& raw) {
+  const std::string value = raw.quote ? Quote(raw.text) : raw.text;
+  std::string where;
+  if (raw.source == "argument") {
+    where = "argument";
+  } else if (raw.source == raw.label) {
+    where = "from the environment";
+  } else {
+    where = "from " + raw.source;
+  }
+  return raw.label + "=" + value + " (" + where + ")";
+}
+
+Status Invalid(const Raw& raw, std::string_view reason) {
+  return InvalidArgument(Describe(raw) + ": " + std::string(reason));
+}
+
+std::string Number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
+Result<Sourced<int64_t>> ParseCount(const Raw& raw) {
+  Result<int64_t> value = ParseInteger(raw.text);
+  const std::string expected = "expected a positive integer (at most " +
+                               std::to_string(kMaxProcesses) + ")";
+  if (!value.ok()) return Invalid(raw, value.status().message() + "; " + expected);
+  if (*value < 1 || *value > kMaxProcesses) return Invalid(raw, expected);
+  return Sourced<int64_t>{*value, raw.source};
+}
+
+Result<Sourced<double>> ResolveTimeout(const Request& request, const Environment& env) {
+  const std::optional<Raw> raw = Pick(request.timeout, "timeout", env, kEnvInitTimeout, false);
+  if (!raw) return Sourced<double>{kDefaultTimeoutSeconds, "default"};
+  const std::string expected = "expected a positive number of seconds (at most " +
+                               Number(kMaxTimeoutSeconds) + ")";
+  Result<double> value = ParseSeconds(raw->text);
+  if (!value.ok()) return Invalid(*raw, value.status().message() + "; " + expected);
+  if (*value <= 0 || *value > kMaxTimeoutSeconds) return Invalid(*raw, expected);
+  return Sourced<double>{*value, raw->source};
+}
+
+Result<Sourced<bool>> ResolvePreflight(const Request& request, const Environment& env) {
+  const std::optional<Raw> raw = Pick(request.preflight, "preflight", env, kEnvPreflight, false);
+  if (!raw) return Sourced<bool>{true, "default"};
+  Result<bool> value = ParseBool(raw->text);
+  if (!value.ok()) {
+    return Invalid(*raw, value.status().message() + "; expected 1/0, true/false, yes/no or on/off");
+  }
+  return Sourced<bool>{*value, raw->source};
+}
+
+Result<Sourced<std::string>> ResolveClusterDetection(const Request& request,
+                                                     const Environment& env) {
+  const std::optional<Raw> raw =
+      Pick(request.cluster_detection, "cluster_detection", env, kEnvClusterDetection);
+  if (!raw) return Sourced<std::string>{"auto", "default"};
+  const std::string mode = Lower(Trim(raw->text));
+  std::vector<std::string> quoted;
+  for (const std::string& valid : ClusterDetectionModes()) {
+    if (mode == valid) return Sourced<std::string>{mode, raw->source};
+    quoted.push_back(Quote(valid));
+  }
+  return Invalid(*raw, "is not a known cluster detection mode; expected one of " +
+                           Join(quoted, ", "));
+}
+
+Status NothingConfigured() {
+  return InvalidArgument(
+      "kdist.initialize() found no cluster configuration. Configure it in one of these ways:\n"
+      "  - pass job_addresses=\"10.0.0.1:1234\", num_processes=2, process_id=0 "
+      "(the coordinator's address, the number of processes, this process's id);\n"
+      "  - set KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_NUM_PROCESSES and "
+      "KERAS_DISTRIBUTION_PROCESS_ID in each process's environment;\n"
+      "  - start the processes with `kdist launch -n 2 -- python your_script.py`, which sets "
+      "those variables;\n"
+      "  - or pass num_processes=1 to run a single process.");
+}
+
+}  // namespace
+
+std::vector<std::string> ClusterDetectionModes() { return {"auto", "none"}; }
+
+Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
+  ClusterSpec spec;
+
+  // Settings that do not describe the cluster first: a bad one is reported
+  // even when the cluster settings are also missing.
+  Result<Sourced<double>> timeout = ResolveTimeout(request, env);
+  if (!timeout.ok()) return timeout.status();
+  spec.timeout_seconds = *timeout;
+  Result<Sourced<bool>> preflight = ResolvePreflight(request, env);
+  if (!preflight.ok()) return preflight.status();
+  spec.preflight = *preflight;
+  Result<Sourced<std::string>> detection = ResolveClusterDetection(request, env);
+  if (!detection.ok()) return detection.status();
+  spec.cluster_detection = *detection;
+
+  const std::optional<Raw> addresses_raw =
+      Pick(request.job_addresses, "job_addresses", env, kEnvJobAddresses);
+  const std::optional<Raw> count_raw =
+      Pick(request.num_processes, "num_processes", env, kEnvNumProcesses, false);
+  const std::optional<Raw> id_raw =
+      Pick(request.process_id, "process_id", env, kEnvProcessId, false);
+  if (!addresses_raw && !count_raw && !id_raw) return NothingConfigured();
+
+  if (addresses_raw) {
+    Result<std::vector<Address>> list = ParseAddressList(addresses_raw->text);
+    if (!list.ok()) return Invalid(*addresses_raw, list.status().message());
+    spec.job_addresses = {std::move(list).value(), addresses_raw->source};
+  }
+  const size_t address_count = spec.job_addresses.value.size();
+
+  if (count_raw) {
+    Result<Sourced<int64_t>> count = ParseCount(*count_raw);
+    if (!count.ok()) return count.status();
+    spec.num_processes = *count;
+    if (address_count > 1 && static_cast<int64_t>(address_count) != count->value) {
+      return InvalidArgument(
+          Describe(*addresses_raw) + " lists " + std::to_string(address_count) +
+          " addresses but " + Describe(*count_raw) +
+          "; list one address per process (the coordinator first), or only the coordinator's");
+    }
+  } else if (address_count > 1) {
+    spec.num_processes = {static_cast<int64_t>(address_count), "job_addresses"};
+  } else if (addresses_raw) {
+    return InvalidArgument(Describe(*addresses_raw) +
+                           " names the coordinator but the number of processes is not set; pass "
+                           "num_processes=..., set KERAS_DISTRIBUTION_NUM_PROCESSES, or list one "
+                           "address per process");
+  } else {
+    return InvalidArgument(Describe(*id_raw) +
+                           " is set but the number of processes is not; pass num_processes=... "
+                           "or set KERAS_DISTRIBUTION_NUM_PROCESSES (and a coordinator address)");
+  }
+  const int64_t n = spec.num_processes.value;
+
+  if (n > 1 && address_count == 0) {
+    return InvalidArgument(
+        Describe(*count_raw) +
+        " needs the coordinator's address: pass job_addresses=\"host:port\" or set "
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES (use num_processes=1 for a single process)");
+  }
+
+  const std::string id_expected = "expected an integer in [0, " + std::to_string(n) +
+                                  ") because num_processes=" + std::to_string(n) + " (" +
+                                  spec.num_processes.source + ")";
+  if (id_raw) {
+    Result<int64_t> id = ParseInteger(id_raw->text);
+    if (!id.ok()) return Invalid(*id_raw, id.status().message() + "; " + id_expected);
+    if (*id < 0 || *id >= n) return Invalid(*id_raw, id_expected);
+    spec.process_id = {*id, id_raw->source};
+  } else if (n == 1) {
+    spec.process_id = {0, "default"};
+  } else {
+    return InvalidArgument(
+        "process_id is not set for a job of " + std::to_string(n) +
+        " processes; pass process_id=... or set KERAS_DISTRIBUTION_PROCESS_ID (" + id_expected +
+        ")");
+  }
+  return spec;
+}
+
+}  // namespace kdist

@@ -1,0 +1,50 @@
+// Resolve: every setting of initialize() in one place and one order —
+// explicit argument, then environment variable, then default — validated
+// before anything else happens, each value remembering its source.
+#ifndef KDIST_RESOLVE_H_
+#define KDIST_RESOLVE_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster_spec.h"
+#include "environment.h"
+#include "status.h"
+
+namespace kdist {
+
+inline constexpr std::string_view kEnvJobAddresses = "KERAS_DISTRIBUTION_JOB_ADDRESSES";
+inline constexpr std::string_view kEnvNumProcesses = "KERAS_DISTRIBUTION_NUM_PROCESSES";
+inline constexpr std::string_view kEnvProcessId = "KERAS_DISTRIBUTION_PROCESS_ID";
+inline constexpr std::string_view kEnvInitTimeout = "KDIST_INIT_TIMEOUT";
+inline constexpr std::string_view kEnvClusterDetection = "KDIST_CLUSTER_DETECTION";
+inline constexpr std::string_view kEnvPreflight = "KDIST_PREFLIGHT";
+
+inline constexpr int64_t kMaxProcesses = int64_t{1} << 20;
+inline constexpr double kDefaultTimeoutSeconds = 300.0;  // JAX's own default
+inline constexpr double kMaxTimeoutSeconds = 1e6;
+
+// The arguments of initialize() as the caller passed them, in text form
+// (integers in decimal, booleans as "true"/"false"); nullopt = not passed.
+// Python has already rejected wrong types (a float or bool for an integer).
+struct Request {
+  std::optional<std::string> job_addresses;
+  std::optional<std::string> num_processes;
+  std::optional<std::string> process_id;
+  std::optional<std::string> timeout;
+  std::optional<std::string> cluster_detection;
+  std::optional<std::string> preflight;
+};
+
+// The values cluster_detection accepts, in the order they are listed.
+std::vector<std::string> ClusterDetectionModes();
+
+// Resolves and validates. Failure is kInvalidArgument with a message that
+// names the value, where it came from, and the expected form.
+Result<ClusterSpec> Resolve(const Request& request, const Environment& env);
+
+}  // namespace kdist
+
+#endif  // KDIST_RESOLVE_H_

@@ -1,0 +1,42 @@
+#include "scalars.h"
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "text.h"
+
+namespace kdist {
+
+Result<int64_t> ParseInteger(std::string_view text) {
+  text = Trim(text);
+  if (text.empty()) return InvalidArgument("is empty");
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec == std::errc::result_out_of_range) return InvalidArgument("is out of the 64-bit range");
+  if (ec != std::errc() || ptr != end) return InvalidArgument("is not an integer");
+  return value;
+}
+
+Result<double> ParseSeconds(std::string_view text) {
+  text = Trim(text);
+  if (text.empty()) return InvalidArgument("is empty");
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) return InvalidArgument("is not a number");
+  if (!std::isfinite(value)) return InvalidArgument("is not finite");
+  if (value < 0) return InvalidArgument("is negative");
+  return value;
+}
+
+Result<bool> ParseBool(std::string_view text) {
+  const std::string word = Lower(Trim(text));
+  if (word == "1" || word == "true" || word == "yes" || word == "on") return true;
+  if (word == "0" || word == "false" || word == "no" || word == "off") return false;
+  if (word.empty()) return InvalidArgument("is empty");
+  return InvalidArgument("is not a boolean");
+}
+
+}  // namespace kdist

@@ -1,0 +1,50 @@
+#include "scalars.h"
+
+#include "testing/check.h"
+
+namespace kdist {
+namespace {
+
+KDIST_TEST(Scalars, IntegerAcceptsDecimalWithSurroundingSpace) {
+  KDIST_EXPECT_EQ(*ParseInteger("42"), int64_t{42});
+  KDIST_EXPECT_EQ(*ParseInteger(" 7\n"), int64_t{7});
+  KDIST_EXPECT_EQ(*ParseInteger("-1"), int64_t{-1});
+  KDIST_EXPECT_EQ(*ParseInteger("0"), int64_t{0});
+}
+
+KDIST_TEST(Scalars, IntegerRejectsEverythingElse) {
+  KDIST_EXPECT_ERROR(ParseInteger(""), StatusCode::kInvalidArgument, "is empty");
+  KDIST_EXPECT_ERROR(ParseInteger("   "), StatusCode::kInvalidArgument, "is empty");
+  KDIST_EXPECT_ERROR(ParseInteger("two"), StatusCode::kInvalidArgument, "is not an integer");
+  KDIST_EXPECT_ERROR(ParseInteger("1.5"), StatusCode::kInvalidArgument, "is not an integer");
+  KDIST_EXPECT_ERROR(ParseInteger("+1"), StatusCode::kInvalidArgument, "is not an integer");
+  KDIST_EXPECT_ERROR(ParseInteger("0x10"), StatusCode::kInvalidArgument, "is not an integer");
+  KDIST_EXPECT_ERROR(ParseInteger("1 2"), StatusCode::kInvalidArgument, "is not an integer");
+  KDIST_EXPECT_ERROR(ParseInteger("99999999999999999999"), StatusCode::kInvalidArgument,
+                     "64-bit range");
+}
+
+KDIST_TEST(Scalars, Seconds) {
+  KDIST_EXPECT_EQ(*ParseSeconds("30"), 30.0);
+  KDIST_EXPECT_EQ(*ParseSeconds("2.5"), 2.5);
+  KDIST_EXPECT_EQ(*ParseSeconds("1e3"), 1000.0);
+  KDIST_EXPECT_ERROR(ParseSeconds("inf"), StatusCode::kInvalidArgument, "not finite");
+  KDIST_EXPECT_ERROR(ParseSeconds("nan"), StatusCode::kInvalidArgument, "not finite");
+  KDIST_EXPECT_ERROR(ParseSeconds("-1"), StatusCode::kInvalidArgument, "negative");
+  KDIST_EXPECT_ERROR(ParseSeconds("5s"), StatusCode::kInvalidArgument, "not a number");
+  KDIST_EXPECT_ERROR(ParseSeconds(""), StatusCode::kInvalidArgument, "is empty");
+}
+
+KDIST_TEST(Scalars, Bool) {
+  for (const char* yes : {"1", "true", "TRUE", "Yes", "on", " on "}) {
+    KDIST_EXPECT_TRUE(*ParseBool(yes));
+  }
+  for (const char* no : {"0", "false", "False", "no", "OFF"}) {
+    KDIST_EXPECT_FALSE(*ParseBool(no));
+  }
+  KDIST_EXPECT_ERROR(ParseBool("maybe"), StatusCode::kInvalidArgument, "not a boolean");
+  KDIST_EXPECT_ERROR(ParseBool(""), StatusCode::kInvalidArgument, "is empty");
+}
+
+}  // namespace
+}  // namespace kdist

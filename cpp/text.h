@@ -1,0 +1,29 @@
+// Small string helpers shared by the parsers and the messages they write.
+#ifndef KDIST_TEXT_H_
+#define KDIST_TEXT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kdist {
+
+// `text` in double quotes, safe to print whatever it holds: quotes and
+// backslashes are escaped, bytes outside printable ASCII become \xNN, and text
+// longer than `max_chars` is cut with "..." after the closing quote.
+std::string Quote(std::string_view text, size_t max_chars = 200);
+
+// `text` without leading and trailing ASCII whitespace.
+std::string_view Trim(std::string_view text);
+
+// Splits on every `separator`; "a,,b" gives {"a", "", "b"}, "" gives {""}.
+std::vector<std::string_view> Split(std::string_view text, char separator);
+
+std::string Join(const std::vector<std::string>& parts, std::string_view separator);
+
+// ASCII lower-case copy.
+std::string Lower(std::string_view text);
+
+}  // namespace kdist
+
+#endif  // KDIST_TEXT_H_

@@ -1,0 +1,80 @@
+"""kdist: Keras 3 distribution utilities for JAX, with a fast, checked start.
+
+`import kdist` costs milliseconds: it imports neither JAX nor the compiled
+core. Public names are loaded on first use.
+
+Example:
+    >>> import kdist
+    >>> kdist.initialize(num_processes=1)
+    >>> kdist.cluster_spec().num_processes
+    1
+    >>> kdist.shutdown()
+"""
+
+from kdist._errors import (
+    ConfigError,
+    CoordinatorUnreachableError,
+    InitializationOrderError,
+    KdistError,
+    PortInUseError,
+    RendezvousError,
+    RendezvousTimeoutError,
+)
+
+__all__ = [
+    "ConfigError",
+    "CoordinatorUnreachableError",
+    "Distribution",
+    "InitializationOrderError",
+    "KdistError",
+    "PortInUseError",
+    "RendezvousError",
+    "RendezvousTimeoutError",
+    "cluster_spec",
+    "distribution",
+    "get_device_count",
+    "initialize",
+    "is_initialized",
+    "list_devices",
+    "set_distribution",
+    "shutdown",
+]
+
+# Where each lazily loaded public name lives.
+_LAZY_NAMES = {
+    "initialize": "kdist._initialize",
+    "shutdown": "kdist._initialize",
+    "is_initialized": "kdist._initialize",
+    "cluster_spec": "kdist._initialize",
+    "list_devices": "kdist._devices",
+    "get_device_count": "kdist._devices",
+    "set_distribution": "kdist._global_distribution",
+    "distribution": "kdist._global_distribution",
+    "Distribution": "kdist._distribution",
+}
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kdist._devices import get_device_count, list_devices
+    from kdist._distribution import Distribution
+    from kdist._global_distribution import distribution, set_distribution
+    from kdist._initialize import cluster_spec, initialize, is_initialized, shutdown
+
+
+def __getattr__(name: str) -> object:
+    module_name = _LAZY_NAMES.get(name)
+    if module_name is None:
+        if name == "__version__":
+            from importlib.metadata import version
+
+            return version("kdist")
+        raise AttributeError(f"module 'kdist' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_NAMES) | {"__version__"})

@@ -1,0 +1,94 @@
+"""list_devices() and get_device_count(), served from the core's device cache."""
+
+from __future__ import annotations
+
+from kdist import _core, _jax_backend
+from kdist._errors import ConfigError
+
+# The one device cache of this process; kdist._initialize invalidates it.
+_cache = _core.DeviceCache()
+
+
+def invalidate_device_cache() -> None:
+    """Forgets every cached list (called by initialize() and shutdown())."""
+    _cache.invalidate()
+
+
+def _normalize(device_type: object) -> str:
+    if device_type is None:
+        return ""
+    if not isinstance(device_type, str):
+        raise TypeError(
+            f"device_type={device_type!r}: expected a string such as 'cpu', 'gpu' or 'tpu', "
+            f"or None. Received: {type(device_type).__name__}"
+        )
+    return device_type.strip().lower()
+
+
+def _devices(device_type: object) -> list[str]:
+    key = _normalize(device_type)
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    generation = _cache.generation
+    try:
+        devices = _jax_backend.device_strings(key or None)
+    except RuntimeError as error:
+        present = ", ".join(
+            f"{platform} ({count} device{'' if count == 1 else 's'})"
+            for platform, count in sorted(_jax_backend.platforms_present().items())
+        )
+        raise ConfigError(
+            f"device_type={device_type!r}: JAX has no such devices here; present: "
+            f"{present or 'none'}. Use one of those names, or None for the default type."
+        ) from error
+    _cache.put(key, generation, devices)
+    return list(devices)
+
+
+def list_devices(device_type: str | None = None) -> list[str]:
+    """Returns the global devices of a type as Keras strings ("cpu:0", "gpu:3").
+
+    In a multi-process job the list holds every process's devices, with JAX's
+    device ids (not dense across processes: cpu:0, cpu:1, cpu:2048, ...). The
+    result is cached per device type until `initialize()` or `shutdown()`;
+    each call returns a new list, so changing it changes nothing else.
+
+    Args:
+        device_type: "cpu", "gpu" or "tpu" (any letter case). Defaults to
+            None: JAX's default type (gpu or tpu when present, else cpu).
+
+    Returns:
+        A list of strings "type:id", one per device.
+
+    Raises:
+        kdist.ConfigError: no devices of `device_type` exist; the message
+            lists those that do.
+        TypeError: `device_type` is not a string.
+
+    Example:
+        >>> import kdist
+        >>> kdist.list_devices("cpu")[0]
+        'cpu:0'
+    """
+    return _devices(device_type)
+
+
+def get_device_count(device_type: str | None = None) -> int:
+    """Returns the number of global devices of a type (see `list_devices`).
+
+    Args:
+        device_type: "cpu", "gpu" or "tpu", or None for the default type.
+
+    Returns:
+        The global device count of that type.
+
+    Raises:
+        kdist.ConfigError: no devices of `device_type` exist.
+
+    Example:
+        >>> import kdist
+        >>> kdist.get_device_count("cpu") >= 1
+        True
+    """
+    return len(_devices(device_type))

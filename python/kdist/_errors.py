@@ -1,0 +1,38 @@
+"""kdist's exceptions: one tree under KdistError.
+
+Each class also subclasses the built-in exception a Keras or JAX user already
+catches, so existing `except ValueError:` / `except TimeoutError:` code keeps
+working. The compiled core raises these by name (see cpp/bindings.cc).
+"""
+
+
+class KdistError(Exception):
+    """Base class of every error kdist raises."""
+
+
+class ConfigError(KdistError, ValueError):
+    """A setting is malformed, out of range, missing or inconsistent.
+
+    The message names the value, where it came from (argument, environment
+    variable, detected scheduler) and the expected form.
+    """
+
+
+class InitializationOrderError(KdistError, RuntimeError):
+    """initialize() was called too late: the JAX backend already started."""
+
+
+class PortInUseError(KdistError, OSError):
+    """The coordinator's port is already taken by a live listener."""
+
+
+class CoordinatorUnreachableError(KdistError, ConnectionError):
+    """A worker could not reach the coordinator before its deadline."""
+
+
+class RendezvousError(KdistError, RuntimeError):
+    """The processes of the job disagree (ids, process count, configuration)."""
+
+
+class RendezvousTimeoutError(RendezvousError, TimeoutError):
+    """Not every process joined the roll call before the deadline."""

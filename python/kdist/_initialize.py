@@ -1,0 +1,174 @@
+"""initialize(), shutdown(), is_initialized() and cluster_spec()."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kdist import _config, _core, _devices, _jax_backend
+from kdist._errors import ConfigError, InitializationOrderError
+
+_lock = threading.Lock()
+# The spec this process was initialized with; None until initialize() succeeds.
+_active_spec: _core.ClusterSpec | None = None
+
+
+def initialize(
+    job_addresses: str | list[str] | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    timeout: float | None = None,
+    cluster_detection: str | None = None,
+    preflight: bool | None = None,
+) -> None:
+    """Starts this process's part of a multi-process JAX job.
+
+    Resolves every setting (argument, then environment variable, then
+    default), validates all of them before any side effect, then calls
+    `jax.distributed.initialize` with every value explicit and JAX's own
+    cluster auto-detection off. Call it before anything else touches JAX.
+
+    Args:
+        job_addresses: The coordinator's "host:port", or every process's
+            address separated by commas (the first is the coordinator; their
+            count then gives `num_processes`). IPv6 hosts go in brackets:
+            "[fe80::1]:1234". Defaults to None: `KERAS_DISTRIBUTION_JOB_ADDRESSES`.
+        num_processes: Number of processes in the job. Defaults to None:
+            `KERAS_DISTRIBUTION_NUM_PROCESSES`, else the number of addresses.
+            `num_processes=1` runs a single process without a coordinator.
+        process_id: This process's id in `[0, num_processes)`; 0 is the
+            coordinator. Defaults to None: `KERAS_DISTRIBUTION_PROCESS_ID`
+            (0 when there is one process).
+        timeout: Seconds to wait for the whole job to start. Defaults to None:
+            `KDIST_INIT_TIMEOUT`, else 300 (JAX's own default).
+        cluster_detection: "auto" or "none". Defaults to None:
+            `KDIST_CLUSTER_DETECTION`, else "auto".
+        preflight: Whether to run the pre-flight roll call before JAX starts.
+            Defaults to None: `KDIST_PREFLIGHT`, else True.
+
+    Raises:
+        TypeError: an argument has the wrong type (a float or bool where an
+            int is expected).
+        kdist.ConfigError: a value is malformed, out of range, missing or
+            inconsistent; or kdist is already initialized with other values.
+            The message names the value and where it came from.
+        kdist.InitializationOrderError: the JAX backend is already running
+            (something called `jax.devices()`, `list_devices()`, or ran a
+            computation first), or `jax.distributed` was initialized directly.
+
+    Example:
+        >>> import kdist
+        >>> kdist.initialize(num_processes=1)
+        >>> kdist.is_initialized()
+        True
+        >>> kdist.shutdown()
+    """
+    global _active_spec
+    spec = _config.resolve(
+        job_addresses,
+        num_processes,
+        process_id,
+        timeout=timeout,
+        cluster_detection=cluster_detection,
+        preflight=preflight,
+    )
+    with _lock:
+        if _active_spec is not None:
+            if _active_spec.same_job_and_process(spec):
+                return
+            raise ConfigError(
+                f"kdist is already initialized as {_active_spec!r}, and this call resolved "
+                f"to {spec!r}. A process joins one job once; call kdist.shutdown() before "
+                "initializing with other values."
+            )
+        coordinator = spec.coordinator_address
+        if coordinator is not None:
+            _check_jax_not_started()
+            started = time.monotonic()
+            _jax_backend.initialize_distributed(
+                coordinator, spec.num_processes, spec.process_id, spec.timeout
+            )
+            _log_initialized(spec, time.monotonic() - started)
+        _devices.invalidate_device_cache()
+        _active_spec = spec
+
+
+def _check_jax_not_started() -> None:
+    if _jax_backend.distributed_started():
+        raise InitializationOrderError(
+            "jax.distributed is already initialized in this process (it was called "
+            "directly, not through kdist). Call kdist.initialize() instead of "
+            "jax.distributed.initialize(), not after it."
+        )
+    if _jax_backend.backend_started():
+        raise InitializationOrderError(
+            "kdist.initialize() must run before the JAX backend starts, but it has already "
+            "started: something called jax.devices(), kdist.list_devices(), "
+            "kdist.get_device_count(), created an array or ran a computation first. Move "
+            "kdist.initialize() to the start of the program, before any of those."
+        )
+
+
+def _log_initialized(spec: _core.ClusterSpec, seconds: float) -> None:
+    import logging
+
+    logging.getLogger("kdist").info(
+        "process %d of %d joined the job at %s in %.3f s",
+        spec.process_id,
+        spec.num_processes,
+        spec.coordinator_address,
+        seconds,
+    )
+
+
+def shutdown() -> None:
+    """Leaves the job: shuts `jax.distributed` down and forgets the spec.
+
+    Does nothing when kdist is not initialized. Device lists are computed
+    afresh afterwards.
+
+    Example:
+        >>> import kdist
+        >>> kdist.initialize(num_processes=1)
+        >>> kdist.shutdown()
+        >>> kdist.is_initialized()
+        False
+    """
+    global _active_spec
+    with _lock:
+        if _active_spec is None:
+            return
+        if _active_spec.coordinator_address is not None:
+            _jax_backend.shutdown_distributed()
+        _active_spec = None
+        _devices.invalidate_device_cache()
+
+
+def is_initialized() -> bool:
+    """Returns whether `initialize()` has succeeded and `shutdown()` not run since.
+
+    Example:
+        >>> import kdist
+        >>> kdist.is_initialized()
+        False
+    """
+    return _active_spec is not None
+
+
+def cluster_spec() -> _core.ClusterSpec | None:
+    """Returns the resolved configuration of this process, or None before `initialize()`.
+
+    Each value remembers where it came from: `cluster_spec().sources` maps
+    "job_addresses", "num_processes", "process_id", "timeout", "preflight" and
+    "cluster_detection" to "argument", an environment variable's name,
+    "job_addresses" (counted from the list) or "default".
+
+    Example:
+        >>> import kdist
+        >>> kdist.initialize(num_processes=1)
+        >>> kdist.cluster_spec().sources["process_id"]
+        'default'
+        >>> kdist.shutdown()
+    """
+    return _active_spec

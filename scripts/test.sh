@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: makes a virtual environment (.venv,
+# or $KDIST_VENV), builds and installs kdist with its test dependencies, builds
+# and runs the C++ unit tests, then runs pytest against the installed package.
+# Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="${KDIST_VENV:-.venv}"
+python="${PYTHON:-python3}"
+
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+"$venv/bin/python" -m pip install --quiet cmake ninja
+"$venv/bin/python" -m pip install --quiet ".[test]"
+
+echo "== C++ unit tests"
+"$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON \
+  -DCMAKE_MAKE_PROGRAM="$PWD/$venv/bin/ninja" > /dev/null
+"$venv/bin/cmake" --build build/cpp-tests
+build/cpp-tests/kdist_core_tests
+
+echo "== Python tests (against the installed package)"
+"$venv/bin/python" -m pytest "$@"
