@@ -1,0 +1,151 @@
+"""Helpers for tests that start real processes: fresh interpreters and loopback clusters.
+
+Every process started here has a hard timeout and is killed, by its pid, when
+the helper returns, whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKERS = Path(__file__).parent / "workers"
+_SETTING_PREFIXES = ("KERAS_DISTRIBUTION_", "KDIST_", "JAX_", "XLA_")
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def clean_env(devices: int = 2, **extra: str) -> dict[str, str]:
+    """This environment without any kdist/Keras/JAX setting, on JAX's CPU backend."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
+    env["JAX_PLATFORMS"] = "cpu"
+    env["JAX_NUM_CPU_DEVICES"] = str(devices)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Finished:
+    """What one process left behind."""
+
+    args: Sequence[str]
+    returncode: int | None  # None: killed at the deadline
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def json_lines(self) -> list[dict[str, object]]:
+        """Every stdout line that is a JSON object, parsed."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]
+
+    def report(self) -> dict[str, object]:
+        """The last JSON line on stdout (a worker's report)."""
+        lines = self.json_lines()
+        assert lines, f"no JSON report from {self.args}; stderr:\n{self.stderr[-3000:]}"
+        return lines[-1]
+
+    def describe(self) -> str:
+        return (
+            f"{' '.join(self.args)} -> {self.returncode} after {self.seconds:.1f} s\n"
+            f"--- stdout\n{self.stdout[-2000:]}\n--- stderr\n{self.stderr[-4000:]}"
+        )
+
+
+def run_processes(
+    commands: Sequence[Sequence[str]],
+    envs: Sequence[Mapping[str, str]],
+    *,
+    timeout: float,
+    start_delays: Sequence[float] | None = None,
+) -> list[Finished]:
+    """Starts every command (after its delay), waits for all until `timeout`, kills the rest."""
+    delays = list(start_delays or [0.0] * len(commands))
+    order = sorted(range(len(commands)), key=lambda i: delays[i])
+    procs: dict[int, subprocess.Popen[str]] = {}
+    started: dict[int, float] = {}
+    begin = time.monotonic()
+    try:
+        for i in order:
+            pause = begin + delays[i] - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            started[i] = time.monotonic()
+            procs[i] = subprocess.Popen(
+                list(commands[i]),
+                env=dict(envs[i]),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        results: dict[int, Finished] = {}
+        deadline = begin + timeout
+        for i in range(len(commands)):
+            proc = procs[i]
+            try:
+                out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+                code: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate(timeout=10)
+                code = None
+            results[i] = Finished(commands[i], code, out, err, time.monotonic() - started[i])
+        return [results[i] for i in range(len(commands))]
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def run_python(
+    code: str, *, env: Mapping[str, str] | None = None, timeout: float = 60
+) -> Finished:
+    """Runs `code` in a fresh interpreter (so JAX and kdist start from nothing)."""
+    return run_processes(
+        [[sys.executable, "-c", code]], [env if env is not None else clean_env()], timeout=timeout
+    )[0]
+
+
+def run_cluster(
+    script: str,
+    num_processes: int,
+    *,
+    devices_per_process: int = 2,
+    timeout: float = 120,
+    port: int | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    per_process_env: Sequence[Mapping[str, str]] | None = None,
+    start_delays: Sequence[float] | None = None,
+    args: Sequence[str] = (),
+) -> list[Finished]:
+    """Runs tests/workers/`script` as a loopback cluster configured through the
+    KERAS_DISTRIBUTION_* variables, one process per id."""
+    port = port or free_port()
+    commands, envs = [], []
+    for pid in range(num_processes):
+        env = clean_env(
+            devices_per_process,
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES=str(num_processes),
+            KERAS_DISTRIBUTION_PROCESS_ID=str(pid),
+            KDIST_INIT_TIMEOUT=str(int(timeout * 0.8)),
+        )
+        env.update(extra_env or {})
+        if per_process_env:
+            env.update(per_process_env[pid])
+        commands.append([sys.executable, str(WORKERS / script), *args])
+        envs.append(env)
+    return run_processes(commands, envs, timeout=timeout, start_delays=start_delays)

@@ -1,0 +1,28 @@
+"""A cluster member: kdist.initialize() from the environment, then one JSON report line."""
+
+import json
+import time
+
+import kdist
+
+started = time.perf_counter()
+kdist.initialize()
+init_seconds = time.perf_counter() - started
+spec = kdist.cluster_spec()
+assert spec is not None
+print(
+    json.dumps(
+        {
+            "process_id": spec.process_id,
+            "num_processes": spec.num_processes,
+            "coordinator": spec.coordinator_address,
+            "sources": spec.sources,
+            "fingerprint": spec.fingerprint,
+            "devices": kdist.list_devices(),
+            "device_count": kdist.get_device_count(),
+            "init_seconds": init_seconds,
+        }
+    ),
+    flush=True,
+)
+kdist.shutdown()
