@@ -35,6 +35,8 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  // Itself, so code (and the test macros) can treat a Status like a Result.
+  const Status& status() const { return *this; }
 
  private:
   StatusCode code_ = StatusCode::kOk;

@@ -1,0 +1,110 @@
+// The roll call's wire format: the hello a process sends to process 0 and the
+// replies process 0 sends back.
+//
+// A frame is a 12-byte header — the magic "KDRV", the protocol version and the
+// frame type (big-endian u16 each), and the payload length (big-endian u32,
+// at most kMaxFramePayload) — followed by the payload: fields, each a one-byte
+// tag, a big-endian u16 length and that many bytes. Integers are 8-byte
+// big-endian two's complement. Unknown tags are skipped, so a later version can
+// add fields; a known tag seen twice, a field over its size limit or a missing
+// required field makes the frame invalid.
+//
+// Everything here is a pure function of its bytes: decoding survives any input
+// (it is fuzzed) and never reads past what it was given.
+#ifndef KDIST_HELLO_H_
+#define KDIST_HELLO_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "status.h"
+
+namespace kdist {
+
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr std::string_view kFrameMagic = "KDRV";
+inline constexpr size_t kFrameHeaderSize = 12;
+inline constexpr size_t kMaxFramePayload = 16 * 1024;
+
+enum class FrameType : uint16_t {
+  kHello = 1,   // process -> process 0: who I am and how I was configured
+  kGo = 2,      // process 0 -> all: every process is present, start JAX
+  kReject = 3,  // process 0 -> one or all: the roll call failed, with why
+  kStatus = 4,  // process 0 -> waiting processes: a progress line
+};
+
+// Size limits of the string fields, in bytes.
+inline constexpr size_t kMaxHostBytes = 255;
+inline constexpr size_t kMaxShortFieldBytes = 512;  // fingerprint, addresses, versions, sources
+inline constexpr size_t kMaxTokenBytes = 1024;
+inline constexpr size_t kMaxMessageBytes = 8192;
+
+struct Hello {
+  int64_t process_id = 0;
+  int64_t num_processes = 0;
+  std::string fingerprint;           // ClusterSpec::Fingerprint()
+  std::string coordinator;           // the coordinator address as this process wrote it
+  std::string num_processes_source;  // where num_processes came from ("argument", a variable)
+  std::string coordinator_source;    // where the coordinator address came from
+  std::string jax_version;
+  std::string host;                  // host name of the process
+  int64_t pid = 0;
+  std::string token;                 // KDIST_RENDEZVOUS_TOKEN, empty when unset
+};
+
+struct Reply {
+  FrameType type = FrameType::kGo;       // kGo, kReject or kStatus
+  StatusCode code = StatusCode::kOk;     // kReject: the failure's code
+  std::string message;                   // kReject: what went wrong; kStatus: a progress line
+  std::string host;                      // process 0's host name
+  int64_t pid = 0;                       // process 0's pid
+  std::string jax_version;               // process 0's JAX version
+};
+
+struct FrameHeader {
+  uint16_t version = 0;
+  uint16_t type = 0;
+  uint32_t payload_size = 0;
+  size_t frame_size() const { return kFrameHeaderSize + payload_size; }
+};
+
+// Whether `prefix` (any length) can still be the start of a frame: its first
+// bytes match the magic. Lets a reader drop an HTTP request after one byte.
+bool CouldStartFrame(std::string_view prefix);
+
+// Decodes the header at the start of `bytes` (at least kFrameHeaderSize
+// bytes). kInvalidArgument for a wrong magic or an oversized payload; the
+// version is reported, not checked, so a peer of another version can be
+// answered.
+Result<FrameHeader> DecodeFrameHeader(std::string_view bytes);
+
+// Strings longer than their limit are cut to it, so an encoded frame always
+// decodes.
+std::string EncodeHello(const Hello& hello);
+std::string EncodeReply(const Reply& reply);
+
+// Decode one whole frame (header included, nothing after it). kInvalidArgument
+// for anything malformed, kFailedPrecondition for another protocol version.
+Result<Hello> DecodeHello(std::string_view frame);
+Result<Reply> DecodeReply(std::string_view frame);
+
+// Collects bytes from a stream and cuts them into frames; refuses a stream as
+// soon as it cannot be kdist's (wrong magic, oversized length).
+class FrameAssembler {
+ public:
+  // Appends bytes; an error means the stream is not (or no longer) kdist's.
+  Status Append(std::string_view bytes);
+  // The first whole frame, removed from the buffer, or "" when none is complete.
+  std::string TakeFrame();
+  size_t buffered() const { return buffer_.size(); }
+
+ private:
+  Status Check() const;
+  std::string buffer_;
+};
+
+}  // namespace kdist
+
+#endif  // KDIST_HELLO_H_

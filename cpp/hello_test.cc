@@ -1,0 +1,261 @@
+#include "hello.h"
+
+#include "backoff.h"  // SplitMix64 for random bytes
+#include "testing/check.h"
+
+namespace kdist {
+namespace {
+
+Hello SampleHello() {
+  Hello h;
+  h.process_id = 3;
+  h.num_processes = 4;
+  h.fingerprint = "0123456789abcdef";
+  h.coordinator = "127.0.0.1:5000";
+  h.num_processes_source = "KERAS_DISTRIBUTION_NUM_PROCESSES";
+  h.coordinator_source = "argument";
+  h.jax_version = "0.4.35";
+  h.host = "node-3";
+  h.pid = 4242;
+  h.token = "s3cret";
+  return h;
+}
+
+// A frame with a hand-made header and payload, for malformed inputs.
+std::string RawFrame(uint16_t version, uint16_t type, const std::string& payload,
+                     int64_t announced = -1) {
+  std::string out(kFrameMagic);
+  out += static_cast<char>(version >> 8);
+  out += static_cast<char>(version & 0xff);
+  out += static_cast<char>(type >> 8);
+  out += static_cast<char>(type & 0xff);
+  const uint32_t size = announced < 0 ? static_cast<uint32_t>(payload.size())
+                                      : static_cast<uint32_t>(announced);
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((size >> shift) & 0xff);
+  return out + payload;
+}
+
+std::string Field(uint8_t tag, const std::string& value) {
+  std::string out(1, static_cast<char>(tag));
+  out += static_cast<char>(value.size() >> 8);
+  out += static_cast<char>(value.size() & 0xff);
+  return out + value;
+}
+
+std::string Int(int64_t value) {
+  std::string out;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out += static_cast<char>((static_cast<uint64_t>(value) >> shift) & 0xff);
+  }
+  return out;
+}
+
+// The payload of a minimal valid hello, built by hand.
+std::string MinimalHelloPayload() {
+  return Field(1, Int(1)) + Field(2, Int(2)) + Field(3, "fp") + Field(4, "h:1") +
+         Field(8, "host") + Field(9, Int(77));
+}
+
+KDIST_TEST(Hello, RoundTrips) {
+  const Hello in = SampleHello();
+  const std::string frame = EncodeHello(in);
+  KDIST_EXPECT_EQ(frame.substr(0, 4), std::string("KDRV"));
+  Result<Hello> out = DecodeHello(frame);
+  KDIST_ASSERT_OK(out);
+  KDIST_EXPECT_EQ(out->process_id, in.process_id);
+  KDIST_EXPECT_EQ(out->num_processes, in.num_processes);
+  KDIST_EXPECT_EQ(out->fingerprint, in.fingerprint);
+  KDIST_EXPECT_EQ(out->coordinator, in.coordinator);
+  KDIST_EXPECT_EQ(out->num_processes_source, in.num_processes_source);
+  KDIST_EXPECT_EQ(out->coordinator_source, in.coordinator_source);
+  KDIST_EXPECT_EQ(out->jax_version, in.jax_version);
+  KDIST_EXPECT_EQ(out->host, in.host);
+  KDIST_EXPECT_EQ(out->pid, in.pid);
+  KDIST_EXPECT_EQ(out->token, in.token);
+}
+
+KDIST_TEST(Hello, NegativeAndExtremeIntegersRoundTrip) {
+  Hello in = SampleHello();
+  in.process_id = -1;
+  in.num_processes = INT64_MAX;
+  in.pid = INT64_MIN;
+  in.token.clear();
+  Result<Hello> out = DecodeHello(EncodeHello(in));
+  KDIST_ASSERT_OK(out);
+  KDIST_EXPECT_EQ(out->process_id, int64_t{-1});
+  KDIST_EXPECT_EQ(out->num_processes, INT64_MAX);
+  KDIST_EXPECT_EQ(out->pid, INT64_MIN);
+  KDIST_EXPECT_EQ(out->token, std::string());
+}
+
+KDIST_TEST(Hello, OverlongStringsAreCutSoTheFrameStillDecodes) {
+  Hello in = SampleHello();
+  in.host = std::string(10000, 'h');
+  in.token = std::string(5000, 't');
+  const std::string frame = EncodeHello(in);
+  KDIST_EXPECT_LE(frame.size(), kFrameHeaderSize + kMaxFramePayload);
+  Result<Hello> out = DecodeHello(frame);
+  KDIST_ASSERT_OK(out);
+  KDIST_EXPECT_EQ(out->host.size(), kMaxHostBytes);
+  KDIST_EXPECT_EQ(out->token.size(), kMaxTokenBytes);
+}
+
+KDIST_TEST(Hello, EveryTruncationIsAnErrorNotACrash) {
+  const std::string frame = EncodeHello(SampleHello());
+  for (size_t n = 0; n < frame.size(); ++n) {
+    Result<Hello> out = DecodeHello(std::string_view(frame).substr(0, n));
+    KDIST_EXPECT_FALSE(out.ok());
+    if (out.ok()) return;
+    KDIST_EXPECT_TRUE(out.status().code() == StatusCode::kInvalidArgument);
+  }
+}
+
+KDIST_TEST(Hello, TrailingBytesAreRejected) {
+  KDIST_EXPECT_ERROR(DecodeHello(EncodeHello(SampleHello()) + "x"), StatusCode::kInvalidArgument,
+                     "header announces");
+}
+
+KDIST_TEST(Hello, WrongMagicIsNamedWithTheBytesQuoted) {
+  KDIST_EXPECT_ERROR(DecodeHello("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+                     StatusCode::kInvalidArgument, "\"GET / HTTP/1\"");
+}
+
+KDIST_TEST(Hello, OversizedPayloadIsRefusedFromTheHeaderAlone) {
+  const std::string header = RawFrame(1, 1, "", kMaxFramePayload + 1);
+  KDIST_EXPECT_ERROR(DecodeFrameHeader(header), StatusCode::kInvalidArgument, "over the limit");
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, "", 0xffffffffll)), StatusCode::kInvalidArgument,
+                     "4294967295");
+}
+
+KDIST_TEST(Hello, OtherProtocolVersionIsAFailedPrecondition) {
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(2, 1, MinimalHelloPayload())),
+                     StatusCode::kFailedPrecondition, "protocol version 2");
+  Result<FrameHeader> header = DecodeFrameHeader(RawFrame(7, 1, ""));
+  KDIST_ASSERT_OK(header);
+  KDIST_EXPECT_EQ(header->version, uint16_t{7});
+}
+
+KDIST_TEST(Hello, MinimalHandMadeHelloDecodes) {
+  Result<Hello> out = DecodeHello(RawFrame(1, 1, MinimalHelloPayload()));
+  KDIST_ASSERT_OK(out);
+  KDIST_EXPECT_EQ(out->pid, int64_t{77});
+  KDIST_EXPECT_EQ(out->jax_version, std::string());
+  KDIST_EXPECT_EQ(out->token, std::string());
+}
+
+KDIST_TEST(Hello, UnknownFieldsAreSkipped) {
+  const std::string payload = Field(200, "future") + MinimalHelloPayload() + Field(63, "x");
+  KDIST_EXPECT_OK(DecodeHello(RawFrame(1, 1, payload)));
+}
+
+KDIST_TEST(Hello, MalformedFieldsAreErrors) {
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, MinimalHelloPayload() + Field(9, Int(1)))),
+                     StatusCode::kInvalidArgument, "appears twice");
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, "abc") + MinimalHelloPayload())),
+                     StatusCode::kInvalidArgument, "expected 8");
+  KDIST_EXPECT_ERROR(
+      DecodeHello(RawFrame(1, 1, MinimalHelloPayload() + Field(8 + 0, std::string(300, 'h')))),
+      StatusCode::kInvalidArgument, "");
+  KDIST_EXPECT_ERROR(
+      DecodeHello(RawFrame(1, 1, Field(8, std::string(300, 'h')) + Field(1, Int(1)))),
+      StatusCode::kInvalidArgument, "over its limit");
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, Int(1)))), StatusCode::kInvalidArgument,
+                     "no num_processes");
+  std::string cut = MinimalHelloPayload() + "\x03\x00";
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, cut)), StatusCode::kInvalidArgument, "cut off");
+  std::string lying = MinimalHelloPayload() + Field(3, "ab");
+  lying[lying.size() - 3] = 0x10;  // the last field claims 4096+ bytes
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, lying)), StatusCode::kInvalidArgument, "remain");
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 2, MinimalHelloPayload())),
+                     StatusCode::kInvalidArgument, "frame type 2");
+}
+
+KDIST_TEST(Hello, RandomBytesNeverCrashAndAlmostNeverDecode) {
+  SplitMix64 random(2024);
+  int decoded = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const size_t size = random.Next() % 96;
+    std::string bytes;
+    for (size_t j = 0; j < size; ++j) bytes += static_cast<char>(random.Next() & 0xff);
+    if (i % 2 == 0 && bytes.size() >= kFrameHeaderSize) {  // half with a plausible header
+      bytes.replace(0, kFrameHeaderSize, RawFrame(1, 1 + (i % 4), "", size - kFrameHeaderSize));
+    }
+    if (DecodeHello(bytes).ok()) ++decoded;
+    (void)DecodeReply(bytes);
+    FrameAssembler assembler;
+    if (assembler.Append(bytes).ok()) (void)assembler.TakeFrame();
+  }
+  KDIST_EXPECT_EQ(decoded, 0);
+}
+
+KDIST_TEST(Reply, GoRejectAndStatusRoundTrip) {
+  for (FrameType type : {FrameType::kGo, FrameType::kReject, FrameType::kStatus}) {
+    Reply in;
+    in.type = type;
+    in.code = type == FrameType::kReject ? StatusCode::kDeadlineExceeded : StatusCode::kOk;
+    in.message = "1 of 2 processes joined";
+    in.host = "node-0";
+    in.pid = 99;
+    in.jax_version = "0.4.35";
+    Result<Reply> out = DecodeReply(EncodeReply(in));
+    KDIST_ASSERT_OK(out);
+    KDIST_EXPECT_TRUE(out->type == type);
+    KDIST_EXPECT_TRUE(out->code == in.code);
+    KDIST_EXPECT_EQ(out->message, in.message);
+    KDIST_EXPECT_EQ(out->host, in.host);
+    KDIST_EXPECT_EQ(out->pid, int64_t{99});
+    KDIST_EXPECT_EQ(out->jax_version, in.jax_version);
+  }
+}
+
+KDIST_TEST(Reply, BadRepliesAreErrors) {
+  KDIST_EXPECT_ERROR(DecodeReply(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
+                     "not a reply");
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(1, 3, Field(11, Int(0)))), StatusCode::kInvalidArgument,
+                     "no failure code");
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(1, 3, Field(11, Int(99)))),
+                     StatusCode::kInvalidArgument, "not a known code");
+  KDIST_EXPECT_ERROR(DecodeReply("KDR"), StatusCode::kInvalidArgument, "shorter than");
+  Reply long_message;
+  long_message.type = FrameType::kReject;
+  long_message.code = StatusCode::kFailedPrecondition;
+  long_message.message = std::string(20000, 'm');
+  Result<Reply> out = DecodeReply(EncodeReply(long_message));
+  KDIST_ASSERT_OK(out);
+  KDIST_EXPECT_EQ(out->message.size(), kMaxMessageBytes);
+}
+
+KDIST_TEST(FrameAssembler, CutsAStreamFedByteByByte) {
+  const std::string a = EncodeHello(SampleHello());
+  Reply go;
+  const std::string b = EncodeReply(go);
+  FrameAssembler assembler;
+  std::string frames;
+  int taken = 0;
+  for (char c : a + b) {
+    KDIST_ASSERT_OK(assembler.Append(std::string_view(&c, 1)));
+    const std::string frame = assembler.TakeFrame();
+    if (!frame.empty()) {
+      frames += frame;
+      ++taken;
+    }
+  }
+  KDIST_EXPECT_EQ(taken, 2);
+  KDIST_EXPECT_EQ(frames, a + b);
+  KDIST_EXPECT_EQ(assembler.buffered(), size_t{0});
+}
+
+KDIST_TEST(FrameAssembler, RefusesHttpAtTheFirstByte) {
+  FrameAssembler assembler;
+  KDIST_EXPECT_ERROR(assembler.Append("G"), StatusCode::kInvalidArgument, "magic");
+  FrameAssembler oversized;
+  KDIST_EXPECT_OK(oversized.Append("KDRV"));
+  KDIST_EXPECT_ERROR(oversized.Append(RawFrame(1, 1, "", 1 << 30).substr(4)),
+                     StatusCode::kInvalidArgument, "over the limit");
+  KDIST_EXPECT_TRUE(CouldStartFrame(""));
+  KDIST_EXPECT_TRUE(CouldStartFrame("KD"));
+  KDIST_EXPECT_FALSE(CouldStartFrame("KX"));
+}
+
+}  // namespace
+}  // namespace kdist
