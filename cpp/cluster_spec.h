@@ -28,6 +28,9 @@ struct ClusterSpec {
   Sourced<double> timeout_seconds;
   Sourced<bool> preflight;
   Sourced<std::string> cluster_detection;
+  // KDIST_RENDEZVOUS_TOKEN: a secret every process of the roll call must
+  // present; empty when unset. Never printed, not part of the fingerprint.
+  Sourced<std::string> rendezvous_token;
 
   // The coordinator (the first job address), when there is one.
   std::optional<Address> coordinator() const;

@@ -96,6 +96,19 @@ Result<Sourced<std::string>> ResolveClusterDetection(const Request& request,
                            Join(quoted, ", "));
 }
 
+// The token only ever comes from the environment (an argument would end up in
+// source code and logs). Empty means unset; the value is never printed.
+Result<Sourced<std::string>> ResolveRendezvousToken(const Environment& env) {
+  const std::string* value = Lookup(env, kEnvRendezvousToken);
+  if (value == nullptr || value->empty()) return Sourced<std::string>{"", "default"};
+  if (value->size() > kMaxRendezvousTokenBytes) {
+    return InvalidArgument(std::string(kEnvRendezvousToken) + " (from the environment) is " +
+                           std::to_string(value->size()) + " bytes long; expected at most " +
+                           std::to_string(kMaxRendezvousTokenBytes) + " bytes");
+  }
+  return Sourced<std::string>{*value, std::string(kEnvRendezvousToken)};
+}
+
 Status NothingConfigured() {
   return InvalidArgument(
       "kdist.initialize() found no cluster configuration. Configure it in one of these ways:\n"
@@ -126,6 +139,9 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   Result<Sourced<std::string>> detection = ResolveClusterDetection(request, env);
   if (!detection.ok()) return detection.status();
   spec.cluster_detection = *detection;
+  Result<Sourced<std::string>> token = ResolveRendezvousToken(env);
+  if (!token.ok()) return token.status();
+  spec.rendezvous_token = *token;
 
   const std::optional<Raw> addresses_raw =
       Pick(request.job_addresses, "job_addresses", env, kEnvJobAddresses);

@@ -21,6 +21,8 @@ inline constexpr std::string_view kEnvProcessId = "KERAS_DISTRIBUTION_PROCESS_ID
 inline constexpr std::string_view kEnvInitTimeout = "KDIST_INIT_TIMEOUT";
 inline constexpr std::string_view kEnvClusterDetection = "KDIST_CLUSTER_DETECTION";
 inline constexpr std::string_view kEnvPreflight = "KDIST_PREFLIGHT";
+inline constexpr std::string_view kEnvRendezvousToken = "KDIST_RENDEZVOUS_TOKEN";
+inline constexpr size_t kMaxRendezvousTokenBytes = 1024;
 
 inline constexpr int64_t kMaxProcesses = int64_t{1} << 20;
 inline constexpr double kDefaultTimeoutSeconds = 300.0;  // JAX's own default

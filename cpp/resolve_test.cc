@@ -148,6 +148,28 @@ KDIST_TEST(Resolve, BadSettingsAreReportedEvenWithoutACluster) {
                      StatusCode::kInvalidArgument, "KDIST_INIT_TIMEOUT");
 }
 
+KDIST_TEST(Resolve, RendezvousTokenComesOnlyFromTheEnvironment) {
+  auto none = Resolve(Args("h:1", "2", "0"), {});
+  KDIST_ASSERT_OK(none);
+  KDIST_EXPECT_EQ(none->rendezvous_token.value, std::string());
+  KDIST_EXPECT_EQ(none->rendezvous_token.source, std::string("default"));
+  auto empty = Resolve(Args("h:1", "2", "0"), {{"KDIST_RENDEZVOUS_TOKEN", ""}});
+  KDIST_ASSERT_OK(empty);
+  KDIST_EXPECT_EQ(empty->rendezvous_token.value, std::string());
+  auto set = Resolve(Args("h:1", "2", "0"), {{"KDIST_RENDEZVOUS_TOKEN", "s3cret"}});
+  KDIST_ASSERT_OK(set);
+  KDIST_EXPECT_EQ(set->rendezvous_token.value, std::string("s3cret"));
+  KDIST_EXPECT_EQ(set->rendezvous_token.source, std::string("KDIST_RENDEZVOUS_TOKEN"));
+  // The token is no part of the job's identity.
+  KDIST_EXPECT_EQ(set->Fingerprint(), none->Fingerprint());
+  KDIST_EXPECT_TRUE(set->SameJobAndProcess(*none));
+  // Too long: named by length, never printed.
+  const std::string secret(2000, 'z');
+  auto long_token = Resolve(Args("h:1", "2", "0"), {{"KDIST_RENDEZVOUS_TOKEN", secret}});
+  KDIST_EXPECT_ERROR(long_token, StatusCode::kInvalidArgument, "2000 bytes long");
+  KDIST_EXPECT_TRUE(long_token.status().message().find("zzzz") == std::string::npos);
+}
+
 KDIST_TEST(ClusterSpec, FingerprintCoversCoordinatorAndCount) {
   auto a = Resolve(Args("h:1", "2", "0"), {});
   auto b = Resolve(Args("h:1", "2", "1"), {});

@@ -1,0 +1,102 @@
+#include "rendezvous.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace kdist {
+
+Hello MakeHello(const ClusterSpec& spec, const Identity& identity) {
+  Hello hello;
+  hello.process_id = spec.process_id.value;
+  hello.num_processes = spec.num_processes.value;
+  hello.fingerprint = spec.Fingerprint();
+  const std::optional<Address> coordinator = spec.coordinator();
+  hello.coordinator = coordinator ? coordinator->ToString() : "";
+  hello.num_processes_source = spec.num_processes.source;
+  hello.coordinator_source = spec.job_addresses.source;
+  hello.jax_version = identity.jax_version;
+  hello.host = identity.host;
+  hello.pid = identity.pid;
+  hello.token = spec.rendezvous_token.value;
+  return hello;
+}
+
+std::string FormatElapsed(Nanos elapsed) {
+  const double seconds = std::max(0.0, NanosToSeconds(elapsed));
+  char buffer[32];
+  if (seconds < 10) {
+    std::snprintf(buffer, sizeof buffer, "%.1f s", seconds);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.0f s", seconds);
+  }
+  return buffer;
+}
+
+std::string FormatTimeout(Nanos timeout) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g s", NanosToSeconds(timeout));
+  return buffer;
+}
+
+Waiter::Waiter(Clock& clock, const RendezvousOptions& options)
+    : clock_(clock),
+      options_(options),
+      start_(clock.Now()),
+      deadline_(start_ + std::max(options.timeout, Nanos(0))),
+      next_progress_(start_ + std::max(options.progress_interval, Nanos(1))),
+      next_check_(start_) {}
+
+Nanos Waiter::Elapsed() const { return clock_.Now() - start_; }
+
+Nanos Waiter::Remaining() const { return std::max(Nanos(0), deadline_ - clock_.Now()); }
+
+std::string Waiter::Progress() const {
+  return FormatElapsed(Elapsed()) + " of " + FormatTimeout(options_.timeout);
+}
+
+Nanos Waiter::Slice(Nanos want) const {
+  const Nanos now = clock_.Now();
+  Nanos slice = std::min(want, deadline_ - now);
+  if (options_.interrupted) slice = std::min(slice, std::max(Nanos(0), next_check_ - now));
+  if (options_.progress) slice = std::min(slice, std::max(Nanos(0), next_progress_ - now));
+  return std::max(slice, Nanos(0));
+}
+
+Status Waiter::Check(const std::function<std::string()>& line) {
+  const Nanos now = clock_.Now();
+  if (options_.interrupted && now >= next_check_) {
+    next_check_ = now + std::max(options_.check_interval, Nanos(1));
+    KDIST_RETURN_IF_ERROR(options_.interrupted());
+  }
+  if (now >= next_progress_) {
+    const Nanos interval = std::max(options_.progress_interval, Nanos(1));
+    // Skip the lines missed by a long stall instead of printing them all.
+    while (next_progress_ <= now) next_progress_ += interval;
+    if (options_.progress && line) options_.progress(line());
+  }
+  return Status::Ok();
+}
+
+Status Waiter::Sleep(Nanos duration, const std::function<std::string()>& line) {
+  const Nanos until = std::min(clock_.Now() + duration, deadline_);
+  // Each pass sleeps at least 1 ns of a bounded remainder, so the loop ends.
+  while (clock_.Now() < until) {
+    const Nanos slice = std::max(Nanos(1), std::min(until - clock_.Now(), Slice(until - clock_.Now())));
+    clock_.Sleep(slice);
+    KDIST_RETURN_IF_ERROR(Check(line));
+  }
+  return Status::Ok();
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned difference = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    difference |= static_cast<unsigned>(x ^ y);
+  }
+  return difference == 0;
+}
+
+}  // namespace kdist

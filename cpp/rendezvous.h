@@ -1,0 +1,104 @@
+// What the two sides of the pre-flight roll call share: the options and hooks
+// the caller passes in, the hello built from a resolved ClusterSpec, and the
+// Waiter that turns one deadline into bounded waits with progress lines and
+// interrupt checks.
+//
+// Process 0 runs RunCoordinator (coordinator.h); every other process runs
+// RunWorker and then WaitForCoordinatorService (worker.h).
+#ifndef KDIST_RENDEZVOUS_H_
+#define KDIST_RENDEZVOUS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "backoff.h"
+#include "clock.h"
+#include "cluster_spec.h"
+#include "hello.h"
+#include "status.h"
+
+namespace kdist {
+
+// Who this process is, as the caller knows it (Python reads these).
+struct Identity {
+  std::string jax_version;
+  std::string host;
+  int64_t pid = 0;
+};
+
+struct RendezvousOptions {
+  // The whole roll call's deadline, counted from the call.
+  Nanos timeout = std::chrono::seconds(300);
+  // A progress line every `progress_interval` while waiting (the first one
+  // after one interval).
+  Nanos progress_interval = std::chrono::seconds(5);
+  std::function<void(const std::string&)> progress;  // may be empty
+  // Asked at least every `check_interval` while waiting; a non-ok Status
+  // stops the roll call at once (sockets closed) and is returned as is. The
+  // Python binding uses it for Ctrl-C.
+  Nanos check_interval = std::chrono::milliseconds(100);
+  std::function<Status()> interrupted;  // may be empty
+
+  // Process 0: the per-connection read deadline for a hello, the bound on
+  // connections accepted but not yet identified, how long process 0 waits for
+  // the others to close their connections first after its verdict.
+  Nanos hello_timeout = std::chrono::seconds(5);
+  size_t max_pending = 256;
+  Nanos close_grace = std::chrono::seconds(2);
+  int listen_backlog = 4096;
+
+  // Other processes: the retry schedule, its seed, the bound on one connect
+  // attempt, and the interval of the probes that wait for JAX's service.
+  BackoffPolicy backoff;
+  uint64_t seed = 0;
+  Nanos connect_timeout = std::chrono::seconds(3);
+  Nanos probe_interval = std::chrono::milliseconds(10);
+};
+
+// The hello this process sends (or, for process 0, compares against).
+Hello MakeHello(const ClusterSpec& spec, const Identity& identity);
+
+// "0.4 s", "12 s": one decimal below ten seconds, whole seconds above.
+std::string FormatElapsed(Nanos elapsed);
+// "3 s", "2.5 s", "300 s".
+std::string FormatTimeout(Nanos timeout);
+
+// One deadline, cut into bounded waits. Not thread-safe; one per call.
+class Waiter {
+ public:
+  Waiter(Clock& clock, const RendezvousOptions& options);
+
+  Clock& clock() { return clock_; }
+  Nanos Elapsed() const;
+  Nanos Remaining() const;  // 0 once the deadline passed
+  bool Expired() const { return Remaining().count() <= 0; }
+  // "12 s of 300 s".
+  std::string Progress() const;
+
+  // How long the next blocking call may wait: `want`, shortened to the
+  // deadline, to the next interrupt check and to the next progress line.
+  Nanos Slice(Nanos want) const;
+
+  // Between waits: asks the interrupt hook (at most every check_interval)
+  // and, when due, calls progress with line(). Returns the hook's status.
+  Status Check(const std::function<std::string()>& line);
+
+  // Sleeps `duration`, cut at the deadline, in slices with Check() between.
+  Status Sleep(Nanos duration, const std::function<std::string()>& line);
+
+ private:
+  Clock& clock_;
+  const RendezvousOptions& options_;
+  Nanos start_;
+  Nanos deadline_;
+  Nanos next_progress_;
+  Nanos next_check_;
+};
+
+// Whether `a` equals `b`, in time that depends only on their lengths.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+}  // namespace kdist
+
+#endif  // KDIST_RENDEZVOUS_H_

@@ -1,0 +1,121 @@
+#include "rendezvous.h"
+
+#include <vector>
+
+#include "resolve.h"
+#include "testing/check.h"
+
+namespace kdist {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+int64_t Ns(Nanos value) { return value.count(); }
+
+KDIST_TEST(Rendezvous, HelloComesFromTheSpecAndIdentity) {
+  Request request;
+  request.job_addresses = "127.0.0.1:5000";
+  request.num_processes = "4";
+  Environment env{{"KERAS_DISTRIBUTION_PROCESS_ID", "2"}, {"KDIST_RENDEZVOUS_TOKEN", "t0k"}};
+  Result<ClusterSpec> spec = Resolve(request, env);
+  KDIST_ASSERT_OK(spec);
+  const Hello hello = MakeHello(*spec, Identity{"0.4.35", "node-2", 321});
+  KDIST_EXPECT_EQ(hello.process_id, int64_t{2});
+  KDIST_EXPECT_EQ(hello.num_processes, int64_t{4});
+  KDIST_EXPECT_EQ(hello.fingerprint, spec->Fingerprint());
+  KDIST_EXPECT_EQ(hello.coordinator, std::string("127.0.0.1:5000"));
+  KDIST_EXPECT_EQ(hello.num_processes_source, std::string("argument"));
+  KDIST_EXPECT_EQ(hello.coordinator_source, std::string("argument"));
+  KDIST_EXPECT_EQ(hello.jax_version, std::string("0.4.35"));
+  KDIST_EXPECT_EQ(hello.host, std::string("node-2"));
+  KDIST_EXPECT_EQ(hello.pid, int64_t{321});
+  KDIST_EXPECT_EQ(hello.token, std::string("t0k"));
+}
+
+KDIST_TEST(Rendezvous, TimesReadWell) {
+  KDIST_EXPECT_EQ(FormatElapsed(milliseconds(400)), std::string("0.4 s"));
+  KDIST_EXPECT_EQ(FormatElapsed(milliseconds(9940)), std::string("9.9 s"));
+  KDIST_EXPECT_EQ(FormatElapsed(seconds(12)), std::string("12 s"));
+  KDIST_EXPECT_EQ(FormatElapsed(Nanos(-5)), std::string("0.0 s"));
+  KDIST_EXPECT_EQ(FormatTimeout(seconds(300)), std::string("300 s"));
+  KDIST_EXPECT_EQ(FormatTimeout(milliseconds(2500)), std::string("2.5 s"));
+}
+
+KDIST_TEST(Waiter, SleepStopsAtTheDeadlineAndLogsAtTheInterval) {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  RendezvousOptions options;
+  options.timeout = seconds(300);
+  options.progress_interval = seconds(5);
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  Waiter waiter(clock, options);
+  KDIST_EXPECT_OK(waiter.Sleep(seconds(1000), [&] { return "waiting, " + waiter.Progress(); }));
+  KDIST_EXPECT_EQ(Ns(clock.Now()), Ns(seconds(300)));
+  KDIST_EXPECT_TRUE(waiter.Expired());
+  KDIST_EXPECT_EQ(lines.size(), size_t{60});
+  KDIST_ASSERT_TRUE(!lines.empty());
+  KDIST_EXPECT_EQ(lines.front(), std::string("waiting, 5.0 s of 300 s"));
+  KDIST_EXPECT_EQ(lines[1], std::string("waiting, 10 s of 300 s"));
+  for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(Ns(slept), Ns(seconds(5)));
+}
+
+KDIST_TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
+  FakeClock clock;
+  int asked = 0;
+  RendezvousOptions options;
+  options.timeout = seconds(60);
+  options.check_interval = milliseconds(100);
+  options.interrupted = [&]() -> Status {
+    ++asked;
+    if (clock.Now() >= seconds(2)) return Internal("interrupted");
+    return Status::Ok();
+  };
+  Waiter waiter(clock, options);
+  KDIST_EXPECT_ERROR(waiter.Sleep(seconds(30), nullptr), StatusCode::kInternal, "interrupted");
+  KDIST_EXPECT_LE(Ns(clock.Now()), Ns(milliseconds(2100)));
+  KDIST_EXPECT_GE(asked, 20);
+  for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(Ns(slept), Ns(milliseconds(100)));
+}
+
+KDIST_TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
+  FakeClock clock;
+  RendezvousOptions options;
+  options.timeout = seconds(3);
+  options.progress_interval = seconds(1);
+  options.progress = [](const std::string&) {};
+  Waiter waiter(clock, options);
+  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(seconds(1)));  // next progress line
+  clock.Advance(milliseconds(2500));
+  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(Nanos(0)));  // a line is overdue
+  KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
+  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(milliseconds(500)));  // the deadline
+  clock.Advance(seconds(1));
+  KDIST_EXPECT_EQ(Ns(waiter.Remaining()), int64_t{0});
+  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), int64_t{0});
+}
+
+KDIST_TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
+  FakeClock clock;
+  int lines = 0;
+  RendezvousOptions options;
+  options.progress_interval = seconds(1);
+  options.progress = [&](const std::string&) { ++lines; };
+  Waiter waiter(clock, options);
+  clock.Advance(seconds(50));
+  KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
+  KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
+  KDIST_EXPECT_EQ(lines, 1);
+}
+
+KDIST_TEST(Rendezvous, ConstantTimeEquals) {
+  KDIST_EXPECT_TRUE(ConstantTimeEquals("", ""));
+  KDIST_EXPECT_TRUE(ConstantTimeEquals("secret", "secret"));
+  KDIST_EXPECT_FALSE(ConstantTimeEquals("secret", "secreT"));
+  KDIST_EXPECT_FALSE(ConstantTimeEquals("secret", ""));
+  KDIST_EXPECT_FALSE(ConstantTimeEquals("", "x"));
+  KDIST_EXPECT_FALSE(ConstantTimeEquals(std::string_view("a\0", 2), "a"));
+}
+
+}  // namespace
+}  // namespace kdist
