@@ -1,0 +1,91 @@
+// The roll call's decisions, apart from any socket: given the hellos that
+// arrive (and the connections that close), who has joined, who is missing,
+// and whether a hello is accepted, refused alone, or fails the whole job.
+//
+// Checks, in order, for each hello:
+//   1. token: when either side has KDIST_RENDEZVOUS_TOKEN, both must match
+//      (compared in constant time). A mismatch refuses that hello only: a
+//      process that cannot prove it belongs to the job cannot stop it.
+//   2. num_processes, 3. coordinator address, 4. config fingerprint: a
+//      difference fails the roll call for every process, naming both values.
+//   5. process id out of [0, num_processes), 6. an id already present
+//      (process 0 included): fail the roll call, naming both claimants.
+#ifndef KDIST_ROLLCALL_H_
+#define KDIST_ROLLCALL_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hello.h"
+#include "status.h"
+
+namespace kdist {
+
+// `text` as is when it is non-empty and made only of letters, digits and
+// `allowed`; otherwise Quote(text). For names that come off the wire.
+std::string SafeText(std::string_view text, std::string_view allowed = "._-");
+
+// "process 1 (host node-1, pid 4242)".
+std::string DescribeProcess(const Hello& hello);
+
+// Process ids as a list with runs shortened: "[1, 3]", "[1, 5-9]", at most
+// `max_groups` groups and then "... and N more".
+std::string FormatIds(const std::vector<int64_t>& ids, size_t max_groups = 20);
+
+class RollCall {
+ public:
+  enum class Outcome { kJoined, kRefused, kFailed };
+  struct Verdict {
+    Outcome outcome = Outcome::kJoined;
+    Status status;  // kRefused: sent to that process only; kFailed: sent to every process
+  };
+  struct Member {
+    uint64_t connection = 0;
+    Hello hello;
+  };
+
+  // `own` is process 0's hello; its token is the one every hello must carry.
+  explicit RollCall(Hello own);
+
+  Verdict Offer(uint64_t connection, const Hello& hello);
+  // The process on `connection` went away: its id is missing again. Returns
+  // that id, or nullopt when the connection held no member.
+  std::optional<int64_t> Leave(uint64_t connection);
+  // The connection holding `process_id`, if any.
+  std::optional<uint64_t> ConnectionOf(int64_t process_id) const;
+
+  int64_t num_processes() const { return own_.num_processes; }
+  int64_t joined() const { return static_cast<int64_t>(members_.size()) + 1; }  // + process 0
+  bool complete() const { return joined() >= own_.num_processes; }
+  const std::map<int64_t, Member>& members() const { return members_; }
+  std::vector<int64_t> MissingIds() const;
+
+  // A connection that did not speak the protocol was dropped.
+  void NoteDropped(const std::string& reason);
+  int64_t dropped() const { return dropped_; }
+
+  // "2 of 4 processes joined; missing process ids [1, 3]; 12 s of 300 s".
+  std::string ProgressLine(const std::string& times) const;
+  // The status at the deadline: "the roll call timed out after 3 s with 1 of
+  // 2 joined; missing process ids [1]. ..." `where` says where process 0 listened.
+  Status TimedOut(const std::string& timeout_text, const std::string& where) const;
+
+ private:
+  std::string Self() const;  // process 0 described
+  std::string Notes() const;
+
+  Hello own_;
+  std::map<int64_t, Member> members_;          // by process id
+  std::map<uint64_t, int64_t> by_connection_;  // connection -> process id
+  int64_t dropped_ = 0;
+  std::vector<std::string> notes_;  // first refusals and drops, for the timeout message
+  int64_t unnoted_ = 0;
+};
+
+}  // namespace kdist
+
+#endif  // KDIST_ROLLCALL_H_
