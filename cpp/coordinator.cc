@@ -1,0 +1,407 @@
+#include "coordinator.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "port_owner.h"
+#include "rollcall.h"
+#include "text.h"
+
+namespace kdist {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr size_t kReadChunk = 4096;
+constexpr size_t kMaxReadPerRound = 64 * 1024;
+
+enum class Phase { kPending, kMember, kClosing };
+
+struct Connection {
+  Fd fd;
+  Phase phase = Phase::kPending;
+  Nanos since{0};  // accepted (pending) or verdict sent (closing)
+  FrameAssembler in;
+  std::string out;
+  size_t sent = 0;
+  bool wants_write() const { return sent < out.size(); }
+};
+
+// Whether the peer of a connection has gone (EOF or reset), without
+// consuming anything it sent.
+bool PeerGone(int fd) {
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;
+  if (n > 0) return false;
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+std::string NoFilesMessage(size_t open_connections) {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  return "process 0 ran out of file descriptors with " + std::to_string(open_connections) +
+         " connections open (RLIMIT_NOFILE soft limit " + std::to_string(limit.rlim_cur) +
+         "); raise it (ulimit -n) above num_processes plus a margin, in every process";
+}
+
+class Coordinator {
+ public:
+  Coordinator(Listener listener, const Hello& own, const RendezvousOptions& options, Clock& clock)
+      : listener_(std::move(listener)),
+        own_(own),
+        options_(options),
+        waiter_(clock, options),
+        call_(own) {}
+
+  Result<RollCallSummary> Run();
+
+ private:
+  Nanos Now() { return waiter_.clock().Now(); }
+  std::string Line();
+  Status Collect();
+  void AcceptAll();
+  void OnReadable(uint64_t id, Connection& c);
+  void OnHelloFrame(uint64_t id, Connection& c, const std::string& frame);
+  void Flush(Connection& c);
+  void Drop(uint64_t id, const std::string& reason);
+  void Remove(uint64_t id, bool reset);
+  void SendVerdict(Connection& c, FrameType type, const Status& status);
+  void ExpireStale();
+  void BroadcastStatus(const std::string& line);
+  void Drain();
+  void ResetAll();
+  size_t NonMembers() const;
+
+  Listener listener_;
+  const Hello& own_;
+  const RendezvousOptions& options_;
+  Waiter waiter_;
+  RollCall call_;
+  std::map<uint64_t, Connection> connections_;
+  uint64_t next_id_ = 1;
+  Status failure_;               // set when the roll call failed for everybody
+  uint64_t offender_ = 0;        // the connection whose hello failed it
+  bool accept_paused_ = false;   // out of descriptors
+};
+
+std::string Coordinator::Line() { return call_.ProgressLine(waiter_.Progress()); }
+
+size_t Coordinator::NonMembers() const {
+  size_t n = 0;
+  for (const auto& [id, c] : connections_) n += c.phase != Phase::kMember;
+  return n;
+}
+
+void Coordinator::Remove(uint64_t id, bool reset) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  if (it->second.phase == Phase::kMember) call_.Leave(id);
+  if (reset) {
+    it->second.fd.CloseWithReset();
+  } else {
+    it->second.fd.Close();
+  }
+  connections_.erase(it);
+}
+
+void Coordinator::Drop(uint64_t id, const std::string& reason) {
+  call_.NoteDropped(reason);
+  Remove(id, /*reset=*/true);
+}
+
+void Coordinator::SendVerdict(Connection& c, FrameType type, const Status& status) {
+  Reply reply;
+  reply.type = type;
+  reply.code = status.code();
+  reply.message = status.message();
+  reply.host = own_.host;
+  reply.pid = own_.pid;
+  reply.jax_version = own_.jax_version;
+  c.out += EncodeReply(reply);
+  c.phase = Phase::kClosing;
+  c.since = Now();
+  Flush(c);
+}
+
+void Coordinator::Flush(Connection& c) {
+  while (c.wants_write()) {
+    const Io io = WriteSome(c.fd.get(), std::string_view(c.out).substr(c.sent));
+    if (io.state != IoState::kDone) break;  // would block, or the reader reports the error
+    c.sent += io.bytes;
+  }
+}
+
+void Coordinator::AcceptAll() {
+  while (NonMembers() < options_.max_pending) {
+    Accepted a = AcceptOne(listener_.fd.get());
+    if (a.io.state == IoState::kWouldBlock) return;
+    if (a.io.state == IoState::kError) {
+      if (a.io.error == EMFILE || a.io.error == ENFILE) {
+        failure_ = Internal(NoFilesMessage(connections_.size()));
+        accept_paused_ = true;
+      }
+      return;  // other errors (ENOBUFS, ...): try again next round
+    }
+    Connection c;
+    c.fd = std::move(a.fd);
+    c.since = Now();
+    connections_.emplace(next_id_++, std::move(c));
+  }
+}
+
+void Coordinator::OnHelloFrame(uint64_t id, Connection& c, const std::string& frame) {
+  Result<Hello> hello = DecodeHello(frame);
+  if (!hello.ok()) {
+    if (hello.status().code() == StatusCode::kFailedPrecondition) {  // another protocol version
+      call_.NoteDropped("a process " + hello.status().message());
+      SendVerdict(c, FrameType::kReject,
+                  FailedPrecondition("process 0 (host " + SafeText(own_.host) + ", pid " +
+                                     std::to_string(own_.pid) + ") refused this hello: " +
+                                     hello.status().message()));
+      return;
+    }
+    Drop(id, "its hello is malformed: " + hello.status().message());
+    return;
+  }
+  // A restarted process may reclaim its id once the old connection is gone.
+  if (auto holder = call_.ConnectionOf(hello->process_id); holder && *holder != id) {
+    auto it = connections_.find(*holder);
+    if (it != connections_.end() && PeerGone(it->second.fd.get())) Remove(*holder, false);
+  }
+  const RollCall::Verdict verdict = call_.Offer(id, *hello);
+  switch (verdict.outcome) {
+    case RollCall::Outcome::kJoined:
+      c.phase = Phase::kMember;
+      return;
+    case RollCall::Outcome::kRefused:
+      SendVerdict(c, FrameType::kReject, verdict.status);
+      return;
+    case RollCall::Outcome::kFailed:
+      failure_ = verdict.status;
+      offender_ = id;
+      return;
+  }
+}
+
+void Coordinator::OnReadable(uint64_t id, Connection& c) {
+  char buffer[kReadChunk];
+  size_t total = 0;
+  while (total < kMaxReadPerRound) {
+    const Io io = ReadSome(c.fd.get(), buffer, sizeof buffer);
+    if (io.state == IoState::kWouldBlock) return;
+    if (io.state == IoState::kEof || io.state == IoState::kError) {
+      if (c.phase == Phase::kPending) {
+        const std::string why = io.state == IoState::kEof
+                                    ? "it closed before sending a complete hello"
+                                    : "it failed before sending a hello: " + ErrorText(io.error);
+        Drop(id, why);
+      } else {
+        // A member that leaves is missing again; a closing one is done.
+        Remove(id, io.state == IoState::kError);
+      }
+      return;
+    }
+    total += io.bytes;
+    if (c.phase != Phase::kPending) continue;  // members and closing: discard
+    const Status appended = c.in.Append(std::string_view(buffer, io.bytes));
+    if (!appended.ok()) {
+      Drop(id, appended.message());
+      return;
+    }
+    const std::string frame = c.in.TakeFrame();
+    if (!frame.empty()) {
+      OnHelloFrame(id, c, frame);
+      return;  // `c` may be gone
+    }
+  }
+}
+
+void Coordinator::ExpireStale() {
+  const Nanos now = Now();
+  std::vector<uint64_t> expired_pending, expired_closing;
+  for (const auto& [id, c] : connections_) {
+    if (c.phase == Phase::kPending && now - c.since >= options_.hello_timeout) {
+      expired_pending.push_back(id);
+    } else if (c.phase == Phase::kClosing && now - c.since >= options_.close_grace) {
+      expired_closing.push_back(id);
+    }
+  }
+  for (uint64_t id : expired_pending) {
+    Drop(id, "it sent no complete hello within " + FormatTimeout(options_.hello_timeout));
+  }
+  for (uint64_t id : expired_closing) Remove(id, /*reset=*/true);
+}
+
+void Coordinator::BroadcastStatus(const std::string& line) {
+  Reply reply;
+  reply.type = FrameType::kStatus;
+  reply.message = line;
+  reply.host = own_.host;
+  reply.pid = own_.pid;
+  reply.jax_version = own_.jax_version;
+  const std::string frame = EncodeReply(reply);
+  for (auto& [id, c] : connections_) {
+    if (c.phase != Phase::kMember || c.out.size() - c.sent > 4 * frame.size()) continue;
+    c.out += frame;
+    Flush(c);
+  }
+}
+
+Status Coordinator::Collect() {
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;
+  while (!call_.complete() && failure_.ok()) {
+    if (waiter_.Expired()) return call_.TimedOut(FormatTimeout(options_.timeout), listener_.bound);
+
+    fds.clear();
+    ids.clear();
+    const bool accepting = !accept_paused_ && NonMembers() < options_.max_pending;
+    if (accepting) fds.push_back({listener_.fd.get(), POLLIN, 0});
+    Nanos next_expiry = options_.timeout;
+    const Nanos now = Now();
+    for (const auto& [id, c] : connections_) {
+      short events = POLLIN;
+      if (c.wants_write()) events |= POLLOUT;
+      fds.push_back({c.fd.get(), events, 0});
+      ids.push_back(id);
+      if (c.phase == Phase::kPending) {
+        next_expiry = std::min(next_expiry, c.since + options_.hello_timeout - now);
+      } else if (c.phase == Phase::kClosing) {
+        next_expiry = std::min(next_expiry, c.since + options_.close_grace - now);
+      }
+    }
+    const int ready = Poll(fds, waiter_.Slice(std::max(next_expiry, Nanos(0))));
+    if (ready < 0) return Internal("poll failed in the roll call: " + ErrorText(-ready));
+
+    if (ready > 0) {
+      const size_t first = accepting ? 1 : 0;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const short revents = fds[first + i].revents;
+        if (revents == 0) continue;
+        auto it = connections_.find(ids[i]);
+        if (it == connections_.end()) continue;  // removed by an earlier event this round
+        if (revents & POLLOUT) Flush(it->second);
+        if (revents & (POLLIN | POLLHUP | POLLERR)) OnReadable(ids[i], it->second);
+        if (!failure_.ok()) return failure_;
+      }
+      if (accepting && (fds[0].revents & POLLIN)) AcceptAll();
+    }
+    ExpireStale();
+
+    bool logged = false;
+    std::string line;
+    KDIST_RETURN_IF_ERROR(waiter_.Check([&] {
+      logged = true;
+      line = Line();
+      return line;
+    }));
+    if (logged) BroadcastStatus(line);
+  }
+  return failure_;
+}
+
+void Coordinator::Drain() {
+  const Nanos until = Now() + options_.close_grace;
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;
+  // Bounded by the grace period; every round either closes connections or
+  // waits at most until `until`.
+  while (!connections_.empty() && Now() < until) {
+    fds.clear();
+    ids.clear();
+    for (const auto& [id, c] : connections_) {
+      fds.push_back({c.fd.get(), static_cast<short>(POLLIN | (c.wants_write() ? POLLOUT : 0)), 0});
+      ids.push_back(id);
+    }
+    const Nanos wait = std::min<Nanos>(until - Now(), options_.check_interval);
+    if (Poll(fds, wait) < 0) break;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = connections_.find(ids[i]);
+      if (it == connections_.end()) continue;
+      if (fds[i].revents & POLLOUT) Flush(it->second);
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buffer[kReadChunk];
+        const Io io = ReadSome(it->second.fd.get(), buffer, sizeof buffer);
+        if (io.state == IoState::kEof) Remove(ids[i], /*reset=*/false);  // they closed first
+        else if (io.state == IoState::kError) Remove(ids[i], /*reset=*/true);
+      }
+    }
+    if (options_.interrupted && !options_.interrupted().ok()) break;
+  }
+  ResetAll();
+}
+
+void Coordinator::ResetAll() {
+  for (auto& [id, c] : connections_) c.fd.CloseWithReset();
+  connections_.clear();
+}
+
+Result<RollCallSummary> Coordinator::Run() {
+  Status status = Collect();
+  // No new connection from here on: a worker's probe for JAX's service must
+  // never reach this listener.
+  listener_.fd.Close();
+
+  const bool interrupted = !status.ok() && status.code() != StatusCode::kDeadlineExceeded &&
+                           status.code() != StatusCode::kFailedPrecondition &&
+                           failure_.ok();
+  if (interrupted) {
+    ResetAll();
+    return status;
+  }
+  // Pending connections never said who they are: reset them.
+  std::vector<uint64_t> pending;
+  for (const auto& [id, c] : connections_) {
+    if (c.phase == Phase::kPending && id != offender_) pending.push_back(id);
+  }
+  for (uint64_t id : pending) Remove(id, /*reset=*/true);
+
+  for (auto& [id, c] : connections_) {
+    if (c.phase == Phase::kMember || id == offender_) {
+      SendVerdict(c, status.ok() ? FrameType::kGo : FrameType::kReject, status);
+    }
+  }
+  Drain();
+  if (!status.ok()) return status;
+
+  RollCallSummary summary;
+  for (const auto& [id, member] : call_.members()) summary.members.push_back(member.hello);
+  summary.dropped = call_.dropped();
+  summary.elapsed = waiter_.Elapsed();
+  summary.listened_on = listener_.bound;
+  return summary;
+}
+
+}  // namespace
+
+Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& options,
+                                     Clock& clock) {
+  Result<Listener> listener = ListenOnAllInterfaces(port, options.listen_backlog);
+  if (listener.ok() || listener.status().code() != StatusCode::kAlreadyExists) return listener;
+  const std::string owner = DescribePortOwner(FindPortOwner(port, clock, milliseconds(300)));
+  return AlreadyExists(
+      "process 0 cannot use coordinator port " + std::to_string(port) + ": " +
+      listener.status().message() + (owner.empty() ? "" : ", " + owner) +
+      ". Another job (or a leftover process of this one) is using it; stop that process or "
+      "choose another port in the coordinator address");
+}
+
+Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
+                                         const RendezvousOptions& options, Clock& clock) {
+  Coordinator coordinator(std::move(listener), own, options, clock);
+  return coordinator.Run();
+}
+
+Result<RollCallSummary> RunCoordinator(const Hello& own, uint16_t port,
+                                       const RendezvousOptions& options, Clock& clock) {
+  Result<Listener> listener = BindCoordinatorPort(port, options, clock);
+  if (!listener.ok()) return listener.status();
+  return RunCoordinatorOn(std::move(listener).value(), own, options, clock);
+}
+
+}  // namespace kdist

@@ -1,0 +1,410 @@
+#include "coordinator.h"
+
+#include <arpa/inet.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "testing/check.h"
+#include "testing/rollcall_helpers.h"
+#include "worker.h"
+
+namespace kdist {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::FastOptions;
+using testing::Loopback;
+using testing::RawClient;
+using testing::TestHello;
+
+// Process 0 on a free port, run on its own thread.
+class CoordinatorThread {
+ public:
+  CoordinatorThread(int64_t n, RendezvousOptions options, std::string token = "")
+      : options_(std::move(options)), result_(Internal("not finished")) {
+    Result<Listener> listener = BindCoordinatorPort(0, options_, clock_);
+    if (!listener.ok()) return;
+    port_ = listener->port;
+    own_ = TestHello(0, n, port_);
+    own_.token = std::move(token);
+    thread_ = std::thread([this, l = std::move(listener).value()]() mutable {
+      result_ = RunCoordinatorOn(std::move(l), own_, options_, clock_);
+    });
+  }
+  ~CoordinatorThread() { Join(); }
+  uint16_t port() const { return port_; }
+  const Hello& own() const { return own_; }
+  Result<RollCallSummary>& Join() {
+    if (thread_.joinable()) thread_.join();
+    return result_;
+  }
+
+ private:
+  RealClock clock_;
+  RendezvousOptions options_;
+  uint16_t port_ = 0;
+  Hello own_;
+  Result<RollCallSummary> result_;
+  std::thread thread_;
+};
+
+// A worker on its own thread.
+class WorkerThread {
+ public:
+  WorkerThread(Hello hello, uint16_t port, RendezvousOptions options)
+      : hello_(std::move(hello)), options_(std::move(options)), result_(Internal("not finished")) {
+    thread_ = std::thread([this, port] {
+      RealClock clock;
+      result_ = RunWorker(hello_, Loopback(port), options_, clock);
+    });
+  }
+  ~WorkerThread() { Join(); }
+  Result<WorkerResult>& Join() {
+    if (thread_.joinable()) thread_.join();
+    return result_;
+  }
+
+ private:
+  Hello hello_;
+  RendezvousOptions options_;
+  Result<WorkerResult> result_;
+  std::thread thread_;
+};
+
+// Whether a plain socket without SO_REUSEADDR can bind the port: no
+// listener and no TIME_WAIT is left on it.
+bool PlainBindWorks(uint16_t port) {
+  Fd fd(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+}
+
+KDIST_TEST(Coordinator, EveryoneJoinsAndThePortIsLeftClean) {
+  CoordinatorThread coordinator(4, FastOptions(milliseconds(5000)));
+  KDIST_ASSERT_TRUE(coordinator.port() != 0);
+  std::vector<std::unique_ptr<WorkerThread>> workers;
+  for (int64_t id = 1; id < 4; ++id) {
+    workers.push_back(std::make_unique<WorkerThread>(TestHello(id, 4, coordinator.port()),
+                                                     coordinator.port(),
+                                                     FastOptions(milliseconds(5000))));
+  }
+  Result<RollCallSummary>& summary = coordinator.Join();
+  KDIST_ASSERT_OK(summary);
+  KDIST_EXPECT_EQ(summary->members.size(), size_t{3});
+  KDIST_EXPECT_EQ(summary->members[2].host, std::string("host-3"));
+  KDIST_EXPECT_EQ(summary->dropped, int64_t{0});
+  for (auto& w : workers) {
+    Result<WorkerResult>& r = w->Join();
+    KDIST_ASSERT_OK(r);
+    KDIST_EXPECT_EQ(r->go.host, std::string("host-0"));
+    KDIST_EXPECT_EQ(r->go.pid, int64_t{50000});
+    KDIST_EXPECT_EQ(r->connected_to.port(), coordinator.port());
+  }
+  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+}
+
+KDIST_TEST(Coordinator, DeadlineNamesWhoIsMissingAndTellsTheWaiting) {
+  CoordinatorThread coordinator(3, FastOptions(milliseconds(600)));
+  WorkerThread one(TestHello(1, 3, coordinator.port()), coordinator.port(),
+                   FastOptions(milliseconds(3000)));
+  Result<RollCallSummary>& summary = coordinator.Join();
+  KDIST_EXPECT_ERROR(summary, StatusCode::kDeadlineExceeded,
+                     "the roll call timed out after 0.6 s with 2 of 3 joined; missing process "
+                     "ids [2]");
+  // The waiting worker hears process 0's verdict, not its own later deadline.
+  KDIST_EXPECT_ERROR(one.Join(), StatusCode::kDeadlineExceeded, "missing process ids [2]");
+  KDIST_EXPECT_ERROR(one.Join(), StatusCode::kDeadlineExceeded,
+                     "process 0 (host host-0, pid 50000) at 127.0.0.1:");
+  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+}
+
+KDIST_TEST(Coordinator, AloneItTimesOutNamingOneOfTwo) {
+  RealClock clock;
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(200)));
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
+                     "1 of 2 joined; missing process ids [1]");
+  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+}
+
+KDIST_TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
+  RendezvousOptions options = FastOptions(milliseconds(5000));
+  CoordinatorThread coordinator(2, options);
+  const uint16_t port = coordinator.port();
+  RawClient http(port), noise(port), silent(port), huge(port), quitter(port);
+  KDIST_ASSERT_TRUE(http.connected() && noise.connected() && silent.connected());
+  KDIST_EXPECT_TRUE(http.Send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  KDIST_EXPECT_TRUE(noise.Send(std::string("\x00\xff\x13\x37 random", 11)));
+  KDIST_EXPECT_TRUE(huge.Send(std::string("KDRV\x00\x01\x00\x01\xff\xff\xff\xff", 12)));
+  quitter.Close();
+  // Garbage connections are reset at once.
+  IoState state;
+  http.Read(1, milliseconds(2000), &state);
+  KDIST_EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
+  noise.Read(1, milliseconds(2000), &state);
+  KDIST_EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
+  huge.Read(1, milliseconds(2000), &state);
+  KDIST_EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
+
+  WorkerThread worker(TestHello(1, 2, port), port, FastOptions(milliseconds(5000)));
+  Result<RollCallSummary>& summary = coordinator.Join();
+  KDIST_ASSERT_OK(summary);
+  KDIST_EXPECT_GE(summary->dropped, int64_t{3});
+  KDIST_EXPECT_OK(worker.Join());
+  // The silent connection never said who it is: reset when the roll call ended.
+  silent.Read(1, milliseconds(2000), &state);
+  KDIST_EXPECT_TRUE(state == IoState::kError);
+  KDIST_EXPECT_TRUE(PlainBindWorks(port));
+}
+
+KDIST_TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
+  RendezvousOptions options = FastOptions(milliseconds(5000));
+  options.hello_timeout = milliseconds(150);
+  CoordinatorThread coordinator(2, options);
+  RawClient silent(coordinator.port());
+  RealClock clock;
+  const Nanos start = clock.Now();
+  IoState state;
+  silent.Read(1, milliseconds(3000), &state);
+  const Nanos took = clock.Now() - start;
+  KDIST_EXPECT_TRUE(state == IoState::kError);  // reset, not a clean close
+  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(100)).count());
+  KDIST_EXPECT_LT(took.count(), Nanos(milliseconds(2000)).count());
+  WorkerThread worker(TestHello(1, 2, coordinator.port()), coordinator.port(),
+                      FastOptions(milliseconds(5000)));
+  KDIST_EXPECT_OK(coordinator.Join());
+  KDIST_EXPECT_OK(worker.Join());
+}
+
+KDIST_TEST(Coordinator, PendingConnectionsAreBounded) {
+  RendezvousOptions options = FastOptions(milliseconds(5000));
+  options.max_pending = 2;
+  options.hello_timeout = milliseconds(200);
+  CoordinatorThread coordinator(2, options);
+  std::vector<std::unique_ptr<RawClient>> silent;
+  for (int i = 0; i < 6; ++i) silent.push_back(std::make_unique<RawClient>(coordinator.port()));
+  WorkerThread worker(TestHello(1, 2, coordinator.port()), coordinator.port(),
+                      FastOptions(milliseconds(5000)));
+  // The worker waits in the backlog until silent ones expire, then joins.
+  KDIST_ASSERT_OK(coordinator.Join());
+  KDIST_EXPECT_OK(worker.Join());
+  KDIST_EXPECT_GE(coordinator.Join()->dropped, int64_t{2});
+}
+
+KDIST_TEST(Coordinator, DuplicateIdsFailEveryoneNamingBothClaimants) {
+  CoordinatorThread coordinator(3, FastOptions(milliseconds(5000)));
+  Hello a = TestHello(1, 3, coordinator.port());
+  Hello b = TestHello(1, 3, coordinator.port());
+  b.host = "other-host";
+  b.pid = 777;
+  WorkerThread first(a, coordinator.port(), FastOptions(milliseconds(5000)));
+  usleep(100 * 1000);  // let the first claimant join first
+  WorkerThread second(b, coordinator.port(), FastOptions(milliseconds(5000)));
+  const std::string both =
+      "process id 1 is claimed twice: by the process on host host-1, pid 50001, and by the "
+      "process on host other-host, pid 777";
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kFailedPrecondition, both);
+  KDIST_EXPECT_ERROR(first.Join(), StatusCode::kFailedPrecondition, both);
+  KDIST_EXPECT_ERROR(second.Join(), StatusCode::kFailedPrecondition, both);
+  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+}
+
+KDIST_TEST(Coordinator, DifferentNumProcessesFailsBothSides) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(5000)));
+  Hello other = TestHello(1, 3, coordinator.port());
+  other.fingerprint = coordinator.own().fingerprint;
+  WorkerThread worker(other, coordinator.port(), FastOptions(milliseconds(5000)));
+  const std::string want = "has num_processes=3 (from argument) but process 0 (host host-0, "
+                           "pid 50000) has num_processes=2 (from argument)";
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kFailedPrecondition, want);
+  KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition, want);
+}
+
+KDIST_TEST(Coordinator, WrongTokenIsRefusedAndNamed) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(700)), "right");
+  Hello wrong = TestHello(1, 2, coordinator.port());
+  wrong.token = "wrong";
+  WorkerThread worker(wrong, coordinator.port(), FastOptions(milliseconds(5000)));
+  KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition,
+                     "its KDIST_RENDEZVOUS_TOKEN does not match");
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
+                     "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
+}
+
+KDIST_TEST(Coordinator, RightTokenJoins) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(5000)), "right");
+  Hello right = TestHello(1, 2, coordinator.port());
+  right.token = "right";
+  WorkerThread worker(right, coordinator.port(), FastOptions(milliseconds(5000)));
+  KDIST_EXPECT_OK(coordinator.Join());
+  KDIST_EXPECT_OK(worker.Join());
+}
+
+KDIST_TEST(Coordinator, ALeaverIsMissingUntilItsIdComesBack) {
+  RendezvousOptions options = FastOptions(milliseconds(5000));
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  options.progress_interval = milliseconds(20);
+  options.progress = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back(line);
+  };
+  CoordinatorThread coordinator(3, options);
+  const uint16_t port = coordinator.port();
+  {
+    RawClient leaver(port);
+    KDIST_ASSERT_TRUE(leaver.Send(EncodeHello(TestHello(1, 3, port))));
+    usleep(150 * 1000);
+  }  // closed: process 1 is missing again
+  usleep(150 * 1000);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    bool saw_joined = false, saw_missing_again = false;
+    for (const std::string& line : lines) {
+      if (line.find("2 of 3 processes joined; missing process ids [2]") == 0) saw_joined = true;
+      if (saw_joined && line.find("1 of 3 processes joined; missing process ids [1, 2]") == 0) {
+        saw_missing_again = true;
+      }
+    }
+    KDIST_EXPECT_TRUE(saw_joined);
+    KDIST_EXPECT_TRUE(saw_missing_again);
+  }
+  Hello restarted = TestHello(1, 3, port);
+  restarted.pid = 999;
+  WorkerThread one(restarted, port, FastOptions(milliseconds(5000)));
+  WorkerThread two(TestHello(2, 3, port), port, FastOptions(milliseconds(5000)));
+  Result<RollCallSummary>& summary = coordinator.Join();
+  KDIST_ASSERT_OK(summary);
+  KDIST_EXPECT_EQ(summary->members[0].pid, int64_t{999});
+  KDIST_EXPECT_OK(one.Join());
+  KDIST_EXPECT_OK(two.Join());
+}
+
+KDIST_TEST(Coordinator, AStaleHolderIsReplacedByItsRestartedProcess) {
+  // The old connection's FIN and the new hello can arrive in one poll round:
+  // the new claimant must win, not fail the roll call as a duplicate.
+  CoordinatorThread coordinator(3, FastOptions(milliseconds(5000)));
+  const uint16_t port = coordinator.port();
+  RawClient old(port);
+  KDIST_ASSERT_TRUE(old.Send(EncodeHello(TestHello(1, 3, port))));
+  usleep(100 * 1000);
+  RawClient fresh(port);
+  old.Close();
+  KDIST_ASSERT_TRUE(fresh.Send(EncodeHello(TestHello(1, 3, port))));
+  WorkerThread two(TestHello(2, 3, port), port, FastOptions(milliseconds(5000)));
+  KDIST_EXPECT_OK(coordinator.Join());
+  Result<Reply> verdict = fresh.ReadVerdict(milliseconds(3000));
+  KDIST_ASSERT_OK(verdict);
+  KDIST_EXPECT_TRUE(verdict->type == FrameType::kGo);
+  KDIST_EXPECT_OK(two.Join());
+}
+
+KDIST_TEST(Coordinator, OtherProtocolVersionIsAnsweredAndRefused) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(500)));
+  RawClient future(coordinator.port());
+  std::string frame = EncodeHello(TestHello(1, 2, coordinator.port()));
+  frame[5] = 2;  // version 2
+  KDIST_ASSERT_TRUE(future.Send(frame));
+  Result<Reply> verdict = future.ReadVerdict(milliseconds(3000));
+  KDIST_ASSERT_OK(verdict);
+  KDIST_EXPECT_TRUE(verdict->type == FrameType::kReject);
+  KDIST_EXPECT_TRUE(verdict->code == StatusCode::kFailedPrecondition);
+  KDIST_EXPECT_TRUE(verdict->message.find("protocol version 2") != std::string::npos);
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded, "protocol version 2");
+}
+
+KDIST_TEST(Coordinator, WaitingWorkersHearProcessZerosProgress) {
+  RendezvousOptions coordinator_options = FastOptions(milliseconds(800));
+  coordinator_options.progress_interval = milliseconds(50);
+  coordinator_options.progress = [](const std::string&) {};
+  CoordinatorThread coordinator(3, coordinator_options);
+  RendezvousOptions worker_options = FastOptions(milliseconds(3000));
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  worker_options.progress_interval = milliseconds(100);
+  worker_options.progress = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back(line);
+  };
+  WorkerThread worker(TestHello(1, 3, coordinator.port()), coordinator.port(), worker_options);
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded, "2 of 3 joined");
+  KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kDeadlineExceeded, "missing process ids [2]");
+  std::lock_guard<std::mutex> lock(mutex);
+  bool relayed = false;
+  for (const std::string& line : lines) {
+    if (line.find("connected to coordinator 127.0.0.1:") == 0 &&
+        line.find("as process 1 of 3, waiting for the roll call: process 0 reports 2 of 3 "
+                  "processes joined; missing process ids [2]") != std::string::npos) {
+      relayed = true;
+    }
+  }
+  KDIST_EXPECT_TRUE(relayed);
+}
+
+KDIST_TEST(Coordinator, TakenPortNamesThePortAndItsHolder) {
+  RealClock clock;
+  RendezvousOptions options = FastOptions(milliseconds(1000));
+  Result<Listener> holder = ListenOnAllInterfaces(0, 4);
+  KDIST_ASSERT_OK(holder);
+  const Nanos start = clock.Now();
+  Result<RollCallSummary> result =
+      RunCoordinator(TestHello(0, 2, holder->port), holder->port, options, clock);
+  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(1000)).count());
+  KDIST_EXPECT_ERROR(result, StatusCode::kAlreadyExists,
+                     "process 0 cannot use coordinator port " + std::to_string(holder->port));
+  KDIST_EXPECT_ERROR(result, StatusCode::kAlreadyExists,
+                     "held by pid " + std::to_string(getpid()));
+}
+
+KDIST_TEST(Coordinator, InterruptStopsAtOnceAndFreesThePort) {
+  RendezvousOptions options = FastOptions(milliseconds(30000));
+  options.check_interval = milliseconds(10);
+  std::atomic<bool> stop{false};
+  options.interrupted = [&]() -> Status {
+    return stop ? Internal("interrupted by test") : Status::Ok();
+  };
+  CoordinatorThread coordinator(3, options);
+  RawClient member(coordinator.port());
+  KDIST_ASSERT_TRUE(member.Send(EncodeHello(TestHello(1, 3, coordinator.port()))));
+  usleep(50 * 1000);
+  RealClock clock;
+  const Nanos start = clock.Now();
+  stop = true;
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kInternal, "interrupted by test");
+  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(500)).count());
+  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+}
+
+KDIST_TEST(Coordinator, AThousandWorkersOnOneCoordinator) {
+  // Raw clients stand in for worker processes; the coordinator is the real
+  // one. Both ends live in this process: two descriptors per worker.
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  const int kWorkers = static_cast<int>(
+      std::min<rlim_t>(1000, limit.rlim_cur > 200 ? (limit.rlim_cur - 100) / 2 : 50));
+  CoordinatorThread coordinator(kWorkers + 1, FastOptions(milliseconds(20000)));
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 1; i <= kWorkers; ++i) {
+    clients.push_back(std::make_unique<RawClient>(coordinator.port()));
+    KDIST_ASSERT_TRUE(clients.back()->connected());
+    KDIST_ASSERT_TRUE(clients.back()->Send(EncodeHello(TestHello(i, kWorkers + 1, coordinator.port()))));
+  }
+  int go = 0;
+  for (auto& client : clients) {
+    Result<Reply> verdict = client->ReadVerdict(milliseconds(10000));
+    if (verdict.ok() && verdict->type == FrameType::kGo) ++go;
+    client->Close();
+  }
+  KDIST_EXPECT_EQ(go, kWorkers);
+  KDIST_ASSERT_OK(coordinator.Join());
+  KDIST_EXPECT_EQ(coordinator.Join()->members.size(), static_cast<size_t>(kWorkers));
+}
+
+}  // namespace
+}  // namespace kdist

@@ -1,0 +1,293 @@
+#include "worker.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "backoff.h"
+#include "resolver.h"
+#include "rollcall.h"
+#include "text.h"
+
+namespace kdist {
+namespace {
+
+// What one connection attempt came to.
+struct Attempt {
+  enum Kind { kGo, kEnded, kRetry } kind = kRetry;
+  Reply reply;        // kGo
+  Status status;      // kEnded: returned as is
+  std::string error;  // kRetry: why, for the next message
+};
+
+class Worker {
+ public:
+  Worker(const Hello& own, const Address& coordinator, const RendezvousOptions& options,
+         Clock& clock)
+      : own_(own),
+        coordinator_(coordinator),
+        options_(options),
+        waiter_(clock, options),
+        hello_(EncodeHello(own)) {}
+
+  Result<WorkerResult> Run();
+
+ private:
+  Nanos Now() { return waiter_.clock().Now(); }
+  std::string Line();
+  Attempt TryOnce(const Endpoint& endpoint);
+  Attempt Converse(Fd fd, const Endpoint& endpoint);
+  // Waits until `fd` is ready for `events` or `until`; 0 on timeout.
+  Result<short> WaitFor(int fd, short events, Nanos until);
+
+  const Hello& own_;
+  const Address& coordinator_;
+  const RendezvousOptions& options_;
+  Waiter waiter_;
+  const std::string hello_;
+  std::string last_error_ = "not tried yet";
+  bool connected_ = false;
+  std::string last_status_;  // process 0's last progress line, relayed
+};
+
+std::string Worker::Line() {
+  const std::string where = coordinator_.ToString();
+  if (!connected_) {
+    return "waiting for coordinator " + where + " (" + last_error_ + "), " + waiter_.Progress();
+  }
+  return "connected to coordinator " + where + " as process " + std::to_string(own_.process_id) +
+         " of " + std::to_string(own_.num_processes) + ", waiting for the roll call" +
+         (last_status_.empty() ? "" : ": process 0 reports " + last_status_) + "; " +
+         waiter_.Progress();
+}
+
+Result<short> Worker::WaitFor(int fd, short events, Nanos until) {
+  while (true) {
+    const Nanos now = Now();
+    if (now >= until) return short{0};
+    std::vector<pollfd> fds{{fd, events, 0}};
+    const int ready = Poll(fds, waiter_.Slice(until - now));
+    if (ready < 0) return Internal("poll failed: " + ErrorText(-ready));
+    if (ready > 0) return fds[0].revents;
+    KDIST_RETURN_IF_ERROR(waiter_.Check([this] { return Line(); }));
+  }
+}
+
+Attempt Worker::TryOnce(const Endpoint& endpoint) {
+  Connecting c = StartConnect(endpoint);
+  Attempt retry;
+  if (c.io.state == IoState::kError) {
+    retry.error = ErrorText(c.io.error);
+    return retry;
+  }
+  if (c.io.state == IoState::kWouldBlock) {
+    const Nanos until = std::min(Now() + options_.connect_timeout, Now() + waiter_.Remaining());
+    Result<short> ready = WaitFor(c.fd.get(), POLLOUT, until);
+    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
+    if (*ready == 0) {
+      retry.error = "connect timed out after " +
+                    FormatElapsed(std::min(options_.connect_timeout, waiter_.Elapsed()));
+      c.fd.CloseWithReset();
+      return retry;
+    }
+    if (const int error = ConnectResult(c.fd.get())) {
+      retry.error = ErrorText(error);
+      return retry;
+    }
+  }
+  return Converse(std::move(c.fd), endpoint);
+}
+
+Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
+  connected_ = true;
+  Attempt retry;
+  const Nanos deadline = Now() + waiter_.Remaining();
+  // Send the hello.
+  size_t sent = 0;
+  while (sent < hello_.size()) {
+    const Io io = WriteSome(fd.get(), std::string_view(hello_).substr(sent));
+    if (io.state == IoState::kError) {
+      connected_ = false;
+      retry.error = "sending the hello failed: " + ErrorText(io.error);
+      return retry;
+    }
+    if (io.state == IoState::kDone) {
+      sent += io.bytes;
+      continue;
+    }
+    Result<short> ready = WaitFor(fd.get(), POLLOUT, deadline);
+    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
+    if (*ready == 0) break;
+  }
+  // Wait for the verdict, relaying process 0's progress lines.
+  FrameAssembler in;
+  char buffer[4096];
+  while (sent == hello_.size()) {
+    Result<short> ready = WaitFor(fd.get(), POLLIN, deadline);
+    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
+    if (*ready == 0) break;  // the deadline
+    const Io io = ReadSome(fd.get(), buffer, sizeof buffer);
+    if (io.state == IoState::kWouldBlock) continue;
+    if (io.state != IoState::kDone) {
+      connected_ = false;
+      retry.error = io.state == IoState::kEof
+                        ? "process 0 closed the connection before its verdict"
+                        : "the connection failed before process 0's verdict: " +
+                              ErrorText(io.error);
+      return retry;
+    }
+    const Status appended = in.Append(std::string_view(buffer, io.bytes));
+    if (!appended.ok()) {
+      fd.CloseWithReset();
+      return {Attempt::kEnded, {},
+              FailedPrecondition(
+                  "the coordinator port " + endpoint.ToString() + " (" + coordinator_.ToString() +
+                  ") is answered by something that does not speak kdist's roll call (" +
+                  appended.message() +
+                  "). Is process 0 running with the pre-flight disabled (preflight=False or "
+                  "KDIST_PREFLIGHT=0), or plain JAX? Use the same setting in every process."),
+              ""};
+    }
+    for (std::string frame = in.TakeFrame(); !frame.empty(); frame = in.TakeFrame()) {
+      Result<Reply> reply = DecodeReply(frame);
+      if (!reply.ok()) {
+        fd.CloseWithReset();
+        return {Attempt::kEnded, {},
+                FailedPrecondition("process 0 at " + endpoint.ToString() +
+                                   " sent a reply this process cannot read: " +
+                                   reply.status().message()),
+                ""};
+      }
+      if (reply->type == FrameType::kStatus) {
+        last_status_ = RelayText(reply->message);
+        continue;
+      }
+      fd.Close();  // this side closes first, so process 0's end keeps no TIME_WAIT
+      if (reply->type == FrameType::kGo) return {Attempt::kGo, std::move(reply).value(), {}, ""};
+      return {Attempt::kEnded, {},
+              Status(reply->code, "process 0 (host " + SafeText(reply->host) + ", pid " +
+                                      std::to_string(reply->pid) + ") at " +
+                                      coordinator_.ToString() + " ended the roll call for " +
+                                      DescribeProcess(own_) + ": " + RelayText(reply->message)),
+              ""};
+    }
+  }
+  fd.Close();
+  return {Attempt::kEnded, {},
+          DeadlineExceeded(
+              DescribeProcess(own_) + " reached the coordinator " + coordinator_.ToString() +
+              " and sent its hello, but the roll call did not complete within " +
+              FormatTimeout(options_.timeout) +
+              (last_status_.empty() ? "" : "; process 0 last reported " + last_status_) +
+              ". Process 0's own error names the processes that did not join."),
+          ""};
+}
+
+Result<WorkerResult> Worker::Run() {
+  Backoff backoff(options_.backoff, options_.seed);
+  const int64_t max_attempts = backoff.MaxAttemptsWithin(options_.timeout) + 1;
+  const auto line = [this] { return Line(); };
+  std::vector<Endpoint> endpoints;
+  std::string last_endpoint = coordinator_.ToString();
+  int64_t attempts = 0;
+  while (attempts < max_attempts) {
+    if (endpoints.empty()) {
+      Result<std::vector<Endpoint>> resolved = ResolveEndpoints(coordinator_, waiter_, line);
+      if (resolved.ok()) {
+        endpoints = std::move(resolved).value();
+      } else if (resolved.status().code() == StatusCode::kUnavailable) {
+        ++attempts;
+        last_error_ = resolved.status().message();
+      } else if (resolved.status().code() == StatusCode::kDeadlineExceeded) {
+        last_error_ = resolved.status().message();
+        break;
+      } else {
+        return resolved.status();  // interrupted
+      }
+    }
+    for (const Endpoint& endpoint : endpoints) {
+      if (waiter_.Expired()) break;
+      ++attempts;
+      Attempt attempt = TryOnce(endpoint);
+      if (attempt.kind == Attempt::kGo) {
+        WorkerResult result;
+        result.go = std::move(attempt.reply);
+        result.attempts = attempts;
+        result.elapsed = waiter_.Elapsed();
+        result.connected_to = endpoint;
+        return result;
+      }
+      if (attempt.kind == Attempt::kEnded) return attempt.status;
+      last_error_ = attempt.error;
+      last_endpoint = endpoint.ToString();
+    }
+    if (waiter_.Expired()) break;
+    KDIST_RETURN_IF_ERROR(waiter_.Sleep(backoff.Next(), line));
+    if (waiter_.Expired()) break;
+  }
+  const std::string via =
+      last_endpoint == coordinator_.ToString() ? "" : " (at " + last_endpoint + ")";
+  return Unavailable(
+      DescribeProcess(own_) + " could not reach the coordinator " + coordinator_.ToString() +
+      " within " + FormatTimeout(options_.timeout) + ": " + std::to_string(attempts) +
+      " attempt" + (attempts == 1 ? "" : "s") + ", last error: " + last_error_ + via +
+      ", elapsed " + FormatElapsed(waiter_.Elapsed()) +
+      ". Check that process 0 is running with the same coordinator address, that the address "
+      "points at process 0's host, and that no firewall blocks the port (raise timeout= or "
+      "KDIST_INIT_TIMEOUT if process 0 starts late).");
+}
+
+}  // namespace
+
+std::string RelayText(std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c > 0x7e) return Quote(text, kMaxMessageBytes);
+  }
+  return std::string(text);
+}
+
+Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
+                               const RendezvousOptions& options, Clock& clock) {
+  Worker worker(own, coordinator, options, clock);
+  return worker.Run();
+}
+
+Status WaitForCoordinatorService(const Endpoint& endpoint, const RendezvousOptions& options,
+                                 Clock& clock) {
+  Waiter waiter(clock, options);
+  std::string last_error = "not tried yet";
+  const auto line = [&] {
+    return "waiting for process 0's JAX coordination service at " + endpoint.ToString() + " (" +
+           last_error + "), " + waiter.Progress();
+  };
+  const Nanos interval = std::max(options.probe_interval, Nanos(std::chrono::milliseconds(1)));
+  const int64_t max_probes = options.timeout / interval + 2;
+  for (int64_t probe = 0; probe < max_probes && !waiter.Expired(); ++probe) {
+    Connecting c = StartConnect(endpoint);
+    int error = c.io.error;
+    if (c.io.state == IoState::kDone) return Status::Ok();
+    if (c.io.state == IoState::kWouldBlock) {
+      std::vector<pollfd> fds{{c.fd.get(), POLLOUT, 0}};
+      const Nanos until = clock.Now() + std::min(waiter.Remaining(), options.connect_timeout);
+      int ready = 0;
+      while (ready == 0 && clock.Now() < until) {
+        ready = Poll(fds, waiter.Slice(until - clock.Now()));
+        KDIST_RETURN_IF_ERROR(waiter.Check(line));
+      }
+      if (ready > 0) {
+        error = ConnectResult(c.fd.get());
+        if (error == 0) return Status::Ok();  // closed by ~Fd: the service is up
+      } else {
+        error = ETIMEDOUT;
+      }
+    }
+    last_error = ErrorText(error);
+    KDIST_RETURN_IF_ERROR(waiter.Sleep(interval, line));
+  }
+  return DeadlineExceeded(
+      "the roll call completed, but process 0's JAX coordination service did not accept "
+      "connections at " + endpoint.ToString() + " within " + FormatTimeout(options.timeout) +
+      " (last error: " + last_error +
+      "); check process 0's output for an error while it started JAX");
+}
+
+}  // namespace kdist

@@ -1,0 +1,199 @@
+#include "worker.h"
+
+#include <unistd.h>
+
+#include <mutex>
+#include <thread>
+
+#include "coordinator.h"
+#include "testing/check.h"
+#include "testing/rollcall_helpers.h"
+
+namespace kdist {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::FastOptions;
+using testing::Loopback;
+using testing::TestHello;
+
+// A port nobody listens on (bound once, then released).
+uint16_t ClosedPort() {
+  Result<Listener> listener = ListenOnAllInterfaces(0, 1);
+  return listener.ok() ? listener->port : 1;
+}
+
+KDIST_TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
+  // Every wait goes through the fake clock; connecting to a closed loopback
+  // port is refused at once, so 300 s of retries run in milliseconds.
+  FakeClock clock;
+  const uint16_t port = ClosedPort();
+  RendezvousOptions options;
+  options.timeout = seconds(300);
+  options.seed = 7;
+  std::vector<std::string> lines;
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  Result<WorkerResult> result = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock);
+  const std::string where = "127.0.0.1:" + std::to_string(port);
+  KDIST_EXPECT_ERROR(result, StatusCode::kUnavailable,
+                     "process 1 (host host-1, pid 50001) could not reach the coordinator " +
+                         where + " within 300 s: ");
+  KDIST_EXPECT_ERROR(result, StatusCode::kUnavailable,
+                     "last error: connection refused, elapsed 300 s");
+  KDIST_EXPECT_EQ(clock.Now().count(), Nanos(seconds(300)).count());
+  // The default policy caps delays at 1 s: about 300 attempts, not thousands.
+  const std::string& message = result.status().message();
+  const size_t at = message.find(" attempts,");
+  KDIST_ASSERT_TRUE(at != std::string::npos);
+  const size_t begin = message.rfind(' ', at - 1) + 1;
+  const int attempts = std::stoi(message.substr(begin, at - begin));
+  KDIST_EXPECT_GE(attempts, 290);
+  KDIST_EXPECT_LE(attempts, 700);
+  for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(slept.count(), Nanos(seconds(1)).count());
+  // A progress line every 5 s, in the documented form.
+  KDIST_EXPECT_EQ(lines.size(), size_t{60});  // 5 s, 10 s, ..., 300 s
+  KDIST_ASSERT_TRUE(lines.size() > 2);
+  KDIST_EXPECT_EQ(lines[1], "waiting for coordinator " + where + " (connection refused), 10 s of 300 s");
+}
+
+KDIST_TEST(Worker, GivesUpAtTheDeadlineOnARealClock) {
+  RealClock clock;
+  const uint16_t port = ClosedPort();
+  RendezvousOptions options = FastOptions(milliseconds(300));
+  const Nanos start = clock.Now();
+  Result<WorkerResult> result = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock);
+  const Nanos took = clock.Now() - start;
+  KDIST_EXPECT_ERROR(result, StatusCode::kUnavailable, "connection refused");
+  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(295)).count());
+  KDIST_EXPECT_LT(took.count(), Nanos(milliseconds(450)).count());
+}
+
+KDIST_TEST(Worker, WaitsForACoordinatorThatStartsLate) {
+  RealClock clock;
+  Result<Listener> reserve = ListenOnAllInterfaces(0, 1);
+  KDIST_ASSERT_OK(reserve);
+  const uint16_t port = reserve->port;
+  reserve->fd.Close();
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  RendezvousOptions options = FastOptions(milliseconds(5000));
+  options.progress_interval = milliseconds(50);
+  options.progress = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back(line);
+  };
+  Result<WorkerResult> worker = Internal("not run");
+  std::thread thread([&] { worker = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock); });
+  usleep(300 * 1000);
+  RendezvousOptions coordinator_options = FastOptions(milliseconds(5000));
+  Result<RollCallSummary> summary =
+      RunCoordinator(TestHello(0, 2, port), port, coordinator_options, clock);
+  thread.join();
+  KDIST_EXPECT_OK(summary);
+  KDIST_ASSERT_OK(worker);
+  KDIST_EXPECT_GE(worker->attempts, int64_t{2});
+  std::lock_guard<std::mutex> lock(mutex);
+  KDIST_ASSERT_TRUE(!lines.empty());
+  KDIST_EXPECT_EQ(lines.front().rfind("waiting for coordinator 127.0.0.1:" + std::to_string(port) +
+                                          " (connection refused), ",
+                                      0),
+                  size_t{0});
+}
+
+KDIST_TEST(Worker, ResolvesLocalhost) {
+  RealClock clock;
+  RendezvousOptions options = FastOptions(milliseconds(5000));
+  Result<Listener> listener = BindCoordinatorPort(0, options, clock);
+  KDIST_ASSERT_OK(listener);
+  const uint16_t port = listener->port;
+  Result<RollCallSummary> summary = Internal("not run");
+  Hello own = TestHello(0, 2, port);
+  own.coordinator = "localhost:" + std::to_string(port);
+  std::thread thread([&] { summary = RunCoordinatorOn(std::move(listener).value(), own, options, clock); });
+  Hello hello = TestHello(1, 2, port);
+  hello.coordinator = own.coordinator;
+  hello.fingerprint = own.fingerprint;
+  Address address;
+  address.host = "localhost";
+  address.port = port;
+  address.kind = HostKind::kName;
+  Result<WorkerResult> worker = RunWorker(hello, address, options, clock);
+  thread.join();
+  KDIST_EXPECT_OK(summary);
+  KDIST_EXPECT_OK(worker);
+}
+
+KDIST_TEST(Worker, SomethingElseOnThePortIsNamed) {
+  // A server that answers like an HTTP/2 (gRPC) endpoint: process 0 running
+  // plain JAX, or kdist with the pre-flight off.
+  Result<Listener> listener = ListenOnAllInterfaces(0, 4);
+  KDIST_ASSERT_OK(listener);
+  const uint16_t port = listener->port;
+  std::thread server([&] {
+    std::vector<pollfd> fds{{listener->fd.get(), POLLIN, 0}};
+    if (Poll(fds, seconds(3)) <= 0) return;
+    Accepted a = AcceptOne(listener->fd.get());
+    (void)WriteSome(a.fd.get(), std::string("\x00\x00\x12\x04\x00\x00\x00\x00\x00", 9));
+    usleep(200 * 1000);
+  });
+  RealClock clock;
+  Result<WorkerResult> worker =
+      RunWorker(TestHello(1, 2, port), Loopback(port), FastOptions(milliseconds(3000)), clock);
+  server.join();
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
+                     "is answered by something that does not speak kdist's roll call");
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "\\x00\\x00\\x12\\x04");
+}
+
+KDIST_TEST(Worker, InterruptStopsTheRetries) {
+  RealClock clock;
+  const uint16_t port = ClosedPort();
+  RendezvousOptions options = FastOptions(milliseconds(30000));
+  options.check_interval = milliseconds(10);
+  const Nanos start = clock.Now();
+  options.interrupted = [&]() -> Status {
+    return clock.Now() - start > milliseconds(100) ? Internal("interrupted by test") : Status::Ok();
+  };
+  Result<WorkerResult> result = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock);
+  KDIST_EXPECT_ERROR(result, StatusCode::kInternal, "interrupted by test");
+  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(400)).count());
+}
+
+KDIST_TEST(Worker, ServiceWaitSucceedsWhenTheListenerAppears) {
+  RealClock clock;
+  Result<Listener> reserve = ListenOnAllInterfaces(0, 1);
+  KDIST_ASSERT_OK(reserve);
+  const uint16_t port = reserve->port;
+  reserve->fd.Close();
+  Result<Endpoint> endpoint = EndpointFromLiteral("127.0.0.1", port);
+  KDIST_ASSERT_OK(endpoint);
+  std::thread late([&] {
+    usleep(150 * 1000);
+    Result<Listener> service = ListenOnAllInterfaces(port, 4);
+    usleep(500 * 1000);
+  });
+  const Nanos start = clock.Now();
+  KDIST_EXPECT_OK(WaitForCoordinatorService(*endpoint, FastOptions(milliseconds(3000)), clock));
+  const Nanos took = clock.Now() - start;
+  late.join();
+  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(140)).count());
+  KDIST_EXPECT_LT(took.count(), Nanos(milliseconds(600)).count());
+}
+
+KDIST_TEST(Worker, ServiceWaitHasADeadline) {
+  RealClock clock;
+  Result<Endpoint> endpoint = EndpointFromLiteral("127.0.0.1", ClosedPort());
+  KDIST_ASSERT_OK(endpoint);
+  KDIST_EXPECT_ERROR(WaitForCoordinatorService(*endpoint, FastOptions(milliseconds(100)), clock),
+                     StatusCode::kDeadlineExceeded,
+                     "process 0's JAX coordination service did not accept connections");
+}
+
+KDIST_TEST(Worker, RelayTextQuotesOnlyWhatNeedsIt) {
+  KDIST_EXPECT_EQ(RelayText("2 of 4 \"joined\""), std::string("2 of 4 \"joined\""));
+  KDIST_EXPECT_EQ(RelayText("bell\x07"), std::string("\"bell\\x07\""));
+}
+
+}  // namespace
+}  // namespace kdist
