@@ -1,6 +1,7 @@
 // The one file that knows about Python: converts the core's results into
 // Python objects and its Status codes into kdist's exceptions.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -8,14 +9,20 @@
 
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "clock.h"
 #include "cluster_spec.h"
+#include "coordinator.h"
 #include "device_cache.h"
 #include "environment.h"
+#include "hello.h"
+#include "rendezvous.h"
 #include "resolve.h"
 #include "status.h"
+#include "worker.h"
 
 namespace nb = nanobind;
 
@@ -83,12 +90,189 @@ std::string Repr(const ClusterSpec& spec) {
          spec.cluster_detection.value + "')";
 }
 
+// The Python side of a roll call's hooks. The core calls them with the GIL
+// released; each takes the GIL for the moment it runs Python. A Python
+// exception raised inside (KeyboardInterrupt from a signal handler, an error
+// from a logging handler) stops the roll call and is re-raised by Finish().
+class PythonHooks {
+ public:
+  explicit PythonHooks(std::optional<nb::callable> progress) : progress_(std::move(progress)) {}
+
+  void Install(RendezvousOptions& options) {
+    if (progress_) {
+      options.progress = [this](const std::string& line) {
+        if (error_) return;
+        nb::gil_scoped_acquire gil;
+        try {
+          (*progress_)(line);
+        } catch (nb::python_error& e) {
+          error_.emplace(std::move(e));
+        }
+      };
+    }
+    options.interrupted = [this]() -> Status {
+      if (error_) return Internal("stopped by a Python exception");
+      nb::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) {
+        error_.emplace();  // takes the pending exception (KeyboardInterrupt)
+        return Internal("interrupted by a signal");
+      }
+      return Status::Ok();
+    };
+  }
+
+  // With the GIL held: re-raises a Python exception caught in a hook, else
+  // raises the kdist exception for `status`.
+  void Finish(const Status& status) {
+    if (error_) {
+      nb::python_error error = std::move(*error_);
+      error_.reset();
+      throw error;
+    }
+    RaiseIfError(status);
+  }
+
+ private:
+  std::optional<nb::callable> progress_;
+  std::optional<nb::python_error> error_;
+};
+
+RendezvousOptions Options(double timeout, double progress_interval) {
+  RendezvousOptions options;
+  options.timeout = SecondsToNanos(timeout);
+  options.progress_interval = SecondsToNanos(progress_interval);
+  return options;
+}
+
+Address CoordinatorOrRaise(const ClusterSpec& spec) {
+  const std::optional<Address> coordinator = spec.coordinator();
+  if (!coordinator) {
+    RaiseIfError(InvalidArgument("the roll call needs a coordinator address; this ClusterSpec has "
+                                 "none (num_processes=1?)"));
+  }
+  return *coordinator;
+}
+
+const char* FrameTypeName(FrameType type) {
+  switch (type) {
+    case FrameType::kHello: return "hello";
+    case FrameType::kGo: return "go";
+    case FrameType::kReject: return "reject";
+    case FrameType::kStatus: return "status";
+  }
+  return "unknown";
+}
+
+nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_version,
+                          const std::string& host, int64_t pid, double timeout,
+                          std::optional<nb::callable> progress, double progress_interval) {
+  const Address coordinator = CoordinatorOrRaise(spec);
+  const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
+  RendezvousOptions options = Options(timeout, progress_interval);
+  PythonHooks hooks(std::move(progress));
+  hooks.Install(options);
+  RealClock clock;
+  Result<RollCallSummary> result = Internal("not run");
+  {
+    nb::gil_scoped_release release;
+    result = RunCoordinator(own, coordinator.port, options, clock);
+  }
+  hooks.Finish(result.status());
+  nb::list members;
+  for (const Hello& m : result->members) {
+    nb::dict d;
+    d["process_id"] = m.process_id;
+    d["host"] = m.host;
+    d["pid"] = m.pid;
+    d["jax_version"] = m.jax_version;
+    members.append(d);
+  }
+  nb::dict out;
+  out["members"] = members;
+  out["dropped"] = result->dropped;
+  out["seconds"] = NanosToSeconds(result->elapsed);
+  out["listened_on"] = result->listened_on;
+  return out;
+}
+
+nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
+                     const std::string& host, int64_t pid, double timeout, std::optional<nb::callable> progress,
+                     double progress_interval, std::optional<uint64_t> seed) {
+  const Address coordinator = CoordinatorOrRaise(spec);
+  const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
+  RendezvousOptions options = Options(timeout, progress_interval);
+  options.seed = seed ? *seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  PythonHooks hooks(std::move(progress));
+  hooks.Install(options);
+  RealClock clock;
+  Result<WorkerResult> result = Internal("not run");
+  {
+    nb::gil_scoped_release release;
+    result = RunWorker(own, coordinator, options, clock);
+  }
+  hooks.Finish(result.status());
+  nb::dict out;
+  out["coordinator_host"] = result->go.host;
+  out["coordinator_pid"] = result->go.pid;
+  out["coordinator_jax_version"] = result->go.jax_version;
+  out["attempts"] = result->attempts;
+  out["seconds"] = NanosToSeconds(result->elapsed);
+  out["connected_to"] = result->connected_to.ToString();
+  return out;
+}
+
+void WaitForServicePy(const std::string& endpoint_text, double timeout, std::optional<nb::callable> progress,
+                      double progress_interval) {
+  Result<Address> address = ParseAddress(endpoint_text);
+  RaiseIfError(address.status());
+  Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
+  RaiseIfError(endpoint.status());
+  RendezvousOptions options = Options(timeout, progress_interval);
+  PythonHooks hooks(std::move(progress));
+  hooks.Install(options);
+  RealClock clock;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = WaitForCoordinatorService(*endpoint, options, clock);
+  }
+  hooks.Finish(status);
+}
+
+nb::bytes EncodeHelloPy(const ClusterSpec& spec, const std::string& jax_version,
+                        const std::string& host, int64_t pid, std::optional<std::string> token) {
+  Hello hello = MakeHello(spec, Identity{jax_version, host, pid});
+  if (token) hello.token = *token;
+  const std::string frame = EncodeHello(hello);
+  return nb::bytes(frame.data(), frame.size());
+}
+
+nb::dict DecodeReplyPy(nb::bytes frame) {
+  Result<Reply> reply = DecodeReply(std::string_view(frame.c_str(), frame.size()));
+  RaiseIfError(reply.status());
+  nb::dict out;
+  out["type"] = FrameTypeName(reply->type);
+  out["code"] = StatusCodeName(reply->code);
+  out["message"] = reply->message;
+  out["host"] = reply->host;
+  out["pid"] = reply->pid;
+  out["jax_version"] = reply->jax_version;
+  return out;
+}
+
+size_t FrameSizePy(nb::bytes header) {
+  Result<FrameHeader> h = DecodeFrameHeader(std::string_view(header.c_str(), header.size()));
+  RaiseIfError(h.status());
+  return h->frame_size();
+}
+
 }  // namespace
 }  // namespace kdist
 
 NB_MODULE(_core, m) {
   using namespace kdist;
-  m.doc() = "kdist's compiled core: configuration resolution and the device cache.";
+  m.doc() = "kdist's compiled core: configuration resolution, the pre-flight roll call and the "
+            "device cache.";
 
   nb::class_<ClusterSpec>(m, "ClusterSpec",
                           "The resolved configuration of this process; each value keeps its "
@@ -139,6 +323,36 @@ NB_MODULE(_core, m) {
 
   m.def("cluster_detection_modes", &ClusterDetectionModes,
         "The values cluster_detection accepts.");
+
+  m.def("run_coordinator", &RunCoordinatorPy, nb::arg("spec"), nb::arg("jax_version"),
+        nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("timeout"),
+        nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
+        "Process 0's roll call on the coordinator port (GIL released while it waits). Returns "
+        "{'members': [...], 'dropped', 'seconds', 'listened_on'}; raises PortInUseError, "
+        "RendezvousError, RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
+  m.def("run_worker", &RunWorkerPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
+        nb::arg("pid"), nb::kw_only(), nb::arg("timeout"),
+        nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
+        nb::arg("seed").none() = nb::none(),
+        "Another process's side of the roll call (GIL released while it waits). Returns "
+        "{'coordinator_host', 'coordinator_pid', 'coordinator_jax_version', 'attempts', "
+        "'seconds', 'connected_to'}; raises CoordinatorUnreachableError, RendezvousError, "
+        "RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
+  m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("endpoint"), nb::kw_only(),
+        nb::arg("timeout"), nb::arg("progress") = nb::none(),
+        nb::arg("progress_interval") = 5.0,
+        "Waits until `endpoint` (an IP literal host:port, run_worker's 'connected_to') accepts "
+        "TCP connections; raises RendezvousTimeoutError at the deadline.");
+  m.def("encode_hello", &EncodeHelloPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
+        nb::arg("pid"), nb::arg("token").none() = nb::none(),
+        "The hello frame a process with this spec sends (token: the spec's unless given).");
+  m.def("decode_reply", &DecodeReplyPy, nb::arg("frame"),
+        "Decodes one reply frame from process 0: {'type': 'go'|'reject'|'status', 'code', "
+        "'message', 'host', 'pid', 'jax_version'}.");
+  m.def("frame_size", &FrameSizePy, nb::arg("header"),
+        "The whole size of the frame whose header starts `header` (FRAME_HEADER_SIZE bytes).");
+  m.attr("FRAME_HEADER_SIZE") = kFrameHeaderSize;
+  m.attr("PROTOCOL_VERSION") = kProtocolVersion;
 
   nb::class_<DeviceCache>(m, "DeviceCache", "Device lists per device type, until invalidated.")
       .def(nb::init<>())

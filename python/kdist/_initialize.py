@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from kdist import _config, _core, _devices, _jax_backend
+from kdist import _config, _core, _devices, _jax_backend, _preflight
 from kdist._errors import ConfigError, InitializationOrderError
 
 _lock = threading.Lock()
@@ -44,8 +44,16 @@ def initialize(
             `KDIST_INIT_TIMEOUT`, else 300 (JAX's own default).
         cluster_detection: "auto" or "none". Defaults to None:
             `KDIST_CLUSTER_DETECTION`, else "auto".
-        preflight: Whether to run the pre-flight roll call before JAX starts.
-            Defaults to None: `KDIST_PREFLIGHT`, else True.
+        preflight: Whether to run the pre-flight roll call before JAX starts:
+            process 0 binds the coordinator port and collects a hello from
+            every process, which fails fast and names what is wrong (a
+            taken port, an unreachable coordinator, duplicate or missing
+            process ids, processes that disagree on the settings) and lets
+            every process connect to JAX's service at its first try. Turn
+            it off only for jobs that mix kdist and plain JAX processes.
+            Set `KDIST_RENDEZVOUS_TOKEN` to the same secret in every process
+            to keep processes of other jobs out of the roll call. Defaults
+            to None: `KDIST_PREFLIGHT`, else True.
 
     Raises:
         TypeError: an argument has the wrong type (a float or bool where an
@@ -56,6 +64,15 @@ def initialize(
         kdist.InitializationOrderError: the JAX backend is already running
             (something called `jax.devices()`, `list_devices()`, or ran a
             computation first), or `jax.distributed` was initialized directly.
+        kdist.PortInUseError: process 0 found the coordinator port taken by
+            another live listener (the message names its pid where possible).
+        kdist.CoordinatorUnreachableError: another process could not reach
+            the coordinator before the deadline.
+        kdist.RendezvousError: the processes disagree (duplicate or
+            out-of-range ids, num_processes, coordinator address,
+            configuration, KDIST_RENDEZVOUS_TOKEN); raised in every process.
+        kdist.RendezvousTimeoutError: not every process joined before the
+            deadline; process 0 names the missing ids.
 
     Example:
         >>> import kdist
@@ -86,8 +103,20 @@ def initialize(
         if coordinator is not None:
             _check_jax_not_started()
             started = time.monotonic()
+            deadline = started + spec.timeout
+            service = None
+            if spec.preflight and spec.num_processes > 1:
+                service = _preflight.roll_call(spec, deadline)
+            if service is not None:
+                # Import JAX while process 0 starts its service, then make sure the
+                # service is up so JAX's client does not sleep in its 1 s retry.
+                _jax_backend.import_jax()
+                _preflight.wait_for_coordinator_service(service, deadline)
             _jax_backend.initialize_distributed(
-                coordinator, spec.num_processes, spec.process_id, spec.timeout
+                coordinator,
+                spec.num_processes,
+                spec.process_id,
+                max(0.0, deadline - time.monotonic()),
             )
             _log_initialized(spec, time.monotonic() - started)
         _devices.invalidate_device_cache()

@@ -24,6 +24,11 @@ def distributed_started() -> bool:
     return bool(jax.distributed.is_initialized())
 
 
+def import_jax() -> None:
+    """Imports JAX (the slow part of starting it), nothing more."""
+    import jax  # noqa: F401
+
+
 def initialize_distributed(
     coordinator_address: str, num_processes: int, process_id: int, timeout_seconds: float
 ) -> None:

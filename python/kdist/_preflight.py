@@ -1,0 +1,155 @@
+"""The pre-flight roll call, run by initialize() before JAX starts.
+
+Process 0 binds the coordinator port and collects a hello from every other
+process; the others connect (with backoff, until the deadline) and wait for
+its verdict. The work happens in the compiled core with the GIL released;
+this module supplies who this process is, turns the deadline into timeouts,
+and sends progress lines to `logging.getLogger("kdist")`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from kdist import _core, _jax_backend
+
+# Seconds between progress lines while waiting (the first comes after one
+# interval). Tests lower it.
+PROGRESS_INTERVAL_SECONDS = 5.0
+
+_logger = logging.getLogger("kdist")
+
+
+def _remaining(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def _log_progress(line: str) -> None:
+    _logger.info("%s", line)
+
+
+def roll_call(spec: _core.ClusterSpec, deadline: float) -> str | None:
+    """Runs this process's side of the roll call.
+
+    Args:
+        spec: The resolved configuration (at least two processes, a
+            coordinator address).
+        deadline: `time.monotonic()` value by which the whole start must end.
+
+    Returns:
+        For processes other than 0, the coordinator endpoint that answered
+        (an IP literal "host:port", to probe for JAX's service); None for
+        process 0.
+
+    Raises:
+        kdist.PortInUseError: process 0 found the coordinator port taken.
+        kdist.CoordinatorUnreachableError: the coordinator did not answer in time.
+        kdist.RendezvousError: the processes disagree (ids, num_processes,
+            coordinator address, configuration, token).
+        kdist.RendezvousTimeoutError: not every process joined in time.
+        KeyboardInterrupt: Ctrl-C while waiting (nothing is left open).
+
+    Example:
+        >>> import time
+        >>> from kdist import _config, _preflight
+        >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
+        >>> _preflight.roll_call(spec, time.monotonic() + 0.2)
+        Traceback (most recent call last):
+        ...
+        kdist._errors.CoordinatorUnreachableError: process 1 ...
+    """
+    jax_version = _jax_backend.jax_version()
+    host = os.uname().nodename
+    pid = os.getpid()
+    if spec.process_id == 0:
+        summary = _core.run_coordinator(
+            spec,
+            jax_version,
+            host,
+            pid,
+            timeout=_remaining(deadline),
+            progress=_log_progress,
+            progress_interval=PROGRESS_INTERVAL_SECONDS,
+        )
+        _logger.info(
+            "roll call complete: %d of %d processes joined on %s in %.3f s",
+            len(summary["members"]) + 1,
+            spec.num_processes,
+            summary["listened_on"],
+            summary["seconds"],
+        )
+        _warn_about_jax_versions(jax_version, summary["members"])
+        return None
+    result = _core.run_worker(
+        spec,
+        jax_version,
+        host,
+        pid,
+        timeout=_remaining(deadline),
+        progress=_log_progress,
+        progress_interval=PROGRESS_INTERVAL_SECONDS,
+    )
+    _logger.info(
+        "process %d joined the roll call at %s after %d attempt(s) in %.3f s",
+        spec.process_id,
+        result["connected_to"],
+        result["attempts"],
+        result["seconds"],
+    )
+    if result["coordinator_jax_version"] != jax_version:
+        _logger.warning(
+            "JAX versions differ: this process (%d) has %s, process 0 has %s; "
+            "jax.distributed may fail or misbehave. Install the same JAX everywhere.",
+            spec.process_id,
+            jax_version,
+            result["coordinator_jax_version"],
+        )
+    return str(result["connected_to"])
+
+
+def wait_for_coordinator_service(endpoint: str, deadline: float) -> None:
+    """Waits until process 0's JAX coordination service accepts connections.
+
+    Called after the roll call's "go" (and after importing JAX), so JAX's
+    client connects at its first try instead of sleeping in its own retry.
+
+    Args:
+        endpoint: The IP literal "host:port" that `roll_call` returned.
+        deadline: `time.monotonic()` value by which the whole start must end.
+
+    Raises:
+        kdist.RendezvousTimeoutError: the service did not come up in time.
+        KeyboardInterrupt: Ctrl-C while waiting.
+
+    Example:
+        >>> import socket, time
+        >>> from kdist import _preflight
+        >>> with socket.create_server(("127.0.0.1", 0)) as server:
+        ...     port = server.getsockname()[1]
+        ...     _preflight.wait_for_coordinator_service(
+        ...         f"127.0.0.1:{port}", time.monotonic() + 1)
+    """
+    _core.wait_for_coordinator_service(
+        endpoint,
+        timeout=_remaining(deadline),
+        progress=_log_progress,
+        progress_interval=PROGRESS_INTERVAL_SECONDS,
+    )
+
+
+def _warn_about_jax_versions(own: str, members: list[dict[str, object]]) -> None:
+    others = sorted(
+        (int(str(m["process_id"])), str(m["jax_version"]))
+        for m in members
+        if m["jax_version"] != own
+    )
+    if others:
+        listed = ", ".join(f"process {pid}: {version}" for pid, version in others[:10])
+        _logger.warning(
+            "JAX versions differ from process 0's %s (%s); jax.distributed may fail or "
+            "misbehave. Install the same JAX everywhere.",
+            own,
+            listed,
+        )
