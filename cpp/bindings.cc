@@ -137,9 +137,10 @@ class PythonHooks {
   std::optional<nb::python_error> error_;
 };
 
-RendezvousOptions Options(double timeout, double progress_interval) {
+RendezvousOptions Options(double timeout, double elapsed, double progress_interval) {
   RendezvousOptions options;
   options.timeout = SecondsToNanos(timeout);
+  options.already_elapsed = SecondsToNanos(elapsed);
   options.progress_interval = SecondsToNanos(progress_interval);
   return options;
 }
@@ -165,10 +166,10 @@ const char* FrameTypeName(FrameType type) {
 
 nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_version,
                           const std::string& host, int64_t pid, double timeout,
-                          std::optional<nb::callable> progress, double progress_interval) {
+                          double elapsed, std::optional<nb::callable> progress, double progress_interval) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
-  RendezvousOptions options = Options(timeout, progress_interval);
+  RendezvousOptions options = Options(timeout, elapsed, progress_interval);
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
   RealClock clock;
@@ -196,11 +197,12 @@ nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_versio
 }
 
 nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
-                     const std::string& host, int64_t pid, double timeout, std::optional<nb::callable> progress,
+                     const std::string& host, int64_t pid, double timeout, double elapsed,
+                     std::optional<nb::callable> progress,
                      double progress_interval, std::optional<uint64_t> seed) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
-  RendezvousOptions options = Options(timeout, progress_interval);
+  RendezvousOptions options = Options(timeout, elapsed, progress_interval);
   options.seed = seed ? *seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
@@ -221,13 +223,14 @@ nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
   return out;
 }
 
-void WaitForServicePy(const std::string& endpoint_text, double timeout, std::optional<nb::callable> progress,
+void WaitForServicePy(const std::string& endpoint_text, double timeout, double elapsed,
+                      std::optional<nb::callable> progress,
                       double progress_interval) {
   Result<Address> address = ParseAddress(endpoint_text);
   RaiseIfError(address.status());
   Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
   RaiseIfError(endpoint.status());
-  RendezvousOptions options = Options(timeout, progress_interval);
+  RendezvousOptions options = Options(timeout, elapsed, progress_interval);
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
   RealClock clock;
@@ -326,20 +329,21 @@ NB_MODULE(_core, m) {
 
   m.def("run_coordinator", &RunCoordinatorPy, nb::arg("spec"), nb::arg("jax_version"),
         nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("timeout"),
-        nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
-        "Process 0's roll call on the coordinator port (GIL released while it waits). Returns "
+        nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
+        "Process 0's roll call on the coordinator port (GIL released while it waits), with "
+        "`timeout` seconds in all of which `elapsed` were spent before the call. Returns "
         "{'members': [...], 'dropped', 'seconds', 'listened_on'}; raises PortInUseError, "
         "RendezvousError, RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
   m.def("run_worker", &RunWorkerPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
         nb::arg("pid"), nb::kw_only(), nb::arg("timeout"),
-        nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
+        nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
         nb::arg("seed").none() = nb::none(),
         "Another process's side of the roll call (GIL released while it waits). Returns "
         "{'coordinator_host', 'coordinator_pid', 'coordinator_jax_version', 'attempts', "
         "'seconds', 'connected_to'}; raises CoordinatorUnreachableError, RendezvousError, "
         "RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
   m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("endpoint"), nb::kw_only(),
-        nb::arg("timeout"), nb::arg("progress") = nb::none(),
+        nb::arg("timeout"), nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(),
         nb::arg("progress_interval") = 5.0,
         "Waits until `endpoint` (an IP literal host:port, run_worker's 'connected_to') accepts "
         "TCP connections; raises RendezvousTimeoutError at the deadline.");

@@ -41,7 +41,7 @@ std::string FormatTimeout(Nanos timeout) {
 Waiter::Waiter(Clock& clock, const RendezvousOptions& options)
     : clock_(clock),
       options_(options),
-      start_(clock.Now()),
+      start_(clock.Now() - std::max(options.already_elapsed, Nanos(0))),
       deadline_(start_ + std::max(options.timeout, Nanos(0))),
       next_progress_(start_ + std::max(options.progress_interval, Nanos(1))),
       next_check_(start_) {}

@@ -28,8 +28,11 @@ struct Identity {
 };
 
 struct RendezvousOptions {
-  // The whole roll call's deadline, counted from the call.
+  // The deadline: `timeout` after the start of initialize(), of which the
+  // caller had used `already_elapsed` before this call. Messages and progress
+  // lines count from that start ("12 s of 300 s").
   Nanos timeout = std::chrono::seconds(300);
+  Nanos already_elapsed = Nanos(0);
   // A progress line every `progress_interval` while waiting (the first one
   // after one interval).
   Nanos progress_interval = std::chrono::seconds(5);
@@ -48,9 +51,11 @@ struct RendezvousOptions {
   Nanos close_grace = std::chrono::seconds(2);
   int listen_backlog = 4096;
 
-  // Other processes: the retry schedule, its seed, the bound on one connect
-  // attempt, and the interval of the probes that wait for JAX's service.
-  BackoffPolicy backoff;
+  // Other processes: the retry schedule (short steps, so a process that
+  // starts before process 0 notices it within a quarter second), its seed,
+  // the bound on one connect attempt, and the interval of the probes that
+  // wait for JAX's service.
+  BackoffPolicy backoff{std::chrono::milliseconds(10), std::chrono::milliseconds(250), 2.0, 0.5};
   uint64_t seed = 0;
   Nanos connect_timeout = std::chrono::seconds(3);
   Nanos probe_interval = std::chrono::milliseconds(10);

@@ -95,6 +95,19 @@ KDIST_TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
   KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), int64_t{0});
 }
 
+KDIST_TEST(Waiter, TimeSpentBeforeTheCallCountsAgainstTheDeadline) {
+  FakeClock clock(seconds(1000));
+  RendezvousOptions options;
+  options.timeout = seconds(3);
+  options.already_elapsed = milliseconds(500);
+  Waiter waiter(clock, options);
+  KDIST_EXPECT_EQ(Ns(waiter.Remaining()), Ns(milliseconds(2500)));
+  KDIST_EXPECT_EQ(waiter.Progress(), std::string("0.5 s of 3 s"));
+  KDIST_EXPECT_OK(waiter.Sleep(seconds(10), nullptr));
+  KDIST_EXPECT_EQ(Ns(clock.Now()), Ns(milliseconds(1002500)));
+  KDIST_EXPECT_EQ(waiter.Progress(), std::string("3.0 s of 3 s"));
+}
+
 KDIST_TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
   FakeClock clock;
   int lines = 0;

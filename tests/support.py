@@ -149,3 +149,76 @@ def run_cluster(
         commands.append([sys.executable, str(WORKERS / script), *args])
         envs.append(env)
     return run_processes(commands, envs, timeout=timeout, start_delays=start_delays)
+
+
+class Running:
+    """One process started by `Spawned`, its output going to files."""
+
+    def __init__(self, args: Sequence[str], env: Mapping[str, str], output: Path) -> None:
+        self.args = list(args)
+        self._out = output.with_suffix(".out")
+        self._err = output.with_suffix(".err")
+        self.started = time.monotonic()
+        with open(self._out, "wb") as out, open(self._err, "wb") as err:
+            self.proc = subprocess.Popen(self.args, env=dict(env), stdout=out, stderr=err)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stderr(self) -> str:
+        return self._err.read_text(errors="replace")
+
+    def wait_for_stderr(self, text: str, timeout: float) -> bool:
+        """Whether `text` appears in stderr within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.stderr():
+                return True
+            if self.proc.poll() is not None:
+                return text in self.stderr()
+            time.sleep(0.02)
+        return False
+
+    def finish(self, timeout: float) -> Finished:
+        """Waits up to `timeout` seconds, kills the process if it is still running."""
+        code: int | None
+        try:
+            code = self.proc.wait(timeout=max(0.1, timeout))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            code = None
+        return Finished(
+            self.args,
+            code,
+            self._out.read_text(errors="replace"),
+            self.stderr(),
+            time.monotonic() - self.started,
+        )
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+class Spawned:
+    """Starts processes one at a time (for tests that act between starts);
+    every one still running when the block ends is killed by its pid."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._running: list[Running] = []
+
+    def start(self, args: Sequence[str], env: Mapping[str, str]) -> Running:
+        running = Running(args, env, self._directory / f"process-{len(self._running)}")
+        self._running.append(running)
+        return running
+
+    def __enter__(self) -> Spawned:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for running in self._running:
+            running.kill()

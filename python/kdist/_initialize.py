@@ -111,7 +111,7 @@ def initialize(
                 # Import JAX while process 0 starts its service, then make sure the
                 # service is up so JAX's client does not sleep in its 1 s retry.
                 _jax_backend.import_jax()
-                _preflight.wait_for_coordinator_service(service, deadline)
+                _preflight.wait_for_coordinator_service(spec, service, deadline)
             _jax_backend.initialize_distributed(
                 coordinator,
                 spec.num_processes,

@@ -22,8 +22,9 @@ PROGRESS_INTERVAL_SECONDS = 5.0
 _logger = logging.getLogger("kdist")
 
 
-def _remaining(deadline: float) -> float:
-    return max(0.0, deadline - time.monotonic())
+def _spent(spec: _core.ClusterSpec, deadline: float) -> float:
+    """Seconds of spec.timeout already used when the deadline is `deadline`."""
+    return max(0.0, spec.timeout - (deadline - time.monotonic()))
 
 
 def _log_progress(line: str) -> None:
@@ -55,7 +56,7 @@ def roll_call(spec: _core.ClusterSpec, deadline: float) -> str | None:
         >>> import time
         >>> from kdist import _config, _preflight
         >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
-        >>> _preflight.roll_call(spec, time.monotonic() + 0.2)
+        >>> _preflight.roll_call(spec, time.monotonic() + spec.timeout)
         Traceback (most recent call last):
         ...
         kdist._errors.CoordinatorUnreachableError: process 1 ...
@@ -69,7 +70,8 @@ def roll_call(spec: _core.ClusterSpec, deadline: float) -> str | None:
             jax_version,
             host,
             pid,
-            timeout=_remaining(deadline),
+            timeout=spec.timeout,
+            elapsed=_spent(spec, deadline),
             progress=_log_progress,
             progress_interval=PROGRESS_INTERVAL_SECONDS,
         )
@@ -87,7 +89,8 @@ def roll_call(spec: _core.ClusterSpec, deadline: float) -> str | None:
         jax_version,
         host,
         pid,
-        timeout=_remaining(deadline),
+        timeout=spec.timeout,
+        elapsed=_spent(spec, deadline),
         progress=_log_progress,
         progress_interval=PROGRESS_INTERVAL_SECONDS,
     )
@@ -109,13 +112,14 @@ def roll_call(spec: _core.ClusterSpec, deadline: float) -> str | None:
     return str(result["connected_to"])
 
 
-def wait_for_coordinator_service(endpoint: str, deadline: float) -> None:
+def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadline: float) -> None:
     """Waits until process 0's JAX coordination service accepts connections.
 
     Called after the roll call's "go" (and after importing JAX), so JAX's
     client connects at its first try instead of sleeping in its own retry.
 
     Args:
+        spec: The resolved configuration (its timeout is the whole budget).
         endpoint: The IP literal "host:port" that `roll_call` returned.
         deadline: `time.monotonic()` value by which the whole start must end.
 
@@ -125,15 +129,17 @@ def wait_for_coordinator_service(endpoint: str, deadline: float) -> None:
 
     Example:
         >>> import socket, time
-        >>> from kdist import _preflight
+        >>> from kdist import _config, _preflight
+        >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=1)
         >>> with socket.create_server(("127.0.0.1", 0)) as server:
         ...     port = server.getsockname()[1]
         ...     _preflight.wait_for_coordinator_service(
-        ...         f"127.0.0.1:{port}", time.monotonic() + 1)
+        ...         spec, f"127.0.0.1:{port}", time.monotonic() + 1)
     """
     _core.wait_for_coordinator_service(
         endpoint,
-        timeout=_remaining(deadline),
+        timeout=spec.timeout,
+        elapsed=_spent(spec, deadline),
         progress=_log_progress,
         progress_interval=PROGRESS_INTERVAL_SECONDS,
     )

@@ -1,0 +1,323 @@
+"""The pre-flight roll call with real processes on loopback (issue 3, behaviours 1-10).
+
+Every process runs tests/workers/preflight_report.py under a hard timeout and
+is killed by its pid when the test ends. A failing process must end like any
+Python program (traceback, exit code 1) and leave nothing behind: no thread,
+no child process, and a coordinator port that a plain socket can bind at once.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+from support import WORKERS, Finished, Spawned, clean_env, free_port, run_processes
+
+pytestmark = pytest.mark.multiprocess
+
+SCRIPT = str(WORKERS / "preflight_report.py")
+
+
+def env_for(
+    process_id: int,
+    num_processes: int,
+    port: int,
+    *,
+    timeout: float,
+    host: str = "127.0.0.1",
+    progress_interval: float | None = None,
+    **extra: str,
+) -> dict[str, str]:
+    env = clean_env(
+        2,
+        KERAS_DISTRIBUTION_JOB_ADDRESSES=f"{host}:{port}",
+        KERAS_DISTRIBUTION_NUM_PROCESSES=str(num_processes),
+        KERAS_DISTRIBUTION_PROCESS_ID=str(process_id),
+        KDIST_INIT_TIMEOUT=str(timeout),
+    )
+    if progress_interval is not None:
+        env["PREFLIGHT_TEST_PROGRESS_INTERVAL"] = str(progress_interval)
+    env.update(extra)
+    return env
+
+
+def run(envs: Sequence[Mapping[str, str]], *, timeout: float, delays: Sequence[float] | None = None) -> list[Finished]:
+    return run_processes([[sys.executable, SCRIPT]] * len(envs), envs, timeout=timeout, start_delays=delays)
+
+
+def port_binds_at_once(port: int) -> bool:
+    """Whether a plain socket (no SO_REUSEADDR) binds the port: no listener and
+    no TIME_WAIT left on it."""
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                return False
+    return True
+
+
+def assert_failed_cleanly(result: Finished, error: str) -> dict[str, object]:
+    """The process raised `error` from initialize(), printed the traceback,
+    exited with code 1, and left no thread or child behind."""
+    assert result.returncode == 1, result.describe()
+    assert "Traceback (most recent call last)" in result.stderr, result.describe()
+    assert f"kdist._errors.{error}: " in result.stderr, result.describe()
+    report = result.report()
+    assert report["ok"] is False and report["error"] == error, result.describe()
+    assert report["threads_after"] == report["threads_before"], report
+    assert report["tasks_after"] == report["tasks_before"], report
+    assert report["children"] == [], report
+    return report
+
+
+def assert_succeeded(result: Finished, device_count: int) -> dict[str, object]:
+    assert result.returncode == 0, result.describe()
+    report = result.report()
+    assert report["ok"] is True and report["device_count"] == device_count, report
+    return report
+
+
+# 1 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_unreachable_coordinator_fails_within_its_deadline(host: str) -> None:
+    port = free_port()
+    [result] = run([env_for(1, 2, port, timeout=3, host=host)], timeout=30)
+    report = assert_failed_cleanly(result, "CoordinatorUnreachableError")
+    assert 2.9 <= float(report["elapsed"]) <= 3.5, report
+    message = str(report["message"])
+    assert f"could not reach the coordinator {host}:{port} within 3 s" in message
+    assert re.search(r": \d+ attempts, last error: connection refused", message), message
+    assert re.search(r"elapsed 3\.\d s", message), message
+    assert port_binds_at_once(port)
+
+
+# 2 ---------------------------------------------------------------------------
+
+
+def test_coordinator_alone_names_the_missing_process() -> None:
+    port = free_port()
+    [result] = run([env_for(0, 2, port, timeout=3)], timeout=30)
+    report = assert_failed_cleanly(result, "RendezvousTimeoutError")
+    assert 2.9 <= float(report["elapsed"]) <= 4.0, report
+    assert "with 1 of 2 joined; missing process ids [1]" in str(report["message"])
+    assert port_binds_at_once(port)
+
+
+# 3 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family, host", [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")])
+def test_taken_port_is_reported_at_once_with_its_holder(family: int, host: str) -> None:
+    port = free_port()
+    with socket.socket(family, socket.SOCK_STREAM) as holder:
+        holder.bind((host, port))
+        holder.listen()
+        [result] = run([env_for(0, 2, port, timeout=30)], timeout=30)
+    report = assert_failed_cleanly(result, "PortInUseError")
+    assert float(report["elapsed"]) < 1.0, report
+    message = str(report["message"])
+    assert f"cannot use coordinator port {port}" in message
+    assert f"held by pid {os.getpid()}" in message, message
+    assert port_binds_at_once(port)
+
+
+# 4 ---------------------------------------------------------------------------
+
+
+def test_duplicate_process_id_fails_every_process_naming_both_claimants() -> None:
+    port = free_port()
+    envs = [env_for(i, 3, port, timeout=20) for i in (0, 1, 1)]
+    results = run(envs, timeout=40, delays=[0, 0.3, 0.6])
+    reports = [assert_failed_cleanly(r, "RendezvousError") for r in results]
+    first, second = reports[1], reports[2]
+    for report in reports:
+        message = str(report["message"])
+        assert "process id 1 is claimed twice" in message, message
+        for claimant in (first, second):
+            assert f"host {claimant['host']}, pid {claimant['pid']}" in message, message
+    assert port_binds_at_once(port)
+
+
+# 5 ---------------------------------------------------------------------------
+
+
+def test_different_num_processes_fails_both_naming_both_values() -> None:
+    port = free_port()
+    results = run([env_for(0, 2, port, timeout=20), env_for(1, 3, port, timeout=20)], timeout=40)
+    for result in results:
+        message = str(assert_failed_cleanly(result, "RendezvousError")["message"])
+        assert "disagree on num_processes" in message, message
+        assert "has num_processes=3 (from KERAS_DISTRIBUTION_NUM_PROCESSES)" in message
+        assert "has num_processes=2 (from KERAS_DISTRIBUTION_NUM_PROCESSES)" in message
+    assert port_binds_at_once(port)
+
+
+def test_different_coordinator_address_fails_both_naming_both_values() -> None:
+    port = free_port()
+    results = run(
+        [env_for(0, 2, port, timeout=20), env_for(1, 2, port, timeout=20, host="localhost")],
+        timeout=40,
+    )
+    for result in results:
+        message = str(assert_failed_cleanly(result, "RendezvousError")["message"])
+        assert "disagree on the coordinator address" in message, message
+        assert f"has localhost:{port}" in message and f"has 127.0.0.1:{port}" in message
+    assert port_binds_at_once(port)
+
+
+# 6 ---------------------------------------------------------------------------
+
+
+def test_workers_started_before_process_zero_wait_and_succeed() -> None:
+    port = free_port()
+    token = {"KDIST_RENDEZVOUS_TOKEN": "same-secret-everywhere"}
+    envs = [env_for(i, 3, port, timeout=60, progress_interval=0.5, **token) for i in range(3)]
+    results = run(envs, timeout=120, delays=[2.0, 0.0, 0.0])
+    for result in results:
+        assert_succeeded(result, device_count=6)
+    for worker in results[1:]:
+        assert f"waiting for coordinator 127.0.0.1:{port} (connection refused)" in worker.stderr
+    assert "roll call complete: 3 of 3 processes joined" in results[0].stderr
+
+
+# 7 ---------------------------------------------------------------------------
+
+
+def _connect_when_listening(port: int, timeout: float) -> socket.socket:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=1)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def test_garbage_clients_do_not_stop_the_roll_call(tmp_path: Path) -> None:
+    port = free_port()
+    with Spawned(tmp_path) as spawned:
+        head = spawned.start([sys.executable, SCRIPT], env_for(0, 2, port, timeout=60, progress_interval=0.3))
+        silent = _connect_when_listening(port, timeout=20)
+        garbage = []
+        try:
+            for payload in (
+                b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                random.Random(3).randbytes(512),
+                b"KDRV\x00\x01\x00\x01\xff\xff\xff\xff",  # a header announcing 4 GiB
+            ):
+                client = socket.create_connection(("127.0.0.1", port), timeout=5)
+                client.sendall(payload)
+                garbage.append(client)
+            for client in garbage:  # each is reset, not answered
+                with pytest.raises(ConnectionResetError):
+                    if client.recv(1) == b"":
+                        raise AssertionError("closed without a reset")
+            assert head.wait_for_stderr("dropped 3 connections", timeout=10), head.stderr()
+            worker = spawned.start([sys.executable, SCRIPT], env_for(1, 2, port, timeout=60))
+            results = [head.finish(timeout=90), worker.finish(timeout=90)]
+            with pytest.raises(ConnectionResetError):  # the silent one is reset at the end
+                if silent.recv(1) == b"":
+                    raise AssertionError("closed without a reset")
+        finally:
+            silent.close()
+            for client in garbage:
+                client.close()
+    for result in results:
+        assert_succeeded(result, device_count=4)
+
+
+# 8 ---------------------------------------------------------------------------
+
+
+def test_worker_killed_after_its_hello_is_reported_missing(tmp_path: Path) -> None:
+    port = free_port()
+    with Spawned(tmp_path) as spawned:
+        head = spawned.start([sys.executable, SCRIPT], env_for(0, 3, port, timeout=8, progress_interval=0.2))
+        worker = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=30))
+        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), head.stderr()
+        worker.kill()
+        assert head.wait_for_stderr("1 of 3 processes joined; missing process ids [1, 2]", 5), head.stderr()
+        result = head.finish(timeout=30)
+    message = str(assert_failed_cleanly(result, "RendezvousTimeoutError")["message"])
+    assert "with 1 of 3 joined; missing process ids [1, 2]" in message
+    assert port_binds_at_once(port)
+
+
+def test_worker_killed_after_its_hello_may_rejoin(tmp_path: Path) -> None:
+    port = free_port()
+    with Spawned(tmp_path) as spawned:
+        head = spawned.start([sys.executable, SCRIPT], env_for(0, 3, port, timeout=60, progress_interval=0.2))
+        first = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=60))
+        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), head.stderr()
+        first.kill()
+        assert head.wait_for_stderr("missing process ids [1, 2]", 5), head.stderr()
+        again = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=60))
+        other = spawned.start([sys.executable, SCRIPT], env_for(2, 3, port, timeout=60))
+        results = [head.finish(120), again.finish(120), other.finish(120)]
+    for result in results:
+        assert_succeeded(result, device_count=6)
+
+
+# 10 --------------------------------------------------------------------------
+
+
+def test_wrong_token_is_refused_and_named() -> None:
+    port = free_port()
+    results = run(
+        [
+            env_for(0, 2, port, timeout=3, KDIST_RENDEZVOUS_TOKEN="right-secret"),
+            env_for(1, 2, port, timeout=20, KDIST_RENDEZVOUS_TOKEN="wrong-secret"),
+        ],
+        timeout=40,
+    )
+    worker = str(assert_failed_cleanly(results[1], "RendezvousError")["message"])
+    assert "its KDIST_RENDEZVOUS_TOKEN does not match the one of process 0" in worker
+    head = str(assert_failed_cleanly(results[0], "RendezvousTimeoutError")["message"])
+    assert "missing process ids [1]" in head
+    assert "refused process 1" in head and "wrong KDIST_RENDEZVOUS_TOKEN" in head
+    for result in results:
+        assert "right-secret" not in result.stderr + result.stdout
+        assert "wrong-secret" not in result.stderr + result.stdout
+    assert port_binds_at_once(port)
+
+
+# Ctrl-C and the switch -------------------------------------------------------
+
+
+def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
+    port = free_port()
+    with Spawned(tmp_path) as spawned:
+        worker = spawned.start([sys.executable, SCRIPT], env_for(1, 2, port, timeout=60, progress_interval=0.2))
+        assert worker.wait_for_stderr("waiting for coordinator", 20), worker.stderr()
+        sent = time.monotonic()
+        os.kill(worker.pid, signal.SIGINT)
+        result = worker.finish(timeout=10)
+    assert time.monotonic() - sent < 2.0, result.describe()
+    assert result.returncode == -signal.SIGINT, result.describe()  # how Python ends on Ctrl-C
+    report = result.report()
+    assert report["error"] == "KeyboardInterrupt", report
+    assert report["threads_after"] == report["threads_before"], report
+    assert report["tasks_after"] == report["tasks_before"], report
+    assert report["children"] == [], report
+
+
+def test_preflight_off_starts_plain_jax() -> None:
+    port = free_port()
+    envs = [env_for(i, 2, port, timeout=60, KDIST_PREFLIGHT="0") for i in range(2)]
+    results = run(envs, timeout=120)
+    for result in results:
+        assert_succeeded(result, device_count=4)
+        assert "roll call" not in result.stderr

@@ -1,0 +1,69 @@
+"""A process that runs kdist.initialize() from its environment and reports.
+
+Prints one JSON line: on success the devices it sees; on failure the
+exception's type and message, how long initialize() took, and what it left
+behind (threads, kernel tasks, child processes), then re-raises so the
+process ends with the traceback like any Python program.
+
+PREFLIGHT_TEST_PROGRESS_INTERVAL (seconds) lowers the progress interval.
+"""
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+
+import kdist
+import kdist._preflight
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
+interval = os.environ.get("PREFLIGHT_TEST_PROGRESS_INTERVAL")
+if interval:
+    kdist._preflight.PROGRESS_INTERVAL_SECONDS = float(interval)
+
+
+def tasks() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def children() -> list[str]:
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += f.read().split()
+        except OSError:
+            pass
+    return found
+
+
+report = {"pid": os.getpid(), "host": os.uname().nodename}
+threads_before, tasks_before = threading.active_count(), tasks()
+started = time.monotonic()
+try:
+    kdist.initialize()
+except BaseException as error:
+    report.update(
+        ok=False,
+        error=type(error).__name__,
+        message=str(error),
+        elapsed=time.monotonic() - started,
+        threads_before=threads_before,
+        threads_after=threading.active_count(),
+        thread_names=[t.name for t in threading.enumerate()],
+        tasks_before=tasks_before,
+        tasks_after=tasks(),
+        children=children(),
+    )
+    print(json.dumps(report), flush=True)
+    raise
+report.update(
+    ok=True,
+    elapsed=time.monotonic() - started,
+    process_id=kdist.cluster_spec().process_id,
+    device_count=kdist.get_device_count(),
+)
+print(json.dumps(report), flush=True)
+kdist.shutdown()
