@@ -164,19 +164,38 @@ const char* FrameTypeName(FrameType type) {
   return "unknown";
 }
 
+Listener BindCoordinatorPortPy(const ClusterSpec& spec) {
+  const Address coordinator = CoordinatorOrRaise(spec);
+  RendezvousOptions options;
+  RealClock clock;
+  Result<Listener> listener = BindCoordinatorPort(coordinator.port, options, clock);
+  RaiseIfError(listener.status());
+  return std::move(listener).value();
+}
+
 nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_version,
-                          const std::string& host, int64_t pid, double timeout,
-                          double elapsed, std::optional<nb::callable> progress, double progress_interval) {
+                          const std::string& host, int64_t pid, Listener* listener,
+                          double timeout, double elapsed, std::optional<nb::callable> progress,
+                          double progress_interval) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RendezvousOptions options = Options(timeout, elapsed, progress_interval);
+  if (listener != nullptr && (!listener->fd.valid() || listener->port != coordinator.port)) {
+    RaiseIfError(InvalidArgument("the listener passed to run_coordinator is closed or on port " +
+                                 std::to_string(listener->port) + " instead of " +
+                                 std::to_string(coordinator.port)));
+  }
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
   RealClock clock;
   Result<RollCallSummary> result = Internal("not run");
   {
     nb::gil_scoped_release release;
-    result = RunCoordinator(own, coordinator.port, options, clock);
+    if (listener != nullptr) {
+      result = RunCoordinatorOn(std::move(*listener), own, options, clock);
+    } else {
+      result = RunCoordinator(own, coordinator.port, options, clock);
+    }
   }
   hooks.Finish(result.status());
   nb::list members;
@@ -327,10 +346,23 @@ NB_MODULE(_core, m) {
   m.def("cluster_detection_modes", &ClusterDetectionModes,
         "The values cluster_detection accepts.");
 
+  nb::class_<Listener>(m, "CoordinatorListener",
+                       "Process 0's listener on the coordinator port, bound and not yet used.")
+      .def_prop_ro("port", [](const Listener& l) { return l.port; })
+      .def_prop_ro("bound", [](const Listener& l) { return l.bound; },
+                   "What was bound, e.g. '[::]:5000'.")
+      .def_prop_ro("closed", [](const Listener& l) { return !l.fd.valid(); })
+      .def("close", [](Listener& l) { l.fd.Close(); }, "Gives the port back.");
+
+  m.def("bind_coordinator_port", &BindCoordinatorPortPy, nb::arg("spec"),
+        "Binds the coordinator port as JAX will (every interface, never shared); raises "
+        "PortInUseError naming the port and its holder when it is taken.");
   m.def("run_coordinator", &RunCoordinatorPy, nb::arg("spec"), nb::arg("jax_version"),
-        nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("timeout"),
+        nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("listener").none() = nb::none(),
+        nb::arg("timeout"),
         nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
-        "Process 0's roll call on the coordinator port (GIL released while it waits), with "
+        "Process 0's roll call on the coordinator port (on `listener` when given, which it "
+        "closes; else it binds the port), GIL released while it waits, with "
         "`timeout` seconds in all of which `elapsed` were spent before the call. Returns "
         "{'members': [...], 'dropped', 'seconds', 'listened_on'}; raises PortInUseError, "
         "RendezvousError, RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");

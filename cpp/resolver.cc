@@ -59,6 +59,7 @@ void RunLookup(Lookup& lookup) {
 }
 
 void* LookupThread(void* arg) {
+  pthread_setname_np(pthread_self(), "kdist-resolve");  // visible in /proc/PID/task/*/comm
   // The thread owns one reference for as long as it runs.
   std::unique_ptr<std::shared_ptr<Lookup>> owned(static_cast<std::shared_ptr<Lookup>*>(arg));
   RunLookup(**owned);

@@ -66,6 +66,34 @@ def port_binds_at_once(port: int) -> bool:
     return True
 
 
+_jax_import_tasks: list[int] = []
+
+
+def jax_import_tasks() -> int:
+    """Kernel tasks that `import jax` itself starts (JAX's, not kdist's),
+    counted once in a fresh interpreter."""
+    if not _jax_import_tasks:
+        code = (
+            "import os; before = len(os.listdir('/proc/self/task')); import jax; "
+            "print(len(os.listdir('/proc/self/task')) - before)"
+        )
+        [result] = run_processes([[sys.executable, "-c", code]], [clean_env()], timeout=60)
+        assert result.returncode == 0, result.describe()
+        _jax_import_tasks.append(int(result.stdout.strip()))
+    return _jax_import_tasks[0]
+
+
+def assert_nothing_left(report: Mapping[str, object]) -> None:
+    """No kdist thread (Python or native) and no child process is left. kdist
+    imports JAX while the roll call waits, so JAX's own threads may be there."""
+    assert report["threads_after"] == report["threads_before"], report
+    assert not [n for n in report["thread_names"] if str(n).startswith("kdist")], report
+    assert not [n for n in report["task_names"] if str(n).startswith("kdist")], report
+    expected = int(report["tasks_before"]) + (jax_import_tasks() if report["jax_imported"] else 0)
+    assert report["tasks_after"] == expected, report
+    assert report["children"] == [], report
+
+
 def assert_failed_cleanly(result: Finished, error: str) -> dict[str, object]:
     """The process raised `error` from initialize(), printed the traceback,
     exited with code 1, and left no thread or child behind."""
@@ -74,9 +102,7 @@ def assert_failed_cleanly(result: Finished, error: str) -> dict[str, object]:
     assert f"kdist._errors.{error}: " in result.stderr, result.describe()
     report = result.report()
     assert report["ok"] is False and report["error"] == error, result.describe()
-    assert report["threads_after"] == report["threads_before"], report
-    assert report["tasks_after"] == report["tasks_before"], report
-    assert report["children"] == [], report
+    assert_nothing_left(report)
     return report
 
 
@@ -309,9 +335,7 @@ def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
     assert result.returncode == -signal.SIGINT, result.describe()  # how Python ends on Ctrl-C
     report = result.report()
     assert report["error"] == "KeyboardInterrupt", report
-    assert report["threads_after"] == report["threads_before"], report
-    assert report["tasks_after"] == report["tasks_before"], report
-    assert report["children"] == [], report
+    assert_nothing_left(report)
 
 
 def test_preflight_off_starts_plain_jax() -> None:

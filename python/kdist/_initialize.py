@@ -105,12 +105,18 @@ def initialize(
             started = time.monotonic()
             deadline = started + spec.timeout
             service = None
-            if spec.preflight and spec.num_processes > 1:
-                service = _preflight.roll_call(spec, deadline)
+            jax_import = _jax_backend.BackgroundImport()
+            try:
+                if spec.preflight and spec.num_processes > 1:
+                    # JAX is imported on a helper thread while the roll call waits
+                    # (from the moment process 0 holds its port); joined below.
+                    service = _preflight.roll_call(spec, deadline, on_waiting=jax_import.start)
+            finally:
+                jax_import.join()
+            jax_import.raise_error()
             if service is not None:
-                # Import JAX while process 0 starts its service, then make sure the
-                # service is up so JAX's client does not sleep in its 1 s retry.
-                _jax_backend.import_jax()
+                # Process 0 starts JAX's service now; connect only once it is up,
+                # so JAX's client does not sleep in its 1 s retry.
                 _preflight.wait_for_coordinator_service(spec, service, deadline)
             _jax_backend.initialize_distributed(
                 coordinator,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 
 
 def backend_started() -> bool:
@@ -24,9 +25,51 @@ def distributed_started() -> bool:
     return bool(jax.distributed.is_initialized())
 
 
-def import_jax() -> None:
-    """Imports JAX (the slow part of starting it), nothing more."""
-    import jax  # noqa: F401
+class BackgroundImport:
+    """Imports JAX on a helper thread while this process waits for the roll call.
+
+    Importing JAX is the slowest step of starting a process (about a second);
+    the roll call is mostly waiting. Overlapping them starts JAX as early as
+    plain `jax.distributed.initialize` would. `join()` always waits for the
+    thread, so none is left behind, whatever happened meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        """Starts the import (once); does nothing when JAX is already imported."""
+        if self._thread is not None or "jax" in sys.modules:
+            return
+        self._thread = threading.Thread(target=self._run, name="kdist-import-jax", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            import jax  # noqa: F401
+        except BaseException as error:  # re-raised by raise_error() in the caller's thread
+            self._error = error
+
+    def join(self) -> None:
+        """Waits for the import to end. A Ctrl-C meanwhile is held until then
+        (the import cannot be stopped, and must not outlive the caller)."""
+        if self._thread is None:
+            return
+        interrupted: KeyboardInterrupt | None = None
+        while self._thread.is_alive():
+            try:
+                self._thread.join()
+            except KeyboardInterrupt as error:
+                interrupted = error
+        self._thread = None
+        if interrupted is not None:
+            raise interrupted
+
+    def raise_error(self) -> None:
+        """Raises the import's exception, if it failed."""
+        if self._error is not None:
+            raise self._error
 
 
 def initialize_distributed(
@@ -79,7 +122,34 @@ def platforms_present() -> dict[str, int]:
 
 
 def jax_version() -> str:
-    """The installed JAX version, read from package metadata (no JAX import)."""
+    """The installed JAX version, read from package metadata (no JAX import).
+
+    Looks for the `jax-VERSION.dist-info` folder next to the package first (a
+    few milliseconds), and asks importlib.metadata (tens of milliseconds)
+    only when that is ambiguous.
+    """
+    module = sys.modules.get("jax")
+    if module is not None and isinstance(getattr(module, "__version__", None), str):
+        return str(module.__version__)
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("jax")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        site = os.path.dirname(list(spec.submodule_search_locations)[0])
+        try:
+            found = [
+                name[len("jax-") : -len(".dist-info")]
+                for name in os.listdir(site)
+                if name.startswith("jax-") and name.endswith(".dist-info")
+            ]
+        except OSError:
+            found = []
+        if len(found) == 1:
+            return found[0]
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from kdist import _core, _jax_backend
 
@@ -31,13 +32,18 @@ def _log_progress(line: str) -> None:
     _logger.info("%s", line)
 
 
-def roll_call(spec: _core.ClusterSpec, deadline: float) -> str | None:
+def roll_call(
+    spec: _core.ClusterSpec, deadline: float, on_waiting: Callable[[], None] | None = None
+) -> str | None:
     """Runs this process's side of the roll call.
 
     Args:
         spec: The resolved configuration (at least two processes, a
             coordinator address).
         deadline: `time.monotonic()` value by which the whole start must end.
+        on_waiting: Called once the wait begins: for process 0 after it
+            holds the coordinator port (a taken port raises before), for the
+            others at once. initialize() starts importing JAX there.
 
     Returns:
         For processes other than 0, the coordinator endpoint that answered
@@ -65,25 +71,33 @@ def roll_call(spec: _core.ClusterSpec, deadline: float) -> str | None:
     host = os.uname().nodename
     pid = os.getpid()
     if spec.process_id == 0:
+        listener = _core.bind_coordinator_port(spec)
+        if on_waiting is not None:
+            on_waiting()
         summary = _core.run_coordinator(
             spec,
             jax_version,
             host,
             pid,
+            listener=listener,
             timeout=spec.timeout,
             elapsed=_spent(spec, deadline),
             progress=_log_progress,
             progress_interval=PROGRESS_INTERVAL_SECONDS,
         )
         _logger.info(
-            "roll call complete: %d of %d processes joined on %s in %.3f s",
+            "roll call complete: %d of %d processes joined on %s, %.3f s after initialize() "
+            "began; dropped %d connections that did not speak the kdist protocol",
             len(summary["members"]) + 1,
             spec.num_processes,
             summary["listened_on"],
             summary["seconds"],
+            summary["dropped"],
         )
         _warn_about_jax_versions(jax_version, summary["members"])
         return None
+    if on_waiting is not None:
+        on_waiting()
     result = _core.run_worker(
         spec,
         jax_version,

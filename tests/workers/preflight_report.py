@@ -28,6 +28,30 @@ def tasks() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def settled_tasks() -> int:
+    """The task count once it stops falling: a thread that Python has joined
+    may take a moment more to leave the kernel's list (at most 1 s here)."""
+    count = tasks()
+    for _ in range(20):
+        time.sleep(0.05)
+        now = tasks()
+        if now == count:
+            break
+        count = now
+    return count
+
+
+def task_names() -> list[str]:
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return names
+
+
 def children() -> list[str]:
     found = []
     for task in os.listdir("/proc/self/task"):
@@ -54,7 +78,9 @@ except BaseException as error:
         threads_after=threading.active_count(),
         thread_names=[t.name for t in threading.enumerate()],
         tasks_before=tasks_before,
-        tasks_after=tasks(),
+        tasks_after=settled_tasks(),
+        task_names=task_names(),
+        jax_imported="jax" in sys.modules,
         children=children(),
     )
     print(json.dumps(report), flush=True)
