@@ -136,7 +136,7 @@ void Coordinator::Flush(Connection& c) {
 }
 
 void Coordinator::AcceptAll() {
-  while (NonMembers() < options_.max_pending) {
+  for (size_t open = NonMembers(); open < options_.max_pending; ++open) {
     Accepted a = AcceptOne(listener_.fd.get());
     if (a.io.state == IoState::kWouldBlock) return;
     if (a.io.state == IoState::kError) {

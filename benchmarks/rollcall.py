@@ -1,0 +1,153 @@
+"""The roll call of process 0 against many simulated processes on loopback.
+
+Process 0 is the real C++ coordinator (kdist._core.run_coordinator, on its
+own thread with the GIL released); the other processes are simulated by
+plain Python sockets that send the hello a real process would send
+(kdist._core.encode_hello) and read the verdict. A run's figure is the time
+from starting process 0's loop on a bound port until every simulated process
+has its "go" and process 0 has returned (it waits for them to close first).
+The Python clients' own cost (connect, send, read) is part of the figure.
+
+Usage:
+    python benchmarks/rollcall.py [--workers 1 10 100 1000] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import selectors
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+
+from kdist import _core
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _spec(port: int, n: int, process_id: int, timeout: float) -> _core.ClusterSpec:
+    return _core.resolve(f"127.0.0.1:{port}", str(n), str(process_id), repr(timeout), None, None, {})
+
+
+def _raise_open_file_limit(needed: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
+    """One roll call of process 0 and `workers` simulated processes; seconds."""
+    n = workers + 1
+    port = _free_port()
+    coordinator = _spec(port, n, 0, timeout)
+    hellos = [_core.encode_hello(_spec(port, n, i, timeout), "bench", "sim", 100000 + i) for i in range(1, n)]
+    listener = _core.bind_coordinator_port(coordinator)
+    outcome: dict[str, object] = {}
+
+    def run_process_zero() -> None:
+        try:
+            outcome["summary"] = _core.run_coordinator(
+                coordinator, "bench", "sim", 1, listener=listener, timeout=timeout
+            )
+        except BaseException as error:  # reported by the caller
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run_process_zero, name="rollcall-bench")
+    clients: list[socket.socket] = []
+    selector = selectors.DefaultSelector()
+    start = time.perf_counter()
+    thread.start()
+    try:
+        for hello in hellos:
+            client = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+            client.sendall(hello)
+            client.setblocking(False)
+            selector.register(client, selectors.EVENT_READ, bytearray())
+            clients.append(client)
+        waiting = len(clients)
+        deadline = time.monotonic() + timeout
+        while waiting and time.monotonic() < deadline:
+            for key, _ in selector.select(timeout=1.0):
+                buffer: bytearray = key.data
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                chunk = sock.recv(4096)
+                if not chunk:
+                    raise RuntimeError("process 0 closed a connection before its verdict")
+                buffer += chunk
+                if len(buffer) < _core.FRAME_HEADER_SIZE:
+                    continue
+                size = _core.frame_size(bytes(buffer[: _core.FRAME_HEADER_SIZE]))
+                if len(buffer) < size:
+                    continue
+                reply = _core.decode_reply(bytes(buffer[:size]))
+                if reply["type"] != "go":
+                    raise RuntimeError(f"process 0 answered {reply}")
+                selector.unregister(sock)
+                sock.close()  # the simulated process closes first, as a real one does
+                waiting -= 1
+        if waiting:
+            raise RuntimeError(f"{waiting} simulated processes got no verdict")
+        thread.join(timeout)
+        elapsed = time.perf_counter() - start
+    finally:
+        for client in clients:
+            client.close()
+        selector.close()
+        thread.join(timeout)
+    if "error" in outcome:
+        raise RuntimeError(f"process 0 failed: {outcome['error']}")
+    summary = outcome["summary"]
+    assert isinstance(summary, dict) and len(summary["members"]) == workers, summary
+    return elapsed
+
+
+def measure(
+    workers: Sequence[int] = (1, 10, 100, 1000), runs: int = 7
+) -> dict[str, dict[str, object]]:
+    """{str(workers): {"min", "median", "max", "runs": [...]}} in seconds,
+    runs interleaved across sizes."""
+    _raise_open_file_limit(2 * max(workers) + 256)
+    samples: dict[int, list[float]] = {w: [] for w in workers}
+    for _ in range(runs):
+        for w in workers:
+            samples[w].append(roll_call_seconds(w))
+    return {
+        str(w): {
+            "min": min(xs),
+            "median": statistics.median(xs),
+            "max": max(xs),
+            "runs": [round(x, 5) for x in xs],
+        }
+        for w, xs in samples.items()
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 10, 100, 1000])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    figures = measure(args.workers, args.runs)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return
+    print(f"roll call against the C++ coordinator on loopback, {args.runs} runs (ms)")
+    print(f"{'workers':>8} {'min':>9} {'median':>9} {'max':>9}")
+    for w, f in figures.items():
+        print(f"{w:>8} {1000 * float(f['min']):9.2f} {1000 * float(f['median']):9.2f} "
+              f"{1000 * float(f['max']):9.2f}")
+
+
+if __name__ == "__main__":
+    main()
