@@ -16,6 +16,7 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr size_t kReadChunk = 4096;
+constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0";
 constexpr size_t kMaxReadPerRound = 64 * 1024;
 
 enum class Phase { kPending, kMember, kClosing };
@@ -209,7 +210,12 @@ void Coordinator::OnReadable(uint64_t id, Connection& c) {
     if (c.phase != Phase::kPending) continue;  // members and closing: discard
     const Status appended = c.in.Append(std::string_view(buffer, io.bytes));
     if (!appended.ok()) {
-      Drop(id, appended.message());
+      std::string why = appended.message();
+      if (std::string_view(buffer, io.bytes).substr(0, kHttp2Preface.size()) == kHttp2Preface) {
+        why += " (a gRPC client: a process that starts JAX without the pre-flight, e.g. with "
+               "preflight=False or KDIST_PREFLIGHT=0; use the same setting in every process)";
+      }
+      Drop(id, why);
       return;
     }
     const std::string frame = c.in.TakeFrame();

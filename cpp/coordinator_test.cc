@@ -163,6 +163,14 @@ KDIST_TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
   KDIST_EXPECT_TRUE(PlainBindWorks(port));
 }
 
+KDIST_TEST(Coordinator, AJaxClientWithoutPreflightIsNamedAsSuch) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(300)));
+  RawClient grpc(coordinator.port());
+  KDIST_ASSERT_TRUE(grpc.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
+                     "a gRPC client: a process that starts JAX without the pre-flight");
+}
+
 KDIST_TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
   RendezvousOptions options = FastOptions(milliseconds(5000));
   options.hello_timeout = milliseconds(150);

@@ -9,8 +9,9 @@
 // add fields; a known tag seen twice, a field over its size limit or a missing
 // required field makes the frame invalid.
 //
-// Everything here is a pure function of its bytes: decoding survives any input
-// (it is fuzzed) and never reads past what it was given.
+// Everything here is a pure function of its bytes: decoding must survive any
+// input (a fuzz target can feed it anything) and never reads past what it
+// was given.
 #ifndef KDIST_HELLO_H_
 #define KDIST_HELLO_H_
 

@@ -43,8 +43,12 @@ Waiter::Waiter(Clock& clock, const RendezvousOptions& options)
       options_(options),
       start_(clock.Now() - std::max(options.already_elapsed, Nanos(0))),
       deadline_(start_ + std::max(options.timeout, Nanos(0))),
-      next_progress_(start_ + std::max(options.progress_interval, Nanos(1))),
-      next_check_(start_) {}
+      next_check_(start_) {
+  // Lines fall on whole intervals since the start of initialize(), the first
+  // one strictly after this call: one cadence across the phases of a start.
+  const Nanos interval = std::max(options.progress_interval, Nanos(1));
+  next_progress_ = start_ + interval * ((clock.Now() - start_) / interval + 1);
+}
 
 Nanos Waiter::Elapsed() const { return clock_.Now() - start_; }
 

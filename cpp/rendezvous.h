@@ -33,8 +33,8 @@ struct RendezvousOptions {
   // lines count from that start ("12 s of 300 s").
   Nanos timeout = std::chrono::seconds(300);
   Nanos already_elapsed = Nanos(0);
-  // A progress line every `progress_interval` while waiting (the first one
-  // after one interval).
+  // A progress line every `progress_interval` while waiting, on whole
+  // intervals counted from the start of initialize().
   Nanos progress_interval = std::chrono::seconds(5);
   std::function<void(const std::string&)> progress;  // may be empty
   // Asked at least every `check_interval` while waiting; a non-ok Status

@@ -108,6 +108,23 @@ KDIST_TEST(Waiter, TimeSpentBeforeTheCallCountsAgainstTheDeadline) {
   KDIST_EXPECT_EQ(waiter.Progress(), std::string("3.0 s of 3 s"));
 }
 
+KDIST_TEST(Waiter, ProgressKeepsItsCadenceAcrossCalls) {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  RendezvousOptions options;
+  options.timeout = seconds(10);
+  options.already_elapsed = milliseconds(1700);  // an earlier phase used 1.7 s
+  options.progress_interval = milliseconds(500);
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  Waiter waiter(clock, options);
+  KDIST_EXPECT_OK(waiter.Check([&] { return waiter.Progress(); }));
+  KDIST_EXPECT_EQ(lines.size(), size_t{0});  // nothing due at once
+  KDIST_EXPECT_OK(waiter.Sleep(milliseconds(900), [&] { return waiter.Progress(); }));
+  KDIST_ASSERT_EQ(lines.size(), size_t{2});
+  KDIST_EXPECT_EQ(lines[0], std::string("2.0 s of 10 s"));
+  KDIST_EXPECT_EQ(lines[1], std::string("2.5 s of 10 s"));
+}
+
 KDIST_TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
   FakeClock clock;
   int lines = 0;

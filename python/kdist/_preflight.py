@@ -62,7 +62,7 @@ def roll_call(
         >>> import time
         >>> from kdist import _config, _preflight
         >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
-        >>> _preflight.roll_call(spec, time.monotonic() + spec.timeout)
+        >>> _preflight.roll_call(spec, time.monotonic() + spec.timeout)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         kdist._errors.CoordinatorUnreachableError: process 1 ...
@@ -85,14 +85,18 @@ def roll_call(
             progress=_log_progress,
             progress_interval=PROGRESS_INTERVAL_SECONDS,
         )
+        dropped = int(summary["dropped"])
         _logger.info(
             "roll call complete: %d of %d processes joined on %s, %.3f s after initialize() "
-            "began; dropped %d connections that did not speak the kdist protocol",
+            "began%s",
             len(summary["members"]) + 1,
             spec.num_processes,
             summary["listened_on"],
             summary["seconds"],
-            summary["dropped"],
+            f"; dropped {dropped} connection{'' if dropped == 1 else 's'} that did not speak "
+            "the kdist protocol"
+            if dropped
+            else "",
         )
         _warn_about_jax_versions(jax_version, summary["members"])
         return None
