@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster_spec.h"
+#include "detectors.h"
 #include "device_cache.h"
 #include "environment.h"
 #include "resolve.h"
@@ -66,7 +67,70 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
           {"process_id", spec.process_id.source},
           {"timeout", spec.timeout_seconds.source},
           {"preflight", spec.preflight.source},
-          {"cluster_detection", spec.cluster_detection.source}};
+          {"cluster_detection", spec.cluster_detection.source},
+          {"local_device_ids", spec.local_device_ids.source}};
+}
+
+std::string IdList(const std::optional<std::vector<int64_t>>& ids) {
+  if (!ids) return "None";
+  std::string out = "[";
+  for (size_t i = 0; i < ids->size(); ++i) out += (i ? ", " : "") + std::to_string((*ids)[i]);
+  return out + "]";
+}
+
+nb::dict DetectedValues(const Detection& d) {
+  nb::dict values;
+  const std::pair<const char*, const std::optional<DetectedValue>*> fields[] = {
+      {"job_addresses", &d.job_addresses}, {"num_processes", &d.num_processes},
+      {"process_id", &d.process_id},       {"local_rank", &d.local_rank},
+      {"local_size", &d.local_size}};
+  for (const auto& [name, value] : fields) {
+    if (!*value) continue;
+    nb::dict entry;
+    entry["value"] = (*value)->text;
+    entry["variables"] = (*value)->variables;
+    entry["shown"] = (*value)->shown;
+    values[name] = entry;
+  }
+  return values;
+}
+
+nb::dict DetectedHints(const Detection& d) {
+  nb::dict hints;
+  if (!d.job_addresses_hint.empty()) hints["job_addresses"] = d.job_addresses_hint;
+  if (!d.num_processes_hint.empty()) hints["num_processes"] = d.num_processes_hint;
+  if (!d.process_id_hint.empty()) hints["process_id"] = d.process_id_hint;
+  return hints;
+}
+
+nb::list DetectAllAsList(const std::map<std::string, std::string>& environment) {
+  Environment env(environment.begin(), environment.end());
+  nb::list out;
+  for (const DetectorReport& report : DetectAll(env)) {
+    nb::dict entry;
+    entry["name"] = report.name;
+    entry["present"] = !report.status.ok() || report.detection.has_value();
+    entry["error"] = report.status.ok() ? nb::none() : nb::cast(report.status.message());
+    entry["values"] = report.detection ? DetectedValues(*report.detection) : nb::dict();
+    entry["hints"] = report.detection ? DetectedHints(*report.detection) : nb::dict();
+    out.append(entry);
+  }
+  return out;
+}
+
+nb::list DetectorTable() {
+  nb::list out;
+  for (const Detector& detector : Detectors()) {
+    nb::dict entry;
+    entry["name"] = std::string(detector.name);
+    entry["summary"] = std::string(detector.summary);
+    entry["presence"] = std::string(detector.presence);
+    nb::list variables;
+    for (std::string_view v : detector.variables) variables.append(std::string(v));
+    entry["variables"] = variables;
+    out.append(entry);
+  }
+  return out;
 }
 
 std::string Repr(const ClusterSpec& spec) {
@@ -80,7 +144,9 @@ std::string Repr(const ClusterSpec& spec) {
          "], num_processes=" + std::to_string(spec.num_processes.value) +
          ", process_id=" + std::to_string(spec.process_id.value) + ", timeout=" + timeout +
          ", preflight=" + (spec.preflight.value ? "True" : "False") + ", cluster_detection='" +
-         spec.cluster_detection.value + "')";
+         spec.cluster_detection.value + "', scheduler=" +
+         (spec.scheduler ? "'" + *spec.scheduler + "'" : std::string("None")) +
+         ", local_device_ids=" + IdList(spec.local_device_ids.value) + ")";
 }
 
 }  // namespace
@@ -110,9 +176,28 @@ NB_MODULE(_core, m) {
       .def_prop_ro("preflight", [](const ClusterSpec& s) { return s.preflight.value; })
       .def_prop_ro("cluster_detection",
                    [](const ClusterSpec& s) { return s.cluster_detection.value; })
+      .def_prop_ro("scheduler",
+                   [](const ClusterSpec& s) { return s.scheduler; },
+                   "The scheduler detector that recognised this environment ('slurm', "
+                   "'torchrun', ...), even when explicit settings left it nothing to fill; "
+                   "None when none did.")
+      .def_prop_ro("local_device_ids",
+                   [](const ClusterSpec& s) { return s.local_device_ids.value; },
+                   "The local device ids handed to jax.distributed.initialize; None: every "
+                   "device the process sees. Set by KDIST_LOCAL_DEVICE_IDS ('all', 'auto' for "
+                   "the scheduler's suggestion, or ids '0,1').")
+      .def_prop_ro("suggested_local_device_ids",
+                   [](const ClusterSpec& s) { return s.suggested_local_device_ids; },
+                   "What the detected scheduler suggests (one device per process, by local "
+                   "rank), applied only with KDIST_LOCAL_DEVICE_IDS=auto; None: keep every "
+                   "device.")
+      .def_prop_ro("local_devices_reason",
+                   [](const ClusterSpec& s) { return s.local_devices_reason; },
+                   "Why the suggestion is what it is, in words.")
       .def_prop_ro("sources", &Sources,
                    "Where each value came from: 'argument', an environment variable's name, "
-                   "'job_addresses' (counted from the list) or 'default'.")
+                   "a detector and its variables ('slurm (SLURM_PROCID)'), 'job_addresses' "
+                   "(counted from the list) or 'default'.")
       .def_prop_ro("fingerprint", &ClusterSpec::Fingerprint,
                    "Digest of the settings every process of the job must share.")
       .def("same_job_and_process", &ClusterSpec::SameJobAndProcess, nb::arg("other"),
@@ -138,7 +223,16 @@ NB_MODULE(_core, m) {
       "kdist.ConfigError naming the bad value and its source.");
 
   m.def("cluster_detection_modes", &ClusterDetectionModes,
-        "The values cluster_detection accepts.");
+        "The values cluster_detection accepts: 'auto', 'none', then every detector's name.");
+
+  m.def("cluster_detectors", &DetectorTable,
+        "The scheduler detectors in the order 'auto' tries them: dicts with 'name', "
+        "'summary', 'presence' (the variables that mean it is present) and 'variables'.");
+
+  m.def("detect_all", &DetectAllAsList, nb::arg("environment"),
+        "What every detector makes of an environment snapshot, in table order: dicts with "
+        "'name', 'present', 'error' (None or the message), 'values' (name -> dict of "
+        "'value', 'variables', 'shown') and 'hints' (what it cannot give and what to set).");
 
   nb::class_<DeviceCache>(m, "DeviceCache", "Device lists per device type, until invalidated.")
       .def(nb::init<>())

@@ -33,4 +33,6 @@ def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
             "timeout": "KDIST_INIT_TIMEOUT",
             "preflight": "default",
             "cluster_detection": "default",
+            "local_device_ids": "default",
         }
+        assert report["scheduler"] is None

@@ -25,15 +25,24 @@ def distributed_started() -> bool:
 
 
 def initialize_distributed(
-    coordinator_address: str, num_processes: int, process_id: int, timeout_seconds: float
+    coordinator_address: str,
+    num_processes: int,
+    process_id: int,
+    timeout_seconds: float,
+    local_device_ids: list[int] | None = None,
 ) -> None:
-    """Calls jax.distributed.initialize with every value explicit, detection off."""
+    """Calls jax.distributed.initialize with every value explicit, detection off.
+
+    `local_device_ids=None` keeps every device the process sees (JAX would
+    otherwise pick one per process by itself under Slurm and Open MPI).
+    """
     import jax
 
     jax.distributed.initialize(
         coordinator_address=coordinator_address,
         num_processes=num_processes,
         process_id=process_id,
+        local_device_ids=local_device_ids,
         cluster_detection_method="deactivate",
         initialization_timeout=max(1, math.ceil(timeout_seconds)),
     )
@@ -71,6 +80,18 @@ def platforms_present() -> dict[str, int]:
         except RuntimeError:
             continue
     return counts
+
+
+def device_report() -> dict[str, object]:
+    """JAX's view of this process's devices (imports JAX and starts its backend)."""
+    import jax
+
+    return {
+        "jax_version": jax.__version__,
+        "default_backend": jax.default_backend(),
+        "platforms": platforms_present(),
+        "local_devices": [f"{d.platform}:{d.id}" for d in jax.local_devices()],
+    }
 
 
 def jax_version() -> str:

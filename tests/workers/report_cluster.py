@@ -17,6 +17,8 @@ print(
             "num_processes": spec.num_processes,
             "coordinator": spec.coordinator_address,
             "sources": spec.sources,
+            "scheduler": spec.scheduler,
+            "local_device_ids": spec.local_device_ids,
             "fingerprint": spec.fingerprint,
             "devices": kdist.list_devices(),
             "device_count": kdist.get_device_count(),
