@@ -67,3 +67,34 @@ KDIST_TEST(OmpiHnpUri, RejectsMalformedValues) {
 
 }  // namespace
 }  // namespace kdist
+
+namespace kdist {
+namespace {
+
+// Any bytes: a URI with at least one address, or an error; never a crash.
+KDIST_TEST(OmpiHnpUri, SurvivesArbitraryInput) {
+  static constexpr char kAlphabet[] = "0123456789.;:/,[]tcp6fe:x\0 ";
+  uint64_t state = 0xd1b54a32d192ed03ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = round % 2 ? "5.0;tcp://" : "5.0;tcp6://[";
+    const size_t length = next() % 30;
+    for (size_t i = 0; i < length; ++i) {
+      text += next() % 8 == 0 ? static_cast<char>(next() & 0xff)
+                              : kAlphabet[next() % (sizeof kAlphabet - 1)];
+    }
+    auto uri = ParseOmpiHnpUri(text);
+    if (uri.ok()) {
+      KDIST_EXPECT_FALSE(uri->addresses.empty());
+      for (const Address& a : uri->addresses) KDIST_EXPECT_TRUE(a.port != 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kdist

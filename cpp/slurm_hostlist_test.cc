@@ -105,3 +105,40 @@ KDIST_TEST(SlurmTasksPerNode, MalformedCounts) {
 
 }  // namespace
 }  // namespace kdist
+
+namespace kdist {
+namespace {
+
+// Any bytes: an answer (a list within bounds, or an error), never a crash.
+// Inputs are drawn from the characters the grammar cares about, plus any byte.
+KDIST_TEST(SlurmHostList, SurvivesArbitraryInput) {
+  static constexpr char kAlphabet[] = "n0123456789[],-()x.\0\xff ";
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const size_t length = next() % 24;
+    for (size_t i = 0; i < length; ++i) {
+      text += next() % 8 == 0 ? static_cast<char>(next() & 0xff)
+                              : kAlphabet[next() % (sizeof kAlphabet - 1)];
+    }
+    auto hosts = ExpandHostList(text, 1000);
+    if (hosts.ok()) {
+      KDIST_EXPECT_LE(hosts->size(), size_t{1000});
+      for (const std::string& host : *hosts) KDIST_EXPECT_FALSE(host.empty());
+    }
+    auto counts = ExpandTasksPerNode(text, 1000);
+    if (counts.ok()) {
+      KDIST_EXPECT_LE(counts->size(), size_t{1000});
+      for (int64_t c : *counts) KDIST_EXPECT_GE(c, int64_t{1});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kdist
