@@ -33,7 +33,11 @@ def _env(**settings: str) -> dict[str, str]:
 def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kdist", "doctor", *args],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -107,11 +111,15 @@ def test_probe_of_a_closed_port_and_no_probe() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "two", "KERAS_DISTRIBUTION_JOB_ADDRESSES": "h:1"},
-         'KERAS_DISTRIBUTION_NUM_PROCESSES="two" (from the environment): is not an integer'),
+        (
+            {"KERAS_DISTRIBUTION_NUM_PROCESSES": "two", "KERAS_DISTRIBUTION_JOB_ADDRESSES": "h:1"},
+            'KERAS_DISTRIBUTION_NUM_PROCESSES="two" (from the environment): is not an integer',
+        ),
         ({}, "found no cluster configuration"),
-        ({"SLURM_JOB_ID": "77", "SLURM_NTASKS": "4"},
-         'scheduler detection (slurm): SLURM_JOB_ID="77" is set but SLURM_STEP_NODELIST'),
+        (
+            {"SLURM_JOB_ID": "77", "SLURM_NTASKS": "4"},
+            'scheduler detection (slurm): SLURM_JOB_ID="77" is set but SLURM_STEP_NODELIST',
+        ),
     ],
 )
 def test_bad_configuration_exits_non_zero(settings: dict[str, str], message: str) -> None:
@@ -130,8 +138,13 @@ def test_bad_configuration_exits_non_zero(settings: dict[str, str], message: str
 def test_detected_scheduler_and_local_devices() -> None:
     port = free_port()
     env = _env(
-        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="4", RANK="2",
-        LOCAL_RANK="0", LOCAL_WORLD_SIZE="2", SLURM_JOB_ID="9",  # torchrun inside an allocation
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        WORLD_SIZE="4",
+        RANK="2",
+        LOCAL_RANK="0",
+        LOCAL_WORLD_SIZE="2",
+        SLURM_JOB_ID="9",  # torchrun inside an allocation
     )
     code, report = doctor_json(env=env)
     assert code == 0, report
@@ -142,9 +155,12 @@ def test_detected_scheduler_and_local_devices() -> None:
     assert config["local_device_ids"] is None
     by_name = {d["name"]: d for d in report["detectors"]}
     assert by_name["torchrun"]["values"]["process_id"] == {
-        "value": "2", "variables": "RANK", "shown": 'RANK="2"'}
+        "value": "2",
+        "variables": "RANK",
+        "shown": 'RANK="2"',
+    }
     assert by_name["slurm"]["present"] is True
-    assert "SLURM_JOB_ID=\"9\" is set but" in by_name["slurm"]["error"]
+    assert 'SLURM_JOB_ID="9" is set but' in by_name["slurm"]["error"]
     text = doctor("--no-probe", env=env).stdout
     assert "scheduler: torchrun" in text
     assert "local devices: suggested [0]" in text
@@ -158,13 +174,25 @@ def test_doctor_does_not_import_jax_unless_asked() -> None:
         "print(json.dumps({'status': status, 'jax': 'jax' in sys.modules}))\n"
     )
     env = _env(KERAS_DISTRIBUTION_NUM_PROCESSES="1")
-    plain = subprocess.run([sys.executable, "-c", code, "doctor", "--json"], env=env,
-                           capture_output=True, text=True, timeout=120)
+    plain = subprocess.run(
+        [sys.executable, "-c", code, "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     last = json.loads(plain.stdout.strip().splitlines()[-1])
     assert last == {"status": 0, "jax": False}, plain.stderr
 
-    devices = subprocess.run([sys.executable, "-c", code, "doctor", "--json", "--devices"],
-                             env=env, capture_output=True, text=True, timeout=120)
+    devices = subprocess.run(
+        [sys.executable, "-c", code, "doctor", "--json", "--devices"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     lines = devices.stdout.strip().splitlines()
     assert json.loads(lines[-1]) == {"status": 0, "jax": True}, devices.stderr
     report = json.loads("\n".join(lines[:-1]))
@@ -175,8 +203,14 @@ def test_doctor_does_not_import_jax_unless_asked() -> None:
 def test_console_script_and_module_agree() -> None:
     env = _env(KERAS_DISTRIBUTION_NUM_PROCESSES="1")
     script = Path(sys.executable).parent / "kdist"
-    via_script = subprocess.run([str(script), "doctor", "--json"], env=env, capture_output=True,
-                                text=True, timeout=120)
+    via_script = subprocess.run(
+        [str(script), "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     via_module = doctor("--json", env=env)
     assert via_script.returncode == via_module.returncode == 0
     a, b = json.loads(via_script.stdout), json.loads(via_module.stdout)
@@ -206,7 +240,8 @@ def test_find_accelerators_reads_device_nodes(tmp_path: Path) -> None:
     tpu_vm = _doctor.find_accelerators(empty, {})
     assert tpu_vm["tpu_chips"] == ["vfio/3"]
     assert _doctor.find_accelerators(tmp_path / "missing", {})["summary"] == [
-        "no accelerator device nodes: JAX will use the CPU"]
+        "no accelerator device nodes: JAX will use the CPU"
+    ]
 
 
 def test_probe_is_bounded_when_nobody_answers() -> None:

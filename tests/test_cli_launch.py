@@ -66,8 +66,12 @@ class Launcher:
         self.stdout: list[str] = []
         self.stderr: list[str] = []
         self._threads = [
-            threading.Thread(target=self._collect, args=(self.proc.stdout, self.stdout), daemon=True),
-            threading.Thread(target=self._collect, args=(self.proc.stderr, self.stderr), daemon=True),
+            threading.Thread(
+                target=self._collect, args=(self.proc.stdout, self.stdout), daemon=True
+            ),
+            threading.Thread(
+                target=self._collect, args=(self.proc.stderr, self.stderr), daemon=True
+            ),
         ]
         for thread in self._threads:
             thread.start()
@@ -151,9 +155,25 @@ def start(launchers: list[Launcher], args: Sequence[str], env: dict[str, str]) -
 def test_two_process_job_runs_initialize_and_prints_devices(tmp_path: Path) -> None:
     env = _launcher_env(tmp_path)
     result = subprocess.run(
-        [str(KDIST_SCRIPT), "launch", "-n", "2", "--devices-per-process", "2", "--timeout", "150",
-         "--", sys.executable, "examples/hello_cluster.py"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=180,
+        [
+            str(KDIST_SCRIPT),
+            "launch",
+            "-n",
+            "2",
+            "--devices-per-process",
+            "2",
+            "--timeout",
+            "150",
+            "--",
+            sys.executable,
+            "examples/hello_cluster.py",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     devices = {}
@@ -168,9 +188,25 @@ def test_two_process_job_runs_initialize_and_prints_devices(tmp_path: Path) -> N
     assert all(line[:4] in ("[0] ", "[1] ") for line in result.stdout.splitlines())
 
 
-def test_each_process_gets_its_settings_and_prefixed_lines(tmp_path: Path, launchers: list[Launcher]) -> None:
-    launcher = start(launchers, ["-n", "3", "--port", "23456", "--devices-per-process", "3", "--",
-                                 sys.executable, CHILD, "exit"], _launcher_env(tmp_path))
+def test_each_process_gets_its_settings_and_prefixed_lines(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    launcher = start(
+        launchers,
+        [
+            "-n",
+            "3",
+            "--port",
+            "23456",
+            "--devices-per-process",
+            "3",
+            "--",
+            sys.executable,
+            CHILD,
+            "exit",
+        ],
+        _launcher_env(tmp_path),
+    )
     assert launcher.wait() == 0, launcher.describe()
     reports = launcher.reports()
     assert sorted(reports) == [0, 1, 2]
@@ -187,11 +223,15 @@ def test_each_process_gets_its_settings_and_prefixed_lines(tmp_path: Path, launc
     assert _wait_until_gone(launcher.started_pids()) == []
 
 
-def test_a_free_port_is_chosen_and_partial_lines_are_kept(tmp_path: Path, launchers: list[Launcher]) -> None:
-    launcher = start(launchers, ["-n", "2", "--", sys.executable, CHILD, "partial"],
-                     _launcher_env(tmp_path))
+def test_a_free_port_is_chosen_and_partial_lines_are_kept(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    launcher = start(
+        launchers, ["-n", "2", "--", sys.executable, CHILD, "partial"], _launcher_env(tmp_path)
+    )
     assert launcher.wait() == 0, launcher.describe()
-    addresses = {r["env"]["KERAS_DISTRIBUTION_JOB_ADDRESSES"] for r in launcher.reports().values()}  # type: ignore[index]
+    reports = launcher.reports().values()
+    addresses = {r["env"]["KERAS_DISTRIBUTION_JOB_ADDRESSES"] for r in reports}  # type: ignore[index]
     assert len(addresses) == 1
     assert re.fullmatch(r"127\.0\.0\.1:\d+", addresses.pop())
     assert "[0] no newline from 0" in launcher.stdout
@@ -201,8 +241,11 @@ def test_a_free_port_is_chosen_and_partial_lines_are_kept(tmp_path: Path, launch
 def test_a_failing_process_stops_the_others_and_its_status_propagates(
     tmp_path: Path, launchers: list[Launcher]
 ) -> None:
-    launcher = start(launchers, ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "fail"],
-                     _launcher_env(tmp_path))
+    launcher = start(
+        launchers,
+        ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "fail"],
+        _launcher_env(tmp_path),
+    )
     assert launcher.wait(timeout=90) == 3, launcher.describe()
     assert "kdist launch: process 1 exited with status 3; stopping the others" in launcher.stderr
     assert "[0] got SIGTERM" in launcher.stdout  # stopped, not killed
@@ -211,9 +254,14 @@ def test_a_failing_process_stops_the_others_and_its_status_propagates(
     assert _wait_until_gone(pids) == []
 
 
-def test_stopping_reaches_the_children_of_a_process(tmp_path: Path, launchers: list[Launcher]) -> None:
-    launcher = start(launchers, ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "grandchild"],
-                     _launcher_env(tmp_path))
+def test_stopping_reaches_the_children_of_a_process(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "grandchild"],
+        _launcher_env(tmp_path),
+    )
     assert launcher.wait(timeout=90) == 3, launcher.describe()
     grandchild = int(launcher.reports()[0]["grandchild_pid"])  # type: ignore[arg-type]
     assert _wait_until_gone([grandchild, *launcher.started_pids()]) == []
@@ -223,8 +271,11 @@ def test_stopping_reaches_the_children_of_a_process(tmp_path: Path, launchers: l
 def test_a_signal_to_the_launcher_is_forwarded_and_leaves_nothing_behind(
     tmp_path: Path, launchers: list[Launcher], signum: signal.Signals, status: int
 ) -> None:
-    launcher = start(launchers, ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "sleep"],
-                     _launcher_env(tmp_path))
+    launcher = start(
+        launchers,
+        ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "sleep"],
+        _launcher_env(tmp_path),
+    )
     launcher.wait_for(lambda: len(launcher.reports()) == 2)
     pids = launcher.started_pids()
     assert len(pids) == 2 and all(_alive(pid) for pid in pids)
@@ -236,8 +287,9 @@ def test_a_signal_to_the_launcher_is_forwarded_and_leaves_nothing_behind(
 
 
 def test_children_die_with_a_killed_launcher(tmp_path: Path, launchers: list[Launcher]) -> None:
-    launcher = start(launchers, ["-n", "2", "--", sys.executable, CHILD, "sleep"],
-                     _launcher_env(tmp_path))
+    launcher = start(
+        launchers, ["-n", "2", "--", sys.executable, CHILD, "sleep"], _launcher_env(tmp_path)
+    )
     launcher.wait_for(lambda: len(launcher.reports()) == 2)
     pids = launcher.started_pids()
     assert len(pids) == 2 and all(_alive(pid) for pid in pids)
@@ -247,8 +299,11 @@ def test_children_die_with_a_killed_launcher(tmp_path: Path, launchers: list[Lau
 
 
 def test_timeout_stops_the_job(tmp_path: Path, launchers: list[Launcher]) -> None:
-    launcher = start(launchers, ["-n", "2", "--timeout", "2", "--", sys.executable, CHILD, "sleep"],
-                     _launcher_env(tmp_path))
+    launcher = start(
+        launchers,
+        ["-n", "2", "--timeout", "2", "--", sys.executable, CHILD, "sleep"],
+        _launcher_env(tmp_path),
+    )
     assert launcher.wait() == 124, launcher.describe()
     assert any("timed out after 2 s" in line for line in launcher.stderr)
     assert _wait_until_gone(launcher.started_pids()) == []
@@ -256,25 +311,47 @@ def test_timeout_stops_the_job(tmp_path: Path, launchers: list[Launcher]) -> Non
 
 def test_usage_errors(tmp_path: Path) -> None:
     env = _launcher_env(tmp_path)
-    missing = subprocess.run([sys.executable, "-m", "kdist", "launch", "-n", "2"], env=env,
-                             capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", "-n", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert missing.returncode == 2
     assert "launch needs the command to run after '--'" in missing.stderr
-    zero = subprocess.run([sys.executable, "-m", "kdist", "launch", "-n", "0", "--", "true"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    zero = subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", "-n", "0", "--", "true"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert zero.returncode == 2
     assert "expected a positive integer, got '0'" in zero.stderr
     not_found = subprocess.run(
         [sys.executable, "-m", "kdist", "launch", "-n", "2", "--", "kdist-no-such-command"],
-        env=env, capture_output=True, text=True, timeout=60)
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert not_found.returncode == 127
     assert "cannot run 'kdist-no-such-command': no such file or command" in not_found.stderr
 
 
 def test_help_texts_have_examples() -> None:
     for args in (["--help"], ["launch", "--help"], ["doctor", "--help"]):
-        result = subprocess.run([sys.executable, "-m", "kdist", *args], capture_output=True,
-                                text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "kdist", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert result.returncode == 0
         assert "examples:" in result.stdout
         assert "kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py" in (

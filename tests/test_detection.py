@@ -18,8 +18,13 @@ from kdist import _config, _core
 FIXTURES = Path(__file__).parent / "fixtures" / "schedulers"
 
 # Variables that change the local-device suggestion, besides the detectors' own.
-_VISIBILITY = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-               "TPU_VISIBLE_CHIPS", "JAX_COORDINATOR_PORT")
+_VISIBILITY = (
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "TPU_VISIBLE_CHIPS",
+    "JAX_COORDINATOR_PORT",
+)
 
 
 def load_fixture(name: str) -> dict[str, str]:
@@ -52,153 +57,213 @@ def use_fixture(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], dict[str, st
 
 # fixture -> (arguments of initialize, what it must resolve to)
 RESOLVED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "slurm_srun": ({}, {
-        "scheduler": "slurm",
-        "job_addresses": ["gpu-a01:64504"],  # 61440 + 4242424 % 4096, as JAX
-        "num_processes": 8,
-        "process_id": 5,
-        "sources": {
-            "job_addresses": "slurm (SLURM_STEP_NODELIST, SLURM_JOB_ID)",
-            "num_processes": "slurm (SLURM_STEP_NUM_TASKS)",
-            "process_id": "slurm (SLURM_PROCID)",
+    "slurm_srun": (
+        {},
+        {
+            "scheduler": "slurm",
+            "job_addresses": ["gpu-a01:64504"],  # 61440 + 4242424 % 4096, as JAX
+            "num_processes": 8,
+            "process_id": 5,
+            "sources": {
+                "job_addresses": "slurm (SLURM_STEP_NODELIST, SLURM_JOB_ID)",
+                "num_processes": "slurm (SLURM_STEP_NUM_TASKS)",
+                "process_id": "slurm (SLURM_PROCID)",
+            },
+            "suggested_local_device_ids": [1],
         },
-        "suggested_local_device_ids": [1],
-    }),
-    "slurm_srun_hostlist": ({}, {
-        "scheduler": "slurm",
-        "job_addresses": ["node007:65535"],
-        "num_processes": 6,
-        "process_id": 0,
-        "suggested_local_device_ids": None,  # one task per node keeps every device
-    }),
-    "srun_pmi2": ({}, {
-        "scheduler": "slurm",
-        "job_addresses": ["cn1:62344"],
-        "num_processes": 4,
-        "process_id": 2,
-        "sources": {"process_id": "slurm (SLURM_PROCID)"},
-        "suggested_local_device_ids": [0],
-    }),
-    "srun_torchrun": ({}, {
-        "scheduler": "torchrun",
-        "job_addresses": ["gpu-b1:29501"],  # MASTER_PORT is torchrun's agent store
-        "num_processes": 8,
-        "process_id": 6,
-        "sources": {
-            "job_addresses": "torchrun (MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE)",
-            "num_processes": "torchrun (WORLD_SIZE)",
-            "process_id": "torchrun (RANK)",
+    ),
+    "slurm_srun_hostlist": (
+        {},
+        {
+            "scheduler": "slurm",
+            "job_addresses": ["node007:65535"],
+            "num_processes": 6,
+            "process_id": 0,
+            "suggested_local_device_ids": None,  # one task per node keeps every device
         },
-        "suggested_local_device_ids": [2],
-    }),
-    "torchrun": ({}, {
-        "scheduler": "torchrun",
-        "job_addresses": ["127.0.0.1:44124"],
-        "num_processes": 4,
-        "process_id": 3,
-        "suggested_local_device_ids": [3],
-    }),
-    "kubeflow_pytorchjob": ({}, {
-        "scheduler": "torchrun",
-        "job_addresses": ["resnet-master-0:23456"],
-        "num_processes": 4,
-        "process_id": 2,
-        "sources": {"job_addresses": "torchrun (MASTER_ADDR, MASTER_PORT)"},
-        "suggested_local_device_ids": None,
-    }),
-    "openmpi4": ({}, {
-        "scheduler": "ompi",
-        "job_addresses": ["10.96.0.1:62624"],
-        "num_processes": 4,
-        "process_id": 3,
-        "sources": {
-            "job_addresses": "ompi (OMPI_MCA_orte_hnp_uri)",
-            "num_processes": "ompi (OMPI_COMM_WORLD_SIZE)",
-            "process_id": "ompi (OMPI_COMM_WORLD_RANK)",
+    ),
+    "srun_pmi2": (
+        {},
+        {
+            "scheduler": "slurm",
+            "job_addresses": ["cn1:62344"],
+            "num_processes": 4,
+            "process_id": 2,
+            "sources": {"process_id": "slurm (SLURM_PROCID)"},
+            "suggested_local_device_ids": [0],
         },
-        "suggested_local_device_ids": [1],
-    }),
-    "openmpi5": ({"job_addresses": "node01:12345"}, {
-        "scheduler": "ompi",
-        "job_addresses": ["node01:12345"],
-        "num_processes": 4,
-        "process_id": 1,
-        "sources": {"job_addresses": "argument", "process_id": "ompi (OMPI_COMM_WORLD_RANK)"},
-    }),
-    "mpich_hydra": ({"job_addresses": "node01:12345"}, {
-        "scheduler": "mpich",
-        "num_processes": 4,
-        "process_id": 2,
-        "sources": {"num_processes": "mpich (PMI_SIZE)", "process_id": "mpich (PMI_RANK)"},
-        "suggested_local_device_ids": [0],
-    }),
-    "intel_mpi": ({"job_addresses": "node01:12345"}, {
-        "scheduler": "mpich",
-        "num_processes": 2,
-        "process_id": 1,
-        "suggested_local_device_ids": None,  # CUDA_VISIBLE_DEVICES already binds the rank
-        "local_devices_reason": 'CUDA_VISIBLE_DEVICES="1" already limits the devices this '
-        "process sees",
-    }),
-    "tf_config": ({}, {
-        "scheduler": "tf_config",
-        "job_addresses": [
-            "trainer-chief-0.trainer:2222",
-            "trainer-worker-0.trainer:2222",
-            "trainer-worker-1.trainer:2222",
-        ],
-        "num_processes": 3,
-        "process_id": 2,
-        "sources": {
-            "job_addresses": "tf_config (TF_CONFIG cluster)",
-            "num_processes": "tf_config (TF_CONFIG cluster)",
-            "process_id": "tf_config (TF_CONFIG task)",
+    ),
+    "srun_torchrun": (
+        {},
+        {
+            "scheduler": "torchrun",
+            "job_addresses": ["gpu-b1:29501"],  # MASTER_PORT is torchrun's agent store
+            "num_processes": 8,
+            "process_id": 6,
+            "sources": {
+                "job_addresses": "torchrun (MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE)",
+                "num_processes": "torchrun (WORLD_SIZE)",
+                "process_id": "torchrun (RANK)",
+            },
+            "suggested_local_device_ids": [2],
         },
-    }),
-    "kubernetes_indexed_job": ({}, {
-        "scheduler": "kubernetes",
-        "job_addresses": ["train-0.train-svc:55527"],
-        "num_processes": 4,
-        "process_id": 2,
-        "sources": {
-            "job_addresses": "kubernetes (HOSTNAME, JOB_COMPLETION_INDEX, KDIST_K8S_SUBDOMAIN)",
-            "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
-            "process_id": "kubernetes (JOB_COMPLETION_INDEX)",
+    ),
+    "torchrun": (
+        {},
+        {
+            "scheduler": "torchrun",
+            "job_addresses": ["127.0.0.1:44124"],
+            "num_processes": 4,
+            "process_id": 3,
+            "suggested_local_device_ids": [3],
         },
-    }),
-    "kubernetes_jobset": ({}, {
-        "scheduler": "kubernetes",
-        "job_addresses": ["js-workers-0-0.js:55527"],
-        "num_processes": 4,
-        "process_id": 3,
-    }),
+    ),
+    "kubeflow_pytorchjob": (
+        {},
+        {
+            "scheduler": "torchrun",
+            "job_addresses": ["resnet-master-0:23456"],
+            "num_processes": 4,
+            "process_id": 2,
+            "sources": {"job_addresses": "torchrun (MASTER_ADDR, MASTER_PORT)"},
+            "suggested_local_device_ids": None,
+        },
+    ),
+    "openmpi4": (
+        {},
+        {
+            "scheduler": "ompi",
+            "job_addresses": ["10.96.0.1:62624"],
+            "num_processes": 4,
+            "process_id": 3,
+            "sources": {
+                "job_addresses": "ompi (OMPI_MCA_orte_hnp_uri)",
+                "num_processes": "ompi (OMPI_COMM_WORLD_SIZE)",
+                "process_id": "ompi (OMPI_COMM_WORLD_RANK)",
+            },
+            "suggested_local_device_ids": [1],
+        },
+    ),
+    "openmpi5": (
+        {"job_addresses": "node01:12345"},
+        {
+            "scheduler": "ompi",
+            "job_addresses": ["node01:12345"],
+            "num_processes": 4,
+            "process_id": 1,
+            "sources": {"job_addresses": "argument", "process_id": "ompi (OMPI_COMM_WORLD_RANK)"},
+        },
+    ),
+    "mpich_hydra": (
+        {"job_addresses": "node01:12345"},
+        {
+            "scheduler": "mpich",
+            "num_processes": 4,
+            "process_id": 2,
+            "sources": {"num_processes": "mpich (PMI_SIZE)", "process_id": "mpich (PMI_RANK)"},
+            "suggested_local_device_ids": [0],
+        },
+    ),
+    "intel_mpi": (
+        {"job_addresses": "node01:12345"},
+        {
+            "scheduler": "mpich",
+            "num_processes": 2,
+            "process_id": 1,
+            "suggested_local_device_ids": None,  # CUDA_VISIBLE_DEVICES already binds the rank
+            "local_devices_reason": 'CUDA_VISIBLE_DEVICES="1" already limits the devices this '
+            "process sees",
+        },
+    ),
+    "tf_config": (
+        {},
+        {
+            "scheduler": "tf_config",
+            "job_addresses": [
+                "trainer-chief-0.trainer:2222",
+                "trainer-worker-0.trainer:2222",
+                "trainer-worker-1.trainer:2222",
+            ],
+            "num_processes": 3,
+            "process_id": 2,
+            "sources": {
+                "job_addresses": "tf_config (TF_CONFIG cluster)",
+                "num_processes": "tf_config (TF_CONFIG cluster)",
+                "process_id": "tf_config (TF_CONFIG task)",
+            },
+        },
+    ),
+    "kubernetes_indexed_job": (
+        {},
+        {
+            "scheduler": "kubernetes",
+            "job_addresses": ["train-0.train-svc:55527"],
+            "num_processes": 4,
+            "process_id": 2,
+            "sources": {
+                "job_addresses": "kubernetes (HOSTNAME, JOB_COMPLETION_INDEX, KDIST_K8S_SUBDOMAIN)",
+                "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                "process_id": "kubernetes (JOB_COMPLETION_INDEX)",
+            },
+        },
+    ),
+    "kubernetes_jobset": (
+        {},
+        {
+            "scheduler": "kubernetes",
+            "job_addresses": ["js-workers-0-0.js:55527"],
+            "num_processes": 4,
+            "process_id": 3,
+        },
+    ),
 }
 
 # fixture -> (arguments of initialize, the ConfigError message must match)
 REJECTED: dict[str, tuple[dict[str, Any], str]] = {
-    "slurm_salloc_shell": ({}, re.escape(
-        'scheduler detection (slurm): SLURM_JOB_ID="4242425" is set but SLURM_STEP_NODELIST, '
-        "SLURM_PROCID and SLURM_STEP_NUM_TASKS are not: this process runs inside a Slurm "
-        "allocation")),
-    "slurm_sbatch_script": ({}, "SLURM_STEP_NODELIST and SLURM_STEP_NUM_TASKS are not: .*"
-                            "Start every process with srun"),
-    "slurm_bad_nodelist": ({}, re.escape(
-        'SLURM_STEP_NODELIST="gpu-a[01-02" has an unclosed \'[\' at byte 5')),
-    "torchrun_partial": ({}, re.escape(
-        'scheduler detection (torchrun): WORLD_SIZE="2" and RANK="1" are set but MASTER_ADDR '
-        "and MASTER_PORT are not.")),
+    "slurm_salloc_shell": (
+        {},
+        re.escape(
+            'scheduler detection (slurm): SLURM_JOB_ID="4242425" is set but SLURM_STEP_NODELIST, '
+            "SLURM_PROCID and SLURM_STEP_NUM_TASKS are not: this process runs inside a Slurm "
+            "allocation"
+        ),
+    ),
+    "slurm_sbatch_script": (
+        {},
+        "SLURM_STEP_NODELIST and SLURM_STEP_NUM_TASKS are not: .*Start every process with srun",
+    ),
+    "slurm_bad_nodelist": (
+        {},
+        re.escape("SLURM_STEP_NODELIST=\"gpu-a[01-02\" has an unclosed '[' at byte 5"),
+    ),
+    "torchrun_partial": (
+        {},
+        re.escape(
+            'scheduler detection (torchrun): WORLD_SIZE="2" and RANK="1" are set but MASTER_ADDR '
+            "and MASTER_PORT are not."
+        ),
+    ),
     "openmpi4_partial": ({}, "OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_RANK are not"),
-    "openmpi5": ({}, re.escape(
-        'OMPI_COMM_WORLD_SIZE="4" (detected: ompi) needs the coordinator\'s address') + ".*"
-        + re.escape("Open MPI 5 (PRRTE) does not publish the address of mpirun's host")),
-    "mpich_hydra": ({}, re.escape(
-        "MPICH's and Intel MPI's mpiexec (Hydra) do not publish a coordinator address")),
+    "openmpi5": (
+        {},
+        re.escape('OMPI_COMM_WORLD_SIZE="4" (detected: ompi) needs the coordinator\'s address')
+        + ".*"
+        + re.escape("Open MPI 5 (PRRTE) does not publish the address of mpirun's host"),
+    ),
+    "mpich_hydra": (
+        {},
+        re.escape("MPICH's and Intel MPI's mpiexec (Hydra) do not publish a coordinator address"),
+    ),
     "intel_mpi": ({}, re.escape("mpiexec -genv KERAS_DISTRIBUTION_JOB_ADDRESSES")),
     "tf_config_parameter_server": ({}, re.escape('has cluster.ps: kdist runs the "chief"')),
     "tf_config_malformed": ({}, "is not valid JSON: expected a string key but found"),
-    "kubernetes_no_count": ({}, re.escape(
-        "Kubernetes does not publish the size of an Indexed Job in the pod's environment; set "
-        "KERAS_DISTRIBUTION_NUM_PROCESSES")),
+    "kubernetes_no_count": (
+        {},
+        re.escape(
+            "Kubernetes does not publish the size of an Indexed Job in the pod's environment; set "
+            "KERAS_DISTRIBUTION_NUM_PROCESSES"
+        ),
+    ),
 }
 
 
@@ -264,24 +329,41 @@ def test_detection_modes(
     spec = _config.resolve(cluster_detection="slurm")
     assert spec.scheduler == "slurm"
     assert spec.num_processes == 2  # the torchrun agents, as Slurm sees them
-    with pytest.raises(kdist.ConfigError, match=re.escape(
-            'cluster_detection="ompi" (argument): the ompi detector found none of its variables')):
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
+            'cluster_detection="ompi" (argument): the ompi detector found none of its variables'
+        ),
+    ):
         _config.resolve(cluster_detection="ompi")
     monkeypatch.setenv("KDIST_CLUSTER_DETECTION", "none")
-    with pytest.raises(kdist.ConfigError, match=re.escape(
-            'scheduler detection is off: KDIST_CLUSTER_DETECTION="none" (from the environment)')):
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
+            'scheduler detection is off: KDIST_CLUSTER_DETECTION="none" (from the environment)'
+        ),
+    ):
         _config.resolve()
-    with pytest.raises(kdist.ConfigError, match=re.escape(
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
             'expected one of "auto", "none", "torchrun", "ompi", "mpich", "slurm", "tf_config", '
-            '"kubernetes"')):
+            '"kubernetes"'
+        ),
+    ):
         _config.resolve(cluster_detection="pbs")
     assert _core.cluster_detection_modes()[2:] == [d["name"] for d in _core.cluster_detectors()]
 
 
-def test_nothing_configured_mentions_detection(use_fixture: Callable[[str], dict[str, str]]) -> None:
-    with pytest.raises(kdist.ConfigError, match="none was found; cluster_detection=\"auto\" "
-                       r"\(default\) looked for torchrun, ompi, mpich, slurm, tf_config, "
-                       "kubernetes"):
+def test_nothing_configured_mentions_detection(
+    use_fixture: Callable[[str], dict[str, str]],
+) -> None:
+    with pytest.raises(
+        kdist.ConfigError,
+        match='none was found; cluster_detection="auto" '
+        r"\(default\) looked for torchrun, ompi, mpich, slurm, tf_config, "
+        "kubernetes",
+    ):
         _config.resolve()
 
 
@@ -302,9 +384,13 @@ def test_local_device_ids_follow_the_setting(
     monkeypatch.setenv("KDIST_LOCAL_DEVICE_IDS", "0,2")
     assert _config.resolve().local_device_ids == [0, 2]
     monkeypatch.setenv("KDIST_LOCAL_DEVICE_IDS", "first")
-    with pytest.raises(kdist.ConfigError, match=re.escape(
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
             'KDIST_LOCAL_DEVICE_IDS="first" (from the environment): has "first", which is not a '
-            "device id")):
+            "device id"
+        ),
+    ):
         _config.resolve()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     monkeypatch.setenv("KDIST_LOCAL_DEVICE_IDS", "auto")
@@ -322,12 +408,17 @@ def test_coordinator_port_override(
     assert spec.job_addresses == ["gpu-a01:12345"]
     assert spec.sources["job_addresses"] == "slurm (SLURM_STEP_NODELIST, KDIST_COORDINATOR_PORT)"
     monkeypatch.setenv("KDIST_COORDINATOR_PORT", "99999")
-    with pytest.raises(kdist.ConfigError, match=re.escape(
-            'scheduler detection (slurm): KDIST_COORDINATOR_PORT="99999" is not a port')):
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
+            'scheduler detection (slurm): KDIST_COORDINATOR_PORT="99999" is not a port'
+        ),
+    ):
         _config.resolve()
 
 
 # ---------------------------------------------------------------- real clusters
+
 
 def _scheduler_env(style: str, process_id: int, port: int) -> dict[str, str]:
     if style == "torchrun":

@@ -89,7 +89,9 @@ def find_accelerators(
     if accel:
         summary.append(f"TPU chips: {len(accel)} ({', '.join('/dev/' + n for n in accel)})")
     elif vfio:
-        summary.append(f"VFIO devices (TPU VMs): {len(vfio)} (/dev/vfio/{', /dev/vfio/'.join(vfio)})")
+        summary.append(
+            f"VFIO devices (TPU VMs): {len(vfio)} (/dev/vfio/{', /dev/vfio/'.join(vfio)})"
+        )
     if kfd:
         summary.append(f"AMD ROCm: /dev/kfd, {len(render)} render node(s) in /dev/dri")
     if not summary:
@@ -261,7 +263,7 @@ def collect(
 
         try:
             report["devices"] = _jax_backend.device_report()
-        except Exception as error:  # JAX's own failures, reported rather than raised
+        except Exception as error:  # noqa: BLE001 (JAX's own failures are reported, not raised)
             report["devices"] = {"error": f"{type(error).__name__}: {error}"}
     return report
 
@@ -322,7 +324,8 @@ def render(report: Mapping[str, Any]) -> str:
     if config is not None:
         suggested = config["suggested_local_device_ids"]
         lines.append(
-            f"  local devices: suggested {_format_ids(suggested)} ({config['local_devices_reason']}); "
+            f"  local devices: suggested {_format_ids(suggested)} "
+            f"({config['local_devices_reason']}); "
             f"using {_format_ids(config['local_device_ids'])} "
             f"(KDIST_LOCAL_DEVICE_IDS=auto applies the suggestion)"
         )
@@ -358,7 +361,11 @@ def render(report: Mapping[str, Any]) -> str:
 
 
 def run(
-    *, as_json: bool = False, with_devices: bool = False, probe: bool = True, probe_timeout: float = 2.0
+    *,
+    as_json: bool = False,
+    with_devices: bool = False,
+    probe: bool = True,
+    probe_timeout: float = 2.0,
 ) -> int:
     """Runs `kdist doctor`: prints the report and returns the exit status.
 

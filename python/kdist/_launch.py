@@ -238,7 +238,7 @@ def _start(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=hook,
+                preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
             )
             processes.append(_Process(process_id, popen))
     except BaseException:

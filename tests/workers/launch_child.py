@@ -40,8 +40,11 @@ report = {
 if mode == "grandchild" and process_id == 0:
     # A child of its own that ignores SIGTERM: only the launcher's group kill ends it.
     grandchild = subprocess.Popen(
-        [sys.executable, "-c",
-         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"]
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)",
+        ]
     )
     report["grandchild_pid"] = grandchild.pid
 print(json.dumps(report), flush=True)
