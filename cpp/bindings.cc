@@ -194,6 +194,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("local_devices_reason",
                    [](const ClusterSpec& s) { return s.local_devices_reason; },
                    "Why the suggestion is what it is, in words.")
+      .def_prop_ro("local_devices_suggestion_applied",
+                   [](const ClusterSpec& s) { return s.local_devices_suggestion_applied; },
+                   "Whether local_device_ids is the scheduler's suggestion "
+                   "(KDIST_LOCAL_DEVICE_IDS=auto).")
       .def_prop_ro("sources", &Sources,
                    "Where each value came from: 'argument', an environment variable's name, "
                    "a detector and its variables ('slurm (SLURM_PROCID)'), 'job_addresses' "

@@ -40,6 +40,8 @@ struct ClusterSpec {
   // What the detected scheduler suggests (nullopt: keep every device), and why.
   std::optional<std::vector<int64_t>> suggested_local_device_ids;
   std::string local_devices_reason;
+  // Whether local_device_ids is that suggestion (KDIST_LOCAL_DEVICE_IDS=auto).
+  bool local_devices_suggestion_applied = false;
 
   // The coordinator (the first job address), when there is one.
   std::optional<Address> coordinator() const;

@@ -197,6 +197,7 @@ Status ResolveLocalDevices(const Environment& env, const std::optional<Detection
     spec.local_device_ids.value = setting->ids;
   } else if (apply_suggestion && distributed && suggestion->ids) {
     spec.local_device_ids = {suggestion->ids, suggestion->source};
+    spec.local_devices_suggestion_applied = true;
   }
   return Status::Ok();
 }

@@ -298,6 +298,7 @@ KDIST_TEST(Resolve, LocalDevicesAreSuggestedNotForced) {
   KDIST_ASSERT_OK(spec);
   KDIST_EXPECT_FALSE(spec->local_device_ids.value.has_value());
   KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("default"));
+  KDIST_EXPECT_FALSE(spec->local_devices_suggestion_applied);
   KDIST_ASSERT_TRUE(spec->suggested_local_device_ids.has_value());
   KDIST_EXPECT_EQ(spec->suggested_local_device_ids->size(), size_t{1});
   KDIST_EXPECT_EQ(spec->suggested_local_device_ids->front(), int64_t{1});
@@ -314,6 +315,7 @@ KDIST_TEST(Resolve, LocalDeviceIdsSetting) {
   KDIST_ASSERT_TRUE(spec->local_device_ids.value.has_value());
   KDIST_EXPECT_EQ(spec->local_device_ids.value->front(), int64_t{1});
   KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("slurm (SLURM_LOCALID)"));
+  KDIST_EXPECT_TRUE(spec->local_devices_suggestion_applied);
 
   env["KDIST_LOCAL_DEVICE_IDS"] = " 2, 3 ";
   spec = Resolve(Request{}, env);

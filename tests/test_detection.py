@@ -285,6 +285,7 @@ def test_fixture_resolves(name: str, use_fixture: Callable[[str], dict[str, str]
             assert getattr(spec, key) == want, (name, key)
     # Local devices are suggested, never applied without KDIST_LOCAL_DEVICE_IDS.
     assert spec.local_device_ids is None
+    assert spec.local_devices_suggestion_applied is False
     assert spec.sources["local_device_ids"] == "default"
 
 
@@ -380,6 +381,7 @@ def test_local_device_ids_follow_the_setting(
     monkeypatch.setenv("KDIST_LOCAL_DEVICE_IDS", "auto")
     spec = _config.resolve()
     assert spec.local_device_ids == [1]
+    assert spec.local_devices_suggestion_applied is True
     assert spec.sources["local_device_ids"] == "slurm (SLURM_LOCALID)"
     monkeypatch.setenv("KDIST_LOCAL_DEVICE_IDS", "0,2")
     assert _config.resolve().local_device_ids == [0, 2]

@@ -187,6 +187,7 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
         "local_device_ids": spec.local_device_ids,
         "suggested_local_device_ids": spec.suggested_local_device_ids,
         "local_devices_reason": spec.local_devices_reason,
+        "local_devices_suggestion_applied": spec.local_devices_suggestion_applied,
         "fingerprint": spec.fingerprint,
         "sources": dict(spec.sources),
     }

@@ -198,7 +198,8 @@ def cluster_spec() -> _core.ClusterSpec | None:
     `cluster_spec().scheduler` names the detected scheduler (or is None);
     `local_device_ids` are the device ids handed to JAX (None: all),
     `suggested_local_device_ids` and `local_devices_reason` what the scheduler
-    suggests and why.
+    suggests and why, `local_devices_suggestion_applied` whether the ids are
+    that suggestion.
 
     Example:
         >>> import kdist
