@@ -193,7 +193,9 @@ def test_device_mesh_reports_an_unknown_device_at_construction(jax_cpu: Any) -> 
         r"cpu:0, cpu:1, .*cpu:7\. Use kdist.list_devices\(\)",
     ):
         kdist.DeviceMesh((2,), ["a"], devices=["cpu:0", "cpu:99"])
-    with pytest.raises(ValueError, match=r"device 'tpu:0' \(devices\[0\]\) is not available: .*cpu"):
+    with pytest.raises(
+        ValueError, match=r"device 'tpu:0' \(devices\[0\]\) is not available: .*cpu"
+    ):
         kdist.DeviceMesh((1,), ["a"], devices=["tpu:0"])
 
 
@@ -252,12 +254,14 @@ def test_tensor_layout_mesh_can_be_set_once(mesh_2x4: kdist.DeviceMesh) -> None:
     layout = kdist.TensorLayout((None, "model"))
     assert layout.device_mesh is None
     with pytest.raises(ValueError, match=r"device mesh is not set\. Pass device_mesh="):
-        layout.backend_layout
+        _ = layout.backend_layout
     layout.device_mesh = mesh_2x4
     assert layout.device_mesh is mesh_2x4
     with pytest.raises(ValueError, match=r"cannot override the device mesh, which can be set once"):
         layout.device_mesh = mesh_2x4
-    with pytest.raises(TypeError, match=r"device_mesh must be a kdist.DeviceMesh\. Received: device_mesh='x'"):
+    with pytest.raises(
+        TypeError, match=r"device_mesh must be a kdist.DeviceMesh\. Received: device_mesh='x'"
+    ):
         kdist.TensorLayout((None,)).device_mesh = "x"  # type: ignore[assignment]
 
 
@@ -353,7 +357,7 @@ def test_distribution_base_methods_are_abstract(mesh_2x4: kdist.DeviceMesh) -> N
     dist = kdist.Distribution(mesh_2x4)
     assert dist.device_mesh is mesh_2x4 and dist.batch_dim_name is None
     with pytest.raises(NotImplementedError, match="num_model_replicas"):
-        dist.num_model_replicas
+        _ = dist.num_model_replicas
     with pytest.raises(NotImplementedError, match="get_data_layout"):
         dist.get_data_layout((8,))
     with pytest.raises(NotImplementedError, match="get_variable_layout"):
@@ -400,7 +404,9 @@ def test_data_parallel_defaults_to_every_device(jax_cpu: Any) -> None:
 
 
 def test_data_parallel_from_devices(jax_cpu: Any) -> None:
-    dist = kdist.DataParallel(devices=["cpu:2", "cpu:3", "cpu:4", "cpu:5"], auto_shard_dataset=False)
+    dist = kdist.DataParallel(
+        devices=["cpu:2", "cpu:3", "cpu:4", "cpu:5"], auto_shard_dataset=False
+    )
     assert dist.device_mesh.shape == (4,)
     assert dist.device_mesh.devices.tolist() == ["cpu:2", "cpu:3", "cpu:4", "cpu:5"]
     assert dist.auto_shard_dataset is False
@@ -432,8 +438,11 @@ def test_data_parallel_mesh_takes_precedence_over_devices_with_a_warning(jax_cpu
 
 
 def test_data_parallel_warns_on_a_mesh_of_several_dimensions(mesh_2x4: kdist.DeviceMesh) -> None:
-    with pytest.warns(UserWarning, match=r"expects a 1-D device mesh, but received one with 2 "
-                      r"dimensions \(shape=\(2, 4\).*first axis, 'batch'") as record:
+    with pytest.warns(
+        UserWarning,
+        match=r"expects a 1-D device mesh, but received one with 2 "
+        r"dimensions \(shape=\(2, 4\).*first axis, 'batch'",
+    ) as record:
         dist = kdist.DataParallel(device_mesh=mesh_2x4)
     assert record[0].filename == __file__
     assert dist.batch_dim_name == "batch"
@@ -584,7 +593,7 @@ def test_layout_map_rejects_ambiguous_paths(mesh_2x4: kdist.DeviceMesh) -> None:
     ):
         layout_map["dense_1/kernel"]
     with pytest.raises(ValueError, match="matches several layout keys"):
-        "dense_1/kernel" in layout_map
+        _ = "dense_1/kernel" in layout_map
     with pytest.raises(ValueError, match="matches several layout keys"):
         layout_map.get("dense_1/kernel")
 
@@ -629,7 +638,9 @@ def test_layout_map_rejects_bad_keys_and_values(mesh_2x4: kdist.DeviceMesh) -> N
         layout_map["dense["] = ("model",)
     with pytest.raises(TypeError, match=r"keys must be strings .* Received: 3 of type int"):
         layout_map[3] = ("model",)  # type: ignore[index]
-    with pytest.raises(TypeError, match=r"a value must be a kdist.TensorLayout, or a tuple or list"):
+    with pytest.raises(
+        TypeError, match=r"a value must be a kdist.TensorLayout, or a tuple or list"
+    ):
         layout_map["conv"] = "model"  # type: ignore[assignment]
     with pytest.raises(ValueError, match=r"invalid axis names \['data'\]"):
         layout_map["conv"] = ("data",)
@@ -715,8 +726,11 @@ def test_distribute_tensor_inside_jit_constrains_the_sharding(mesh_2x4: kdist.De
 
 
 def test_distribute_tensor_rejects_other_layouts(mesh_2x4: kdist.DeviceMesh) -> None:
-    with pytest.raises(TypeError, match=r"distribute_tensor: expected a kdist.TensorLayout or a "
-                       r"jax.sharding.Sharding\. Received: \('batch',\) of type tuple"):
+    with pytest.raises(
+        TypeError,
+        match=r"distribute_tensor: expected a kdist.TensorLayout or a "
+        r"jax.sharding.Sharding\. Received: \('batch',\) of type tuple",
+    ):
         kdist.distribute_tensor(np.ones(8), ("batch",))
     with pytest.raises(ValueError, match="device mesh is not set"):
         kdist.distribute_tensor(np.ones(8), kdist.TensorLayout(("batch",)))
@@ -759,8 +773,11 @@ def test_distribute_batch_with_a_layout_a_sharding_or_the_current_distribution(
 
 def test_distribute_batch_errors(mesh_2x4: kdist.DeviceMesh) -> None:
     dist = kdist.DataParallel()
-    with pytest.raises(TypeError, match=r"expected a kdist.Distribution, a kdist.TensorLayout or a "
-                       r"jax.sharding.Sharding\. Received: 'batch'"):
+    with pytest.raises(
+        TypeError,
+        match=r"expected a kdist.Distribution, a kdist.TensorLayout or a "
+        r"jax.sharding.Sharding\. Received: 'batch'",
+    ):
         kdist.distribute_batch(np.ones((8, 2)), "batch")
     with pytest.raises(TypeError, match=r"every leaf of the batch must be an array with a shape"):
         kdist.distribute_batch([1.0, 2.0], dist)

@@ -64,8 +64,11 @@ def spec(layout: Any) -> tuple[Any, ...] | None:
     [
         ((8,), ["batch"], None),
         ((2, 4), ["batch", "model"], None),
-        ((4, 2), ("data", "model"), ["cpu:7", "cpu:6", "cpu:5", "cpu:4", "cpu:3", "cpu:2", "cpu:1",
-                                     "cpu:0"]),
+        (
+            (4, 2),
+            ("data", "model"),
+            ["cpu:7", "cpu:6", "cpu:5", "cpu:4", "cpu:3", "cpu:2", "cpu:1", "cpu:0"],
+        ),
         ((2, 2), ["a", "b"], [["cpu:0", "cpu:2"], ["cpu:4", "cpu:6"]]),
     ],
 )
@@ -102,7 +105,7 @@ def test_device_mesh_same_error_class(kd: Any, shape: Any, axis_names: Any) -> N
 def test_difference_unknown_device_fails_at_construction(kd: Any) -> None:
     theirs = kd.DeviceMesh((2,), ["a"], ["cpu:0", "cpu:99"])  # Keras: accepted ...
     with pytest.raises(ValueError, match="Device not found: cpu:99"):
-        theirs.backend_mesh  # ... and reported on first use.
+        _ = theirs.backend_mesh  # ... and reported on first use.
     with pytest.raises(ValueError, match=r"device 'cpu:99' \(devices\[1\]\) is not one of"):
         kdist.DeviceMesh((2,), ["a"], ["cpu:0", "cpu:99"])
 
@@ -140,7 +143,7 @@ def test_tensor_layout_same_error_classes(kd: Any) -> None:
             module.TensorLayout(("data",), mesh)
         unset = module.TensorLayout(("batch",))
         with pytest.raises(ValueError):
-            unset.backend_layout
+            _ = unset.backend_layout
         unset.device_mesh = mesh
         with pytest.raises(ValueError):
             unset.device_mesh = mesh
@@ -165,7 +168,9 @@ def test_data_parallel_same_layouts(kd: Any, dense_weights: list[Any]) -> None:
     for shape in [(16,), (16, 3), (64, 28, 28, 1)]:
         assert spec(ours.get_data_layout(shape)) == spec(theirs.get_data_layout(shape))
     for variable in dense_weights:
-        assert spec(ours.get_variable_layout(variable)) == spec(theirs.get_variable_layout(variable))
+        assert spec(ours.get_variable_layout(variable)) == spec(
+            theirs.get_variable_layout(variable)
+        )
     assert ours.get_tensor_layout("dense_1/output") is theirs.get_tensor_layout("x") is None
 
 
@@ -212,16 +217,17 @@ def test_difference_data_parallel_accepts_a_numpy_array_of_devices(kd: Any) -> N
 def test_difference_wrong_types_raise_type_error(kd: Any) -> None:
     with pytest.raises(ValueError, match="Expect `mesh` to be an instance of `DeviceMesh`"):
         kd.DataParallel(device_mesh=(8,))
-    with pytest.raises(TypeError, match="device_mesh must be a kdist.DeviceMesh"):
+    with pytest.raises(TypeError, match=r"device_mesh must be a kdist\.DeviceMesh"):
         kdist.DataParallel(device_mesh=(8,))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must be a `LayoutMap` instance"):
         kd.ModelParallel(layout_map={})
-    with pytest.raises(TypeError, match="layout_map must be a kdist.LayoutMap"):
+    with pytest.raises(TypeError, match=r"layout_map must be a kdist\.LayoutMap"):
         kdist.ModelParallel(layout_map={})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="should be a TensorLayout type"):
         kd.LayoutMap(kd.DeviceMesh((8,), ["model"]))["k"] = "model"
-    with pytest.raises(TypeError, match="a value must be a kdist.TensorLayout"):
-        kdist.LayoutMap(kdist.DeviceMesh((8,), ["model"]))["k"] = "model"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match=r"a value must be a kdist\.TensorLayout"):
+        our_map = kdist.LayoutMap(kdist.DeviceMesh((8,), ["model"]))
+        our_map["k"] = "model"  # type: ignore[assignment]
 
 
 # --- ModelParallel -------------------------------------------------------------------------
@@ -257,8 +263,13 @@ def test_model_parallel_same_layouts(
         ours_spec = spec(ours.get_variable_layout(variable))
         assert ours_spec == spec(theirs.get_variable_layout(variable)), variable.path
         specs.append(ours_spec)
-    assert specs == [(None, "model"), ("model",), (None, None, None, "model"), ("model",),
-                     (None, None)]
+    assert specs == [
+        (None, "model"),
+        ("model",),
+        (None, None, None, "model"),
+        ("model",),
+        (None, None),
+    ]
     for path in ["dense_1/kernel", "conv2d_7/bias", "conv3d/kernel", "x/dense_2/bias"]:
         assert spec(ours.get_tensor_layout(path)) == spec(theirs.get_tensor_layout(path))
 
@@ -377,7 +388,9 @@ def test_distribute_tensor_same_result(kd: Any) -> None:
 
     value = np.arange(32.0).reshape(8, 4)
     their_layout = kd.TensorLayout(("batch", "model"), kd.DeviceMesh((2, 4), ["batch", "model"]))
-    our_layout = kdist.TensorLayout(("batch", "model"), kdist.DeviceMesh((2, 4), ["batch", "model"]))
+    our_layout = kdist.TensorLayout(
+        ("batch", "model"), kdist.DeviceMesh((2, 4), ["batch", "model"])
+    )
     theirs = kd.distribute_tensor(value, their_layout)
     ours = kdist.distribute_tensor(value, our_layout)
     assert ours.sharding == theirs.sharding

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -140,8 +140,10 @@ def _check_shape(shape: object, axis_names: object) -> tuple[int, ...]:
             "DeviceMesh: shape must be a sequence of positive integers such as (8,) or (2, 4). "
             f"Received: shape={shape!r} of type {type(shape).__name__}"
         )
-    assert isinstance(shape, (Sequence, np.ndarray))
-    if len(shape) == 0 or (_is_sequence(axis_names) and len(axis_names) == 0):  # type: ignore[arg-type]
+    shape = cast("Sequence[object]", shape)
+    if len(shape) == 0 or (
+        _is_sequence(axis_names) and len(cast("Sequence[str]", axis_names)) == 0
+    ):
         raise ValueError(
             "DeviceMesh: shape and axis_names cannot be empty. "
             f"Received: shape={shape!r}, axis_names={axis_names!r}"
@@ -155,7 +157,8 @@ def _check_shape(shape: object, axis_names: object) -> tuple[int, ...]:
             )
         if dim < 1:
             raise ValueError(
-                f"DeviceMesh: every dimension of shape must be at least 1. Received: shape={shape!r}"
+                "DeviceMesh: every dimension of shape must be at least 1. "
+                f"Received: shape={shape!r}"
             )
         dims.append(int(dim))
     return tuple(dims)
@@ -170,8 +173,7 @@ def _check_axis_names(
             "DeviceMesh: axis_names must be a sequence of strings, one per dimension of shape"
             f"{hint}. Received: axis_names={axis_names!r} of type {type(axis_names).__name__}"
         )
-    assert isinstance(axis_names, (Sequence, np.ndarray))
-    names = list(axis_names)
+    names = list(cast("Sequence[object]", axis_names))
     if len(names) != len(shape):
         raise ValueError(
             "DeviceMesh: shape and axis_names should have the same size (one name per mesh "
@@ -194,7 +196,7 @@ def _check_axis_names(
             f"DeviceMesh: axis names must be distinct, but {repeated} repeat. "
             f"Received: axis_names={axis_names!r}"
         )
-    return tuple(str(name) for name in names)
+    return tuple(cast("list[str]", names))
 
 
 def _flatten_devices(devices: object, where: str) -> list[Any]:
@@ -206,7 +208,7 @@ def _flatten_devices(devices: object, where: str) -> list[Any]:
         )
     flat: list[Any] = []
     # An explicit stack rather than recursion; nesting depth is the mesh rank.
-    stack: list[Any] = [iter(devices)]  # type: ignore[call-overload]
+    stack: list[Any] = [iter(cast("Sequence[Any]", devices))]
     while stack:
         item = next(stack[-1], _DONE)
         if item is _DONE:

@@ -122,4 +122,6 @@ def _sharding_of(layout: Any, where: str, *, accepts_distribution: bool = False)
     expected = "a kdist.TensorLayout or a jax.sharding.Sharding"
     if accepts_distribution:
         expected = "a kdist.Distribution, " + expected
-    raise TypeError(f"{where}: expected {expected}. Received: {layout!r} of type {type(layout).__name__}")
+    raise TypeError(
+        f"{where}: expected {expected}. Received: {layout!r} of type {type(layout).__name__}"
+    )

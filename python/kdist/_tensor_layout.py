@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 from kdist import _jax_backend
 from kdist._device_mesh import DeviceMesh
 
 # One entry per tensor dimension: a mesh axis name, several (the dimension is split over
 # their product, as in a jax PartitionSpec), or None (not split: replicated).
-Axis = Union[str, tuple[str, ...], None]
+Axis = str | tuple[str, ...] | None
 
 
 class TensorLayout:

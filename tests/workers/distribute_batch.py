@@ -38,9 +38,7 @@ print(
             "weighted": float(weighted),
             "gathered": np.asarray(gathered).tolist(),
             "mesh_devices": dist.device_mesh.devices.tolist(),
-            "process_of_device": {
-                f"{d.platform}:{d.id}": d.process_index for d in jax.devices()
-            },
+            "process_of_device": {f"{d.platform}:{d.id}": d.process_index for d in jax.devices()},
             "num_processes": dist.num_processes,
             "dist_process_id": dist.process_id,
             "num_model_replicas": dist.num_model_replicas,
