@@ -45,7 +45,7 @@ def fake_job(monkeypatch: pytest.MonkeyPatch) -> Any:
 # --- import cost ---------------------------------------------------------------------------
 
 
-def test_public_names_and_layouts_without_a_mesh_do_not_import_jax() -> None:
+def test_public_names_and_layouts_without_a_mesh_import_neither_jax_nor_numpy() -> None:
     result = run_python(
         "import sys, kdist\n"
         "names = [kdist.DeviceMesh, kdist.TensorLayout, kdist.Distribution, kdist.DataParallel,"
@@ -53,10 +53,11 @@ def test_public_names_and_layouts_without_a_mesh_do_not_import_jax() -> None:
         "after_names = 'jax' in sys.modules\n"
         "layout = kdist.TensorLayout(('batch', None))\n"
         "assert layout.device_mesh is None\n"
-        "print(after_names, 'jax' in sys.modules, sep=',')\n"
+        "kdist.set_distribution(None)\n"
+        "print(after_names, 'jax' in sys.modules, 'numpy' in sys.modules, sep=',')\n"
     )
     assert result.returncode == 0, result.describe()
-    assert result.stdout.strip() == "False,False"
+    assert result.stdout.strip() == "False,False,False"
 
 
 def test_public_names_are_registered() -> None:

@@ -6,8 +6,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from kdist._device_mesh import DeviceMesh, _flatten_devices
 from kdist._distribution import (
     Distribution,
@@ -16,6 +14,10 @@ from kdist._distribution import (
     _variable_shape,
 )
 from kdist._tensor_layout import TensorLayout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_BATCH_DIM_NAME = "batch"
 

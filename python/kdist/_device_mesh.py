@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+import sys
 from collections.abc import Sequence
 from typing import Any, cast
 
-import numpy as np
-
 from kdist import _jax_backend
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
 
 # How many device names an error message lists before it abbreviates.
 _LISTED_DEVICES = 16
@@ -64,7 +68,7 @@ class DeviceMesh:
 
             devices = list_devices()
         flat = _flatten_devices(devices, "DeviceMesh")
-        expected = int(np.prod(shape_tuple))
+        expected = math.prod(shape_tuple)
         if len(flat) != expected:
             raise ValueError(
                 f"DeviceMesh: shape {shape_tuple} needs {expected} devices (the product of the "
@@ -73,6 +77,8 @@ class DeviceMesh:
             )
         entries = [_check_device(device, index) for index, device in enumerate(flat)]
         _check_distinct(entries)
+
+        import numpy as np  # here, not at import: kdist.Distribution & co. stay cheap to load
 
         values = [value for value, _ in entries]
         if all(isinstance(value, str) for value in values):
@@ -114,6 +120,8 @@ class DeviceMesh:
                 devices changed since this mesh was made).
         """
         if self._backend_mesh is None:
+            import numpy as np
+
             jax_devices = np.empty(len(self._labels), dtype=object)
             flat = self._devices.reshape(-1)
             if all(_jax_backend.is_device(value) for value in flat):
@@ -131,7 +139,12 @@ class DeviceMesh:
 
 
 def _is_sequence(value: object) -> bool:
-    return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
+    if isinstance(value, (str, bytes)):
+        return False
+    if isinstance(value, Sequence):
+        return True
+    numpy = sys.modules.get("numpy")  # not loaded: the value cannot be a numpy array
+    return numpy is not None and isinstance(value, numpy.ndarray)
 
 
 def _check_shape(shape: object, axis_names: object) -> tuple[int, ...]:
@@ -190,13 +203,14 @@ def _check_axis_names(
             raise ValueError(
                 f"DeviceMesh: axis names must not be empty. Received: axis_names={axis_names!r}"
             )
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    checked = [str(name) for name in names]  # numpy strings become plain ones
+    repeated = sorted({name for name in checked if checked.count(name) > 1})
     if repeated:
         raise ValueError(
             f"DeviceMesh: axis names must be distinct, but {repeated} repeat. "
             f"Received: axis_names={axis_names!r}"
         )
-    return tuple(cast("list[str]", names))
+    return tuple(checked)
 
 
 def _flatten_devices(devices: object, where: str) -> list[Any]:
@@ -214,13 +228,21 @@ def _flatten_devices(devices: object, where: str) -> list[Any]:
         if item is _DONE:
             stack.pop()
         elif _is_sequence(item) and not _jax_backend.is_device(item):
-            stack.append(iter(item))
+            stack.append(iter(cast("Sequence[Any]", item)))
         else:
-            flat.append(item.item() if isinstance(item, np.generic) else item)
+            flat.append(_plain(item))
     return flat
 
 
 _DONE = object()
+
+
+def _plain(item: object) -> object:
+    """A numpy scalar (np.str_ from an array of device strings) as a Python object."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(item, numpy.generic):
+        return item.item()
+    return item
 
 
 def _check_device(device: object, index: int) -> tuple[Any, str]:

@@ -99,7 +99,7 @@ class ModelParallel(Distribution):
     def num_model_replicas(self) -> int:
         """Number of model replicas: the size of the batch axis of the mesh."""
         mesh = self.device_mesh
-        return mesh.shape[mesh.axis_names.index(self.batch_dim_name)]  # type: ignore[arg-type]
+        return mesh.shape[mesh.axis_names.index(self.batch_dim_name)]
 
     def get_data_layout(self, data_shape: Sequence[int]) -> TensorLayout:
         """The layout of a batch: its first dimension split over the batch axis.
