@@ -75,7 +75,8 @@ class DeviceMesh:
                 f"shape), but {len(flat)} were given. Received: shape={shape!r}, "
                 f"{len(flat)} devices"
             )
-        entries = [_check_device(device, index) for index, device in enumerate(flat)]
+        present: dict[str, tuple[list[str], set[str]]] = {}  # per platform, looked up once
+        entries = [_check_device(device, index, present) for index, device in enumerate(flat)]
         _check_distinct(entries)
 
         import numpy as np  # here, not at import: kdist.Distribution & co. stay cheap to load
@@ -245,8 +246,11 @@ def _plain(item: object) -> object:
     return item
 
 
-def _check_device(device: object, index: int) -> tuple[Any, str]:
-    """(the value kept in `devices`, its "platform:id" label)."""
+def _check_device(
+    device: object, index: int, present: dict[str, tuple[list[str], set[str]]]
+) -> tuple[Any, str]:
+    """(the value kept in `devices`, its "platform:id" label). `present` caches JAX's
+    devices of each platform seen so far."""
     if _jax_backend.is_device(device):
         return device, _jax_backend.device_label(device)
     if not isinstance(device, str):
@@ -263,11 +267,14 @@ def _check_device(device: object, index: int) -> tuple[Any, str]:
             f"Received: devices[{index}]={device!r}"
         )
     label = f"{platform}:{int(number)}"
-    present = _present_devices(platform, device, index)
-    if label not in present:
+    if platform not in present:
+        labels = _present_devices(platform, device, index)
+        present[platform] = (labels, set(labels))
+    labels, known = present[platform]
+    if label not in known:
         raise ValueError(
             f"DeviceMesh: device {device!r} (devices[{index}]) is not one of JAX's "
-            f"{platform} devices here: {_abbreviate(present)}. Use kdist.list_devices() "
+            f"{platform} devices here: {_abbreviate(labels)}. Use kdist.list_devices() "
             f"to see the devices of the job."
         )
     return label, label
