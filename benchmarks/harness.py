@@ -186,3 +186,75 @@ def write_results(figures: Sequence[Figure], header: str, directory: Path = RESU
         json.dumps([f.to_json() for f in figures], indent=1) + "\n"
     )
     return directory / "results.md"
+
+
+@dataclass
+class Member:
+    """One process of a group the harness started."""
+
+    spawned: float  # time.time() just before the spawn
+    returncode: int | None  # None: killed at the harness's limit
+    stdout: str
+    stderr: str
+    ended: float  # time.time() when it exited or was killed
+
+    def report(self) -> dict[str, object] | None:
+        """The last JSON object the process printed, if any."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith("{"):
+                parsed: dict[str, object] = json.loads(line)
+                return parsed
+        return None
+
+
+def run_group(
+    commands: Sequence[Sequence[str]],
+    envs: Sequence[Mapping[str, str]],
+    *,
+    delays: Sequence[float],
+    limit: float,
+) -> list[Member]:
+    """Starts each command after its delay, waits for all up to `limit` seconds from
+    the first spawn, kills (by pid) whatever is still running, and reaps everything."""
+    begin = time.monotonic()
+    procs: list[tuple[int, float, subprocess.Popen[str]]] = []
+    order = sorted(range(len(commands)), key=lambda i: delays[i])
+    ended: dict[int, float] = {}
+    try:
+        for i in order:
+            pause = begin + delays[i] - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            spawned = time.time()
+            proc = subprocess.Popen(
+                list(commands[i]), env=dict(envs[i]),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            procs.append((i, spawned, proc))
+        members: dict[int, Member] = {}
+        for i, spawned, proc in procs:
+            remaining = max(0.05, begin + limit - time.monotonic())
+            try:
+                out, err = proc.communicate(timeout=remaining)
+                code: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                code = None
+            ended[i] = time.time()
+            members[i] = Member(spawned, code, out, err, ended[i])
+        return [members[i] for i in range(len(commands))]
+    finally:
+        for _, _, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -11,12 +11,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from benchmarks import device_listing, import_cost
+from benchmarks import device_listing, import_cost, misconfig, spawn_ready
 from benchmarks.harness import MIN_COUNTED_RUNS, Figure, markdown_table, write_results
 
 FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "import": import_cost.measure,
     "devices": device_listing.measure,
+    "spawn": spawn_ready.measure,
+    "misconfig": misconfig.measure,
 }
 
 
