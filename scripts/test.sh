@@ -13,11 +13,14 @@ python="${PYTHON:-python3}"
 "$venv/bin/python" -m pip install --quiet cmake ninja
 "$venv/bin/python" -m pip install --quiet ".[test]"
 
-echo "== C++ unit tests"
-"$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON \
-  -DCMAKE_MAKE_PROGRAM="$PWD/$venv/bin/ninja" > /dev/null
+echo "== C++ unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
+"$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON -DKDIST_SANITIZE=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_MAKE_PROGRAM="$PWD/$venv/bin/ninja" > /dev/null
 "$venv/bin/cmake" --build build/cpp-tests
 build/cpp-tests/kdist_core_tests
+
+echo "== Fuzz targets (bounded; scripts/fuzz.sh SECONDS runs them longer)"
+CMAKE="$PWD/$venv/bin/cmake" bash scripts/fuzz.sh "${KDIST_FUZZ_SECONDS:-4}"
 
 echo "== Python tests (against the installed package)"
 "$venv/bin/python" -m pytest "$@"
