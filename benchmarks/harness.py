@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import select
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -64,8 +64,14 @@ class Figure:
             "baseline": self.baseline,
             "notes": self.notes,
             "series": [
-                {"name": s.name, "unit": s.unit, "samples": s.samples,
-                 "min": s.min, "median": s.median, "max": s.max}
+                {
+                    "name": s.name,
+                    "unit": s.unit,
+                    "samples": s.samples,
+                    "min": s.min,
+                    "median": s.median,
+                    "max": s.max,
+                }
                 for s in self.series
             ],
         }
@@ -139,12 +145,14 @@ def markdown_table(figure: Figure) -> str:
     lines = [
         f"### {figure.title}",
         "",
-        f"| contender | min ({unit}) | median ({unit}) | max ({unit}) | median / {figure.baseline or figure.series[0].name} |",
+        f"| contender | min ({unit}) | median ({unit}) | max ({unit}) "
+        f"| median / {figure.baseline or figure.series[0].name} |",
         "|---|---:|---:|---:|---:|",
     ]
     for s in figure.series:
         lines.append(
-            f"| {s.name} | {s.min:.3g} | {s.median:.3g} | {s.max:.3g} | {figure.ratio(s.name):.2f}× |"
+            f"| {s.name} | {s.min:.3g} | {s.median:.3g} | {s.max:.3g} "
+            f"| {figure.ratio(s.name):.2f}× |"
         )
     if figure.notes:
         lines.append("")
@@ -227,8 +235,11 @@ def run_group(
                 time.sleep(pause)
             spawned = time.time()
             proc = subprocess.Popen(
-                list(commands[i]), env=dict(envs[i]),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                list(commands[i]),
+                env=dict(envs[i]),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             procs.append((i, spawned, proc))
         members: dict[int, Member] = {}

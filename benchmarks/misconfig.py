@@ -30,18 +30,33 @@ class Case:
 
 
 CASES = (
-    Case("no_coordinator", "no coordinator (worker alone, timeout 3 s)",
-         lambda port: (f"127.0.0.1:{port}", 2, [1])),
-    Case("port_taken", "coordinator port taken by another listener",
-         lambda port: (f"127.0.0.1:{port}", 2, [0, 1]), hold_port=True),
-    Case("bad_address", "bad address (port 99999)",
-         lambda port: ("127.0.0.1:99999", 2, [0, 1])),
-    Case("process_id_out_of_range", "process id out of range (2 of 2)",
-         lambda port: (f"127.0.0.1:{port}", 2, [0, 2])),
-    Case("duplicate_process_id", "duplicate process id (0, 1, 1 of 3)",
-         lambda port: (f"127.0.0.1:{port}", 3, [0, 1, 1])),
-    Case("missing_process", "missing process (1 of 2 started, timeout 3 s)",
-         lambda port: (f"127.0.0.1:{port}", 2, [0])),
+    Case(
+        "no_coordinator",
+        "no coordinator (worker alone, timeout 3 s)",
+        lambda port: (f"127.0.0.1:{port}", 2, [1]),
+    ),
+    Case(
+        "port_taken",
+        "coordinator port taken by another listener",
+        lambda port: (f"127.0.0.1:{port}", 2, [0, 1]),
+        hold_port=True,
+    ),
+    Case("bad_address", "bad address (port 99999)", lambda port: ("127.0.0.1:99999", 2, [0, 1])),
+    Case(
+        "process_id_out_of_range",
+        "process id out of range (2 of 2)",
+        lambda port: (f"127.0.0.1:{port}", 2, [0, 2]),
+    ),
+    Case(
+        "duplicate_process_id",
+        "duplicate process id (0, 1, 1 of 3)",
+        lambda port: (f"127.0.0.1:{port}", 3, [0, 1, 1]),
+    ),
+    Case(
+        "missing_process",
+        "missing process (1 of 2 started, timeout 3 s)",
+        lambda port: (f"127.0.0.1:{port}", 2, [0]),
+    ),
 )
 
 
@@ -73,8 +88,9 @@ def run_case(case: Case, tool: str) -> tuple[float, str]:
             [sys.executable, str(MEMBER), tool, address, str(n), str(pid), str(TIMEOUT_S)]
             for pid in ids
         ]
-        members = run_group(commands, [child_env(1)] * len(ids), delays=[0.0] * len(ids),
-                            limit=LIMIT_S)
+        members = run_group(
+            commands, [child_env(1)] * len(ids), delays=[0.0] * len(ids), limit=LIMIT_S
+        )
     finally:
         if holder is not None:
             holder.close()
@@ -106,10 +122,12 @@ def measure(runs: int) -> list[Figure]:
                     samples[tool].append(seconds)
                     outcomes[tool][what] += 1
         notes = [
-            f"{tool}: " + "; ".join(
+            f"{tool}: "
+            + "; ".join(
                 f"{what} ({count} of {sum(outcomes[tool].values())} runs)"
                 for what, count in outcomes[tool].most_common()
-            ) + (" — not repeated after the first hang" if tool in hung else "")
+            )
+            + (" — not repeated after the first hang" if tool in hung else "")
             for tool in TOOLS
         ]
         figures.append(

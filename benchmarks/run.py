@@ -27,10 +27,18 @@ def main(argv: list[str] | None = None) -> int:
         description="Time kdist against raw JAX and Keras, side by side, in one run.",
         epilog="Example: python -m benchmarks.run --only import --runs 9",
     )
-    parser.add_argument("--only", default=",".join(FIGURES),
-                        help=f"comma-separated figures to run (default: all of {', '.join(FIGURES)})")
-    parser.add_argument("--runs", type=int, default=MIN_COUNTED_RUNS,
-                        help=f"counted runs per contender (at least {MIN_COUNTED_RUNS}; one warm-up run is discarded)")
+    parser.add_argument(
+        "--only",
+        default=",".join(FIGURES),
+        help=f"comma-separated figures to run (default: all of {', '.join(FIGURES)})",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=MIN_COUNTED_RUNS,
+        help=f"counted runs per contender (at least {MIN_COUNTED_RUNS}; "
+        "one warm-up run is discarded)",
+    )
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(FIGURES))

@@ -26,7 +26,7 @@ def one_cluster(tool: str, n: int, late_ms: int) -> dict[str, float]:
     delays = [late_ms / 1000 if pid == 0 and n > 1 else 0.0 for pid in range(n)]
     members = run_group(commands, [child_env(2)] * n, delays=delays, limit=LIMIT_S)
     reports = [m.report() for m in members]
-    for member, report in zip(members, reports):
+    for member, report in zip(members, reports, strict=True):
         if member.returncode != 0 or report is None or "ready" not in report:
             raise RuntimeError(
                 f"{tool} N={n}: a process failed ({member.returncode}):\n{member.stderr[-3000:]}"
@@ -48,7 +48,10 @@ def measure(runs: int) -> list[Figure]:
             if late_ms and n == 1:
                 continue
             samples = interleave(
-                {tool: (lambda tool=tool: one_cluster(tool, n, late_ms)) for tool in TOOLS},
+                {
+                    tool: (lambda tool=tool, n=n, late_ms=late_ms: one_cluster(tool, n, late_ms))
+                    for tool in TOOLS
+                },
                 runs=runs,
             )
             variant = f", process 0 spawned {late_ms} ms late" if late_ms else ", all at once"

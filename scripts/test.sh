@@ -22,5 +22,10 @@ build/cpp-tests/kdist_core_tests
 echo "== Fuzz targets (bounded; scripts/fuzz.sh SECONDS runs them longer)"
 CMAKE="$PWD/$venv/bin/cmake" bash scripts/fuzz.sh "${KDIST_FUZZ_SECONDS:-4}"
 
+echo "== Static checks: ruff, and mypy --strict on the installed package (with its generated stubs)"
+"$venv/bin/ruff" check python/kdist tests benchmarks
+"$venv/bin/ruff" format --check python/kdist
+"$venv/bin/mypy" --strict -p kdist
+
 echo "== Python tests (against the installed package)"
 "$venv/bin/python" -m pytest "$@"

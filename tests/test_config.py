@@ -28,7 +28,10 @@ def resolve(*args: object, **kwargs: object) -> kdist._core.ClusterSpec:
         ("10.0.0.1:65536", r"has port 65536, which is out of range; expected a port in 1..65535"),
         ("10.0.0.1:99999", r"has port 99999, which is out of range"),
         ("10.0.0.1:http", r'has port "http", which is not a number'),
-        ("fe80::1:1234", r"looks like an IPv6 address without brackets; write it as \[address\]:port"),
+        (
+            "fe80::1:1234",
+            r"looks like an IPv6 address without brackets; write it as \[address\]:port",
+        ),
         ("[fe80::1]", r"has no port"),
         ("[not-v6]:1", r'has host "not-v6", which is not a valid IPv6 address'),
         ("bad_host:1", r'has host "bad_host", which is not a valid host name'),
@@ -116,14 +119,21 @@ def test_process_id_out_of_range(pid: int) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("num_processes", True), ("num_processes", 2.0), ("process_id", False), ("process_id", 0.0),
-     ("num_processes", "2"), ("process_id", "0")],
+    [
+        ("num_processes", True),
+        ("num_processes", 2.0),
+        ("process_id", False),
+        ("process_id", 0.0),
+        ("num_processes", "2"),
+        ("process_id", "0"),
+    ],
 )
 def test_wrong_types_are_type_errors(name: str, value: object) -> None:
     kwargs: dict[str, object] = {"job_addresses": "h:1", "num_processes": 2, "process_id": 0}
     kwargs[name] = value
     with pytest.raises(
-        TypeError, match=rf"{name}={re.escape(repr(value))} \(argument, of type \w+\): expected an int"
+        TypeError,
+        match=rf"{name}={re.escape(repr(value))} \(argument, of type \w+\): expected an int",
     ):
         resolve(**kwargs)
 
@@ -184,7 +194,12 @@ def test_nothing_configured_lists_the_ways() -> None:
     with pytest.raises(kdist.ConfigError, match="found no cluster configuration") as info:
         resolve()
     message = str(info.value)
-    for way in ("job_addresses=", "KERAS_DISTRIBUTION_NUM_PROCESSES", "kdist launch", "num_processes=1"):
+    for way in (
+        "job_addresses=",
+        "KERAS_DISTRIBUTION_NUM_PROCESSES",
+        "kdist launch",
+        "num_processes=1",
+    ):
         assert way in message
 
 
@@ -240,7 +255,8 @@ def test_bad_timeouts(value: object, error: type[Exception], message: str) -> No
 def test_bad_environment_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KDIST_INIT_TIMEOUT", "5min")
     with pytest.raises(
-        kdist.ConfigError, match=re.escape('KDIST_INIT_TIMEOUT="5min" (from the environment): is not a number')
+        kdist.ConfigError,
+        match=re.escape('KDIST_INIT_TIMEOUT="5min" (from the environment): is not a number'),
     ):
         resolve(num_processes=1)
 
@@ -251,7 +267,9 @@ def test_preflight(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KDIST_PREFLIGHT", "0")
     assert resolve(num_processes=1).preflight is False
     monkeypatch.setenv("KDIST_PREFLIGHT", "sometimes")
-    with pytest.raises(kdist.ConfigError, match=r'KDIST_PREFLIGHT="sometimes" \(from the environment\)'):
+    with pytest.raises(
+        kdist.ConfigError, match=r'KDIST_PREFLIGHT="sometimes" \(from the environment\)'
+    ):
         resolve(num_processes=1)
     with pytest.raises(TypeError, match="expected True or False"):
         resolve(num_processes=1, preflight=1)
@@ -259,5 +277,9 @@ def test_preflight(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_cluster_detection_names_the_valid_modes() -> None:
     assert resolve(num_processes=1, cluster_detection="none").cluster_detection == "none"
-    with pytest.raises(kdist.ConfigError, match=r'cluster_detection="nope" \(argument\): is not a known cluster detection mode; expected one of "auto", "none"'):
+    with pytest.raises(
+        kdist.ConfigError,
+        match=r'cluster_detection="nope" \(argument\): is not a known cluster detection mode; '
+        r'expected one of "auto", "none"',
+    ):
         resolve(num_processes=1, cluster_detection="nope")

@@ -27,7 +27,8 @@ def test_single_process_initialize_shutdown_cycle() -> None:
         "kdist.shutdown()\n"
         "after = kdist.is_initialized(), kdist.cluster_spec()\n"
         "kdist.shutdown()  # a second shutdown does nothing\n"
-        "print(json.dumps({'before': before, 'during': during, 'after': after, 'devices': devices}))\n"
+        "print(json.dumps({'before': before, 'during': during, 'after': after,\n"
+        "                  'devices': devices}))\n"
     )
     assert report["before"] == [False, None]
     assert report["during"] == [
@@ -103,7 +104,8 @@ def test_validation_error_leaves_nothing_initialized() -> None:
         "try:\n"
         "    kdist.initialize('127.0.0.1:1', 2, 5)\n"
         "except kdist.ConfigError as e:\n"
-        "    print(json.dumps({'initialized': kdist.is_initialized(), 'jax': 'jax' in sys.modules}))\n"
+        "    print(json.dumps({'initialized': kdist.is_initialized(),\n"
+        "                      'jax': 'jax' in sys.modules}))\n"
     )
     assert report == {"initialized": False, "jax": False}
 
