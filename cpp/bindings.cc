@@ -144,6 +144,8 @@ NB_MODULE(_core, m) {
       .def(nb::init<>())
       .def("get", &DeviceCache::Get, nb::arg("device_type"),
            "A new list of the cached device strings, or None.")
+      .def("count", &DeviceCache::Count, nb::arg("device_type"),
+           "The length of the cached list, or None.")
       .def_prop_ro("generation", &DeviceCache::generation)
       .def("put", &DeviceCache::Put, nb::arg("device_type"), nb::arg("generation"),
            nb::arg("devices"), "Stores the list unless invalidated since `generation`.")

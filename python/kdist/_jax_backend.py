@@ -47,7 +47,7 @@ def shutdown_distributed() -> None:
         return
     import jax
 
-    jax.distributed.shutdown()
+    jax.distributed.shutdown()  # type: ignore[no-untyped-call]
 
 
 def device_strings(device_type: str | None) -> list[str]:
