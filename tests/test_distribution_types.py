@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support import clean_env, run_python
 
 import kdist
+from support import clean_env, run_python
 
 
 @dataclass
@@ -375,15 +375,14 @@ def test_scope_nests_restores_and_is_per_thread(mesh_2x4: kdist.DeviceMesh) -> N
     with outer.scope() as entered:
         assert entered is outer
         assert kdist.distribution() is outer
-        with pytest.raises(RuntimeError, match="boom"):
-            with inner.scope():
-                assert kdist.distribution() is inner
-                thread = threading.Thread(
-                    target=lambda: seen_by_other_thread.append(kdist.distribution())
-                )
-                thread.start()
-                thread.join(timeout=30)
-                raise RuntimeError("boom")
+        with pytest.raises(RuntimeError, match="boom"), inner.scope():
+            assert kdist.distribution() is inner
+            thread = threading.Thread(
+                target=lambda: seen_by_other_thread.append(kdist.distribution())
+            )
+            thread.start()
+            thread.join(timeout=30)
+            raise RuntimeError("boom")
         assert kdist.distribution() is outer
     assert kdist.distribution() is process_wide
     assert seen_by_other_thread == [process_wide]

@@ -145,7 +145,8 @@ def named_sharding(mesh: Any, axes: tuple[str | tuple[str, ...] | None, ...]) ->
     """A `jax.sharding.NamedSharding` of `mesh` with the PartitionSpec `axes`."""
     import jax
 
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*axes))
+    spec = jax.sharding.PartitionSpec(*axes)  # type: ignore[no-untyped-call]
+    return jax.sharding.NamedSharding(mesh, spec)
 
 
 def is_sharding(value: object) -> bool:
@@ -170,7 +171,7 @@ def with_sharding_constraint(value: Any, sharding: Any) -> Any:
     """`jax.lax.with_sharding_constraint` (inside a traced function)."""
     import jax
 
-    return jax.lax.with_sharding_constraint(value, sharding)
+    return jax.lax.with_sharding_constraint(value, sharding)  # type: ignore[no-untyped-call]
 
 
 def has_sharding(value: object, sharding: Any) -> bool:
@@ -195,7 +196,9 @@ def array_from_process_local_data(sharding: Any, local_data: Any) -> Any:
     """The global `jax.Array` whose part on this process's devices is `local_data`."""
     import jax
 
-    return jax.make_array_from_process_local_data(sharding, local_data)
+    return jax.make_array_from_process_local_data(  # type: ignore[no-untyped-call]
+        sharding, local_data
+    )
 
 
 def tree_map(function: Callable[[Any], Any], tree: Any) -> Any:
