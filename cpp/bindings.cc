@@ -230,10 +230,13 @@ NB_MODULE(_core, m) {
         "The values cluster_detection accepts: 'auto', 'none', then every detector's name.");
 
   m.def("cluster_detectors", &DetectorTable,
+        nb::sig("def cluster_detectors() -> list[dict[str, typing.Any]]"),
         "The scheduler detectors in the order 'auto' tries them: dicts with 'name', "
         "'summary', 'presence' (the variables that mean it is present) and 'variables'.");
 
   m.def("detect_all", &DetectAllAsList, nb::arg("environment"),
+        nb::sig("def detect_all(environment: collections.abc.Mapping[str, str]) -> "
+                "list[dict[str, typing.Any]]"),
         "What every detector makes of an environment snapshot, in table order: dicts with "
         "'name', 'present', 'error' (None or the message), 'values' (name -> dict of "
         "'value', 'variables', 'shown') and 'hints' (what it cannot give and what to set).");
@@ -242,6 +245,8 @@ NB_MODULE(_core, m) {
       .def(nb::init<>())
       .def("get", &DeviceCache::Get, nb::arg("device_type"),
            "A new list of the cached device strings, or None.")
+      .def("count", &DeviceCache::Count, nb::arg("device_type"),
+           "The length of the cached list, or None.")
       .def_prop_ro("generation", &DeviceCache::generation)
       .def("put", &DeviceCache::Put, nb::arg("device_type"), nb::arg("generation"),
            nb::arg("devices"), "Stores the list unless invalidated since `generation`.")

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import clean_env, free_port
 
 from kdist import _core, _doctor
+from support import clean_env, free_port
 
 DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from support import WORKERS, clean_env
 
 from kdist import _core
+from support import WORKERS, clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = str(WORKERS / "launch_child.py")
@@ -94,7 +94,9 @@ class Launcher:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
-            raise AssertionError("kdist launch did not finish in time\n" + self.describe())
+            raise AssertionError(
+                "kdist launch did not finish in time\n" + self.describe()
+            ) from None
         self.close()
         return code
 
@@ -178,11 +180,13 @@ def test_two_process_job_runs_initialize_and_prints_devices(tmp_path: Path) -> N
     assert result.returncode == 0, result.stdout + result.stderr
     devices = {}
     for process_id in (0, 1):
-        lines = [line for line in result.stdout.splitlines() if line.startswith(f"[{process_id}] ")]
-        assert any(f"process {process_id} of 2: initialize() took" in line for line in lines)
-        listed = [line for line in lines if f"process {process_id}: devices " in line]
-        assert len(listed) == 1, result.stdout
-        devices[process_id] = listed[0].split("devices ", 1)[1]
+        pattern = (
+            rf"\[{process_id}\] process {process_id} of 2: initialize took [\d.]+ s; "
+            r"global devices (.*)"
+        )
+        matches = [m for line in result.stdout.splitlines() if (m := re.fullmatch(pattern, line))]
+        assert len(matches) == 1, result.stdout
+        devices[process_id] = matches[0].group(1)
     assert devices[0] == devices[1]
     assert devices[0].count("cpu:") == 4
     assert all(line[:4] in ("[0] ", "[1] ") for line in result.stdout.splitlines())

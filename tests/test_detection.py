@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import WORKERS, clean_env, free_port, run_processes
 
 import kdist
 from kdist import _config, _core
+from support import WORKERS, clean_env, free_port, run_processes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "schedulers"
 
@@ -101,7 +101,9 @@ RESOLVED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "num_processes": 8,
             "process_id": 6,
             "sources": {
-                "job_addresses": "torchrun (MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE)",
+                "job_addresses": (
+                    "torchrun (MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE)"
+                ),
                 "num_processes": "torchrun (WORLD_SIZE)",
                 "process_id": "torchrun (RANK)",
             },

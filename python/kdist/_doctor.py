@@ -241,7 +241,7 @@ def collect(
         report["error"] = str(error)
 
     detectors = _core.detect_all(environment)
-    for entry, info in zip(detectors, _core.cluster_detectors()):
+    for entry, info in zip(detectors, _core.cluster_detectors(), strict=True):
         entry["summary"] = info["summary"]
         entry["presence"] = info["presence"]
     report["detectors"] = detectors
@@ -264,7 +264,7 @@ def collect(
 
         try:
             report["devices"] = _jax_backend.device_report()
-        except Exception as error:  # noqa: BLE001 (JAX's own failures are reported, not raised)
+        except Exception as error:  # JAX's own failures are reported, not raised
             report["devices"] = {"error": f"{type(error).__name__}: {error}"}
     return report
 

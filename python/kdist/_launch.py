@@ -10,6 +10,7 @@ signals can never belong to someone else's processes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -181,10 +182,8 @@ class _Process:
 
     def signal_group(self, signum: int) -> None:
         """Sends `signum` to the process's group (its children included)."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 class _Job:

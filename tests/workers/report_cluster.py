@@ -10,6 +10,12 @@ kdist.initialize()
 init_seconds = time.perf_counter() - started
 spec = kdist.cluster_spec()
 assert spec is not None
+kdist.initialize()  # the same configuration again: a no-op
+try:
+    kdist.initialize(num_processes=spec.num_processes + 1)
+    second_call_error = ""
+except kdist.ConfigError as error:
+    second_call_error = str(error)
 print(
     json.dumps(
         {
@@ -23,6 +29,7 @@ print(
             "devices": kdist.list_devices(),
             "device_count": kdist.get_device_count(),
             "init_seconds": init_seconds,
+            "second_call_error": second_call_error,
         }
     ),
     flush=True,
