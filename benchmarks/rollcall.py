@@ -9,7 +9,8 @@ has its "go" and process 0 has returned (it waits for them to close first).
 The Python clients' own cost (connect, send, read) is part of the figure.
 
 Usage:
-    python benchmarks/rollcall.py [--workers 1 10 100 1000] [--runs 7]
+    python -m benchmarks.rollcall [--workers 1 10 100 1000] [--runs 7]
+    python -m benchmarks.run --only rollcall      (as a figure of the harness)
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ import threading
 import time
 from collections.abc import Sequence
 
+from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series
 from kdist import _core
+
+WORKER_COUNTS = (1, 10, 100, 1000)
 
 
 def _free_port() -> int:
@@ -34,7 +38,9 @@ def _free_port() -> int:
 
 
 def _spec(port: int, n: int, process_id: int, timeout: float) -> _core.ClusterSpec:
-    return _core.resolve(f"127.0.0.1:{port}", str(n), str(process_id), repr(timeout), None, None, {})
+    return _core.resolve(
+        f"127.0.0.1:{port}", str(n), str(process_id), repr(timeout), None, None, {}
+    )
 
 
 def _raise_open_file_limit(needed: int) -> None:
@@ -49,7 +55,10 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
     n = workers + 1
     port = _free_port()
     coordinator = _spec(port, n, 0, timeout)
-    hellos = [_core.encode_hello(_spec(port, n, i, timeout), "bench", "sim", 100000 + i) for i in range(1, n)]
+    hellos = [
+        _core.encode_hello(_spec(port, n, i, timeout), "bench", "sim", 100000 + i)
+        for i in range(1, n)
+    ]
     listener = _core.bind_coordinator_port(coordinator)
     outcome: dict[str, object] = {}
 
@@ -111,25 +120,34 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
     return elapsed
 
 
-def measure(
-    workers: Sequence[int] = (1, 10, 100, 1000), runs: int = 7
-) -> dict[str, dict[str, object]]:
-    """{str(workers): {"min", "median", "max", "runs": [...]}} in seconds,
-    runs interleaved across sizes."""
+def samples(workers: Sequence[int] = WORKER_COUNTS, runs: int = 7) -> dict[int, list[float]]:
+    """Seconds per roll call for each worker count: `runs` counted runs,
+    interleaved across counts, after one discarded warm-up round."""
     _raise_open_file_limit(2 * max(workers) + 256)
-    samples: dict[int, list[float]] = {w: [] for w in workers}
-    for _ in range(runs):
+    out: dict[int, list[float]] = {w: [] for w in workers}
+    for round_index in range(1 + runs):
         for w in workers:
-            samples[w].append(roll_call_seconds(w))
-    return {
-        str(w): {
-            "min": min(xs),
-            "median": statistics.median(xs),
-            "max": max(xs),
-            "runs": [round(x, 5) for x in xs],
-        }
-        for w, xs in samples.items()
-    }
+            seconds = roll_call_seconds(w)
+            if round_index > 0:
+                out[w].append(seconds)
+    return out
+
+
+def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:
+    """The harness's figure: one series per worker count, in milliseconds."""
+    by_count = samples(WORKER_COUNTS, runs)
+    return [
+        Figure(
+            "rollcall",
+            "Roll call of process 0 (C++) with simulated processes on loopback",
+            [Series(f"{w} workers", "ms", [1000 * x for x in xs]) for w, xs in by_count.items()],
+            baseline=f"{WORKER_COUNTS[-1]} workers",
+            notes=[
+                "Target: the 1,000-worker roll call under 1 s. The simulated processes are "
+                "Python sockets in one process; their own cost is part of the figure."
+            ],
+        )
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -138,15 +156,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    figures = measure(args.workers, args.runs)
+    by_count = samples(args.workers, args.runs)
     if args.json:
+        figures = {
+            str(w): {
+                "min": min(xs),
+                "median": statistics.median(xs),
+                "max": max(xs),
+                "runs": [round(x, 5) for x in xs],
+            }
+            for w, xs in by_count.items()
+        }
         print(json.dumps(figures, indent=2))
         return
     print(f"roll call against the C++ coordinator on loopback, {args.runs} runs (ms)")
     print(f"{'workers':>8} {'min':>9} {'median':>9} {'max':>9}")
-    for w, f in figures.items():
-        print(f"{w:>8} {1000 * float(f['min']):9.2f} {1000 * float(f['median']):9.2f} "
-              f"{1000 * float(f['max']):9.2f}")
+    for w, xs in by_count.items():
+        print(
+            f"{w:>8} {1000 * min(xs):9.2f} {1000 * statistics.median(xs):9.2f} "
+            f"{1000 * max(xs):9.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -43,11 +43,13 @@ Result<uint16_t> ParsePort(std::string_view text) {
 }
 
 bool IsValidIpv4(std::string_view host) {
+  if (host.find('\0') != std::string_view::npos) return false;  // inet_pton stops there
   in_addr out{};
   return inet_pton(AF_INET, std::string(host).c_str(), &out) == 1;
 }
 
 bool IsValidIpv6(std::string_view host) {
+  if (host.find('\0') != std::string_view::npos) return false;  // inet_pton stops there
   // A zone ("fe80::1%eth0") is allowed after the address.
   const size_t percent = host.find('%');
   if (percent != std::string_view::npos) {

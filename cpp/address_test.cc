@@ -78,6 +78,14 @@ KDIST_TEST(Address, RejectsBadHosts) {
                      "host name");
 }
 
+KDIST_TEST(Address, RejectsNulInIpLiterals) {
+  // inet_pton reads a C string: without a check, "::1<NUL>junk" would pass as ::1.
+  KDIST_EXPECT_ERROR(ParseAddress(std::string("[::1\0junk]:1", 12)),
+                     StatusCode::kInvalidArgument, "not a valid IPv6");
+  KDIST_EXPECT_ERROR(ParseAddress(std::string("10.0.0.1\0:1", 11)), StatusCode::kInvalidArgument,
+                     "host");
+}
+
 KDIST_TEST(Address, HostNameLimits) {
   KDIST_EXPECT_TRUE(IsValidHostName(std::string(63, 'a')));
   KDIST_EXPECT_FALSE(IsValidHostName(std::string(64, 'a')));

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "cluster_spec.h"
 #include "coordinator.h"
+#include "detectors.h"
 #include "device_cache.h"
 #include "environment.h"
 #include "hello.h"
@@ -73,7 +74,70 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
           {"process_id", spec.process_id.source},
           {"timeout", spec.timeout_seconds.source},
           {"preflight", spec.preflight.source},
-          {"cluster_detection", spec.cluster_detection.source}};
+          {"cluster_detection", spec.cluster_detection.source},
+          {"local_device_ids", spec.local_device_ids.source}};
+}
+
+std::string IdList(const std::optional<std::vector<int64_t>>& ids) {
+  if (!ids) return "None";
+  std::string out = "[";
+  for (size_t i = 0; i < ids->size(); ++i) out += (i ? ", " : "") + std::to_string((*ids)[i]);
+  return out + "]";
+}
+
+nb::dict DetectedValues(const Detection& d) {
+  nb::dict values;
+  const std::pair<const char*, const std::optional<DetectedValue>*> fields[] = {
+      {"job_addresses", &d.job_addresses}, {"num_processes", &d.num_processes},
+      {"process_id", &d.process_id},       {"local_rank", &d.local_rank},
+      {"local_size", &d.local_size}};
+  for (const auto& [name, value] : fields) {
+    if (!*value) continue;
+    nb::dict entry;
+    entry["value"] = (*value)->text;
+    entry["variables"] = (*value)->variables;
+    entry["shown"] = (*value)->shown;
+    values[name] = entry;
+  }
+  return values;
+}
+
+nb::dict DetectedHints(const Detection& d) {
+  nb::dict hints;
+  if (!d.job_addresses_hint.empty()) hints["job_addresses"] = d.job_addresses_hint;
+  if (!d.num_processes_hint.empty()) hints["num_processes"] = d.num_processes_hint;
+  if (!d.process_id_hint.empty()) hints["process_id"] = d.process_id_hint;
+  return hints;
+}
+
+nb::list DetectAllAsList(const std::map<std::string, std::string>& environment) {
+  Environment env(environment.begin(), environment.end());
+  nb::list out;
+  for (const DetectorReport& report : DetectAll(env)) {
+    nb::dict entry;
+    entry["name"] = report.name;
+    entry["present"] = !report.status.ok() || report.detection.has_value();
+    entry["error"] = report.status.ok() ? nb::none() : nb::cast(report.status.message());
+    entry["values"] = report.detection ? DetectedValues(*report.detection) : nb::dict();
+    entry["hints"] = report.detection ? DetectedHints(*report.detection) : nb::dict();
+    out.append(entry);
+  }
+  return out;
+}
+
+nb::list DetectorTable() {
+  nb::list out;
+  for (const Detector& detector : Detectors()) {
+    nb::dict entry;
+    entry["name"] = std::string(detector.name);
+    entry["summary"] = std::string(detector.summary);
+    entry["presence"] = std::string(detector.presence);
+    nb::list variables;
+    for (std::string_view v : detector.variables) variables.append(std::string(v));
+    entry["variables"] = variables;
+    out.append(entry);
+  }
+  return out;
 }
 
 std::string Repr(const ClusterSpec& spec) {
@@ -87,7 +151,9 @@ std::string Repr(const ClusterSpec& spec) {
          "], num_processes=" + std::to_string(spec.num_processes.value) +
          ", process_id=" + std::to_string(spec.process_id.value) + ", timeout=" + timeout +
          ", preflight=" + (spec.preflight.value ? "True" : "False") + ", cluster_detection='" +
-         spec.cluster_detection.value + "')";
+         spec.cluster_detection.value + "', scheduler=" +
+         (spec.scheduler ? "'" + *spec.scheduler + "'" : std::string("None")) +
+         ", local_device_ids=" + IdList(spec.local_device_ids.value) + ")";
 }
 
 // The Python side of a roll call's hooks. The core calls them with the GIL
@@ -316,9 +382,32 @@ NB_MODULE(_core, m) {
       .def_prop_ro("preflight", [](const ClusterSpec& s) { return s.preflight.value; })
       .def_prop_ro("cluster_detection",
                    [](const ClusterSpec& s) { return s.cluster_detection.value; })
+      .def_prop_ro("scheduler",
+                   [](const ClusterSpec& s) { return s.scheduler; },
+                   "The scheduler detector that recognised this environment ('slurm', "
+                   "'torchrun', ...), even when explicit settings left it nothing to fill; "
+                   "None when none did.")
+      .def_prop_ro("local_device_ids",
+                   [](const ClusterSpec& s) { return s.local_device_ids.value; },
+                   "The local device ids handed to jax.distributed.initialize; None: every "
+                   "device the process sees. Set by KDIST_LOCAL_DEVICE_IDS ('all', 'auto' for "
+                   "the scheduler's suggestion, or ids '0,1').")
+      .def_prop_ro("suggested_local_device_ids",
+                   [](const ClusterSpec& s) { return s.suggested_local_device_ids; },
+                   "What the detected scheduler suggests (one device per process, by local "
+                   "rank), applied only with KDIST_LOCAL_DEVICE_IDS=auto; None: keep every "
+                   "device.")
+      .def_prop_ro("local_devices_reason",
+                   [](const ClusterSpec& s) { return s.local_devices_reason; },
+                   "Why the suggestion is what it is, in words.")
+      .def_prop_ro("local_devices_suggestion_applied",
+                   [](const ClusterSpec& s) { return s.local_devices_suggestion_applied; },
+                   "Whether local_device_ids is the scheduler's suggestion "
+                   "(KDIST_LOCAL_DEVICE_IDS=auto).")
       .def_prop_ro("sources", &Sources,
                    "Where each value came from: 'argument', an environment variable's name, "
-                   "'job_addresses' (counted from the list) or 'default'.")
+                   "a detector and its variables ('slurm (SLURM_PROCID)'), 'job_addresses' "
+                   "(counted from the list) or 'default'.")
       .def_prop_ro("fingerprint", &ClusterSpec::Fingerprint,
                    "Digest of the settings every process of the job must share.")
       .def("same_job_and_process", &ClusterSpec::SameJobAndProcess, nb::arg("other"),
@@ -344,7 +433,19 @@ NB_MODULE(_core, m) {
       "kdist.ConfigError naming the bad value and its source.");
 
   m.def("cluster_detection_modes", &ClusterDetectionModes,
-        "The values cluster_detection accepts.");
+        "The values cluster_detection accepts: 'auto', 'none', then every detector's name.");
+
+  m.def("cluster_detectors", &DetectorTable,
+        nb::sig("def cluster_detectors() -> list[dict[str, typing.Any]]"),
+        "The scheduler detectors in the order 'auto' tries them: dicts with 'name', "
+        "'summary', 'presence' (the variables that mean it is present) and 'variables'.");
+
+  m.def("detect_all", &DetectAllAsList, nb::arg("environment"),
+        nb::sig("def detect_all(environment: collections.abc.Mapping[str, str]) -> "
+                "list[dict[str, typing.Any]]"),
+        "What every detector makes of an environment snapshot, in table order: dicts with "
+        "'name', 'present', 'error' (None or the message), 'values' (name -> dict of "
+        "'value', 'variables', 'shown') and 'hints' (what it cannot give and what to set).");
 
   nb::class_<Listener>(m, "CoordinatorListener",
                        "Process 0's listener on the coordinator port, bound and not yet used.")
@@ -357,7 +458,12 @@ NB_MODULE(_core, m) {
   m.def("bind_coordinator_port", &BindCoordinatorPortPy, nb::arg("spec"),
         "Binds the coordinator port as JAX will (every interface, never shared); raises "
         "PortInUseError naming the port and its holder when it is taken.");
-  m.def("run_coordinator", &RunCoordinatorPy, nb::arg("spec"), nb::arg("jax_version"),
+  m.def("run_coordinator", &RunCoordinatorPy,
+        nb::sig("def run_coordinator(spec: ClusterSpec, jax_version: str, host: str, pid: int, "
+                "*, listener: CoordinatorListener | None = None, timeout: float, "
+                "elapsed: float = 0.0, progress: collections.abc.Callable[[str], None] | None "
+                "= None, progress_interval: float = 5.0) -> dict[str, typing.Any]"),
+        nb::arg("spec"), nb::arg("jax_version"),
         nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("listener").none() = nb::none(),
         nb::arg("timeout"),
         nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
@@ -366,7 +472,12 @@ NB_MODULE(_core, m) {
         "`timeout` seconds in all of which `elapsed` were spent before the call. Returns "
         "{'members': [...], 'dropped', 'seconds', 'listened_on'}; raises PortInUseError, "
         "RendezvousError, RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
-  m.def("run_worker", &RunWorkerPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
+  m.def("run_worker", &RunWorkerPy,
+        nb::sig("def run_worker(spec: ClusterSpec, jax_version: str, host: str, pid: int, *, "
+                "timeout: float, elapsed: float = 0.0, progress: "
+                "collections.abc.Callable[[str], None] | None = None, progress_interval: float "
+                "= 5.0, seed: int | None = None) -> dict[str, typing.Any]"),
+        nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
         nb::arg("pid"), nb::kw_only(), nb::arg("timeout"),
         nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
         nb::arg("seed").none() = nb::none(),
@@ -374,7 +485,11 @@ NB_MODULE(_core, m) {
         "{'coordinator_host', 'coordinator_pid', 'coordinator_jax_version', 'attempts', "
         "'seconds', 'connected_to'}; raises CoordinatorUnreachableError, RendezvousError, "
         "RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
-  m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("endpoint"), nb::kw_only(),
+  m.def("wait_for_coordinator_service", &WaitForServicePy,
+        nb::sig("def wait_for_coordinator_service(endpoint: str, *, timeout: float, elapsed: "
+                "float = 0.0, progress: collections.abc.Callable[[str], None] | None = None, "
+                "progress_interval: float = 5.0) -> None"),
+        nb::arg("endpoint"), nb::kw_only(),
         nb::arg("timeout"), nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(),
         nb::arg("progress_interval") = 5.0,
         "Waits until `endpoint` (an IP literal host:port, run_worker's 'connected_to') accepts "
@@ -382,7 +497,8 @@ NB_MODULE(_core, m) {
   m.def("encode_hello", &EncodeHelloPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
         nb::arg("pid"), nb::arg("token").none() = nb::none(),
         "The hello frame a process with this spec sends (token: the spec's unless given).");
-  m.def("decode_reply", &DecodeReplyPy, nb::arg("frame"),
+  m.def("decode_reply", &DecodeReplyPy,
+        nb::sig("def decode_reply(frame: bytes) -> dict[str, typing.Any]"), nb::arg("frame"),
         "Decodes one reply frame from process 0: {'type': 'go'|'reject'|'status', 'code', "
         "'message', 'host', 'pid', 'jax_version'}.");
   m.def("frame_size", &FrameSizePy, nb::arg("header"),
@@ -394,6 +510,8 @@ NB_MODULE(_core, m) {
       .def(nb::init<>())
       .def("get", &DeviceCache::Get, nb::arg("device_type"),
            "A new list of the cached device strings, or None.")
+      .def("count", &DeviceCache::Count, nb::arg("device_type"),
+           "The length of the cached list, or None.")
       .def_prop_ro("generation", &DeviceCache::generation)
       .def("put", &DeviceCache::Put, nb::arg("device_type"), nb::arg("generation"),
            nb::arg("devices"), "Stores the list unless invalidated since `generation`.")

@@ -17,7 +17,8 @@ std::string ClusterSpec::Fingerprint() const {
 bool ClusterSpec::SameJobAndProcess(const ClusterSpec& other) const {
   return job_addresses.value == other.job_addresses.value &&
          num_processes.value == other.num_processes.value &&
-         process_id.value == other.process_id.value;
+         process_id.value == other.process_id.value &&
+         local_device_ids.value == other.local_device_ids.value;
 }
 
 std::string HexDigest(std::string_view text) {

@@ -32,6 +32,20 @@ struct ClusterSpec {
   // present; empty when unset. Never printed, not part of the fingerprint.
   Sourced<std::string> rendezvous_token;
 
+  // The scheduler detector that recognised this environment ("slurm"), even
+  // when explicit settings left it nothing to fill; nullopt when none did.
+  std::optional<std::string> scheduler;
+
+  // The local device ids this process hands to JAX; nullopt: every device it
+  // sees. Source "default", "KDIST_LOCAL_DEVICE_IDS", or the detector when
+  // KDIST_LOCAL_DEVICE_IDS=auto applied its suggestion ("slurm (SLURM_LOCALID)").
+  Sourced<std::optional<std::vector<int64_t>>> local_device_ids;
+  // What the detected scheduler suggests (nullopt: keep every device), and why.
+  std::optional<std::vector<int64_t>> suggested_local_device_ids;
+  std::string local_devices_reason;
+  // Whether local_device_ids is that suggestion (KDIST_LOCAL_DEVICE_IDS=auto).
+  bool local_devices_suggestion_applied = false;
+
   // The coordinator (the first job address), when there is one.
   std::optional<Address> coordinator() const;
 
@@ -40,7 +54,8 @@ struct ClusterSpec {
   std::string Fingerprint() const;
 
   // Whether two specs describe the same process of the same job: the same
-  // addresses, process count and process id. Sources and deadlines may differ.
+  // addresses, process count, process id and local devices. Sources and
+  // deadlines may differ.
   bool SameJobAndProcess(const ClusterSpec& other) const;
 };
 

@@ -9,6 +9,13 @@ std::optional<std::vector<std::string>> DeviceCache::Get(const std::string& devi
   return it->second;
 }
 
+std::optional<size_t> DeviceCache::Count(const std::string& device_type) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = lists_.find(device_type);
+  if (it == lists_.end()) return std::nullopt;
+  return it->second.size();
+}
+
 uint64_t DeviceCache::generation() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return generation_;

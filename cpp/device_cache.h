@@ -17,6 +17,9 @@ class DeviceCache {
   // The cached list for `device_type` ("" for the default type), if any.
   std::optional<std::vector<std::string>> Get(const std::string& device_type) const;
 
+  // The length of the cached list for `device_type`, if any.
+  std::optional<size_t> Count(const std::string& device_type) const;
+
   // The generation to pass to Put: read it before asking the backend, so a
   // list computed across an Invalidate() is never stored.
   uint64_t generation() const;

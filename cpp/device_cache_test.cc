@@ -14,6 +14,8 @@ KDIST_TEST(DeviceCache, StoresPerDeviceType) {
   KDIST_EXPECT_EQ(cache.Get("")->size(), size_t{2});
   KDIST_EXPECT_EQ(cache.Get("gpu")->front(), std::string("gpu:0"));
   KDIST_EXPECT_FALSE(cache.Get("tpu").has_value());
+  KDIST_EXPECT_EQ(*cache.Count(""), size_t{2});
+  KDIST_EXPECT_FALSE(cache.Count("tpu").has_value());
 }
 
 KDIST_TEST(DeviceCache, InvalidateForgetsEverything) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "detectors.h"
+#include "local_devices.h"
 #include "scalars.h"
 #include "text.h"
 
@@ -11,24 +13,34 @@ namespace {
 
 // A setting before parsing: its text and where it came from.
 struct Raw {
-  std::string label;   // what the user wrote: an argument name or a variable name
+  std::string label;     // what the user wrote: an argument or variable name;
+                         // for a detected value, how it is shown: SLURM_PROCID="3"
   std::string text;
-  std::string source;  // "argument" or the environment variable's name
-  bool quote = true;   // integers passed as arguments print unquoted
+  std::string source;    // "argument", the variable's name, or "slurm (SLURM_PROCID)"
+  bool quote = true;     // integers passed as arguments print unquoted
+  std::string detector;  // the detector that gave it, if one did
 };
 
 std::optional<Raw> Pick(const std::optional<std::string>& argument, std::string_view name,
                         const Environment& env, std::string_view variable,
                         bool quote_argument = true) {
-  if (argument) return Raw{std::string(name), *argument, "argument", quote_argument};
+  if (argument) return Raw{std::string(name), *argument, "argument", quote_argument, ""};
   if (const std::string* value = Lookup(env, variable)) {
-    return Raw{std::string(variable), *value, std::string(variable), true};
+    return Raw{std::string(variable), *value, std::string(variable), true, ""};
   }
   return std::nullopt;
 }
 
-// "num_processes=0 (argument)", "KERAS_DISTRIBUTION_NUM_PROCESSES=\"two\" (from the environment)".
+std::optional<Raw> FromDetection(const std::optional<DetectedValue>& value,
+                                 const std::string& detector) {
+  if (!value) return std::nullopt;
+  return Raw{value->shown, value->text, detector + " (" + value->variables + ")", true, detector};
+}
+
+// "num_processes=0 (argument)", "KERAS_DISTRIBUTION_NUM_PROCESSES=\"two\" (from the
+// environment)", "SLURM_PROCID=\"x\" (detected: slurm)".
 std::string Describe(const Raw& raw) {
+  if (!raw.detector.empty()) return raw.label + " (detected: " + raw.detector + ")";
   const std::string value = raw.quote ? Quote(raw.text) : raw.text;
   std::string where;
   if (raw.source == "argument") {
@@ -44,6 +56,9 @@ std::string Describe(const Raw& raw) {
 Status Invalid(const Raw& raw, std::string_view reason) {
   return InvalidArgument(Describe(raw) + ": " + std::string(reason));
 }
+
+// "; <hint>" when a detector explained why it left a value out.
+std::string Hint(const std::string& hint) { return hint.empty() ? "" : "; " + hint; }
 
 std::string Number(double value) {
   char buffer[32];
@@ -109,7 +124,42 @@ Result<Sourced<std::string>> ResolveRendezvousToken(const Environment& env) {
   return Sourced<std::string>{*value, std::string(kEnvRendezvousToken)};
 }
 
-Status NothingConfigured() {
+// "cluster_detection=\"slurm\" (argument)", "KDIST_CLUSTER_DETECTION=\"none\" (from the
+// environment)", "cluster_detection=\"auto\" (default)".
+std::string DescribeMode(const Sourced<std::string>& mode) {
+  if (mode.source == "argument") return "cluster_detection=" + Quote(mode.value) + " (argument)";
+  if (mode.source == "default") return "cluster_detection=" + Quote(mode.value) + " (default)";
+  return mode.source + "=" + Quote(mode.value) + " (from the environment)";
+}
+
+// The scheduler detection step. `needed`: whether explicit settings leave
+// something for a detector to fill. A present but broken scheduler
+// environment is an error when a value is needed from it or when the mode
+// names that detector; otherwise explicit settings cover it and it is ignored.
+Result<std::optional<Detection>> DetectScheduler(const Sourced<std::string>& mode, bool needed,
+                                                 const Environment& env) {
+  DetectResult result = DetectCluster(mode.value, env);
+  if (result.ok()) return *result;
+  const bool named = mode.value != "auto";
+  if (!needed && !named) return std::optional<Detection>();
+  if (result.status().code() == StatusCode::kNotFound) {
+    return InvalidArgument(DescribeMode(mode) + ": " + result.status().message() +
+                           "; use \"auto\" to detect whichever scheduler is present, or \"none\"");
+  }
+  return result.status();
+}
+
+std::string DetectorNames() {
+  std::vector<std::string> names;
+  for (const Detector& detector : Detectors()) names.emplace_back(detector.name);
+  return Join(names, ", ");
+}
+
+Status NothingConfigured(const Sourced<std::string>& mode) {
+  const std::string detection =
+      mode.value == "none"
+          ? "scheduler detection is off: " + DescribeMode(mode)
+          : "none was found; " + DescribeMode(mode) + " looked for " + DetectorNames();
   return InvalidArgument(
       "kdist.initialize() found no cluster configuration. Configure it in one of these ways:\n"
       "  - pass job_addresses=\"10.0.0.1:1234\", num_processes=2, process_id=0 "
@@ -118,12 +168,60 @@ Status NothingConfigured() {
       "KERAS_DISTRIBUTION_PROCESS_ID in each process's environment;\n"
       "  - start the processes with `kdist launch -n 2 -- python your_script.py`, which sets "
       "those variables;\n"
+      "  - start them under a launcher or scheduler kdist detects (torchrun, Open MPI's mpirun, "
+      "MPICH or Intel MPI mpiexec, Slurm's srun, TF_CONFIG, a Kubernetes Indexed Job); " +
+      detection +
+      ";\n"
       "  - or pass num_processes=1 to run a single process.");
+}
+
+// KDIST_LOCAL_DEVICE_IDS against the detected scheduler's suggestion.
+Status ResolveLocalDevices(const Environment& env, const std::optional<Detection>& detection,
+                           ClusterSpec& spec) {
+  const std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvLocalDeviceIds);
+  std::optional<LocalDeviceSetting> setting;
+  if (raw) {
+    Result<LocalDeviceSetting> parsed = ParseLocalDeviceSetting(raw->text);
+    if (!parsed.ok()) return Invalid(*raw, parsed.status().message());
+    setting = *parsed;
+  }
+  const bool apply_suggestion = setting && setting->kind == LocalDeviceSetting::Kind::kAuto;
+
+  Result<LocalDeviceSuggestion> suggestion = SuggestLocalDevices(detection, env);
+  if (!suggestion.ok()) {
+    // Only fatal when asked to apply it.
+    if (apply_suggestion) return suggestion.status();
+    suggestion = LocalDeviceSuggestion{std::nullopt, "", suggestion.status().message()};
+  }
+  spec.suggested_local_device_ids = suggestion->ids;
+  spec.local_devices_reason = suggestion->reason;
+
+  const bool distributed = spec.coordinator().has_value();
+  spec.local_device_ids = {std::nullopt, "default"};
+  if (!setting) return Status::Ok();
+  spec.local_device_ids.source = raw->source;
+  if (setting->kind == LocalDeviceSetting::Kind::kList) {
+    if (!distributed) {
+      return Invalid(*raw,
+                     "local device ids apply to a job started through jax.distributed (one "
+                     "with a coordinator address); for a single process, limit its devices "
+                     "with CUDA_VISIBLE_DEVICES instead");
+    }
+    spec.local_device_ids.value = setting->ids;
+  } else if (apply_suggestion && distributed && suggestion->ids) {
+    spec.local_device_ids = {suggestion->ids, suggestion->source};
+    spec.local_devices_suggestion_applied = true;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
-std::vector<std::string> ClusterDetectionModes() { return {"auto", "none"}; }
+std::vector<std::string> ClusterDetectionModes() {
+  std::vector<std::string> modes = {"auto", "none"};
+  for (const Detector& detector : Detectors()) modes.emplace_back(detector.name);
+  return modes;
+}
 
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   ClusterSpec spec;
@@ -136,20 +234,42 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   Result<Sourced<bool>> preflight = ResolvePreflight(request, env);
   if (!preflight.ok()) return preflight.status();
   spec.preflight = *preflight;
-  Result<Sourced<std::string>> detection = ResolveClusterDetection(request, env);
-  if (!detection.ok()) return detection.status();
-  spec.cluster_detection = *detection;
+  Result<Sourced<std::string>> detection_mode = ResolveClusterDetection(request, env);
+  if (!detection_mode.ok()) return detection_mode.status();
+  spec.cluster_detection = *detection_mode;
   Result<Sourced<std::string>> token = ResolveRendezvousToken(env);
   if (!token.ok()) return token.status();
   spec.rendezvous_token = *token;
 
-  const std::optional<Raw> addresses_raw =
+  std::optional<Raw> addresses_raw =
       Pick(request.job_addresses, "job_addresses", env, kEnvJobAddresses);
-  const std::optional<Raw> count_raw =
+  std::optional<Raw> count_raw =
       Pick(request.num_processes, "num_processes", env, kEnvNumProcesses, false);
-  const std::optional<Raw> id_raw =
-      Pick(request.process_id, "process_id", env, kEnvProcessId, false);
-  if (!addresses_raw && !count_raw && !id_raw) return NothingConfigured();
+  std::optional<Raw> id_raw = Pick(request.process_id, "process_id", env, kEnvProcessId, false);
+
+  // A detector fills only what explicit settings leave out. An explicit
+  // single process needs nothing from it: no coordinator, and id 0.
+  const size_t explicit_addresses =
+      addresses_raw ? Split(addresses_raw->text, ',').size() : 0;
+  const Result<int64_t> explicit_count = ParseInteger(count_raw ? count_raw->text : "");
+  const bool single_process = explicit_count.ok() && *explicit_count == 1;
+  const bool needed = !single_process &&
+                      !(addresses_raw && id_raw && (count_raw || explicit_addresses > 1));
+  Result<std::optional<Detection>> detected = DetectScheduler(spec.cluster_detection, needed, env);
+  if (!detected.ok()) return detected.status();
+  if (*detected) spec.scheduler = (*detected)->detector;
+  const Detection* filler = (*detected && !single_process) ? &**detected : nullptr;
+  if (filler) {
+    const std::string& name = filler->detector;
+    if (!addresses_raw) addresses_raw = FromDetection(filler->job_addresses, name);
+    if (!count_raw && explicit_addresses <= 1) {
+      count_raw = FromDetection(filler->num_processes, name);
+    }
+    if (!id_raw) id_raw = FromDetection(filler->process_id, name);
+  }
+  const Detection no_detection;
+  const Detection& hints = filler ? *filler : no_detection;
+  if (!addresses_raw && !count_raw && !id_raw) return NothingConfigured(spec.cluster_detection);
 
   if (addresses_raw) {
     Result<std::vector<Address>> list = ParseAddressList(addresses_raw->text);
@@ -174,11 +294,13 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
     return InvalidArgument(Describe(*addresses_raw) +
                            " names the coordinator but the number of processes is not set; pass "
                            "num_processes=..., set KERAS_DISTRIBUTION_NUM_PROCESSES, or list one "
-                           "address per process");
+                           "address per process" +
+                           Hint(hints.num_processes_hint));
   } else {
     return InvalidArgument(Describe(*id_raw) +
                            " is set but the number of processes is not; pass num_processes=... "
-                           "or set KERAS_DISTRIBUTION_NUM_PROCESSES (and a coordinator address)");
+                           "or set KERAS_DISTRIBUTION_NUM_PROCESSES (and a coordinator address)" +
+                           Hint(hints.num_processes_hint));
   }
   const int64_t n = spec.num_processes.value;
 
@@ -186,7 +308,8 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
     return InvalidArgument(
         Describe(*count_raw) +
         " needs the coordinator's address: pass job_addresses=\"host:port\" or set "
-        "KERAS_DISTRIBUTION_JOB_ADDRESSES (use num_processes=1 for a single process)");
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES (use num_processes=1 for a single process)" +
+        Hint(hints.job_addresses_hint));
   }
 
   const std::string id_expected = "expected an integer in [0, " + std::to_string(n) +
@@ -203,8 +326,10 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
     return InvalidArgument(
         "process_id is not set for a job of " + std::to_string(n) +
         " processes; pass process_id=... or set KERAS_DISTRIBUTION_PROCESS_ID (" + id_expected +
-        ")");
+        ")" + Hint(hints.process_id_hint));
   }
+
+  KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, *detected, spec));
   return spec;
 }
 

@@ -1,6 +1,7 @@
 // Resolve: every setting of initialize() in one place and one order —
-// explicit argument, then environment variable, then default — validated
-// before anything else happens, each value remembering its source.
+// explicit argument, then environment variable, then a detected scheduler
+// (detectors.h), then default — validated before anything else happens, each
+// value remembering its source.
 #ifndef KDIST_RESOLVE_H_
 #define KDIST_RESOLVE_H_
 
@@ -40,11 +41,15 @@ struct Request {
   std::optional<std::string> preflight;
 };
 
-// The values cluster_detection accepts, in the order they are listed.
+// The values cluster_detection accepts, in the order they are listed:
+// "auto", "none", then every detector's name in table order.
 std::vector<std::string> ClusterDetectionModes();
 
-// Resolves and validates. Failure is kInvalidArgument with a message that
-// names the value, where it came from, and the expected form.
+// Resolves and validates. A detected scheduler fills only the cluster
+// settings (job addresses, process count, process id) that neither an
+// argument nor a KERAS_DISTRIBUTION_* variable gives, and nothing when the
+// explicit process count is 1. Failure is kInvalidArgument with a message
+// that names the value, where it came from, and the expected form.
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env);
 
 }  // namespace kdist

@@ -170,6 +170,220 @@ KDIST_TEST(Resolve, RendezvousTokenComesOnlyFromTheEnvironment) {
   KDIST_EXPECT_TRUE(long_token.status().message().find("zzzz") == std::string::npos);
 }
 
+// srun --ntasks=4 over node[01-02], task 3.
+Environment SlurmTask3() {
+  return {{"SLURM_JOB_ID", "4096"},          {"SLURM_STEP_NODELIST", "node[01-02]"},
+          {"SLURM_STEP_NUM_TASKS", "4"},     {"SLURM_NTASKS", "4"},
+          {"SLURM_PROCID", "3"},             {"SLURM_LOCALID", "1"},
+          {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}};
+}
+
+KDIST_TEST(Resolve, DetectedSchedulerFillsEverythingWithSources) {
+  auto spec = Resolve(Request{}, SlurmTask3());
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
+  KDIST_EXPECT_EQ(spec->coordinator()->ToString(), std::string("node01:61440"));
+  KDIST_EXPECT_EQ(spec->job_addresses.source, std::string("slurm (SLURM_STEP_NODELIST, SLURM_JOB_ID)"));
+  KDIST_EXPECT_EQ(spec->num_processes.value, int64_t{4});
+  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("slurm (SLURM_STEP_NUM_TASKS)"));
+  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{3});
+  KDIST_EXPECT_EQ(spec->process_id.source, std::string("slurm (SLURM_PROCID)"));
+}
+
+KDIST_TEST(Resolve, ExplicitSettingsWinAndDetectionFillsTheRest) {
+  Environment env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "10.0.0.9:7000";
+  auto spec = Resolve(Args(std::nullopt, std::nullopt, "1"), env);
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_EQ(spec->coordinator()->ToString(), std::string("10.0.0.9:7000"));
+  KDIST_EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
+  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{1});
+  KDIST_EXPECT_EQ(spec->process_id.source, std::string("argument"));
+  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("slurm (SLURM_STEP_NUM_TASKS)"));
+  KDIST_EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
+}
+
+KDIST_TEST(Resolve, DetectionOffOrNamed) {
+  Request request;
+  request.cluster_detection = "none";
+  KDIST_EXPECT_ERROR(Resolve(request, SlurmTask3()), StatusCode::kInvalidArgument,
+                     "scheduler detection is off: cluster_detection=\"none\" (argument)");
+  request.cluster_detection = "torchrun";
+  KDIST_EXPECT_ERROR(Resolve(request, SlurmTask3()), StatusCode::kInvalidArgument,
+                     "cluster_detection=\"torchrun\" (argument): the torchrun detector found none "
+                     "of its variables (WORLD_SIZE or RANK) in the environment; use \"auto\"");
+  Environment env = SlurmTask3();
+  env["KDIST_CLUSTER_DETECTION"] = "Slurm";
+  auto spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_EQ(spec->cluster_detection.value, std::string("slurm"));
+  KDIST_EXPECT_EQ(spec->cluster_detection.source, std::string("KDIST_CLUSTER_DETECTION"));
+  request.cluster_detection = "slurmm";
+  KDIST_EXPECT_ERROR(Resolve(request, {}), StatusCode::kInvalidArgument,
+                     "expected one of \"auto\", \"none\", \"torchrun\", \"ompi\", \"mpich\", "
+                     "\"slurm\", \"tf_config\", \"kubernetes\"");
+}
+
+KDIST_TEST(Resolve, DetectedValuesAreValidatedWithTheirVariables) {
+  Environment env = SlurmTask3();
+  env["SLURM_PROCID"] = "x";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "SLURM_PROCID=\"x\" (detected: slurm): is not an integer; expected an "
+                     "integer in [0, 4) because num_processes=4 (slurm (SLURM_STEP_NUM_TASKS))");
+  env["SLURM_PROCID"] = "4";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "SLURM_PROCID=\"4\" (detected: slurm): expected an integer in [0, 4)");
+  env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "2";  // explicit wins, and the detected id is out of range
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "SLURM_PROCID=\"3\" (detected: slurm): expected an integer in [0, 2) because "
+                     "num_processes=2 (KERAS_DISTRIBUTION_NUM_PROCESSES)");
+  Environment tf = {{"TF_CONFIG", R"({"cluster":{"worker":["a:1","b:1"]},"task":{"type":"worker","index":0}})"},
+                    {"KERAS_DISTRIBUTION_NUM_PROCESSES", "3"}};
+  KDIST_EXPECT_ERROR(Resolve(Request{}, tf), StatusCode::kInvalidArgument,
+                     "TF_CONFIG cluster \"a:1,b:1\" (detected: tf_config) lists 2 addresses but "
+                     "KERAS_DISTRIBUTION_NUM_PROCESSES=\"3\" (from the environment)");
+}
+
+KDIST_TEST(Resolve, BrokenSchedulerEnvironmentMattersOnlyWhenNeeded) {
+  // `salloc` shell: an allocation without a job step.
+  Environment shell = {{"SLURM_JOB_ID", "77"}, {"SLURM_NTASKS", "4"}, {"SLURM_NODELIST", "n1"}};
+  KDIST_EXPECT_ERROR(Resolve(Request{}, shell), StatusCode::kInvalidArgument,
+                     "scheduler detection (slurm): SLURM_JOB_ID=\"77\" is set but");
+  KDIST_EXPECT_ERROR(Resolve(Args(std::nullopt, "2", "0"), shell), StatusCode::kInvalidArgument,
+                     "srun did not start it");
+  // Fully explicit, or a single process: the shell's variables do not matter.
+  auto spec = Resolve(Args("h:1", "2", "0"), shell);
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_FALSE(spec->scheduler.has_value());
+  spec = Resolve(Args(std::nullopt, "1", std::nullopt), shell);
+  KDIST_ASSERT_OK(spec);
+  // ... unless the mode names that detector.
+  Request named = Args("h:1", "2", "0");
+  named.cluster_detection = "slurm";
+  KDIST_EXPECT_ERROR(Resolve(named, shell), StatusCode::kInvalidArgument, "srun did not start it");
+}
+
+KDIST_TEST(Resolve, ExplicitSingleProcessTakesNothingFromTheScheduler) {
+  auto spec = Resolve(Args(std::nullopt, "1", std::nullopt), SlurmTask3());
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_FALSE(spec->coordinator().has_value());
+  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{0});
+  KDIST_EXPECT_EQ(spec->process_id.source, std::string("default"));
+  KDIST_EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));  // still reported
+}
+
+KDIST_TEST(Resolve, MissingValuesCarryTheDetectorsHint) {
+  Environment hydra = {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}};
+  KDIST_EXPECT_ERROR(Resolve(Request{}, hydra), StatusCode::kInvalidArgument,
+                     "PMI_SIZE=\"2\" (detected: mpich) needs the coordinator's address: pass "
+                     "job_addresses=\"host:port\" or set KERAS_DISTRIBUTION_JOB_ADDRESSES (use "
+                     "num_processes=1 for a single process); MPICH's and Intel MPI's mpiexec");
+  hydra["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "node01:12345";
+  auto spec = Resolve(Request{}, hydra);
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
+  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("mpich (PMI_SIZE)"));
+  KDIST_EXPECT_EQ(spec->process_id.source, std::string("mpich (PMI_RANK)"));
+
+  Environment pod = {{"JOB_COMPLETION_INDEX", "1"}, {"HOSTNAME", "train-1"},
+                     {"KDIST_K8S_SUBDOMAIN", "svc"}};
+  KDIST_EXPECT_ERROR(Resolve(Request{}, pod), StatusCode::kInvalidArgument,
+                     "names the coordinator but the number of processes is not set; pass "
+                     "num_processes=..., set KERAS_DISTRIBUTION_NUM_PROCESSES, or list one "
+                     "address per process; Kubernetes does not publish the size");
+  pod.erase("KDIST_K8S_SUBDOMAIN");
+  KDIST_EXPECT_ERROR(Resolve(Request{}, pod), StatusCode::kInvalidArgument,
+                     "JOB_COMPLETION_INDEX=\"1\" (detected: kubernetes) is set but the number of "
+                     "processes is not");
+  pod["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "2";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, pod), StatusCode::kInvalidArgument,
+                     "needs the coordinator's address: pass job_addresses=\"host:port\" or set "
+                     "KERAS_DISTRIBUTION_JOB_ADDRESSES (use num_processes=1 for a single "
+                     "process); Kubernetes does not publish the pods' subdomain");
+}
+
+KDIST_TEST(Resolve, NothingConfiguredMentionsDetection) {
+  KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument,
+                     "start them under a launcher or scheduler kdist detects");
+  KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument,
+                     "none was found; cluster_detection=\"auto\" (default) looked for torchrun, "
+                     "ompi, mpich, slurm, tf_config, kubernetes");
+  KDIST_EXPECT_ERROR(Resolve(Request{}, {{"KDIST_CLUSTER_DETECTION", "none"}}),
+                     StatusCode::kInvalidArgument,
+                     "scheduler detection is off: KDIST_CLUSTER_DETECTION=\"none\" (from the "
+                     "environment)");
+}
+
+KDIST_TEST(Resolve, LocalDevicesAreSuggestedNotForced) {
+  auto spec = Resolve(Request{}, SlurmTask3());
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_FALSE(spec->local_device_ids.value.has_value());
+  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("default"));
+  KDIST_EXPECT_FALSE(spec->local_devices_suggestion_applied);
+  KDIST_ASSERT_TRUE(spec->suggested_local_device_ids.has_value());
+  KDIST_EXPECT_EQ(spec->suggested_local_device_ids->size(), size_t{1});
+  KDIST_EXPECT_EQ(spec->suggested_local_device_ids->front(), int64_t{1});
+  KDIST_EXPECT_EQ(spec->local_devices_reason,
+                  std::string("one device per process, chosen by local rank (SLURM_LOCALID=\"1\" "
+                              "of SLURM_STEP_TASKS_PER_NODE=\"2(x2)\")"));
+}
+
+KDIST_TEST(Resolve, LocalDeviceIdsSetting) {
+  Environment env = SlurmTask3();
+  env["KDIST_LOCAL_DEVICE_IDS"] = "auto";
+  auto spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  KDIST_ASSERT_TRUE(spec->local_device_ids.value.has_value());
+  KDIST_EXPECT_EQ(spec->local_device_ids.value->front(), int64_t{1});
+  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("slurm (SLURM_LOCALID)"));
+  KDIST_EXPECT_TRUE(spec->local_devices_suggestion_applied);
+
+  env["KDIST_LOCAL_DEVICE_IDS"] = " 2, 3 ";
+  spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  KDIST_ASSERT_TRUE(spec->local_device_ids.value.has_value());
+  KDIST_EXPECT_EQ(spec->local_device_ids.value->size(), size_t{2});
+  KDIST_EXPECT_EQ(spec->local_device_ids.value->back(), int64_t{3});
+  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
+
+  env["KDIST_LOCAL_DEVICE_IDS"] = "ALL";
+  spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_FALSE(spec->local_device_ids.value.has_value());
+  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
+
+  env["KDIST_LOCAL_DEVICE_IDS"] = "0,x";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "KDIST_LOCAL_DEVICE_IDS=\"0,x\" (from the environment): has \"x\", which is "
+                     "not a device id");
+  env["KDIST_LOCAL_DEVICE_IDS"] = "1,1";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "lists device 1 twice");
+  // A single process has no jax.distributed to hand them to.
+  KDIST_EXPECT_ERROR(Resolve(Args(std::nullopt, "1", std::nullopt),
+                             {{"KDIST_LOCAL_DEVICE_IDS", "0"}}),
+                     StatusCode::kInvalidArgument,
+                     "local device ids apply to a job started through jax.distributed");
+  auto single = Resolve(Args(std::nullopt, "1", std::nullopt), {{"KDIST_LOCAL_DEVICE_IDS", "auto"}});
+  KDIST_ASSERT_OK(single);
+  KDIST_EXPECT_FALSE(single->local_device_ids.value.has_value());
+}
+
+KDIST_TEST(Resolve, MalformedLocalRankMattersOnlyWhenApplied) {
+  Environment env = SlurmTask3();
+  env["SLURM_LOCALID"] = "-1";
+  auto spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  KDIST_EXPECT_FALSE(spec->suggested_local_device_ids.has_value());
+  KDIST_EXPECT_EQ(spec->local_devices_reason,
+                  std::string("SLURM_LOCALID=\"-1\" (detected: slurm): is not a local rank; "
+                              "expected a non-negative integer"));
+  env["KDIST_LOCAL_DEVICE_IDS"] = "auto";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "SLURM_LOCALID=\"-1\" (detected: slurm): is not a local rank");
+}
+
 KDIST_TEST(ClusterSpec, FingerprintCoversCoordinatorAndCount) {
   auto a = Resolve(Args("h:1", "2", "0"), {});
   auto b = Resolve(Args("h:1", "2", "1"), {});

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: makes a virtual environment (.venv,
-# or $KDIST_VENV), builds and installs kdist with its test dependencies, builds
-# and runs the C++ unit tests, then runs pytest against the installed package.
-# Extra arguments go to pytest.
+# The whole test suite, from a fresh clone: makes a virtual environment (.venv, or
+# $KDIST_VENV); builds kdist's wheel and installs it with its test dependencies;
+# builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
+# briefly; runs ruff and mypy --strict; then runs pytest against the installed
+# package. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${KDIST_VENV:-.venv}"
@@ -11,13 +12,27 @@ python="${PYTHON:-python3}"
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet cmake ninja
-"$venv/bin/python" -m pip install --quiet ".[test]"
+# kdist goes in from the wheel `pip wheel` builds, as users get it.
+rm -rf build/wheelhouse
+"$venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir build/wheelhouse .
+wheel=$(ls build/wheelhouse/kdist-*.whl)
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+"$venv/bin/python" -m pip install --quiet "$wheel[test]"
+export KDIST_TEST_WHEEL="$PWD/$wheel"
 
-echo "== C++ unit tests"
-"$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON \
-  -DCMAKE_MAKE_PROGRAM="$PWD/$venv/bin/ninja" > /dev/null
+echo "== C++ unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
+"$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON -DKDIST_SANITIZE=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_MAKE_PROGRAM="$PWD/$venv/bin/ninja" > /dev/null
 "$venv/bin/cmake" --build build/cpp-tests
 build/cpp-tests/kdist_core_tests
+
+echo "== Fuzz targets (bounded; scripts/fuzz.sh SECONDS runs them longer)"
+CMAKE="$PWD/$venv/bin/cmake" bash scripts/fuzz.sh "${KDIST_FUZZ_SECONDS:-4}"
+
+echo "== Static checks: ruff, and mypy --strict on the installed package (with its generated stubs)"
+"$venv/bin/ruff" check python/kdist tests benchmarks
+"$venv/bin/ruff" format --check python/kdist
+"$venv/bin/mypy" --strict -p kdist
 
 echo "== Python tests (against the installed package)"
 "$venv/bin/python" -m pytest "$@"

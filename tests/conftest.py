@@ -24,7 +24,6 @@ def jax_cpu() -> Iterator[object]:
     """JAX on its CPU backend with 8 devices in this process (configured once,
     before the backend starts); kdist's state is reset after the test."""
     import jax
-
     from jax._src import xla_bridge
 
     if not xla_bridge.backends_are_initialized():

@@ -110,9 +110,7 @@ def run_processes(
                 proc.wait(timeout=10)
 
 
-def run_python(
-    code: str, *, env: Mapping[str, str] | None = None, timeout: float = 60
-) -> Finished:
+def run_python(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 60) -> Finished:
     """Runs `code` in a fresh interpreter (so JAX and kdist start from nothing)."""
     return run_processes(
         [[sys.executable, "-c", code]], [env if env is not None else clean_env()], timeout=timeout

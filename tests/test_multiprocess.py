@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from support import run_cluster
 
 pytestmark = pytest.mark.multiprocess
@@ -26,6 +27,7 @@ def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
         assert report["device_count"] == num_processes * 2
         assert report["num_processes"] == num_processes
         assert report["fingerprint"] == reports[0]["fingerprint"]
+        assert "kdist is already initialized" in str(report["second_call_error"])
         assert report["sources"] == {
             "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
             "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
@@ -33,4 +35,6 @@ def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
             "timeout": "KDIST_INIT_TIMEOUT",
             "preflight": "default",
             "cluster_detection": "default",
+            "local_device_ids": "default",
         }
+        assert report["scheduler"] is None

@@ -14,12 +14,12 @@ import re
 import signal
 import socket
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+
 from support import WORKERS, Finished, Spawned, clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.multiprocess
@@ -50,8 +50,12 @@ def env_for(
     return env
 
 
-def run(envs: Sequence[Mapping[str, str]], *, timeout: float, delays: Sequence[float] | None = None) -> list[Finished]:
-    return run_processes([[sys.executable, SCRIPT]] * len(envs), envs, timeout=timeout, start_delays=delays)
+def run(
+    envs: Sequence[Mapping[str, str]], *, timeout: float, delays: Sequence[float] | None = None
+) -> list[Finished]:
+    return run_processes(
+        [[sys.executable, SCRIPT]] * len(envs), envs, timeout=timeout, start_delays=delays
+    )
 
 
 def port_binds_at_once(port: int) -> bool:
@@ -235,7 +239,9 @@ def _connect_when_listening(port: int, timeout: float) -> socket.socket:
 def test_garbage_clients_do_not_stop_the_roll_call(tmp_path: Path) -> None:
     port = free_port()
     with Spawned(tmp_path) as spawned:
-        head = spawned.start([sys.executable, SCRIPT], env_for(0, 2, port, timeout=60, progress_interval=0.3))
+        head = spawned.start(
+            [sys.executable, SCRIPT], env_for(0, 2, port, timeout=60, progress_interval=0.3)
+        )
         silent = _connect_when_listening(port, timeout=20)
         garbage = []
         try:
@@ -271,11 +277,17 @@ def test_garbage_clients_do_not_stop_the_roll_call(tmp_path: Path) -> None:
 def test_worker_killed_after_its_hello_is_reported_missing(tmp_path: Path) -> None:
     port = free_port()
     with Spawned(tmp_path) as spawned:
-        head = spawned.start([sys.executable, SCRIPT], env_for(0, 3, port, timeout=8, progress_interval=0.2))
+        head = spawned.start(
+            [sys.executable, SCRIPT], env_for(0, 3, port, timeout=8, progress_interval=0.2)
+        )
         worker = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=30))
-        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), head.stderr()
+        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), (
+            head.stderr()
+        )
         worker.kill()
-        assert head.wait_for_stderr("1 of 3 processes joined; missing process ids [1, 2]", 5), head.stderr()
+        assert head.wait_for_stderr("1 of 3 processes joined; missing process ids [1, 2]", 5), (
+            head.stderr()
+        )
         result = head.finish(timeout=30)
     message = str(assert_failed_cleanly(result, "RendezvousTimeoutError")["message"])
     assert "with 1 of 3 joined; missing process ids [1, 2]" in message
@@ -285,9 +297,13 @@ def test_worker_killed_after_its_hello_is_reported_missing(tmp_path: Path) -> No
 def test_worker_killed_after_its_hello_may_rejoin(tmp_path: Path) -> None:
     port = free_port()
     with Spawned(tmp_path) as spawned:
-        head = spawned.start([sys.executable, SCRIPT], env_for(0, 3, port, timeout=60, progress_interval=0.2))
+        head = spawned.start(
+            [sys.executable, SCRIPT], env_for(0, 3, port, timeout=60, progress_interval=0.2)
+        )
         first = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=60))
-        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), head.stderr()
+        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), (
+            head.stderr()
+        )
         first.kill()
         assert head.wait_for_stderr("missing process ids [1, 2]", 5), head.stderr()
         again = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=60))
@@ -326,7 +342,9 @@ def test_wrong_token_is_refused_and_named() -> None:
 def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
     port = free_port()
     with Spawned(tmp_path) as spawned:
-        worker = spawned.start([sys.executable, SCRIPT], env_for(1, 2, port, timeout=60, progress_interval=0.2))
+        worker = spawned.start(
+            [sys.executable, SCRIPT], env_for(1, 2, port, timeout=60, progress_interval=0.2)
+        )
         assert worker.wait_for_stderr("waiting for coordinator", 20), worker.stderr()
         sent = time.monotonic()
         os.kill(worker.pid, signal.SIGINT)

@@ -24,13 +24,20 @@ from kdist._errors import (
 __all__ = [
     "ConfigError",
     "CoordinatorUnreachableError",
+    "DataParallel",
+    "DeviceMesh",
     "Distribution",
     "InitializationOrderError",
     "KdistError",
+    "LayoutMap",
+    "ModelParallel",
     "PortInUseError",
     "RendezvousError",
     "RendezvousTimeoutError",
+    "TensorLayout",
     "cluster_spec",
+    "distribute_batch",
+    "distribute_tensor",
     "distribution",
     "get_device_count",
     "initialize",
@@ -51,14 +58,27 @@ _LAZY_NAMES = {
     "set_distribution": "kdist._global_distribution",
     "distribution": "kdist._global_distribution",
     "Distribution": "kdist._distribution",
+    "DeviceMesh": "kdist._device_mesh",
+    "TensorLayout": "kdist._tensor_layout",
+    "DataParallel": "kdist._data_parallel",
+    "ModelParallel": "kdist._model_parallel",
+    "LayoutMap": "kdist._layout_map",
+    "distribute_tensor": "kdist._distribute",
+    "distribute_batch": "kdist._distribute",
 }
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kdist._data_parallel import DataParallel
+    from kdist._device_mesh import DeviceMesh
     from kdist._devices import get_device_count, list_devices
+    from kdist._distribute import distribute_batch, distribute_tensor
     from kdist._distribution import Distribution
     from kdist._global_distribution import distribution, set_distribution
     from kdist._initialize import cluster_spec, initialize, is_initialized, shutdown
+    from kdist._layout_map import LayoutMap
+    from kdist._model_parallel import ModelParallel
+    from kdist._tensor_layout import TensorLayout
 
 
 def __getattr__(name: str) -> object:

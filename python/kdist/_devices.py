@@ -14,7 +14,7 @@ def invalidate_device_cache() -> None:
     _cache.invalidate()
 
 
-def _normalize(device_type: object) -> str:
+def _key(device_type: object) -> str:
     if device_type is None:
         return ""
     if not isinstance(device_type, str):
@@ -25,11 +25,8 @@ def _normalize(device_type: object) -> str:
     return device_type.strip().lower()
 
 
-def _devices(device_type: object) -> list[str]:
-    key = _normalize(device_type)
-    cached = _cache.get(key)
-    if cached is not None:
-        return cached
+def _fill(key: str, device_type: object) -> list[str]:
+    """Asks JAX for the list (a cache miss) and caches it."""
     generation = _cache.generation
     try:
         devices = _jax_backend.device_strings(key or None)
@@ -43,7 +40,7 @@ def _devices(device_type: object) -> list[str]:
             f"{present or 'none'}. Use one of those names, or None for the default type."
         ) from error
     _cache.put(key, generation, devices)
-    return list(devices)
+    return devices
 
 
 def list_devices(device_type: str | None = None) -> list[str]:
@@ -71,7 +68,9 @@ def list_devices(device_type: str | None = None) -> list[str]:
         >>> kdist.list_devices("cpu")[0]
         'cpu:0'
     """
-    return _devices(device_type)
+    key = "" if device_type is None else _key(device_type)
+    cached = _cache.get(key)
+    return cached if cached is not None else _fill(key, device_type)
 
 
 def get_device_count(device_type: str | None = None) -> int:
@@ -91,4 +90,6 @@ def get_device_count(device_type: str | None = None) -> int:
         >>> kdist.get_device_count("cpu") >= 1
         True
     """
-    return len(_devices(device_type))
+    key = "" if device_type is None else _key(device_type)
+    count = _cache.count(key)
+    return count if count is not None else len(_fill(key, device_type))

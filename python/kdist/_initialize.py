@@ -24,10 +24,31 @@ def initialize(
 ) -> None:
     """Starts this process's part of a multi-process JAX job.
 
-    Resolves every setting (argument, then environment variable, then
-    default), validates all of them before any side effect, then calls
-    `jax.distributed.initialize` with every value explicit and JAX's own
-    cluster auto-detection off. Call it before anything else touches JAX.
+    Resolves every setting (argument, then environment variable, then a
+    detected scheduler, then default), validates all of them before any side
+    effect, then calls `jax.distributed.initialize` with every value explicit
+    and JAX's own cluster auto-detection off. Call it before anything else
+    touches JAX.
+
+    Scheduler detection reads what the launcher or scheduler that started the
+    process publishes, trying these detectors in this order: "torchrun"
+    (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK), "ompi" (Open MPI's mpirun),
+    "mpich" (MPICH / Intel MPI mpiexec), "slurm" (tasks started by srun),
+    "tf_config" (TF_CONFIG) and "kubernetes" (Indexed Jobs). A detector only
+    fills the cluster settings that neither an argument nor a
+    KERAS_DISTRIBUTION_* variable gives; `cluster_spec().sources` names the
+    detector and variable of each ("slurm (SLURM_PROCID)"). Where a scheduler
+    does not publish a value (MPICH's coordinator, a Kubernetes Job's size),
+    the error says what to set. Ports that a detector derives (Slurm, Open
+    MPI 4, Kubernetes) or takes from MASTER_PORT are overridden by
+    `KDIST_COORDINATOR_PORT` (or JAX's `JAX_COORDINATOR_PORT`); a Kubernetes
+    Job's coordinator also needs `KDIST_K8S_SUBDOMAIN`, the pods' subdomain.
+
+    Local devices are never restricted silently: by default each process
+    uses every device it sees. `KDIST_LOCAL_DEVICE_IDS="auto"` applies the
+    detected scheduler's suggestion (one device per process, by local rank;
+    see `cluster_spec().suggested_local_device_ids` and
+    `local_devices_reason`), "0,1" names the ids, "all" is the default.
 
     Args:
         job_addresses: The coordinator's "host:port", or every process's
@@ -42,7 +63,10 @@ def initialize(
             (0 when there is one process).
         timeout: Seconds to wait for the whole job to start. Defaults to None:
             `KDIST_INIT_TIMEOUT`, else 300 (JAX's own default).
-        cluster_detection: "auto" or "none". Defaults to None:
+        cluster_detection: "auto" (the first detector, in the order above,
+            whose variables are present), "none" (no detection), or one
+            detector's name ("torchrun", "ompi", "mpich", "slurm",
+            "tf_config", "kubernetes"). Defaults to None:
             `KDIST_CLUSTER_DETECTION`, else "auto".
         preflight: Whether to run the pre-flight roll call before JAX starts:
             process 0 binds the coordinator port and collects a hello from
@@ -59,8 +83,11 @@ def initialize(
         TypeError: an argument has the wrong type (a float or bool where an
             int is expected).
         kdist.ConfigError: a value is malformed, out of range, missing or
-            inconsistent; or kdist is already initialized with other values.
-            The message names the value and where it came from.
+            inconsistent; a detected scheduler's variables are partial or
+            malformed (an ssh session inside a Slurm allocation) while a value
+            is needed from them; `cluster_detection` names an unknown or
+            absent detector; or kdist is already initialized with other
+            values. The message names the value and where it came from.
         kdist.InitializationOrderError: the JAX backend is already running
             (something called `jax.devices()`, `list_devices()`, or ran a
             computation first), or `jax.distributed` was initialized directly.
@@ -123,6 +150,7 @@ def initialize(
                 spec.num_processes,
                 spec.process_id,
                 max(0.0, deadline - time.monotonic()),
+                spec.local_device_ids,
             )
             _log_initialized(spec, time.monotonic() - started)
         _devices.invalidate_device_cache()
@@ -195,9 +223,15 @@ def cluster_spec() -> _core.ClusterSpec | None:
     """Returns the resolved configuration of this process, or None before `initialize()`.
 
     Each value remembers where it came from: `cluster_spec().sources` maps
-    "job_addresses", "num_processes", "process_id", "timeout", "preflight" and
-    "cluster_detection" to "argument", an environment variable's name,
+    "job_addresses", "num_processes", "process_id", "timeout", "preflight",
+    "cluster_detection" and "local_device_ids" to "argument", an environment
+    variable's name, a detector with its variables ("slurm (SLURM_PROCID)"),
     "job_addresses" (counted from the list) or "default".
+    `cluster_spec().scheduler` names the detected scheduler (or is None);
+    `local_device_ids` are the device ids handed to JAX (None: all),
+    `suggested_local_device_ids` and `local_devices_reason` what the scheduler
+    suggests and why, `local_devices_suggestion_applied` whether the ids are
+    that suggestion.
 
     Example:
         >>> import kdist

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import sys
 import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def backend_started() -> bool:
@@ -73,15 +75,24 @@ class BackgroundImport:
 
 
 def initialize_distributed(
-    coordinator_address: str, num_processes: int, process_id: int, timeout_seconds: float
+    coordinator_address: str,
+    num_processes: int,
+    process_id: int,
+    timeout_seconds: float,
+    local_device_ids: list[int] | None = None,
 ) -> None:
-    """Calls jax.distributed.initialize with every value explicit, detection off."""
+    """Calls jax.distributed.initialize with every value explicit, detection off.
+
+    `local_device_ids=None` keeps every device the process sees (JAX would
+    otherwise pick one per process by itself under Slurm and Open MPI).
+    """
     import jax
 
     jax.distributed.initialize(
         coordinator_address=coordinator_address,
         num_processes=num_processes,
         process_id=process_id,
+        local_device_ids=local_device_ids,
         cluster_detection_method="deactivate",
         initialization_timeout=max(1, math.ceil(timeout_seconds)),
     )
@@ -93,7 +104,7 @@ def shutdown_distributed() -> None:
         return
     import jax
 
-    jax.distributed.shutdown()
+    jax.distributed.shutdown()  # type: ignore[no-untyped-call]
 
 
 def device_strings(device_type: str | None) -> list[str]:
@@ -121,6 +132,18 @@ def platforms_present() -> dict[str, int]:
     return counts
 
 
+def device_report() -> dict[str, object]:
+    """JAX's view of this process's devices (imports JAX and starts its backend)."""
+    import jax
+
+    return {
+        "jax_version": jax.__version__,
+        "default_backend": jax.default_backend(),
+        "platforms": platforms_present(),
+        "local_devices": [f"{d.platform}:{d.id}" for d in jax.local_devices()],
+    }
+
+
 def jax_version() -> str:
     """The installed JAX version, read from package metadata (no JAX import).
 
@@ -139,7 +162,7 @@ def jax_version() -> str:
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.submodule_search_locations:
-        site = os.path.dirname(list(spec.submodule_search_locations)[0])
+        site = os.path.dirname(next(iter(spec.submodule_search_locations)))
         try:
             found = [
                 name[len("jax-") : -len(".dist-info")]
@@ -163,3 +186,119 @@ def process_count_and_index() -> tuple[int, int]:
     import jax
 
     return jax.process_count(), jax.process_index()
+
+
+# --- Distribution types (kdist._device_mesh, _tensor_layout, _distribute) ------------------
+#
+# The functions below that only inspect a value answer False without importing JAX when JAX
+# is not loaded: a value cannot be a JAX object before JAX is imported.
+
+
+def is_device(value: object) -> bool:
+    """Whether `value` is a `jax.Device`."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
+    return isinstance(value, jax.Device)
+
+
+def device_label(device: Any) -> str:
+    """The Keras string of a `jax.Device`: "cpu:0", "gpu:3"."""
+    return f"{device.platform}:{device.id}"
+
+
+def devices_by_label(labels: Sequence[str]) -> list[Any]:
+    """The global `jax.Device` of each Keras device string, in order.
+
+    Raises:
+        ValueError: a label names no device JAX has (it says which, and what exists).
+    """
+    import jax
+
+    found: dict[str, Any] = {}
+    for platform in sorted({label.partition(":")[0] for label in labels}):
+        for device in jax.devices(platform):
+            found[device_label(device)] = device
+    missing = [label for label in labels if label not in found]
+    if missing:
+        raise ValueError(
+            f"Devices {missing} are not among JAX's devices ({sorted(found)}). The job's "
+            "devices changed since the DeviceMesh was made (initialize or shutdown ran in "
+            "between): make the DeviceMesh again."
+        )
+    return [found[label] for label in labels]
+
+
+def make_mesh(devices: Any, axis_names: tuple[str, ...]) -> Any:
+    """A `jax.sharding.Mesh` of `devices` (an array of `jax.Device` in mesh shape)."""
+    import jax
+
+    return jax.sharding.Mesh(devices, axis_names)
+
+
+def named_sharding(mesh: Any, axes: tuple[str | tuple[str, ...] | None, ...]) -> Any:
+    """A `jax.sharding.NamedSharding` of `mesh` with the PartitionSpec `axes`."""
+    import jax
+
+    spec = jax.sharding.PartitionSpec(*axes)  # type: ignore[no-untyped-call]
+    return jax.sharding.NamedSharding(mesh, spec)
+
+
+def is_sharding(value: object) -> bool:
+    """Whether `value` is a `jax.sharding.Sharding`."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
+    return isinstance(value, jax.sharding.Sharding)
+
+
+def is_tracer(value: object) -> bool:
+    """Whether `value` is a tracer, i.e. we are inside `jax.jit` (or another transform)."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
+    return isinstance(value, jax.core.Tracer)
+
+
+def with_sharding_constraint(value: Any, sharding: Any) -> Any:
+    """`jax.lax.with_sharding_constraint` (inside a traced function)."""
+    import jax
+
+    return jax.lax.with_sharding_constraint(value, sharding)  # type: ignore[no-untyped-call]
+
+
+def has_sharding(value: object, sharding: Any) -> bool:
+    """Whether `value` is a `jax.Array` already laid out as `sharding`."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
+    if not isinstance(value, jax.Array):
+        return False
+    return bool(value.sharding.is_equivalent_to(sharding, value.ndim))
+
+
+def device_put(value: Any, sharding: Any) -> Any:
+    """`jax.device_put(value, sharding)`."""
+    import jax
+
+    return jax.device_put(value, sharding)
+
+
+def array_from_process_local_data(sharding: Any, local_data: Any) -> Any:
+    """The global `jax.Array` whose part on this process's devices is `local_data`."""
+    import jax
+
+    return jax.make_array_from_process_local_data(  # type: ignore[no-untyped-call]
+        sharding, local_data
+    )
+
+
+def tree_map(function: Callable[[Any], Any], tree: Any) -> Any:
+    """`jax.tree.map(function, tree)`."""
+    import jax
+
+    return jax.tree.map(function, tree)

@@ -18,7 +18,9 @@ import time
 import kdist
 import kdist._preflight
 
-logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
+logging.basicConfig(
+    level=logging.INFO, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s"
+)
 interval = os.environ.get("PREFLIGHT_TEST_PROGRESS_INTERVAL")
 if interval:
     kdist._preflight.PROGRESS_INTERVAL_SECONDS = float(interval)

@@ -10,6 +10,12 @@ kdist.initialize()
 init_seconds = time.perf_counter() - started
 spec = kdist.cluster_spec()
 assert spec is not None
+kdist.initialize()  # the same configuration again: a no-op
+try:
+    kdist.initialize(num_processes=spec.num_processes + 1)
+    second_call_error = ""
+except kdist.ConfigError as error:
+    second_call_error = str(error)
 print(
     json.dumps(
         {
@@ -17,10 +23,13 @@ print(
             "num_processes": spec.num_processes,
             "coordinator": spec.coordinator_address,
             "sources": spec.sources,
+            "scheduler": spec.scheduler,
+            "local_device_ids": spec.local_device_ids,
             "fingerprint": spec.fingerprint,
             "devices": kdist.list_devices(),
             "device_count": kdist.get_device_count(),
             "init_seconds": init_seconds,
+            "second_call_error": second_call_error,
         }
     ),
     flush=True,

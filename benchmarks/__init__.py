@@ -1,0 +1,1 @@
+"""kdist's benchmark harness: kdist vs raw JAX vs Keras, side by side in one run."""

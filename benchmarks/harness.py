@@ -1,0 +1,271 @@
+"""The shared machinery of every figure: interleaved runs, statistics, tables, plots.
+
+Every figure measures its contenders in one run, interleaved (A B C A B C ...),
+discards warm-up rounds, and keeps at least 7 counted samples per contender, so
+machine noise hits all contenders alike and results are compared as ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+MIN_COUNTED_RUNS = 7
+
+
+@dataclass
+class Series:
+    """The counted samples of one contender in one figure, in one unit."""
+
+    name: str
+    unit: str
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def min(self) -> float:
+        return min(self.samples)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def max(self) -> float:
+        return max(self.samples)
+
+
+@dataclass
+class Figure:
+    """One measured figure: a title, its series, and notes (targets, outcomes)."""
+
+    key: str
+    title: str
+    series: list[Series]
+    baseline: str | None = None  # ratios are given against this series' median
+    notes: list[str] = field(default_factory=list)
+
+    def ratio(self, name: str, against: str | None = None) -> float:
+        by_name = {s.name: s for s in self.series}
+        base = by_name[against or self.baseline or self.series[0].name]
+        return by_name[name].median / base.median
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "title": self.title,
+            "baseline": self.baseline,
+            "notes": self.notes,
+            "series": [
+                {
+                    "name": s.name,
+                    "unit": s.unit,
+                    "samples": s.samples,
+                    "min": s.min,
+                    "median": s.median,
+                    "max": s.max,
+                }
+                for s in self.series
+            ],
+        }
+
+
+def interleave(
+    contenders: Mapping[str, Callable[[], Mapping[str, float]]],
+    *,
+    runs: int = MIN_COUNTED_RUNS,
+    warmup: int = 1,
+) -> dict[str, dict[str, list[float]]]:
+    """Runs each contender once per round, round after round (A B C A B C ...).
+
+    Each call returns named measurements (e.g. {"wall_ms": ..., "rss_mb": ...});
+    the first `warmup` rounds are discarded. Returns contender -> measurement ->
+    counted samples.
+    """
+    if runs < MIN_COUNTED_RUNS:
+        raise ValueError(f"runs={runs}: expected at least {MIN_COUNTED_RUNS} counted runs")
+    out: dict[str, dict[str, list[float]]] = {name: {} for name in contenders}
+    for round_index in range(warmup + runs):
+        for name, measure in contenders.items():
+            values = measure()
+            if round_index < warmup:
+                continue
+            for key, value in values.items():
+                out[name].setdefault(key, []).append(value)
+    return out
+
+
+def spawn_measured(
+    args: Sequence[str], env: Mapping[str, str], timeout: float
+) -> tuple[float, float, int, str]:
+    """Runs a child to completion; returns (wall seconds, peak RSS MiB, exit code, stderr).
+
+    The child is reaped with os.wait4, which gives its own peak RSS.
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        list(args), env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    err = b""
+    deadline = start + timeout
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            proc.kill()
+            os.waitpid(proc.pid, 0)
+            proc.returncode = -9
+            raise TimeoutError(f"{' '.join(args)} ran past {timeout} s")
+        ready, _, _ = select.select([proc.stderr], [], [], min(remaining, 0.5))
+        if ready:
+            chunk = os.read(proc.stderr.fileno(), 65536)
+            if chunk:
+                err += chunk
+                continue
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err += proc.stderr.read()
+    proc.stderr.close()
+    return wall, usage.ru_maxrss / 1024.0, proc.returncode, err.decode(errors="replace")
+
+
+def markdown_table(figure: Figure) -> str:
+    """The figure as a markdown table: min / median / max and the ratio to the baseline."""
+    unit = figure.series[0].unit
+    lines = [
+        f"### {figure.title}",
+        "",
+        f"| contender | min ({unit}) | median ({unit}) | max ({unit}) "
+        f"| median / {figure.baseline or figure.series[0].name} |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in figure.series:
+        lines.append(
+            f"| {s.name} | {s.min:.3g} | {s.median:.3g} | {s.max:.3g} "
+            f"| {figure.ratio(s.name):.2f}× |"
+        )
+    if figure.notes:
+        lines.append("")
+        lines.extend(f"- {note}" for note in figure.notes)
+    return "\n".join(lines)
+
+
+def plot(figure: Figure, path: Path) -> None:
+    """A bar chart of medians with min-max whiskers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [s.name for s in figure.series]
+    medians = [s.median for s in figure.series]
+    lower = [s.median - s.min for s in figure.series]
+    upper = [s.max - s.median for s in figure.series]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(names)), 3.2))
+    ax.bar(names, medians, yerr=[lower, upper], capsize=4, color="#4c72b0")
+    ax.set_ylabel(figure.series[0].unit)
+    ax.set_title(figure.title, fontsize=10)
+    ax.tick_params(axis="x", labelrotation=20, labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_results(figures: Sequence[Figure], header: str, directory: Path = RESULTS) -> Path:
+    """Writes results.md (tables), results.json (every sample) and one PNG per figure."""
+    directory.mkdir(parents=True, exist_ok=True)
+    parts = [header]
+    for figure in figures:
+        png = directory / f"{figure.key}.png"
+        plot(figure, png)
+        parts.append(markdown_table(figure) + f"\n\n![{figure.title}]({png.name})")
+    (directory / "results.md").write_text("\n\n".join(parts) + "\n")
+    (directory / "results.json").write_text(
+        json.dumps([f.to_json() for f in figures], indent=1) + "\n"
+    )
+    return directory / "results.md"
+
+
+@dataclass
+class Member:
+    """One process of a group the harness started."""
+
+    spawned: float  # time.time() just before the spawn
+    returncode: int | None  # None: killed at the harness's limit
+    stdout: str
+    stderr: str
+    ended: float  # time.time() when it exited or was killed
+
+    def report(self) -> dict[str, object] | None:
+        """The last JSON object the process printed, if any."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith("{"):
+                parsed: dict[str, object] = json.loads(line)
+                return parsed
+        return None
+
+
+def run_group(
+    commands: Sequence[Sequence[str]],
+    envs: Sequence[Mapping[str, str]],
+    *,
+    delays: Sequence[float],
+    limit: float,
+) -> list[Member]:
+    """Starts each command after its delay, waits for all up to `limit` seconds from
+    the first spawn, kills (by pid) whatever is still running, and reaps everything."""
+    begin = time.monotonic()
+    procs: list[tuple[int, float, subprocess.Popen[str]]] = []
+    order = sorted(range(len(commands)), key=lambda i: delays[i])
+    ended: dict[int, float] = {}
+    try:
+        for i in order:
+            pause = begin + delays[i] - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            spawned = time.time()
+            proc = subprocess.Popen(
+                list(commands[i]),
+                env=dict(envs[i]),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            procs.append((i, spawned, proc))
+        members: dict[int, Member] = {}
+        for i, spawned, proc in procs:
+            remaining = max(0.05, begin + limit - time.monotonic())
+            try:
+                out, err = proc.communicate(timeout=remaining)
+                code: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                code = None
+            ended[i] = time.time()
+            members[i] = Member(spawned, code, out, err, ended[i])
+        return [members[i] for i in range(len(commands))]
+    finally:
+        for _, _, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

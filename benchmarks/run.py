@@ -1,0 +1,73 @@
+"""Runs the benchmark figures side by side and writes benchmarks/results/.
+
+Usage: python -m benchmarks.run [--only import,devices] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Callable
+
+from benchmarks import device_listing, import_cost, misconfig, rollcall, spawn_ready
+from benchmarks.harness import MIN_COUNTED_RUNS, Figure, markdown_table, write_results
+
+FIGURES: dict[str, Callable[[int], list[Figure]]] = {
+    "import": import_cost.measure,
+    "devices": device_listing.measure,
+    "spawn": spawn_ready.measure,
+    "misconfig": misconfig.measure,
+    "rollcall": rollcall.measure,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Time kdist against raw JAX and Keras, side by side, in one run.",
+        epilog="Example: python -m benchmarks.run --only import --runs 9",
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(FIGURES),
+        help=f"comma-separated figures to run (default: all of {', '.join(FIGURES)})",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=MIN_COUNTED_RUNS,
+        help=f"counted runs per contender (at least {MIN_COUNTED_RUNS}; "
+        "one warm-up run is discarded)",
+    )
+    args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(FIGURES))
+    if unknown:
+        parser.error(f"unknown figure(s) {unknown}; expected some of {sorted(FIGURES)}")
+
+    import importlib.metadata as md
+
+    started = time.time()
+    figures: list[Figure] = []
+    for name in chosen:
+        print(f"== {name}", file=sys.stderr, flush=True)
+        for figure in FIGURES[name](args.runs):
+            figures.append(figure)
+            print(markdown_table(figure) + "\n", flush=True)
+    header = (
+        "# kdist benchmark results\n\n"
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))} on "
+        f"{platform.machine()} Linux, {__import__('os').cpu_count()} cores, Python "
+        f"{platform.python_version()}, jax {md.version('jax')}, keras {md.version('keras')}, "
+        f"kdist {md.version('kdist')}. {args.runs} counted runs per contender, interleaved, "
+        "after one discarded warm-up round. Command: `python -m benchmarks.run "
+        f"--only {','.join(chosen)} --runs {args.runs}`."
+    )
+    path = write_results(figures, header)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,509 @@
+#include "detectors.h"
+
+#include "testing/check.h"
+#include "text.h"
+
+namespace kdist {
+namespace {
+
+// Environments modelled on what each system sets (trimmed of unrelated
+// variables but keeping the neighbours a detector must ignore).
+
+// srun --nodes=2 --ntasks-per-node=4, task 5 (second node, local id 1).
+Environment SlurmStep() {
+  return {{"SLURM_JOB_ID", "4242424"},      {"SLURM_JOBID", "4242424"},
+          {"SLURM_JOB_NODELIST", "gpu-a[01-02]"}, {"SLURM_NODELIST", "gpu-a[01-02]"},
+          {"SLURM_NNODES", "2"},            {"SLURM_STEP_ID", "0"},
+          {"SLURM_STEP_NODELIST", "gpu-a[01-02]"}, {"SLURM_STEP_NUM_NODES", "2"},
+          {"SLURM_STEP_NUM_TASKS", "8"},    {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"},
+          {"SLURM_NTASKS", "8"},            {"SLURM_NPROCS", "8"},
+          {"SLURM_TASKS_PER_NODE", "4(x2)"}, {"SLURM_PROCID", "5"},
+          {"SLURM_LOCALID", "1"},           {"SLURM_NODEID", "1"},
+          {"SLURM_GTIDS", "4,5,6,7"},       {"SLURM_SRUN_COMM_HOST", "10.1.0.5"},
+          {"SLURMD_NODENAME", "gpu-a02"},   {"SLURM_CLUSTER_NAME", "hpc"}};
+}
+
+// The shell of `salloc -N2 -n8`: an allocation, no job step.
+Environment SlurmAllocationShell() {
+  return {{"SLURM_JOB_ID", "4242425"}, {"SLURM_JOB_NODELIST", "gpu-a[01-02]"},
+          {"SLURM_NODELIST", "gpu-a[01-02]"}, {"SLURM_NNODES", "2"},
+          {"SLURM_NTASKS", "8"},       {"SLURM_TASKS_PER_NODE", "4(x2)"},
+          {"SLURM_SUBMIT_DIR", "/home/u"}};
+}
+
+// torchrun --nnodes=2 --nproc-per-node=4 --master-addr=10.0.0.1, worker 6.
+Environment Torchrun() {
+  return {{"MASTER_ADDR", "10.0.0.1"},         {"MASTER_PORT", "29500"},
+          {"WORLD_SIZE", "8"},                 {"RANK", "6"},
+          {"LOCAL_RANK", "2"},                 {"LOCAL_WORLD_SIZE", "4"},
+          {"GROUP_RANK", "1"},                 {"GROUP_WORLD_SIZE", "2"},
+          {"ROLE_RANK", "6"},                  {"ROLE_WORLD_SIZE", "8"},
+          {"ROLE_NAME", "default"},            {"TORCHELASTIC_RESTART_COUNT", "0"},
+          {"TORCHELASTIC_MAX_RESTARTS", "0"},  {"TORCHELASTIC_RUN_ID", "none"},
+          {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"OMP_NUM_THREADS", "1"}};
+}
+
+// mpirun -np 4 under Open MPI 4.1, rank 3 on the second host.
+Environment OpenMpi4() {
+  return {{"OMPI_MCA_orte_hnp_uri", "1531576320.0;tcp://10.96.0.1,10.148.0.1:34911"},
+          {"OMPI_COMM_WORLD_SIZE", "4"},       {"OMPI_COMM_WORLD_RANK", "3"},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+          {"OMPI_COMM_WORLD_NODE_RANK", "1"},  {"OMPI_UNIVERSE_SIZE", "4"},
+          {"OMPI_MCA_orte_ess_num_procs", "4"}, {"OMPI_MCA_ess", "^singleton"}};
+}
+
+// mpirun -np 4 under Open MPI 5 (PRRTE): no HNP URI.
+Environment OpenMpi5() {
+  return {{"OMPI_COMM_WORLD_SIZE", "4"},       {"OMPI_COMM_WORLD_RANK", "1"},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+          {"OMPI_UNIVERSE_SIZE", "4"},         {"PMIX_RANK", "1"},
+          {"PMIX_NAMESPACE", "prterun-node01-12345@1"},
+          {"PMIX_SERVER_URI41", "prterun-node01-12345@0.0;tcp4://10.0.0.1:45123"}};
+}
+
+// mpiexec -n 4 -ppn 2 under MPICH's Hydra (Intel MPI sets the same), rank 2.
+Environment Hydra() {
+  return {{"PMI_RANK", "2"},        {"PMI_SIZE", "4"},        {"PMI_FD", "6"},
+          {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "2"}, {"I_MPI_ROOT", "/opt/intel/mpi"}};
+}
+
+Environment TfConfig() {
+  return {{"TF_CONFIG",
+           R"({"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222", "host2:2222"]},
+               "task": {"type": "worker", "index": 1}, "environment": "cloud"})"}};
+}
+
+// Pod 2 of an Indexed Job "train" whose template names subdomain "train-svc".
+Environment KubernetesIndexedJob() {
+  return {{"JOB_COMPLETION_INDEX", "2"},        {"HOSTNAME", "train-2"},
+          {"KDIST_K8S_SUBDOMAIN", "train-svc"}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+          {"KUBERNETES_SERVICE_PORT", "443"},   {"KUBERNETES_PORT", "tcp://10.96.0.1:443"}};
+}
+
+Environment Merged(Environment a, const Environment& b) {
+  for (const auto& [k, v] : b) a[k] = v;
+  return a;
+}
+
+Detection Detect(std::string_view mode, const Environment& env) {
+  DetectResult result = DetectCluster(mode, env);
+  if (!result.ok()) return Detection{"error: " + result.status().message()};
+  if (!result->has_value()) return Detection{"nothing"};
+  return **result;
+}
+
+std::string Text(const std::optional<DetectedValue>& value) {
+  return value ? value->text : "<none>";
+}
+std::string Vars(const std::optional<DetectedValue>& value) {
+  return value ? value->variables : "<none>";
+}
+
+KDIST_TEST(Detectors, TableOrderAndNames) {
+  std::vector<std::string> names;
+  for (const Detector& d : Detectors()) {
+    names.emplace_back(d.name);
+    KDIST_EXPECT_FALSE(d.summary.empty());
+    KDIST_EXPECT_FALSE(d.presence.empty());
+    KDIST_EXPECT_FALSE(d.variables.empty());
+  }
+  KDIST_EXPECT_EQ(Join(names, ","), std::string("torchrun,ompi,mpich,slurm,tf_config,kubernetes"));
+  KDIST_EXPECT_TRUE(FindDetector("slurm") != nullptr);
+  KDIST_EXPECT_TRUE(FindDetector("auto") == nullptr);
+}
+
+KDIST_TEST(Detectors, NothingInAnEmptyOrUnrelatedEnvironment) {
+  KDIST_EXPECT_EQ(Detect("auto", {}).detector, std::string("nothing"));
+  KDIST_EXPECT_EQ(Detect("auto", {{"HOME", "/root"}, {"KUBERNETES_SERVICE_HOST", "10.0.0.1"},
+                                  {"HOSTNAME", "pod-1"}})
+                      .detector,
+                  std::string("nothing"));
+  KDIST_EXPECT_EQ(Detect("none", SlurmStep()).detector, std::string("nothing"));
+}
+
+KDIST_TEST(Detectors, SlurmStep) {
+  Detection d = Detect("auto", SlurmStep());
+  KDIST_EXPECT_EQ(d.detector, std::string("slurm"));
+  // As JAX: the first host of the step, port 61440 + job id % 4096.
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:64504"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("SLURM_STEP_NODELIST, SLURM_JOB_ID"));
+  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("8"));
+  KDIST_EXPECT_EQ(Vars(d.num_processes), std::string("SLURM_STEP_NUM_TASKS"));
+  KDIST_EXPECT_EQ(Text(d.process_id), std::string("5"));
+  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("SLURM_PROCID"));
+  KDIST_EXPECT_EQ(d.process_id->shown, std::string("SLURM_PROCID=\"5\""));
+  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("1"));
+  KDIST_EXPECT_EQ(Text(d.local_size), std::string("4"));
+}
+
+KDIST_TEST(Detectors, SlurmFallsBackToNtasksAndUnevenTasksPerNode) {
+  Environment env = SlurmStep();
+  env.erase("SLURM_STEP_NUM_TASKS");
+  env["SLURM_STEP_TASKS_PER_NODE"] = "5,3";
+  Detection d = Detect("slurm", env);
+  KDIST_EXPECT_EQ(Vars(d.num_processes), std::string("SLURM_NTASKS"));
+  KDIST_EXPECT_EQ(Text(d.local_size), std::string("3"));  // SLURM_NODEID=1
+  env.erase("SLURM_NODEID");
+  KDIST_EXPECT_FALSE(Detect("slurm", env).local_size.has_value());
+  env["SLURM_NODEID"] = "7";
+  KDIST_EXPECT_EQ(Detect("slurm", env).detector,
+                  std::string("error: scheduler detection (slurm): SLURM_NODEID=\"7\" is not a "
+                              "node index of the step; expected an integer in [0, 2) because "
+                              "SLURM_STEP_TASKS_PER_NODE=\"5,3\" lists 2 nodes"));
+}
+
+KDIST_TEST(Detectors, SlurmPortOverrides) {
+  Environment env = SlurmStep();
+  env["JAX_COORDINATOR_PORT"] = "4000";
+  Detection d = Detect("auto", env);
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:4000"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("SLURM_STEP_NODELIST, JAX_COORDINATOR_PORT"));
+  env["KDIST_COORDINATOR_PORT"] = "5000";  // kdist's own variable comes first
+  d = Detect("auto", env);
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:5000"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+                  std::string("SLURM_STEP_NODELIST, KDIST_COORDINATOR_PORT"));
+  env["KDIST_COORDINATOR_PORT"] = "0";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "scheduler detection (slurm): KDIST_COORDINATOR_PORT=\"0\" is not a port; "
+                     "expected an integer in 1..65535");
+}
+
+KDIST_TEST(Detectors, SlurmAllocationWithoutAStepIsAnErrorNotAWrongCluster) {
+  KDIST_EXPECT_ERROR(DetectCluster("auto", SlurmAllocationShell()),
+                     StatusCode::kInvalidArgument,
+                     "scheduler detection (slurm): SLURM_JOB_ID=\"4242425\" is set but "
+                     "SLURM_STEP_NODELIST, SLURM_PROCID and SLURM_STEP_NUM_TASKS are not: this "
+                     "process runs inside a Slurm allocation");
+  KDIST_EXPECT_ERROR(DetectCluster("auto", SlurmAllocationShell()),
+                     StatusCode::kInvalidArgument, "Start every process with srun");
+  KDIST_EXPECT_ERROR(DetectCluster("auto", SlurmAllocationShell()),
+                     StatusCode::kInvalidArgument, "KDIST_CLUSTER_DETECTION=none");
+  // The batch script of sbatch: PROCID and LOCALID are 0, there is no step.
+  Environment batch = SlurmAllocationShell();
+  batch["SLURM_PROCID"] = "0";
+  batch["SLURM_LOCALID"] = "0";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", batch), StatusCode::kInvalidArgument,
+                     "SLURM_STEP_NODELIST and SLURM_STEP_NUM_TASKS are not");
+}
+
+KDIST_TEST(Detectors, SlurmPartialOrMalformedStep) {
+  Environment env = SlurmStep();
+  env.erase("SLURM_PROCID");
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "scheduler detection (slurm): SLURM_JOB_ID=\"4242424\", "
+                     "SLURM_STEP_NODELIST=\"gpu-a[01-02]\" and SLURM_STEP_NUM_TASKS=\"8\" are "
+                     "set but SLURM_PROCID is not.");
+  env = SlurmStep();
+  env["SLURM_STEP_NODELIST"] = "gpu-a[01-02";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "scheduler detection (slurm): SLURM_STEP_NODELIST=\"gpu-a[01-02\" has an "
+                     "unclosed '[' at byte 5");
+  env = SlurmStep();
+  env["SLURM_STEP_NUM_NODES"] = "3";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "SLURM_STEP_NUM_NODES=\"3\" does not match "
+                     "SLURM_STEP_NODELIST=\"gpu-a[01-02]\", which lists 2 hosts");
+  env = SlurmStep();
+  env["SLURM_JOB_ID"] = "4242424_7";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "SLURM_JOB_ID=\"4242424_7\" is not a job id");
+  env = SlurmStep();
+  env["SLURM_STEP_NODELIST"] = "gpu_a[01-02]";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "starts with host \"gpu_a01\", which has host \"gpu_a01\", which is not a "
+                     "valid host name");
+  env = SlurmStep();
+  env["SLURM_STEP_TASKS_PER_NODE"] = "4(x2";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "SLURM_STEP_TASKS_PER_NODE=\"4(x2\"");
+}
+
+KDIST_TEST(Detectors, Torchrun) {
+  Detection d = Detect("auto", Torchrun());
+  KDIST_EXPECT_EQ(d.detector, std::string("torchrun"));
+  // torchrun's agent serves its store on MASTER_PORT: the coordinator takes the next port.
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("10.0.0.1:29501"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+                  std::string("MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE"));
+  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("8"));
+  KDIST_EXPECT_EQ(Text(d.process_id), std::string("6"));
+  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("2"));
+  KDIST_EXPECT_EQ(Text(d.local_size), std::string("4"));
+
+  // Kubeflow's PyTorchJob: no agent, a service name, no local rank.
+  Environment kubeflow = {{"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"},
+                          {"WORLD_SIZE", "4"},             {"RANK", "2"},
+                          {"PYTHONUNBUFFERED", "0"}};
+  d = Detect("auto", kubeflow);
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("job-master-0:23456"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("MASTER_ADDR, MASTER_PORT"));
+  KDIST_EXPECT_FALSE(d.local_rank.has_value());
+
+  Environment ipv6 = kubeflow;
+  ipv6["MASTER_ADDR"] = "fd00::1";
+  KDIST_EXPECT_EQ(Text(Detect("auto", ipv6).job_addresses), std::string("[fd00::1]:23456"));
+  kubeflow["KDIST_COORDINATOR_PORT"] = "7000";
+  KDIST_EXPECT_EQ(Text(Detect("auto", kubeflow).job_addresses),
+                  std::string("job-master-0:7000"));
+}
+
+KDIST_TEST(Detectors, TorchrunPartialOrMalformed) {
+  KDIST_EXPECT_ERROR(DetectCluster("auto", {{"RANK", "0"}}), StatusCode::kInvalidArgument,
+                     "scheduler detection (torchrun): RANK=\"0\" is set but WORLD_SIZE, "
+                     "MASTER_ADDR and MASTER_PORT are not.");
+  Environment env = Torchrun();
+  env.erase("MASTER_ADDR");
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "set but MASTER_ADDR is not");
+  env = Torchrun();
+  env["MASTER_PORT"] = "http";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "MASTER_PORT=\"http\" is not a port");
+  env = Torchrun();
+  env["MASTER_ADDR"] = "bad host";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "MASTER_ADDR=\"bad host\" has host \"bad host\"");
+  env["MASTER_ADDR"] = "";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "MASTER_ADDR=\"\" is empty");
+  // LOCAL_RANK alone (set by other tools) is not a torchrun environment.
+  KDIST_EXPECT_EQ(Detect("auto", {{"LOCAL_RANK", "0"}}).detector, std::string("nothing"));
+}
+
+KDIST_TEST(Detectors, OpenMpi4) {
+  Detection d = Detect("auto", OpenMpi4());
+  KDIST_EXPECT_EQ(d.detector, std::string("ompi"));
+  // The mpirun host's first interface; as JAX, port 61440 + (job id >> 12) % 4096.
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("10.96.0.1:62624"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("OMPI_MCA_orte_hnp_uri"));
+  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("4"));
+  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("OMPI_COMM_WORLD_RANK"));
+  KDIST_EXPECT_EQ(Text(d.process_id), std::string("3"));
+  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("1"));
+  KDIST_EXPECT_EQ(Text(d.local_size), std::string("2"));
+  Environment env = OpenMpi4();
+  env["KDIST_COORDINATOR_PORT"] = "6000";
+  d = Detect("auto", env);
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("10.96.0.1:6000"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+                  std::string("OMPI_MCA_orte_hnp_uri, KDIST_COORDINATOR_PORT"));
+}
+
+KDIST_TEST(Detectors, OpenMpi5HasNoCoordinatorAndSaysWhatToSet) {
+  Detection d = Detect("auto", OpenMpi5());
+  KDIST_EXPECT_EQ(d.detector, std::string("ompi"));
+  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
+  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("Open MPI 5 (PRRTE) does not publish") !=
+                    std::string::npos);
+  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("mpirun -x KERAS_DISTRIBUTION_JOB_ADDRESSES=") !=
+                    std::string::npos);
+  KDIST_EXPECT_EQ(Text(d.process_id), std::string("1"));
+  Environment pmix_only_rank = OpenMpi5();
+  pmix_only_rank.erase("OMPI_COMM_WORLD_RANK");
+  KDIST_EXPECT_EQ(Vars(Detect("ompi", pmix_only_rank).process_id), std::string("PMIX_RANK"));
+}
+
+KDIST_TEST(Detectors, OpenMpiPartialOrMalformed) {
+  KDIST_EXPECT_ERROR(
+      DetectCluster("auto", {{"OMPI_MCA_orte_hnp_uri", "5.0;tcp://10.0.0.1:1"}}),
+      StatusCode::kInvalidArgument,
+      "scheduler detection (ompi): OMPI_MCA_orte_hnp_uri=\"5.0;tcp://10.0.0.1:1\" is set but "
+      "OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_RANK are not.");
+  Environment env = OpenMpi4();
+  env["OMPI_MCA_orte_hnp_uri"] = "1531576320.0;tcp://node1:34911";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "OMPI_MCA_orte_hnp_uri=\"1531576320.0;tcp://node1:34911\" has the URI");
+}
+
+KDIST_TEST(Detectors, MpichHydraAndIntelMpi) {
+  Detection d = Detect("auto", Hydra());
+  KDIST_EXPECT_EQ(d.detector, std::string("mpich"));
+  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
+  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("mpiexec -genv KERAS_DISTRIBUTION_JOB_ADDRESSES") !=
+                    std::string::npos);
+  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("4"));
+  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("PMI_RANK"));
+  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("0"));
+  KDIST_EXPECT_EQ(Vars(d.local_size), std::string("MPI_LOCALNRANKS"));
+  KDIST_EXPECT_ERROR(DetectCluster("auto", {{"MPI_LOCALRANKID", "0"}}),
+                     StatusCode::kInvalidArgument,
+                     "scheduler detection (mpich): MPI_LOCALRANKID=\"0\" is set but PMI_SIZE and "
+                     "PMI_RANK are not.");
+}
+
+KDIST_TEST(Detectors, LaunchersInsideSlurmComeBeforeSlurm) {
+  // `srun torchrun ...`: SLURM_PROCID numbers the torchrun agents.
+  KDIST_EXPECT_EQ(Detect("auto", Merged(SlurmStep(), Torchrun())).detector,
+                  std::string("torchrun"));
+  // mpirun in an allocation: Slurm started the ORTE daemons, not the ranks.
+  KDIST_EXPECT_EQ(Detect("auto", Merged(SlurmStep(), OpenMpi4())).detector,
+                  std::string("ompi"));
+  // Hydra with the Slurm bootstrap.
+  KDIST_EXPECT_EQ(Detect("auto", Merged(SlurmStep(), Hydra())).detector, std::string("mpich"));
+  // srun --mpi=pmi2: Slurm's PMI plugin sets PMI_RANK and PMI_SIZE, no MPI_LOCALRANKID.
+  Environment pmi2 = Merged(SlurmStep(), {{"PMI_RANK", "5"}, {"PMI_SIZE", "8"},
+                                          {"PMI_FD", "7"}, {"PMI_JOBID", "4242424.0"}});
+  KDIST_EXPECT_EQ(Detect("auto", pmi2).detector, std::string("slurm"));
+  // A detector asked by name ignores the others.
+  KDIST_EXPECT_EQ(Detect("slurm", Merged(SlurmStep(), Torchrun())).detector,
+                  std::string("slurm"));
+}
+
+KDIST_TEST(Detectors, TfConfig) {
+  Detection d = Detect("auto", TfConfig());
+  KDIST_EXPECT_EQ(d.detector, std::string("tf_config"));
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("host0:2222,host1:2222,host2:2222"));
+  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("3"));
+  KDIST_EXPECT_EQ(Text(d.process_id), std::string("2"));  // the chief is 0
+  KDIST_EXPECT_EQ(d.process_id->shown,
+                  std::string("TF_CONFIG task {\"type\": \"worker\", \"index\": 1}"));
+  Detection chief = Detect(
+      "tf_config",
+      {{"TF_CONFIG",
+        R"({"cluster":{"chief":["h0:1"],"worker":["h1:1"]},"task":{"type":"chief","index":0}})"}});
+  KDIST_EXPECT_EQ(Text(chief.process_id), std::string("0"));
+  Detection workers_only = Detect(
+      "tf_config",
+      {{"TF_CONFIG", R"({"cluster":{"worker":["[::1]:5","h1:6"]},"task":{"type":"worker","index":1}})"}});
+  KDIST_EXPECT_EQ(Text(workers_only.job_addresses), std::string("[::1]:5,h1:6"));
+  KDIST_EXPECT_EQ(Text(workers_only.process_id), std::string("1"));
+}
+
+KDIST_TEST(Detectors, TfConfigMalformed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "is not valid JSON: expected a value but found the end"},
+      {"{\"cluster\": {}", "is not valid JSON"},
+      {"[]", "is an array; expected an object with \"cluster\" and \"task\""},
+      {"{\"task\": {}}", "has no \"cluster\" object"},
+      {R"({"cluster": {"worker": ["h:1"]}})", "has no \"task\" object"},
+      {R"({"cluster": {"worker": "h:1"}, "task": {"type": "worker", "index": 0}})",
+       "has cluster.worker of type a string; expected a list"},
+      {R"({"cluster": {"worker": [7]}, "task": {"type": "worker", "index": 0}})",
+       "has cluster.worker[0] of type a number"},
+      {R"({"cluster": {"worker": ["h"]}, "task": {"type": "worker", "index": 0}})",
+       "has cluster.worker[0]=\"h\", which has no port"},
+      {R"({"cluster": {"worker": ["h:1"], "ps": ["p:1"]}, "task": {"type": "worker", "index": 0}})",
+       "has cluster.ps: kdist runs the \"chief\" and \"worker\" tasks as one JAX job"},
+      {R"({"cluster": {"chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}})",
+       "lists 2 chiefs"},
+      {R"({"cluster": {"worker": []}, "task": {"type": "worker", "index": 0}})",
+       "lists no \"chief\" or \"worker\" tasks"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "evaluator", "index": 0}})",
+       "has a task type that is not \"chief\" or \"worker\""},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 1}})",
+       "has a task index that is not an integer in [0, 1) (the number of \"worker\" tasks"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": "0"}})",
+       "has a task index that is not an integer"},
+      {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0.0}})",
+       "has a task index that is not an integer"},
+  };
+  for (const auto& [text, reason] : cases) {
+    KDIST_EXPECT_ERROR(DetectCluster("auto", {{"TF_CONFIG", text}}),
+                       StatusCode::kInvalidArgument,
+                       std::string("scheduler detection (tf_config): TF_CONFIG="));
+    KDIST_EXPECT_ERROR(DetectCluster("auto", {{"TF_CONFIG", text}}),
+                       StatusCode::kInvalidArgument, reason);
+  }
+}
+
+KDIST_TEST(Detectors, KubernetesIndexedJob) {
+  Detection d = Detect("auto", KubernetesIndexedJob());
+  KDIST_EXPECT_EQ(d.detector, std::string("kubernetes"));
+  KDIST_EXPECT_EQ(Text(d.process_id), std::string("2"));
+  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("JOB_COMPLETION_INDEX"));
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("train-0.train-svc:55527"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+                  std::string("HOSTNAME, JOB_COMPLETION_INDEX, KDIST_K8S_SUBDOMAIN"));
+  KDIST_EXPECT_FALSE(d.num_processes.has_value());
+  KDIST_EXPECT_TRUE(d.num_processes_hint.find("spec.completions") != std::string::npos);
+
+  // A JobSet's single Job: pods <jobset>-<replicated job>-<job index>-<pod index>.
+  Environment jobset = {{"JOB_COMPLETION_INDEX", "3"}, {"HOSTNAME", "js-workers-0-3"},
+                        {"KDIST_K8S_SUBDOMAIN", "js"}, {"KDIST_COORDINATOR_PORT", "1234"}};
+  d = Detect("auto", jobset);
+  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("js-workers-0-0.js:1234"));
+  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+                  std::string("HOSTNAME, JOB_COMPLETION_INDEX, KDIST_K8S_SUBDOMAIN, "
+                              "KDIST_COORDINATOR_PORT"));
+}
+
+KDIST_TEST(Detectors, KubernetesSaysWhatItCannotKnow) {
+  Environment env = KubernetesIndexedJob();
+  env.erase("KDIST_K8S_SUBDOMAIN");
+  Detection d = Detect("auto", env);
+  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
+  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("set KDIST_K8S_SUBDOMAIN") != std::string::npos);
+  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("train-0.<subdomain>:55527") != std::string::npos);
+  env["HOSTNAME"] = "custom-host";
+  d = Detect("auto", env);
+  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
+  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("HOSTNAME=\"custom-host\" is not <job name>-2") !=
+                    std::string::npos);
+  env["JOB_COMPLETION_INDEX"] = "two";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "scheduler detection (kubernetes): JOB_COMPLETION_INDEX=\"two\" is not a "
+                     "completion index");
+  env = KubernetesIndexedJob();
+  env["KDIST_K8S_SUBDOMAIN"] = "bad_svc";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "give the coordinator \"train-0.bad_svc\"");
+}
+
+KDIST_TEST(Detectors, NamedDetectorThatFindsNothing) {
+  KDIST_EXPECT_ERROR(DetectCluster("slurm", Torchrun()), StatusCode::kNotFound,
+                     "the slurm detector found none of its variables (SLURM_JOB_ID)");
+}
+
+KDIST_TEST(Detectors, DetectAllReportsEveryDetector) {
+  std::vector<DetectorReport> reports =
+      DetectAll(Merged(Merged(SlurmStep(), Torchrun()), {{"TF_CONFIG", "{"}}));
+  KDIST_ASSERT_EQ(reports.size(), Detectors().size());
+  KDIST_EXPECT_EQ(reports[0].name, std::string("torchrun"));
+  KDIST_EXPECT_TRUE(reports[0].status.ok() && reports[0].detection.has_value());
+  KDIST_EXPECT_TRUE(reports[1].status.ok() && !reports[1].detection.has_value());
+  KDIST_EXPECT_TRUE(reports[3].detection.has_value());  // slurm
+  KDIST_EXPECT_FALSE(reports[4].status.ok());           // tf_config
+  KDIST_EXPECT_FALSE(reports[5].detection.has_value());
+}
+
+}  // namespace
+}  // namespace kdist
+
+namespace kdist {
+namespace {
+
+// Any values in a scheduler's variables: a detection or an error, never a crash.
+KDIST_TEST(Detectors, SurviveArbitraryValues) {
+  static constexpr char kAlphabet[] = "0123456789[],-()x.:;/{}\"\\ tcp";
+  uint64_t state = 0x94d049bb133111ebull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  std::vector<std::string_view> names;
+  for (const Detector& d : Detectors()) {
+    for (std::string_view v : d.variables) names.push_back(v);
+  }
+  for (int round = 0; round < 5000; ++round) {
+    Environment env;
+    const size_t count = 1 + next() % 6;
+    for (size_t i = 0; i < count; ++i) {
+      std::string value;
+      const size_t length = next() % 16;
+      for (size_t j = 0; j < length; ++j) {
+        value += next() % 10 == 0 ? static_cast<char>(next() & 0xff)
+                                  : kAlphabet[next() % (sizeof kAlphabet - 1)];
+      }
+      env[std::string(names[next() % names.size()])] = value;
+    }
+    for (const DetectorReport& report : DetectAll(env)) {
+      KDIST_EXPECT_TRUE(report.status.ok() || report.status.code() == StatusCode::kInvalidArgument);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kdist

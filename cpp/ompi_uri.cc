@@ -1,0 +1,100 @@
+#include "ompi_uri.h"
+
+#include <string>
+
+#include "scalars.h"
+#include "text.h"
+
+namespace kdist {
+namespace {
+
+constexpr std::string_view kExpectedForm =
+    "expected <job id>.<vpid>;tcp://<IPv4>[,<IPv4>...]:<port>, e.g. "
+    "1531576320.0;tcp://10.0.0.1:34911";
+
+Status Malformed(const std::string& reason) {
+  return InvalidArgument(reason + "; " + std::string(kExpectedForm));
+}
+
+Result<uint64_t> ParseId(std::string_view text, std::string_view what) {
+  Result<int64_t> value = ParseInteger(text);
+  if (!value.ok() || *value < 0 || Trim(text).size() != text.size()) {
+    return Malformed("has " + std::string(what) + " " + Quote(text) +
+                     ", which is not a non-negative integer");
+  }
+  return static_cast<uint64_t>(*value);
+}
+
+// The "a,b,c" hosts and the port text of one URI, appended to `out` (IPv6
+// addresses when `ipv6`, else IPv4).
+Status AppendHosts(std::string_view hosts, std::string_view port, bool ipv6,
+                   std::string_view uri, std::vector<Address>& out) {
+  for (std::string_view host : Split(hosts, ',')) {
+    const std::string text =
+        ipv6 ? "[" + std::string(host) + "]:" + std::string(port)
+             : std::string(host) + ":" + std::string(port);
+    Result<Address> address = ParseAddress(text);
+    std::string reason;
+    if (Trim(host).size() != host.size() || Trim(port).size() != port.size()) {
+      reason = "has surrounding whitespace";
+    } else if (!address.ok()) {
+      reason = address.status().message();
+    } else if (address->kind != (ipv6 ? HostKind::kIPv6 : HostKind::kIPv4)) {
+      reason = std::string("is not an ") + (ipv6 ? "IPv6" : "IPv4") + " address";
+    }
+    if (!reason.empty()) {
+      return Malformed("has the URI " + Quote(uri) + " whose entry " + Quote(host) + " " +
+                       reason);
+    }
+    out.push_back(std::move(address).value());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<OmpiHnpUri> ParseOmpiHnpUri(std::string_view text) {
+  if (text.empty()) return Malformed("is empty");
+  const std::vector<std::string_view> parts = Split(text, ';');
+  const std::string_view name = parts.front();
+  const size_t dot = name.find('.');
+  if (dot == std::string_view::npos) {
+    return Malformed("starts with " + Quote(name) + ", which has no '.' between job id and vpid");
+  }
+  OmpiHnpUri uri;
+  Result<uint64_t> job_id = ParseId(name.substr(0, dot), "job id");
+  if (!job_id.ok()) return job_id.status();
+  Result<uint64_t> vpid = ParseId(name.substr(dot + 1), "vpid");
+  if (!vpid.ok()) return vpid.status();
+  uri.job_id = *job_id;
+  uri.vpid = *vpid;
+
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string_view entry = parts[i];
+    if (entry.rfind("tcp://", 0) == 0) {
+      const std::string_view body = entry.substr(6);
+      const size_t colon = body.rfind(':');
+      if (colon == std::string_view::npos) {
+        return Malformed("has the URI " + Quote(entry) + " without a port");
+      }
+      KDIST_RETURN_IF_ERROR(
+          AppendHosts(body.substr(0, colon), body.substr(colon + 1), false, entry, uri.addresses));
+    } else if (entry.rfind("tcp6://", 0) == 0) {
+      const std::string_view body = entry.substr(7);
+      const size_t close = body.find(']');
+      if (body.empty() || body.front() != '[' || close == std::string_view::npos ||
+          close + 1 >= body.size() || body[close + 1] != ':') {
+        return Malformed("has the URI " + Quote(entry) +
+                         ", which is not tcp6://[<IPv6>[,<IPv6>...]]:<port>");
+      }
+      KDIST_RETURN_IF_ERROR(AppendHosts(body.substr(1, close - 1), body.substr(close + 2), true,
+                                        entry, uri.addresses));
+    } else if (entry.find("://") == std::string_view::npos) {
+      return Malformed("has " + Quote(entry) + ", which is not a <transport>://... URI");
+    }
+  }
+  if (uri.addresses.empty()) return Malformed("has no tcp:// or tcp6:// URI");
+  return uri;
+}
+
+}  // namespace kdist

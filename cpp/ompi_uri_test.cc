@@ -1,0 +1,100 @@
+#include "ompi_uri.h"
+
+#include "testing/check.h"
+
+namespace kdist {
+namespace {
+
+KDIST_TEST(OmpiHnpUri, ParsesIpv4Interfaces) {
+  auto uri = ParseOmpiHnpUri("1531576320.0;tcp://10.96.0.1,10.148.0.1,10.108.0.1:34911");
+  KDIST_ASSERT_OK(uri);
+  KDIST_EXPECT_EQ(uri->job_id, uint64_t{1531576320});
+  KDIST_EXPECT_EQ(uri->vpid, uint64_t{0});
+  KDIST_ASSERT_EQ(uri->addresses.size(), size_t{3});
+  KDIST_EXPECT_EQ(uri->addresses[0].ToString(), std::string("10.96.0.1:34911"));
+  KDIST_EXPECT_EQ(uri->addresses[2].ToString(), std::string("10.108.0.1:34911"));
+}
+
+KDIST_TEST(OmpiHnpUri, ParsesIpv6AndMixedEntries) {
+  auto v6 = ParseOmpiHnpUri(
+      "1314521088.0;tcp6://[fe80::b9b:ac5d:9cf0:b858,2620:10d:c083:150e::3000:2]:43370");
+  KDIST_ASSERT_OK(v6);
+  KDIST_ASSERT_EQ(v6->addresses.size(), size_t{2});
+  KDIST_EXPECT_EQ(v6->addresses[0].ToString(), std::string("[fe80::b9b:ac5d:9cf0:b858]:43370"));
+  KDIST_EXPECT_TRUE(v6->addresses[1].kind == HostKind::kIPv6);
+
+  auto mixed = ParseOmpiHnpUri("7.1;usock://whatever;tcp6://[::1]:2;tcp://10.0.0.1:1");
+  KDIST_ASSERT_OK(mixed);
+  KDIST_EXPECT_EQ(mixed->vpid, uint64_t{1});
+  KDIST_ASSERT_EQ(mixed->addresses.size(), size_t{2});
+  KDIST_EXPECT_EQ(mixed->addresses[0].ToString(), std::string("[::1]:2"));
+  KDIST_EXPECT_EQ(mixed->addresses[1].ToString(), std::string("10.0.0.1:1"));
+}
+
+KDIST_TEST(OmpiHnpUri, RejectsMalformedValues) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "is empty"},
+      {"1531576320;tcp://10.0.0.1:1", "has no '.' between job id and vpid"},
+      {"x.0;tcp://10.0.0.1:1", "has job id \"x\", which is not a non-negative integer"},
+      {"-5.0;tcp://10.0.0.1:1", "has job id \"-5\""},
+      {" 5.0;tcp://10.0.0.1:1", "has job id \" 5\""},
+      {"5.;tcp://10.0.0.1:1", "has vpid \"\""},
+      {"5.0", "has no tcp:// or tcp6:// URI"},
+      {"5.0;usock://x", "has no tcp:// or tcp6:// URI"},
+      {"5.0;garbage", "has \"garbage\", which is not a <transport>://... URI"},
+      {"5.0;tcp://10.0.0.1", "has the URI \"tcp://10.0.0.1\" without a port"},
+      {"5.0;tcp://10.0.0.1:http", "not a number"},
+      {"5.0;tcp://10.0.0.1:0", "has port 0"},
+      {"5.0;tcp://10.0.0.1:70000", "out of range"},
+      {"5.0;tcp://node1:1", "whose entry \"node1\" is not an IPv4 address"},
+      {"5.0;tcp://10.0.0.1,:1", "whose entry \"\""},
+      {"5.0;tcp://10.0.0.1 :1", "has surrounding whitespace"},
+      {"5.0;tcp://10.0.0.1: 1", "has surrounding whitespace"},
+      {"5.0;tcp6://fe80::1:1", "which is not tcp6://[<IPv6>[,<IPv6>...]]:<port>"},
+      {"5.0;tcp6://[fe80::1]", "which is not tcp6://"},
+      {"5.0;tcp6://[fe80::1]x1", "which is not tcp6://"},
+      {"5.0;tcp6://[10.0.0.1]:1", "not a valid IPv6"},
+      {"5.0;tcp6://", "which is not tcp6://"},
+  };
+  for (const auto& [text, reason] : cases) {
+    KDIST_EXPECT_ERROR(ParseOmpiHnpUri(text), StatusCode::kInvalidArgument, reason);
+  }
+  KDIST_EXPECT_ERROR(ParseOmpiHnpUri("x"), StatusCode::kInvalidArgument,
+                     "expected <job id>.<vpid>;tcp://");
+  KDIST_EXPECT_ERROR(ParseOmpiHnpUri(std::string("5.0;tcp://10.0.0.1\0:1", 20)),
+                     StatusCode::kInvalidArgument, "\\x00");
+}
+
+}  // namespace
+}  // namespace kdist
+
+namespace kdist {
+namespace {
+
+// Any bytes: a URI with at least one address, or an error; never a crash.
+KDIST_TEST(OmpiHnpUri, SurvivesArbitraryInput) {
+  static constexpr char kAlphabet[] = "0123456789.;:/,[]tcp6fe:x\0 ";
+  uint64_t state = 0xd1b54a32d192ed03ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = round % 2 ? "5.0;tcp://" : "5.0;tcp6://[";
+    const size_t length = next() % 30;
+    for (size_t i = 0; i < length; ++i) {
+      text += next() % 8 == 0 ? static_cast<char>(next() & 0xff)
+                              : kAlphabet[next() % (sizeof kAlphabet - 1)];
+    }
+    auto uri = ParseOmpiHnpUri(text);
+    if (uri.ok()) {
+      KDIST_EXPECT_FALSE(uri->addresses.empty());
+      for (const Address& a : uri->addresses) KDIST_EXPECT_TRUE(a.port != 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kdist

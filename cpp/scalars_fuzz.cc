@@ -1,0 +1,21 @@
+// libFuzzer target: integer, seconds and boolean parsing.
+// Property: a parsed integer prints to text that parses back to itself.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "scalars.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  kdist::Result<int64_t> integer = kdist::ParseInteger(text);
+  if (integer.ok()) {
+    kdist::Result<int64_t> again = kdist::ParseInteger(std::to_string(*integer));
+    if (!again.ok() || *again != *integer) __builtin_trap();
+  }
+  kdist::Result<double> seconds = kdist::ParseSeconds(text);
+  if (seconds.ok() && !(*seconds >= 0)) __builtin_trap();
+  (void)kdist::ParseBool(text);
+  return 0;
+}

@@ -1,0 +1,191 @@
+#include "slurm_hostlist.h"
+
+#include <charconv>
+#include <optional>
+
+#include "text.h"
+
+namespace kdist {
+namespace {
+
+constexpr size_t kMaxDigits = 18;  // every value below 10^18 fits in uint64_t
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '-' ||
+         c == '_' || c == '.';
+}
+
+std::string At(size_t offset) { return "at byte " + std::to_string(offset); }
+
+std::string TooMany(size_t max_items) {
+  return "expands to more than " + std::to_string(max_items) + " entries";
+}
+
+// A run of decimal digits starting at `offset` within `text`.
+Result<uint64_t> ParseDigits(std::string_view digits, size_t offset) {
+  if (digits.empty()) return InvalidArgument("has a missing number " + At(offset));
+  if (digits.size() > kMaxDigits) {
+    return InvalidArgument("has a number longer than " + std::to_string(kMaxDigits) +
+                           " digits " + At(offset));
+  }
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (!IsDigit(digits[i])) {
+      return InvalidArgument("has " + Quote(digits.substr(i, 1)) + " " + At(offset + i) +
+                             " where a digit was expected");
+    }
+  }
+  uint64_t value = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  return value;
+}
+
+std::string Padded(uint64_t value, size_t width) {
+  std::string digits = std::to_string(value);
+  if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+  return digits;
+}
+
+// The values of one bracket group's body, e.g. "01-04,07" (without brackets)
+// starting at `offset` in the whole text.
+Result<std::vector<std::string>> ExpandGroup(std::string_view body, size_t offset,
+                                             size_t max_items) {
+  std::vector<std::string> values;
+  size_t item_offset = offset;
+  for (std::string_view item : Split(body, ',')) {
+    const size_t dash = item.find('-');
+    const std::string_view low_text = item.substr(0, dash);
+    Result<uint64_t> low = ParseDigits(low_text, item_offset);
+    if (!low.ok()) return low.status();
+    uint64_t high = *low;
+    if (dash != std::string_view::npos) {
+      Result<uint64_t> parsed = ParseDigits(item.substr(dash + 1), item_offset + dash + 1);
+      if (!parsed.ok()) return parsed.status();
+      high = *parsed;
+      if (high < *low) {
+        return InvalidArgument("has the range " + Quote(item) + " " + At(item_offset) +
+                               ", which runs backwards");
+      }
+    }
+    if (high - *low >= max_items - values.size()) return InvalidArgument(TooMany(max_items));
+    for (uint64_t v = *low;; ++v) {
+      values.push_back(Padded(v, low_text.size()));
+      if (v == high) break;
+    }
+    item_offset += item.size() + 1;
+  }
+  return values;
+}
+
+// One comma-separated entry of a host list: literal runs and bracket groups.
+Status ExpandEntry(std::string_view entry, size_t offset, size_t max_items,
+                   std::vector<std::string>& hosts) {
+  if (entry.empty()) return InvalidArgument("has an empty host name " + At(offset));
+  // The entry as a sequence of choices: a literal is a choice of one.
+  std::vector<std::vector<std::string>> parts;
+  size_t combinations = 1;
+  size_t i = 0;
+  while (i < entry.size()) {
+    if (entry[i] == '[') {
+      const size_t close = entry.find(']', i);
+      if (close == std::string_view::npos) {
+        return InvalidArgument("has an unclosed '[' " + At(offset + i));
+      }
+      const std::string_view body = entry.substr(i + 1, close - i - 1);
+      if (body.find('[') != std::string_view::npos) {
+        return InvalidArgument("has a '[' inside brackets " +
+                               At(offset + i + 1 + body.find('[')));
+      }
+      if (body.empty()) return InvalidArgument("has empty brackets " + At(offset + i));
+      Result<std::vector<std::string>> values = ExpandGroup(body, offset + i + 1, max_items);
+      if (!values.ok()) return values.status();
+      if (values->size() > max_items / combinations) return InvalidArgument(TooMany(max_items));
+      combinations *= values->size();
+      parts.push_back(std::move(values).value());
+      i = close + 1;
+    } else if (entry[i] == ']') {
+      return InvalidArgument("has a ']' without a '[' " + At(offset + i));
+    } else {
+      size_t end = i;
+      while (end < entry.size() && entry[end] != '[' && entry[end] != ']') {
+        if (!IsNameChar(entry[end])) {
+          return InvalidArgument("has " + Quote(entry.substr(end, 1)) + " " +
+                                 At(offset + end) +
+                                 ", which is not allowed in a host name (letters, digits, "
+                                 "'-', '_' and '.' are)");
+        }
+        ++end;
+      }
+      parts.push_back({std::string(entry.substr(i, end - i))});
+      i = end;
+    }
+  }
+  if (combinations > max_items - hosts.size()) return InvalidArgument(TooMany(max_items));
+
+  // The product, leftmost part varying slowest.
+  std::vector<size_t> index(parts.size(), 0);
+  for (size_t n = 0; n < combinations; ++n) {
+    std::string host;
+    for (size_t p = 0; p < parts.size(); ++p) host += parts[p][index[p]];
+    hosts.push_back(std::move(host));
+    for (size_t p = parts.size(); p-- > 0;) {
+      if (++index[p] < parts[p].size()) break;
+      index[p] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ExpandHostList(std::string_view text, size_t max_items) {
+  if (text.empty()) return InvalidArgument("is empty");
+  if (max_items == 0) return InvalidArgument(TooMany(max_items));
+  std::vector<std::string> hosts;
+  size_t start = 0;
+  bool in_brackets = false;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size()) {
+      if (text[i] == '[') in_brackets = true;
+      if (text[i] == ']') in_brackets = false;
+      if (text[i] != ',' || in_brackets) continue;
+    }
+    KDIST_RETURN_IF_ERROR(ExpandEntry(text.substr(start, i - start), start, max_items, hosts));
+    start = i + 1;
+  }
+  return hosts;
+}
+
+Result<std::vector<int64_t>> ExpandTasksPerNode(std::string_view text, size_t max_items) {
+  if (text.empty()) return InvalidArgument("is empty");
+  std::vector<int64_t> counts;
+  size_t offset = 0;
+  for (std::string_view item : Split(text, ',')) {
+    std::string_view count_text = item;
+    uint64_t repeat = 1;
+    const size_t paren = item.find('(');
+    if (paren != std::string_view::npos) {
+      count_text = item.substr(0, paren);
+      const std::string_view suffix = item.substr(paren);  // "(x3)"
+      if (suffix.size() < 4 || suffix.substr(0, 2) != "(x" || suffix.back() != ')') {
+        return InvalidArgument("has " + Quote(item) + " " + At(offset) +
+                               "; expected a count, or a count and a repeat such as 2(x3)");
+      }
+      Result<uint64_t> parsed =
+          ParseDigits(suffix.substr(2, suffix.size() - 3), offset + paren + 2);
+      if (!parsed.ok()) return parsed.status();
+      repeat = *parsed;
+      if (repeat == 0) return InvalidArgument("repeats a count 0 times " + At(offset + paren));
+    }
+    Result<uint64_t> count = ParseDigits(count_text, offset);
+    if (!count.ok()) return count.status();
+    if (*count == 0) return InvalidArgument("has a task count of 0 " + At(offset));
+    if (repeat > max_items - counts.size()) return InvalidArgument(TooMany(max_items));
+    counts.insert(counts.end(), repeat, static_cast<int64_t>(*count));
+    offset += item.size() + 1;
+  }
+  return counts;
+}
+
+}  // namespace kdist

@@ -1,0 +1,247 @@
+"""The `kdist` command line (also `python -m kdist`): `doctor` and `launch`.
+
+Importing this module imports neither JAX nor the compiled core; each
+command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+_DESCRIPTION = """\
+kdist: start multi-process JAX jobs fast, checked and explained.
+
+commands:
+  doctor   show the resolved configuration, the detected scheduler, the local
+           accelerators and whether the coordinator answers
+  launch   start an N-process job on this machine (loopback)
+"""
+
+_EPILOG = """\
+examples:
+  kdist doctor
+  kdist doctor --json
+  kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py
+"""
+
+_DOCTOR_DESCRIPTION = """\
+Show how kdist.initialize() would configure this process, without starting
+anything: every resolved value with its source (argument, KERAS_DISTRIBUTION_*
+or KDIST_* variable, detected scheduler, default), what each scheduler detector
+makes of the environment, the accelerators this machine has (found without
+importing JAX: device nodes such as /dev/nvidia*, /dev/accel*, /dev/kfd, and
+variables such as CUDA_VISIBLE_DEVICES), and a bounded TCP probe of the
+coordinator's address.
+
+exit status: 0 when the configuration is valid, 1 when it is not, 2 on a usage
+error. JAX is imported only with --devices.
+"""
+
+_DOCTOR_EPILOG = """\
+examples:
+  kdist doctor
+  KERAS_DISTRIBUTION_JOB_ADDRESSES=10.0.0.1:1234 KERAS_DISTRIBUTION_NUM_PROCESSES=2 \\
+    KERAS_DISTRIBUTION_PROCESS_ID=1 kdist doctor
+  srun --ntasks=2 kdist doctor --no-probe      # what each Slurm task would resolve
+  kdist doctor --json | python -m json.tool
+  kdist doctor --devices                        # also ask JAX which devices it sees
+"""
+
+_LAUNCH_DESCRIPTION = """\
+Start COMMAND as N processes of one job on this machine. Each process gets
+KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT, KERAS_DISTRIBUTION_NUM_PROCESSES=N
+and KERAS_DISTRIBUTION_PROCESS_ID=<its id>, so kdist.initialize() needs no
+arguments. Every line a process writes is prefixed with its id ("[1] ...").
+
+Ctrl-C and SIGTERM are forwarded to every process. When a process exits with a
+non-zero status the others are stopped (SIGTERM, then SIGKILL after --grace
+seconds) and kdist launch exits with that status (128+N for signal N). No
+process outlives the launcher: each dies with it, even when the launcher is
+killed with SIGKILL (Linux).
+"""
+
+_LAUNCH_EPILOG = """\
+examples:
+  kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py
+  kdist launch -n 4 --port 12345 --timeout 600 -- python train.py --epochs 3
+  kdist launch -n 2 -- bash -c 'echo "process $KERAS_DISTRIBUTION_PROCESS_ID"'
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < 1e7:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Returns the parser of the `kdist` command line.
+
+    Returns:
+        An `argparse.ArgumentParser` with the `doctor` and `launch` commands.
+
+    Example:
+        >>> from kdist._cli import build_parser
+        >>> build_parser().parse_args(["launch", "-n", "2", "--", "true"]).num_processes
+        2
+    """
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="kdist", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=formatter
+    )
+    parser.add_argument("--version", action="store_true", help="print kdist's version and exit")
+    commands = parser.add_subparsers(dest="command_name", metavar="COMMAND")
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="show the resolved configuration and what is around it",
+        description=_DOCTOR_DESCRIPTION,
+        epilog=_DOCTOR_EPILOG,
+        formatter_class=formatter,
+    )
+    doctor.add_argument("--json", action="store_true", help="print one JSON object for machines")
+    doctor.add_argument(
+        "--devices",
+        action="store_true",
+        help="also import JAX and list the devices it sees (starts JAX's backend)",
+    )
+    doctor.add_argument(
+        "--no-probe", action="store_true", help="do not connect to the coordinator's address"
+    )
+    doctor.add_argument(
+        "--probe-timeout",
+        type=_seconds,
+        default=2.0,
+        metavar="S",
+        help="give up connecting to the coordinator after S seconds (default: 2)",
+    )
+
+    launch = commands.add_parser(
+        "launch",
+        help="start an N-process job on this machine",
+        description=_LAUNCH_DESCRIPTION,
+        epilog=_LAUNCH_EPILOG,
+        formatter_class=formatter,
+    )
+    launch.add_argument(
+        "-n",
+        "--num-processes",
+        type=_positive_int,
+        required=True,
+        metavar="N",
+        help="number of processes to start",
+    )
+    launch.add_argument(
+        "--devices-per-process",
+        type=_positive_int,
+        metavar="K",
+        help="run each process on JAX's CPU backend with K devices (sets JAX_PLATFORMS=cpu "
+        "and JAX_NUM_CPU_DEVICES=K); by default the processes see this machine's devices",
+    )
+    launch.add_argument(
+        "--port",
+        type=_port,
+        metavar="P",
+        help="the coordinator's port on 127.0.0.1 (default: a free port)",
+    )
+    launch.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="S",
+        help="stop the whole job after S seconds and exit with status 124 (default: no limit)",
+    )
+    launch.add_argument(
+        "--grace",
+        type=_seconds,
+        default=5.0,
+        metavar="S",
+        help="seconds the processes get to exit after SIGTERM before SIGKILL (default: 5)",
+    )
+    launch.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ...",
+        help="the program each process runs, with its arguments",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the `kdist` command line.
+
+    Args:
+        argv: The arguments after the program name. Defaults to None:
+            `sys.argv[1:]`.
+
+    Returns:
+        The exit status: 0 on success; for `doctor`, 1 when the configuration
+        is invalid; for `launch`, the job's status; 2 on a usage error.
+
+    Example:
+        >>> from kdist._cli import main
+        >>> main(["launch", "-n", "1", "--", "true"])  # doctest: +SKIP
+        0
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from importlib.metadata import version
+
+        print(f"kdist {version('kdist')}")
+        return 0
+    if args.command_name == "doctor":
+        from kdist import _doctor
+
+        return _doctor.run(
+            as_json=args.json,
+            with_devices=args.devices,
+            probe=not args.no_probe,
+            probe_timeout=args.probe_timeout,
+        )
+    if args.command_name == "launch":
+        command = list(args.command)
+        if command[:1] == ["--"]:
+            command = command[1:]
+        if not command:
+            parser.error(
+                "launch needs the command to run after '--', e.g. "
+                "kdist launch -n 2 -- python train.py"
+            )
+        from kdist import _launch
+
+        return _launch.launch(
+            command,
+            num_processes=args.num_processes,
+            devices_per_process=args.devices_per_process,
+            port=args.port,
+            timeout=args.timeout,
+            grace=args.grace,
+        )
+    parser.print_help(sys.stderr)
+    return 2

@@ -1,0 +1,147 @@
+"""DataParallel: the batch split over every device, the variables replicated."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from kdist._device_mesh import DeviceMesh, _flatten_devices
+from kdist._distribution import (
+    Distribution,
+    _data_layout,
+    _own_layout,
+    _variable_shape,
+)
+from kdist._tensor_layout import TensorLayout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_BATCH_DIM_NAME = "batch"
+
+
+class DataParallel(Distribution):
+    """Data parallelism: the batch is split over the devices, variables are replicated.
+
+    The mesh comes from, in order of precedence: `device_mesh`, `devices`
+    (a 1-D mesh with the axis "batch"), or every device of
+    `kdist.list_devices()` (likewise). The batch is split over the mesh's
+    first axis.
+
+    Args:
+        device_mesh: A `DeviceMesh`, normally 1-D. With more dimensions the
+            first is the batch axis and a `UserWarning` says so. Defaults to
+            None.
+        devices: Devices (strings such as "cpu:0" or `jax.Device`) for a 1-D
+            mesh; nested sequences are flattened. Ignored, with a
+            `UserWarning`, when `device_mesh` is given. Defaults to None.
+        auto_shard_dataset: Whether datasets are sharded across processes
+            automatically. Defaults to True.
+
+    Raises:
+        TypeError: `device_mesh` is not a `DeviceMesh`, or `devices` has the
+            wrong type.
+        ValueError: `devices` is empty, or names a device that does not exist
+            or one twice.
+
+    Example:
+        >>> import kdist
+        >>> dist = kdist.DataParallel(devices=["cpu:0"])
+        >>> dist.device_mesh.axis_names, dist.batch_dim_name
+        (('batch',), 'batch')
+        >>> dist.get_data_layout((16, 3)).axes
+        ('batch', None)
+    """
+
+    def __init__(
+        self,
+        device_mesh: DeviceMesh | None = None,
+        devices: Sequence[Any] | np.ndarray | None = None,
+        auto_shard_dataset: bool = True,
+    ) -> None:
+        if device_mesh is not None:
+            if not isinstance(device_mesh, DeviceMesh):
+                raise TypeError(
+                    "DataParallel: device_mesh must be a kdist.DeviceMesh (or None). "
+                    f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
+                )
+            if devices is not None:
+                warnings.warn(
+                    "DataParallel: both device_mesh and devices were given; devices is ignored "
+                    "and the mesh's devices are used.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            if len(device_mesh.shape) != 1:
+                warnings.warn(
+                    "DataParallel expects a 1-D device mesh, but received one with "
+                    f"{len(device_mesh.shape)} dimensions (shape={device_mesh.shape}, "
+                    f"axis_names={device_mesh.axis_names}). The batch is split over the first "
+                    f"axis, {device_mesh.axis_names[0]!r}, and replicated over the others.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            mesh = device_mesh
+        else:
+            if devices is None:
+                from kdist._devices import list_devices
+
+                devices = list_devices()
+            flat = _flat_devices(devices)
+            mesh = DeviceMesh((len(flat),), [DEFAULT_BATCH_DIM_NAME], flat)
+        super().__init__(mesh, mesh.axis_names[0], auto_shard_dataset)
+
+    @property
+    def num_model_replicas(self) -> int:
+        """Number of model replicas: the size of the batch axis (all devices of a 1-D mesh)."""
+        return self.device_mesh.shape[0]
+
+    def get_data_layout(self, data_shape: Sequence[int]) -> TensorLayout:
+        """The layout of a batch: its first dimension split over the batch axis.
+
+        Args:
+            data_shape: The shape of the data, batch dimension first.
+
+        Returns:
+            A `TensorLayout` `(batch_dim_name, None, ...)` on this mesh.
+
+        Raises:
+            TypeError: `data_shape` is not a sequence.
+            ValueError: `data_shape` is empty (no batch dimension).
+        """
+        return _data_layout(self, data_shape)
+
+    def get_variable_layout(self, variable: Any) -> Any:
+        """The variable's own layout (`variable._layout`, as Keras sets it), else replicated.
+
+        Args:
+            variable: A variable with a `shape` (a `keras.Variable`, a
+                `jax.Array`, ...).
+
+        Returns:
+            The variable's own layout, or a `TensorLayout` of `None`s.
+
+        Raises:
+            TypeError: `variable` has no shape.
+        """
+        own = _own_layout(variable)
+        if own is not None:
+            return own
+        shape = _variable_shape(variable, "DataParallel.get_variable_layout")
+        return TensorLayout([None] * len(shape), self.device_mesh)
+
+    def get_tensor_layout(self, path: str) -> None:
+        """None: data parallelism does not lay out intermediate tensors."""
+        return None
+
+
+def _flat_devices(devices: object) -> list[Any]:
+    flat = _flatten_devices(devices, "DataParallel")
+    if not flat:
+        raise ValueError(
+            "DataParallel: devices must not be empty; pass the devices to use, or None for "
+            f"every device of kdist.list_devices(). Received: devices={devices!r}"
+        )
+    return flat

@@ -1,0 +1,370 @@
+"""`kdist launch`: an N-process job on this machine, with the coordinator on loopback.
+
+Each process runs in its own process group (so that its own children are
+signalled with it) and, on Linux, asks the kernel to SIGKILL it when the
+launcher dies (PR_SET_PDEATHSIG), so that no process outlives the launcher,
+even one killed with SIGKILL. The launcher watches its processes without
+reaping them (waitid with WNOWAIT) until the end, so a process group id it
+signals can never belong to someone else's processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+_PR_SET_PDEATHSIG = 1
+_POLL_SECONDS = 0.05
+_READ_CHUNK = 65536
+_READER_JOIN_SECONDS = 5.0
+EXIT_TIMEOUT = 124  # as timeout(1)
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
+_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago.
+
+    Returns:
+        The port number.
+
+    Example:
+        >>> from kdist._launch import free_port
+        >>> 0 < free_port() < 65536
+        True
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def child_environment(
+    base: Mapping[str, str],
+    *,
+    process_id: int,
+    num_processes: int,
+    port: int,
+    devices_per_process: int | None,
+) -> dict[str, str]:
+    """The environment of process `process_id` of a launched job.
+
+    Args:
+        base: The launcher's environment.
+        process_id: The process's id in `[0, num_processes)`.
+        num_processes: The number of processes.
+        port: The coordinator's port on 127.0.0.1.
+        devices_per_process: When set, JAX's CPU backend with this many
+            devices (JAX_PLATFORMS=cpu, JAX_NUM_CPU_DEVICES).
+
+    Returns:
+        A new dict: `base` with the KERAS_DISTRIBUTION_* variables set, and
+        PYTHONUNBUFFERED=1 unless `base` sets it (so lines arrive as written).
+
+    Example:
+        >>> from kdist._launch import child_environment
+        >>> env = child_environment({}, process_id=1, num_processes=2, port=1234,
+        ...                         devices_per_process=None)
+        >>> env["KERAS_DISTRIBUTION_JOB_ADDRESSES"], env["KERAS_DISTRIBUTION_PROCESS_ID"]
+        ('127.0.0.1:1234', '1')
+    """
+    env = dict(base)
+    env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = f"127.0.0.1:{port}"
+    env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = str(num_processes)
+    env["KERAS_DISTRIBUTION_PROCESS_ID"] = str(process_id)
+    if devices_per_process is not None:
+        env["JAX_PLATFORMS"] = "cpu"
+        env["JAX_NUM_CPU_DEVICES"] = str(devices_per_process)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A function for the child, between fork and exec: SIGKILL me when my parent dies.
+
+    Everything it needs is looked up here, in the parent, so the child only
+    makes two system calls. None where prctl does not exist (not Linux).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+    kill_signal = int(signal.SIGKILL)
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill_signal, 0, 0, 0)
+        if os.getppid() != parent:  # the launcher died before prctl took effect
+            os.kill(os.getpid(), kill_signal)
+
+    return hook
+
+
+def _shell_status(info: os.waitid_result) -> int:
+    """A child's exit as a shell reports it: its exit code, or 128 + the signal."""
+    if info.si_code == os.CLD_EXITED:
+        return int(info.si_status)
+    return 128 + int(info.si_status)
+
+
+class _Output:
+    """The launcher's stdout and stderr, written one whole line at a time."""
+
+    def __init__(self, out: BinaryIO, err: BinaryIO) -> None:
+        self.out, self.err = out, err
+        self._lock = threading.Lock()
+
+    def write(self, stream: BinaryIO, data: bytes) -> None:
+        with self._lock:
+            try:
+                stream.write(data)
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: keep draining the children
+                pass
+
+    def note(self, message: str) -> None:
+        self.write(self.err, f"kdist launch: {message}\n".encode())
+
+
+def _copy_lines(source: BinaryIO, output: _Output, stream: BinaryIO, prefix: bytes) -> None:
+    """Copies `source` to `stream` until EOF, each line prefixed with `prefix`."""
+    at_line_start = True
+    try:
+        while True:
+            chunk = source.readline(_READ_CHUNK)
+            if not chunk:
+                break
+            output.write(stream, (prefix if at_line_start else b"") + chunk)
+            at_line_start = chunk.endswith(b"\n")
+        if not at_line_start:
+            output.write(stream, b"\n")
+    finally:
+        source.close()
+
+
+@dataclass
+class _Process:
+    process_id: int
+    popen: subprocess.Popen[bytes]
+    status: int | None = None  # shell-style exit status once it has exited
+    readers: list[threading.Thread] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        """The exit status once the process has exited; it stays unreaped (a zombie)."""
+        if self.status is None:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped elsewhere: fall back to Popen's record
+                code = self.popen.poll()
+                self.status = 0 if code is None else (code if code >= 0 else 128 - code)
+                return self.status
+            if info is not None:
+                self.status = _shell_status(info)
+        return self.status
+
+    def signal_group(self, signum: int) -> None:
+        """Sends `signum` to the process's group (its children included)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+
+class _Job:
+    def __init__(self, processes: list[_Process], output: _Output, received: list[int]) -> None:
+        self.processes = processes
+        self.output = output
+        self.received = received
+
+    def running(self) -> list[_Process]:
+        return [p for p in self.processes if p.poll() is None]
+
+    def stop(self, signum: int, grace: float) -> None:
+        """Sends `signum` to every running process, then SIGKILL after `grace` seconds
+        (at once on a second Ctrl-C / SIGTERM)."""
+        already = len(self.received)
+        for process in self.running():
+            process.signal_group(signum)
+        deadline = time.monotonic() + grace
+        while self.running() and time.monotonic() < deadline and len(self.received) <= already:
+            time.sleep(_POLL_SECONDS)
+        for process in self.running():
+            process.signal_group(signal.SIGKILL)
+
+    def finish(self) -> None:
+        """Kills what is left of every process group, reaps, and drains the output."""
+        for process in self.processes:
+            process.signal_group(signal.SIGKILL)  # leftovers; the leader is unreaped, so ours
+        for process in self.processes:
+            process.popen.wait()
+        for process in self.processes:
+            for reader in process.readers:
+                reader.join(_READER_JOIN_SECONDS)
+
+
+def _start(
+    command: Sequence[str],
+    envs: Sequence[Mapping[str, str]],
+    output: _Output,
+) -> list[_Process]:
+    """Starts every process, then the threads that copy their output (threads
+    only after the last fork, so the fork-to-exec hook runs in a single-threaded
+    parent)."""
+    hook = _die_with_parent_hook()
+    processes: list[_Process] = []
+    try:
+        for process_id, env in enumerate(envs):
+            popen = subprocess.Popen(
+                list(command),
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
+            )
+            processes.append(_Process(process_id, popen))
+    except BaseException:
+        for process in processes:
+            process.signal_group(signal.SIGKILL)
+            process.popen.wait()
+        raise
+    for process in processes:
+        prefix = f"[{process.process_id}] ".encode()
+        pipes = ((process.popen.stdout, output.out), (process.popen.stderr, output.err))
+        for source, stream in pipes:
+            assert source is not None
+            reader = threading.Thread(
+                target=_copy_lines, args=(source, output, stream, prefix), daemon=True
+            )
+            reader.start()
+            process.readers.append(reader)
+    return processes
+
+
+def launch(
+    command: Sequence[str],
+    *,
+    num_processes: int,
+    devices_per_process: int | None = None,
+    port: int | None = None,
+    timeout: float | None = None,
+    grace: float = 5.0,
+    out: BinaryIO | None = None,
+    err: BinaryIO | None = None,
+) -> int:
+    """Runs `command` as `num_processes` processes of one job on 127.0.0.1.
+
+    Must run in the main thread (it handles SIGINT, SIGTERM and SIGHUP,
+    forwarding them to every process) of a process without other threads
+    (on Linux each child is told to die with its parent between fork and exec).
+
+    Args:
+        command: The program and its arguments.
+        num_processes: How many processes; each gets its id in
+            KERAS_DISTRIBUTION_PROCESS_ID.
+        devices_per_process: When set, each process uses JAX's CPU backend
+            with this many devices. Defaults to None: the machine's devices.
+        port: The coordinator's port. Defaults to None: a free port.
+        timeout: Seconds after which the whole job is stopped (exit status
+            124). Defaults to None: no limit.
+        grace: Seconds between SIGTERM and SIGKILL when stopping. Defaults to 5.
+        out: Where the processes' stdout lines go. Defaults to stdout.
+        err: Where their stderr lines and the launcher's notes go. Defaults
+            to stderr.
+
+    Returns:
+        0 when every process exited with 0; else the first non-zero status
+        (128 + N for a process killed by signal N); 128 + N when the
+        launcher received signal N; 124 on timeout; 127 (126) when the
+        command cannot be found (executed).
+
+    Example:
+        >>> from kdist._launch import launch
+        >>> launch(["true"], num_processes=2)  # doctest: +SKIP
+        0
+    """
+    output = _Output(out or sys.stdout.buffer, err or sys.stderr.buffer)
+    port = port or free_port()
+    envs = [
+        child_environment(
+            os.environ,
+            process_id=i,
+            num_processes=num_processes,
+            port=port,
+            devices_per_process=devices_per_process,
+        )
+        for i in range(num_processes)
+    ]
+    received: list[int] = []
+    previous = {
+        s: signal.signal(s, lambda signum, _frame: received.append(signum))
+        for s in _FORWARDED_SIGNALS
+    }
+    job: _Job | None = None
+    try:
+        try:
+            processes = _start(command, envs, output)
+        except FileNotFoundError:
+            output.note(f"cannot run {command[0]!r}: no such file or command")
+            return EXIT_NOT_FOUND
+        except PermissionError:
+            output.note(f"cannot run {command[0]!r}: permission denied")
+            return EXIT_CANNOT_EXECUTE
+        job = _Job(processes, output, received)
+        output.note(
+            f"started {num_processes} process{'es' if num_processes != 1 else ''} "
+            f"(pids {', '.join(str(p.pid) for p in processes)}), coordinator 127.0.0.1:{port}"
+        )
+        return _supervise(job, timeout, grace)
+    finally:
+        if job is not None:
+            job.finish()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _supervise(job: _Job, timeout: float | None, grace: float) -> int:
+    """Waits for the job; stops it on the first failure, a signal or the timeout."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        if job.received:
+            signum = job.received[0]
+            job.output.note(
+                f"received {signal.Signals(signum).name}: forwarding it to every process"
+            )
+            job.stop(signum, grace)
+            return 128 + signum
+        failed = next((p for p in job.processes if p.poll() not in (None, 0)), None)
+        if failed is not None:
+            assert failed.status is not None
+            others = [p for p in job.processes if p is not failed and p.poll() is None]
+            job.output.note(
+                f"process {failed.process_id} exited with status {failed.status}"
+                + ("; stopping the others" if others else "")
+            )
+            job.stop(signal.SIGTERM, grace)
+            return failed.status
+        if not job.running():
+            return 0
+        if deadline is not None and time.monotonic() >= deadline:
+            job.output.note(f"timed out after {timeout:g} s; stopping every process")
+            job.stop(signal.SIGTERM, grace)
+            return EXIT_TIMEOUT
+        time.sleep(_POLL_SECONDS)

@@ -1,0 +1,156 @@
+"""ModelParallel: variables split as a LayoutMap says, the batch over one mesh axis."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kdist._device_mesh import DeviceMesh
+from kdist._distribution import (
+    Distribution,
+    _data_layout,
+    _own_layout,
+    _variable_shape,
+)
+from kdist._layout_map import LayoutMap
+from kdist._tensor_layout import TensorLayout
+
+
+class ModelParallel(Distribution):
+    """Model parallelism: variables are split as a `LayoutMap` says.
+
+    The mesh is the layout map's. The batch is split over `batch_dim_name`
+    (the mesh's first axis by default) and replicated over the other axes;
+    each variable gets its own layout if it carries one, else the layout
+    map's match for `variable.path`, else it is replicated.
+
+    Args:
+        layout_map: The `LayoutMap` from variable paths to layouts.
+        batch_dim_name: The mesh axis the batch is split over. Defaults to
+            None: the mesh's first axis.
+        auto_shard_dataset: Whether datasets are sharded across processes
+            automatically. Defaults to True.
+        device_mesh: Accepted for code written for older Keras versions; it
+            must be the layout map's mesh. Defaults to None.
+
+    Raises:
+        ValueError: `layout_map` is missing; `batch_dim_name` is not an axis
+            of the mesh; `device_mesh` is not the layout map's mesh; or in a
+            job with more processes than model replicas, the process count is
+            not a multiple of the replica count.
+        TypeError: `layout_map` is not a `LayoutMap`.
+
+    Example:
+        >>> import kdist
+        >>> mesh = kdist.DeviceMesh((1, 1), ["batch", "model"], devices=["cpu:0"])
+        >>> layout_map = kdist.LayoutMap(mesh)
+        >>> layout_map[".*kernel"] = (None, "model")
+        >>> dist = kdist.ModelParallel(layout_map=layout_map)
+        >>> dist.batch_dim_name, dist.get_tensor_layout("dense/kernel").axes
+        ('batch', (None, 'model'))
+    """
+
+    def __init__(
+        self,
+        *,
+        layout_map: LayoutMap | None = None,
+        batch_dim_name: str | None = None,
+        auto_shard_dataset: bool = True,
+        device_mesh: DeviceMesh | None = None,
+    ) -> None:
+        if layout_map is None:
+            raise ValueError(
+                "ModelParallel: you must specify a layout_map argument (a kdist.LayoutMap; "
+                "its mesh is the distribution's). Received: layout_map=None"
+            )
+        if not isinstance(layout_map, LayoutMap):
+            raise TypeError(
+                "ModelParallel: layout_map must be a kdist.LayoutMap. "
+                f"Received: layout_map={layout_map!r} of type {type(layout_map).__name__}"
+            )
+        mesh = layout_map.device_mesh
+        if device_mesh is not None and device_mesh is not mesh:
+            raise ValueError(
+                "ModelParallel: the distribution's mesh is the layout map's; device_mesh, when "
+                f"given, must be that same mesh. Received: device_mesh={device_mesh!r}, "
+                f"layout_map.device_mesh={mesh!r}"
+            )
+        if batch_dim_name is None:
+            batch_dim_name = mesh.axis_names[0]
+        super().__init__(mesh, batch_dim_name, auto_shard_dataset)
+        self._layout_map = layout_map
+
+        processes, replicas = self.num_processes, self.num_model_replicas
+        if processes > replicas and processes % replicas != 0:
+            raise ValueError(
+                "ModelParallel: if num_processes is greater than num_model_replicas, "
+                "num_processes must be divisible by num_model_replicas (each replica spans "
+                f"whole processes). Got num_processes={processes}, "
+                f"num_model_replicas={replicas} (the size of the mesh axis "
+                f"{batch_dim_name!r}). Change the mesh shape or the number of processes."
+            )
+
+    @property
+    def layout_map(self) -> LayoutMap:
+        """The `LayoutMap` of this distribution."""
+        return self._layout_map
+
+    @property
+    def num_model_replicas(self) -> int:
+        """Number of model replicas: the size of the batch axis of the mesh."""
+        mesh = self.device_mesh
+        return mesh.shape[mesh.axis_names.index(self.batch_dim_name)]
+
+    def get_data_layout(self, data_shape: Sequence[int]) -> TensorLayout:
+        """The layout of a batch: its first dimension split over the batch axis.
+
+        Args:
+            data_shape: The shape of the data, batch dimension first.
+
+        Returns:
+            A `TensorLayout` `(batch_dim_name, None, ...)` on this mesh.
+
+        Raises:
+            TypeError: `data_shape` is not a sequence.
+            ValueError: `data_shape` is empty (no batch dimension).
+        """
+        return _data_layout(self, data_shape)
+
+    def get_variable_layout(self, variable: Any) -> Any:
+        """The variable's own layout, else the layout map's for `variable.path`, else
+        replicated.
+
+        Args:
+            variable: A variable with `shape` and `path` (a `keras.Variable`,
+                or any object with those attributes).
+
+        Returns:
+            A `TensorLayout` (or the variable's own layout object).
+
+        Raises:
+            TypeError: `variable` has no shape, or no string `path`.
+            ValueError: several layout map keys match the path.
+        """
+        own = _own_layout(variable)
+        if own is not None:
+            return own
+        path = getattr(variable, "path", None)
+        if not isinstance(path, str):
+            raise TypeError(
+                "ModelParallel.get_variable_layout: expected a variable with a string path "
+                f"(such as a keras.Variable). Received: {variable!r} of type "
+                f"{type(variable).__name__}"
+            )
+        layout = self._layout_map.lookup(path)
+        if layout is not None:
+            return layout
+        shape = _variable_shape(variable, "ModelParallel.get_variable_layout")
+        return TensorLayout([None] * len(shape), self.device_mesh)
+
+    def get_tensor_layout(self, path: str) -> TensorLayout | None:
+        """The layout map's layout for the intermediate tensor at `path`, or None.
+
+        Raises:
+            ValueError: several layout map keys match the path.
+        """
+        return self._layout_map.lookup(path)

@@ -1,0 +1,271 @@
+"""`kdist doctor` through real subprocesses, and its pieces in process."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kdist import _core, _doctor
+from support import clean_env, free_port
+
+DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
+
+
+def _env(**settings: str) -> dict[str, str]:
+    """A clean environment (no kdist, JAX or scheduler settings) plus `settings`."""
+    env = clean_env(2)
+    for detector in _core.cluster_detectors():
+        for name in detector["variables"]:
+            env.pop(name, None)
+    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        env.pop(name, None)
+    env.update(settings)
+    return env
+
+
+def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kdist", "doctor", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def doctor_json(*args: str, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    result = doctor("--json", *args, env=env)
+    return result.returncode, json.loads(result.stdout)
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A port on 127.0.0.1 with a listening socket (connections queue, never accepted)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield int(sock.getsockname()[1])
+
+
+def test_good_configuration(listener: int) -> None:
+    env = _env(
+        KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{listener}",
+        KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+        KERAS_DISTRIBUTION_PROCESS_ID="1",
+        KDIST_INIT_TIMEOUT="30",
+    )
+    code, report = doctor_json(env=env)
+    assert code == 0
+    assert report["ok"] is True and report["error"] is None
+    config = report["config"]
+    assert config["coordinator_address"] == f"127.0.0.1:{listener}"
+    assert (config["num_processes"], config["process_id"], config["timeout"]) == (2, 1, 30.0)
+    assert config["sources"] == {
+        "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+        "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+        "process_id": "KERAS_DISTRIBUTION_PROCESS_ID",
+        "timeout": "KDIST_INIT_TIMEOUT",
+        "preflight": "default",
+        "cluster_detection": "default",
+        "local_device_ids": "default",
+    }
+    assert report["scheduler"] is None
+    assert [d["name"] for d in report["detectors"]] == DETECTOR_NAMES
+    assert not any(d["present"] for d in report["detectors"])
+    assert report["probe"]["status"] == "listening"
+    assert report["probe"]["address"] == f"127.0.0.1:{listener}"
+    assert report["devices"] is None
+    assert set(report["accelerators"]) >= {"nvidia_gpus", "tpu_chips", "amd_kfd", "environment"}
+    assert report["accelerators"]["environment"]["JAX_PLATFORMS"] == "cpu"
+
+    text = doctor(env=env)
+    assert text.returncode == 0
+    assert "configuration: ok" in text.stdout
+    assert "from KERAS_DISTRIBUTION_NUM_PROCESSES" in text.stdout
+    assert f"coordinator 127.0.0.1:{listener}: listening" in text.stdout
+
+
+def test_probe_of_a_closed_port_and_no_probe() -> None:
+    port = free_port()
+    env = _env(
+        KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+        KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+        KERAS_DISTRIBUTION_PROCESS_ID="0",
+    )
+    code, report = doctor_json(env=env)
+    assert code == 0
+    assert report["probe"]["status"] == "refused"
+    assert report["probe"]["advice"] == "the port is free for the coordinator"
+    code, report = doctor_json("--no-probe", env=env)
+    assert code == 0 and report["probe"] is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"KERAS_DISTRIBUTION_NUM_PROCESSES": "two", "KERAS_DISTRIBUTION_JOB_ADDRESSES": "h:1"},
+            'KERAS_DISTRIBUTION_NUM_PROCESSES="two" (from the environment): is not an integer',
+        ),
+        ({}, "found no cluster configuration"),
+        (
+            {"SLURM_JOB_ID": "77", "SLURM_NTASKS": "4"},
+            'scheduler detection (slurm): SLURM_JOB_ID="77" is set but SLURM_STEP_NODELIST',
+        ),
+    ],
+)
+def test_bad_configuration_exits_non_zero(settings: dict[str, str], message: str) -> None:
+    env = _env(**settings)
+    code, report = doctor_json(env=env)
+    assert code == 1
+    assert report["ok"] is False and report["config"] is None
+    assert message in report["error"]
+    assert report["probe"] is None
+    text = doctor(env=env)
+    assert text.returncode == 1
+    assert "configuration: INVALID" in text.stdout
+    assert message in text.stdout
+
+
+def test_detected_scheduler_and_local_devices() -> None:
+    port = free_port()
+    env = _env(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        WORLD_SIZE="4",
+        RANK="2",
+        LOCAL_RANK="0",
+        LOCAL_WORLD_SIZE="2",
+        SLURM_JOB_ID="9",  # torchrun inside an allocation
+    )
+    code, report = doctor_json(env=env)
+    assert code == 0, report
+    assert report["scheduler"] == "torchrun"
+    config = report["config"]
+    assert config["sources"]["process_id"] == "torchrun (RANK)"
+    assert config["suggested_local_device_ids"] == [0]
+    assert config["local_device_ids"] is None
+    by_name = {d["name"]: d for d in report["detectors"]}
+    assert by_name["torchrun"]["values"]["process_id"] == {
+        "value": "2",
+        "variables": "RANK",
+        "shown": 'RANK="2"',
+    }
+    assert by_name["slurm"]["present"] is True
+    assert 'SLURM_JOB_ID="9" is set but' in by_name["slurm"]["error"]
+    text = doctor("--no-probe", env=env).stdout
+    assert "scheduler: torchrun" in text
+    assert "local devices: suggested [0]" in text
+
+
+def test_doctor_does_not_import_jax_unless_asked() -> None:
+    code = (
+        "import json, sys\n"
+        "from kdist._cli import main\n"
+        "status = main(sys.argv[1:])\n"
+        "print(json.dumps({'status': status, 'jax': 'jax' in sys.modules}))\n"
+    )
+    env = _env(KERAS_DISTRIBUTION_NUM_PROCESSES="1")
+    plain = subprocess.run(
+        [sys.executable, "-c", code, "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    last = json.loads(plain.stdout.strip().splitlines()[-1])
+    assert last == {"status": 0, "jax": False}, plain.stderr
+
+    devices = subprocess.run(
+        [sys.executable, "-c", code, "doctor", "--json", "--devices"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = devices.stdout.strip().splitlines()
+    assert json.loads(lines[-1]) == {"status": 0, "jax": True}, devices.stderr
+    report = json.loads("\n".join(lines[:-1]))
+    assert report["devices"]["local_devices"] == ["cpu:0", "cpu:1"]
+    assert report["devices"]["default_backend"] == "cpu"
+
+
+def test_console_script_and_module_agree() -> None:
+    env = _env(KERAS_DISTRIBUTION_NUM_PROCESSES="1")
+    script = Path(sys.executable).parent / "kdist"
+    via_script = subprocess.run(
+        [str(script), "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    via_module = doctor("--json", env=env)
+    assert via_script.returncode == via_module.returncode == 0
+    a, b = json.loads(via_script.stdout), json.loads(via_module.stdout)
+    assert a["config"] == b["config"]
+
+
+def test_find_accelerators_reads_device_nodes(tmp_path: Path) -> None:
+    for name in ("nvidia0", "nvidia1", "nvidia10", "nvidiactl", "nvidia-uvm", "accel0", "kfd"):
+        (tmp_path / name).touch()
+    (tmp_path / "dri").mkdir()
+    (tmp_path / "dri" / "renderD128").touch()
+    found = _doctor.find_accelerators(tmp_path, {"CUDA_VISIBLE_DEVICES": "1,0", "HOME": "/x"})
+    assert found["nvidia_gpus"] == ["nvidia0", "nvidia1", "nvidia10"]
+    assert found["tpu_chips"] == ["accel0"]
+    assert found["amd_kfd"] is True
+    assert found["render_nodes"] == ["renderD128"]
+    assert found["environment"] == {"CUDA_VISIBLE_DEVICES": "1,0"}
+    assert "NVIDIA GPUs: 3 (/dev/nvidia0, /dev/nvidia1, /dev/nvidia10)" in found["summary"]
+
+    (tmp_path / "vfio").mkdir()
+    (tmp_path / "vfio" / "0").touch()
+    (tmp_path / "vfio" / "vfio").touch()
+    empty = tmp_path / "none"
+    empty.mkdir()
+    (empty / "vfio").mkdir()
+    (empty / "vfio" / "3").touch()
+    tpu_vm = _doctor.find_accelerators(empty, {})
+    assert tpu_vm["tpu_chips"] == ["vfio/3"]
+    assert _doctor.find_accelerators(tmp_path / "missing", {})["summary"] == [
+        "no accelerator device nodes: JAX will use the CPU"
+    ]
+
+
+def test_probe_is_bounded_when_nobody_answers() -> None:
+    # A listener whose accept queue is full drops new connection attempts (Linux):
+    # the connect gets no answer at all, as behind a firewall.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        fillers = []
+        try:
+            for _ in range(4):
+                filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                filler.setblocking(False)
+                filler.connect_ex(("127.0.0.1", port))
+                fillers.append(filler)
+            result = _doctor.probe_coordinator(f"127.0.0.1:{port}", 0.5)
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert result["status"] == "timeout", result
+    assert result["seconds"] < 5
+
+
+def test_split_address() -> None:
+    assert _doctor.split_address("[::1]:80") == ("::1", 80)
+    assert _doctor.split_address("node-1:1234") == ("node-1", 1234)

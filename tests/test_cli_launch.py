@@ -1,0 +1,363 @@
+"""`kdist launch` through real subprocesses: output, failures, signals, no orphans."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from kdist import _core
+from support import WORKERS, clean_env
+
+ROOT = Path(__file__).resolve().parents[1]
+CHILD = str(WORKERS / "launch_child.py")
+KDIST_SCRIPT = Path(sys.executable).parent / "kdist"
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie or a missing pid is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _wait_until_gone(pids: Sequence[int], timeout: float = 15) -> list[int]:
+    """The pids still alive after `timeout` seconds (empty when all are gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [pid for pid in pids if _alive(pid)]
+        if not alive:
+            return []
+        time.sleep(0.05)
+    return [pid for pid in pids if _alive(pid)]
+
+
+def _launcher_env(tmp_path: Path) -> dict[str, str]:
+    env = clean_env(2, LAUNCH_TEST_DIR=str(tmp_path))
+    for detector in _core.cluster_detectors():
+        for name in detector["variables"]:
+            env.pop(name, None)
+    return env
+
+
+class Launcher:
+    """A `kdist launch` started in the background; its output collected line by line."""
+
+    def __init__(self, args: Sequence[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kdist", "launch", *args],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self._threads = [
+            threading.Thread(
+                target=self._collect, args=(self.proc.stdout, self.stdout), daemon=True
+            ),
+            threading.Thread(
+                target=self._collect, args=(self.proc.stderr, self.stderr), daemon=True
+            ),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _collect(stream: object, lines: list[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            lines.append(line.rstrip("\n"))
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, self.describe()
+            assert self.proc.poll() is None or predicate(), self.describe()
+            time.sleep(0.02)
+
+    def wait(self, timeout: float = 60) -> int:
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError(
+                "kdist launch did not finish in time\n" + self.describe()
+            ) from None
+        self.close()
+        return code
+
+    def close(self) -> None:
+        for thread in self._threads:
+            thread.join(10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    def started_pids(self) -> list[int]:
+        """The pids the launcher reports it started."""
+        for line in self.stderr:
+            if m := re.search(r"started \d+ process(?:es)? \(pids ([\d, ]+)\)", line):
+                return [int(p) for p in m.group(1).split(", ")]
+        return []
+
+    def reports(self) -> dict[int, dict[str, object]]:
+        """Each child's JSON report, by process id (the prefix is checked)."""
+        found = {}
+        for line in self.stdout:
+            m = re.fullmatch(r"\[(\d+)\] (\{.*\})", line)
+            if m:
+                report = json.loads(m.group(2))
+                assert report["process_id"] == int(m.group(1))
+                found[int(m.group(1))] = report
+        return found
+
+    def describe(self) -> str:
+        return "--- stdout\n" + "\n".join(self.stdout) + "\n--- stderr\n" + "\n".join(self.stderr)
+
+
+@pytest.fixture
+def launchers() -> Iterator[list[Launcher]]:
+    """Launchers a test starts; each is killed, with every pid it reported, at the end."""
+    started: list[Launcher] = []
+    yield started
+    for launcher in started:
+        if launcher.proc.poll() is None:
+            launcher.proc.kill()
+            launcher.proc.wait(timeout=10)
+        launcher.close()
+        pids = launcher.started_pids() + [
+            int(r["grandchild_pid"]) for r in launcher.reports().values() if "grandchild_pid" in r
+        ]
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def start(launchers: list[Launcher], args: Sequence[str], env: dict[str, str]) -> Launcher:
+    launcher = Launcher(args, env)
+    launchers.append(launcher)
+    return launcher
+
+
+@pytest.mark.multiprocess
+def test_two_process_job_runs_initialize_and_prints_devices(tmp_path: Path) -> None:
+    env = _launcher_env(tmp_path)
+    result = subprocess.run(
+        [
+            str(KDIST_SCRIPT),
+            "launch",
+            "-n",
+            "2",
+            "--devices-per-process",
+            "2",
+            "--timeout",
+            "150",
+            "--",
+            sys.executable,
+            "examples/hello_cluster.py",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    devices = {}
+    for process_id in (0, 1):
+        pattern = (
+            rf"\[{process_id}\] process {process_id} of 2: initialize took [\d.]+ s; "
+            r"global devices (.*)"
+        )
+        matches = [m for line in result.stdout.splitlines() if (m := re.fullmatch(pattern, line))]
+        assert len(matches) == 1, result.stdout
+        devices[process_id] = matches[0].group(1)
+    assert devices[0] == devices[1]
+    assert devices[0].count("cpu:") == 4
+    assert all(line[:4] in ("[0] ", "[1] ") for line in result.stdout.splitlines())
+
+
+def test_each_process_gets_its_settings_and_prefixed_lines(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    launcher = start(
+        launchers,
+        [
+            "-n",
+            "3",
+            "--port",
+            "23456",
+            "--devices-per-process",
+            "3",
+            "--",
+            sys.executable,
+            CHILD,
+            "exit",
+        ],
+        _launcher_env(tmp_path),
+    )
+    assert launcher.wait() == 0, launcher.describe()
+    reports = launcher.reports()
+    assert sorted(reports) == [0, 1, 2]
+    for process_id, report in reports.items():
+        assert report["env"] == {
+            "KERAS_DISTRIBUTION_JOB_ADDRESSES": "127.0.0.1:23456",
+            "KERAS_DISTRIBUTION_NUM_PROCESSES": "3",
+            "KERAS_DISTRIBUTION_PROCESS_ID": str(process_id),
+            "JAX_PLATFORMS": "cpu",
+            "JAX_NUM_CPU_DEVICES": "3",
+        }
+        assert f"[{process_id}] stderr line of process {process_id}" in launcher.stderr
+    assert len(launcher.started_pids()) == 3
+    assert _wait_until_gone(launcher.started_pids()) == []
+
+
+def test_a_free_port_is_chosen_and_partial_lines_are_kept(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    launcher = start(
+        launchers, ["-n", "2", "--", sys.executable, CHILD, "partial"], _launcher_env(tmp_path)
+    )
+    assert launcher.wait() == 0, launcher.describe()
+    reports = launcher.reports().values()
+    addresses = {r["env"]["KERAS_DISTRIBUTION_JOB_ADDRESSES"] for r in reports}  # type: ignore[index]
+    assert len(addresses) == 1
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", addresses.pop())
+    assert "[0] no newline from 0" in launcher.stdout
+    assert "[1] no newline from 1" in launcher.stdout
+
+
+def test_a_failing_process_stops_the_others_and_its_status_propagates(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "fail"],
+        _launcher_env(tmp_path),
+    )
+    assert launcher.wait(timeout=90) == 3, launcher.describe()
+    assert "kdist launch: process 1 exited with status 3; stopping the others" in launcher.stderr
+    assert "[0] got SIGTERM" in launcher.stdout  # stopped, not killed
+    pids = launcher.started_pids()
+    assert len(pids) == 2
+    assert _wait_until_gone(pids) == []
+
+
+def test_stopping_reaches_the_children_of_a_process(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "grandchild"],
+        _launcher_env(tmp_path),
+    )
+    assert launcher.wait(timeout=90) == 3, launcher.describe()
+    grandchild = int(launcher.reports()[0]["grandchild_pid"])  # type: ignore[arg-type]
+    assert _wait_until_gone([grandchild, *launcher.started_pids()]) == []
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_to_the_launcher_is_forwarded_and_leaves_nothing_behind(
+    tmp_path: Path, launchers: list[Launcher], signum: signal.Signals, status: int
+) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "sleep"],
+        _launcher_env(tmp_path),
+    )
+    launcher.wait_for(lambda: len(launcher.reports()) == 2)
+    pids = launcher.started_pids()
+    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    launcher.proc.send_signal(signum)
+    assert launcher.wait() == status, launcher.describe()
+    assert f"[0] got {signum.name}" in launcher.stdout
+    assert f"[1] got {signum.name}" in launcher.stdout
+    assert _wait_until_gone(pids) == []
+
+
+def test_children_die_with_a_killed_launcher(tmp_path: Path, launchers: list[Launcher]) -> None:
+    launcher = start(
+        launchers, ["-n", "2", "--", sys.executable, CHILD, "sleep"], _launcher_env(tmp_path)
+    )
+    launcher.wait_for(lambda: len(launcher.reports()) == 2)
+    pids = launcher.started_pids()
+    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    launcher.proc.kill()  # SIGKILL: no handler runs; the kernel kills the children
+    launcher.wait()
+    assert _wait_until_gone(pids) == []
+
+
+def test_timeout_stops_the_job(tmp_path: Path, launchers: list[Launcher]) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--timeout", "2", "--", sys.executable, CHILD, "sleep"],
+        _launcher_env(tmp_path),
+    )
+    assert launcher.wait() == 124, launcher.describe()
+    assert any("timed out after 2 s" in line for line in launcher.stderr)
+    assert _wait_until_gone(launcher.started_pids()) == []
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    env = _launcher_env(tmp_path)
+    missing = subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", "-n", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 2
+    assert "launch needs the command to run after '--'" in missing.stderr
+    zero = subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", "-n", "0", "--", "true"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert zero.returncode == 2
+    assert "expected a positive integer, got '0'" in zero.stderr
+    not_found = subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", "-n", "2", "--", "kdist-no-such-command"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert not_found.returncode == 127
+    assert "cannot run 'kdist-no-such-command': no such file or command" in not_found.stderr
+
+
+def test_help_texts_have_examples() -> None:
+    for args in (["--help"], ["launch", "--help"], ["doctor", "--help"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "kdist", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0
+        assert "examples:" in result.stdout
+        assert "kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py" in (
+            result.stdout
+        ) or args == ["doctor", "--help"]

@@ -1,0 +1,286 @@
+"""Validation of initialize()'s settings: every bad value raises before any side effect,
+naming the value, where it came from and the expected form."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import kdist
+from kdist import _config
+
+
+def resolve(*args: object, **kwargs: object) -> kdist._core.ClusterSpec:
+    return _config.resolve(*args, **kwargs)
+
+
+# ---- addresses -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("addresses", "message"),
+    [
+        ("", r'job_addresses="" \(argument\): is empty; expected host:port'),
+        ("   ", r'job_addresses="   " \(argument\): is empty'),
+        ("10.0.0.1", r'job_addresses="10.0.0.1" \(argument\): has no port; expected host:port'),
+        ("10.0.0.1:0", r"has port 0, which would let the system pick"),
+        ("10.0.0.1:65536", r"has port 65536, which is out of range; expected a port in 1..65535"),
+        ("10.0.0.1:99999", r"has port 99999, which is out of range"),
+        ("10.0.0.1:http", r'has port "http", which is not a number'),
+        (
+            "fe80::1:1234",
+            r"looks like an IPv6 address without brackets; write it as \[address\]:port",
+        ),
+        ("[fe80::1]", r"has no port"),
+        ("[not-v6]:1", r'has host "not-v6", which is not a valid IPv6 address'),
+        ("bad_host:1", r'has host "bad_host", which is not a valid host name'),
+        ("300.1.1.1:1", r'has host "300.1.1.1", which is not a valid IPv4 address'),
+        ("a:1,,b:2", r'job_addresses="a:1,,b:2" \(argument\): entry 2 of 3 is empty'),
+        ("a:1,b:2,", r"entry 3 of 3 is empty"),
+    ],
+)
+def test_bad_addresses(addresses: str, message: str) -> None:
+    with pytest.raises(kdist.ConfigError, match=message):
+        resolve(addresses, 2, 0)
+
+
+def test_bad_address_from_the_environment_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KERAS_DISTRIBUTION_JOB_ADDRESSES", "host:99999")
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape('KERAS_DISTRIBUTION_JOB_ADDRESSES="host:99999" (from the environment)'),
+    ):
+        resolve(None, 2, 0)
+
+
+@pytest.mark.parametrize(
+    "addresses",
+    ["10.0.0.1:1234", "[::1]:8476", "[fe80::1%eth0]:1", "node-7.cluster.local:80", "localhost:1"],
+)
+def test_good_addresses(addresses: str) -> None:
+    spec = resolve(addresses, 2, 1)
+    assert spec.coordinator_address == addresses
+    assert spec.job_addresses == [addresses]
+
+
+def test_address_list_gives_the_coordinator_and_the_count() -> None:
+    spec = resolve("10.0.0.1:1234, 10.0.0.2:2345,[::1]:3", None, 2)
+    assert spec.coordinator_address == "10.0.0.1:1234"
+    assert spec.job_addresses == ["10.0.0.1:1234", "10.0.0.2:2345", "[::1]:3"]
+    assert spec.num_processes == 3
+    assert spec.sources["num_processes"] == "job_addresses"
+
+
+def test_address_list_may_be_a_python_list() -> None:
+    spec = resolve(["10.0.0.1:1234", "10.0.0.2:2345"], None, 0)
+    assert spec.num_processes == 2
+
+
+def test_address_count_must_match_num_processes() -> None:
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
+            'job_addresses="a:1,b:2" (argument) lists 2 addresses but num_processes=3 (argument)'
+        ),
+    ):
+        resolve("a:1,b:2", 3, 0)
+
+
+# ---- integers --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("count", "message"),
+    [
+        (0, r"num_processes=0 \(argument\): expected a positive integer"),
+        (-2, r"num_processes=-2 \(argument\): expected a positive integer"),
+        (2**64, r"is out of the 64-bit range"),
+    ],
+)
+def test_bad_num_processes(count: int, message: str) -> None:
+    with pytest.raises(kdist.ConfigError, match=message):
+        resolve("h:1", count, 0)
+
+
+@pytest.mark.parametrize("pid", [2, -1, 100])
+def test_process_id_out_of_range(pid: int) -> None:
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
+            f"process_id={pid} (argument): expected an integer in [0, 2) because "
+            "num_processes=2 (argument)"
+        ),
+    ):
+        resolve("h:1", 2, pid)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("num_processes", True),
+        ("num_processes", 2.0),
+        ("process_id", False),
+        ("process_id", 0.0),
+        ("num_processes", "2"),
+        ("process_id", "0"),
+    ],
+)
+def test_wrong_types_are_type_errors(name: str, value: object) -> None:
+    kwargs: dict[str, object] = {"job_addresses": "h:1", "num_processes": 2, "process_id": 0}
+    kwargs[name] = value
+    with pytest.raises(
+        TypeError,
+        match=rf"{name}={re.escape(repr(value))} \(argument, of type \w+\): expected an int",
+    ):
+        resolve(**kwargs)
+
+
+def test_numpy_integers_are_integers() -> None:
+    import numpy as np
+
+    spec = resolve("h:1", np.int64(2), np.int32(1))
+    assert (spec.num_processes, spec.process_id) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("KERAS_DISTRIBUTION_NUM_PROCESSES", "two"),
+        ("KERAS_DISTRIBUTION_NUM_PROCESSES", ""),
+        ("KERAS_DISTRIBUTION_NUM_PROCESSES", "1.5"),
+        ("KERAS_DISTRIBUTION_PROCESS_ID", "one"),
+        ("KERAS_DISTRIBUTION_PROCESS_ID", ""),
+        ("KERAS_DISTRIBUTION_PROCESS_ID", "0.0"),
+    ],
+)
+def test_bad_environment_integers_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv("KERAS_DISTRIBUTION_JOB_ADDRESSES", "h:1")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "2")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "0")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(
+        kdist.ConfigError, match=re.escape(f'{variable}="{value}" (from the environment): ')
+    ):
+        resolve()
+
+
+# ---- precedence and provenance ---------------------------------------------------------
+
+
+def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERAS_DISTRIBUTION_JOB_ADDRESSES", "envhost:1")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "4")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "3")
+    spec = resolve("arghost:2", None, 1)
+    assert spec.coordinator_address == "arghost:2"
+    assert spec.num_processes == 4
+    assert spec.process_id == 1
+    assert spec.sources == {
+        "job_addresses": "argument",
+        "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+        "process_id": "argument",
+        "timeout": "default",
+        "preflight": "default",
+        "cluster_detection": "default",
+        "local_device_ids": "default",
+    }
+
+
+def test_nothing_configured_lists_the_ways() -> None:
+    with pytest.raises(kdist.ConfigError, match="found no cluster configuration") as info:
+        resolve()
+    message = str(info.value)
+    for way in (
+        "job_addresses=",
+        "KERAS_DISTRIBUTION_NUM_PROCESSES",
+        "kdist launch",
+        "num_processes=1",
+    ):
+        assert way in message
+
+
+def test_single_process_needs_no_coordinator() -> None:
+    spec = resolve(num_processes=1)
+    assert spec.coordinator_address is None
+    assert spec.job_addresses == []
+    assert spec.process_id == 0
+    assert spec.sources["process_id"] == "default"
+    assert spec.sources["job_addresses"] == "not set"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("h:1", None, 0), "names the coordinator but the number of processes is not set"),
+        ((None, 2, 0), r"num_processes=2 \(argument\) needs the coordinator's address"),
+        (("h:1", 2, None), "process_id is not set for a job of 2 processes"),
+    ],
+)
+def test_missing_pieces(args: tuple[object, ...], message: str) -> None:
+    with pytest.raises(kdist.ConfigError, match=message):
+        resolve(*args)
+
+
+# ---- timeout, preflight, detection -----------------------------------------------------
+
+
+def test_timeout_from_argument_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve(num_processes=1, timeout=2.5).timeout == 2.5
+    monkeypatch.setenv("KDIST_INIT_TIMEOUT", "7")
+    spec = resolve(num_processes=1)
+    assert (spec.timeout, spec.sources["timeout"]) == (7.0, "KDIST_INIT_TIMEOUT")
+    assert resolve(num_processes=1).timeout == 7.0
+    assert resolve(num_processes=1, timeout=1).timeout == 1.0
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (0, kdist.ConfigError, r"timeout=0.0 \(argument\): expected a positive number of seconds"),
+        (-1, kdist.ConfigError, "is negative"),
+        (float("inf"), kdist.ConfigError, "is not finite"),
+        (True, TypeError, "expected a number of seconds"),
+        ("30", TypeError, "expected a number of seconds"),
+    ],
+)
+def test_bad_timeouts(value: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        resolve(num_processes=1, timeout=value)
+
+
+def test_bad_environment_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KDIST_INIT_TIMEOUT", "5min")
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape('KDIST_INIT_TIMEOUT="5min" (from the environment): is not a number'),
+    ):
+        resolve(num_processes=1)
+
+
+def test_preflight(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve(num_processes=1).preflight is True
+    assert resolve(num_processes=1, preflight=False).preflight is False
+    monkeypatch.setenv("KDIST_PREFLIGHT", "0")
+    assert resolve(num_processes=1).preflight is False
+    monkeypatch.setenv("KDIST_PREFLIGHT", "sometimes")
+    with pytest.raises(
+        kdist.ConfigError, match=r'KDIST_PREFLIGHT="sometimes" \(from the environment\)'
+    ):
+        resolve(num_processes=1)
+    with pytest.raises(TypeError, match="expected True or False"):
+        resolve(num_processes=1, preflight=1)
+
+
+def test_cluster_detection_names_the_valid_modes() -> None:
+    assert resolve(num_processes=1, cluster_detection="none").cluster_detection == "none"
+    with pytest.raises(
+        kdist.ConfigError,
+        match=r'cluster_detection="nope" \(argument\): is not a known cluster detection mode; '
+        r'expected one of "auto", "none"',
+    ):
+        resolve(num_processes=1, cluster_detection="nope")

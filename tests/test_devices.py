@@ -1,0 +1,55 @@
+"""list_devices() / get_device_count() in one process with 8 CPU devices."""
+
+from __future__ import annotations
+
+import pytest
+
+import kdist
+from kdist import _devices
+
+
+def test_lists_keras_strings(jax_cpu: object) -> None:
+    import jax
+
+    expected = [f"cpu:{d.id}" for d in jax.devices()]
+    assert kdist.list_devices() == expected
+    assert len(expected) == 8
+    assert kdist.list_devices("cpu") == expected
+    assert kdist.list_devices("CPU") == expected
+    assert kdist.get_device_count() == 8
+    assert kdist.get_device_count("cpu") == 8
+
+
+def test_returned_list_is_a_copy(jax_cpu: object) -> None:
+    devices = kdist.list_devices()
+    devices.append("cpu:999")
+    devices[0] = "gpu:0"
+    assert "cpu:999" not in kdist.list_devices()
+    assert kdist.list_devices()[0] == "cpu:0"
+    assert kdist.get_device_count() == 8
+
+
+def test_lists_are_cached_until_initialize_or_shutdown(jax_cpu: object) -> None:
+    kdist.list_devices()
+    assert _devices._cache.get("") is not None
+    kdist.initialize(num_processes=1)
+    assert _devices._cache.get("") is None
+    kdist.list_devices("cpu")
+    assert _devices._cache.get("cpu") is not None
+    kdist.shutdown()
+    assert _devices._cache.get("cpu") is None
+
+
+def test_unknown_device_type_lists_what_is_present(jax_cpu: object) -> None:
+    with pytest.raises(
+        kdist.ConfigError,
+        match=r"device_type='gpu': JAX has no such devices here; present: cpu \(8 devices\)",
+    ):
+        kdist.list_devices("gpu")
+    with pytest.raises(kdist.ConfigError, match="device_type='tpu'"):
+        kdist.get_device_count("tpu")
+
+
+def test_device_type_must_be_a_string(jax_cpu: object) -> None:
+    with pytest.raises(TypeError, match=r"device_type=3: expected a string"):
+        kdist.list_devices(3)  # type: ignore[arg-type]

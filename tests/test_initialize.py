@@ -1,0 +1,120 @@
+"""initialize() / shutdown() / is_initialized() / cluster_spec() semantics.
+
+JAX's backend is process-global, so each scenario runs in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from support import clean_env, free_port, run_python
+
+
+def run_json(code: str, devices: int = 2) -> dict[str, object]:
+    result = run_python(code, env=clean_env(devices))
+    assert result.returncode == 0, result.describe()
+    return result.report()
+
+
+def test_single_process_initialize_shutdown_cycle() -> None:
+    report = run_json(
+        "import json, kdist\n"
+        "before = kdist.is_initialized(), kdist.cluster_spec()\n"
+        "kdist.initialize(num_processes=1)\n"
+        "during = kdist.is_initialized(), repr(kdist.cluster_spec())\n"
+        "devices = kdist.list_devices()\n"
+        "kdist.initialize(num_processes=1)  # same config: no-op\n"
+        "kdist.shutdown()\n"
+        "after = kdist.is_initialized(), kdist.cluster_spec()\n"
+        "kdist.shutdown()  # a second shutdown does nothing\n"
+        "print(json.dumps({'before': before, 'during': during, 'after': after,\n"
+        "                  'devices': devices}))\n"
+    )
+    assert report["before"] == [False, None]
+    assert report["during"] == [
+        True,
+        "ClusterSpec(job_addresses=[], num_processes=1, process_id=0, timeout=300, "
+        "preflight=True, cluster_detection='auto', scheduler=None, local_device_ids=None)",
+    ]
+    assert report["after"] == [False, None]
+    assert report["devices"] == ["cpu:0", "cpu:1"]
+
+
+def test_initialize_again_with_other_values_raises() -> None:
+    report = run_json(
+        "import json, kdist\n"
+        "kdist.initialize(num_processes=1)\n"
+        "try:\n"
+        "    kdist.initialize(num_processes=1, process_id=0, job_addresses='127.0.0.1:9')\n"
+        "except kdist.ConfigError as e:\n"
+        "    print(json.dumps({'error': str(e)}))\n"
+    )
+    message = str(report["error"])
+    assert "kdist is already initialized as ClusterSpec(job_addresses=[]" in message
+    assert "this call resolved to ClusterSpec(job_addresses=['127.0.0.1:9']" in message
+    assert "call kdist.shutdown() before" in message
+
+
+def test_initialize_after_the_backend_started_explains_the_order() -> None:
+    port = free_port()
+    report = run_json(
+        "import json, sys, kdist\n"
+        "kdist.list_devices()\n"
+        "try:\n"
+        f"    kdist.initialize('127.0.0.1:{port}', 2, 1)\n"
+        "except kdist.InitializationOrderError as e:\n"
+        "    print(json.dumps({'error': str(e), 'runtime': isinstance(e, RuntimeError),\n"
+        "                      'initialized': kdist.is_initialized()}))\n"
+    )
+    assert report["runtime"] is True
+    assert report["initialized"] is False
+    assert "must run before the JAX backend starts" in str(report["error"])
+    assert "kdist.list_devices()" in str(report["error"])
+
+
+def test_initialize_after_jax_distributed_was_called_directly_is_refused() -> None:
+    port = free_port()
+    report = run_json(
+        "import json, jax, kdist\n"
+        f"jax.distributed.initialize('127.0.0.1:{port}', num_processes=1, process_id=0)\n"
+        "try:\n"
+        f"    kdist.initialize('127.0.0.1:{port}', 1, 0)\n"
+        "except kdist.InitializationOrderError as e:\n"
+        "    print(json.dumps({'error': str(e)}))\n"
+        "jax.distributed.shutdown()\n"
+    )
+    assert "jax.distributed is already initialized" in str(report["error"])
+
+
+def test_single_process_with_a_coordinator_runs_jax_distributed() -> None:
+    port = free_port()
+    report = run_json(
+        "import json, jax, kdist\n"
+        f"kdist.initialize('127.0.0.1:{port}', 1, 0)\n"
+        "print(json.dumps({'jax_distributed': jax.distributed.is_initialized(),\n"
+        "                  'devices': kdist.list_devices()}))\n"
+        "kdist.shutdown()\n"
+    )
+    assert report == {"jax_distributed": True, "devices": ["cpu:0", "cpu:1"]}
+
+
+def test_validation_error_leaves_nothing_initialized() -> None:
+    report = run_json(
+        "import json, sys, kdist\n"
+        "try:\n"
+        "    kdist.initialize('127.0.0.1:1', 2, 5)\n"
+        "except kdist.ConfigError as e:\n"
+        "    print(json.dumps({'initialized': kdist.is_initialized(),\n"
+        "                      'jax': 'jax' in sys.modules}))\n"
+    )
+    assert report == {"initialized": False, "jax": False}
+
+
+@pytest.mark.parametrize("bad", ["[]", "2.0", "True"])
+def test_type_errors_come_before_anything_else(bad: str) -> None:
+    result = run_python(
+        f"import kdist\nkdist.initialize('127.0.0.1:1', {bad}, 0)\n", env=clean_env()
+    )
+    assert result.returncode == 1
+    assert "TypeError: num_processes=" in result.stderr
+    assert bad in result.stderr
