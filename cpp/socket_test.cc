@@ -171,7 +171,7 @@ KDIST_TEST(Socket, PollTimesOutWithinItsBound) {
   KDIST_EXPECT_EQ(Poll(fds, milliseconds(20)), 0);
   const Nanos took = clock.Now() - start;
   KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(20)).count());
-  KDIST_EXPECT_LT(took.count(), Nanos(milliseconds(1000)).count());
+  KDIST_EXPECT_LT(took.count(), Nanos(milliseconds(10000)).count());
   std::vector<pollfd> none;
   KDIST_EXPECT_EQ(Poll(none, Nanos(-1)), 0);
 }

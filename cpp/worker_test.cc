@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -67,8 +68,8 @@ KDIST_TEST(Worker, GivesUpAtTheDeadlineOnARealClock) {
   Result<WorkerResult> result = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock);
   const Nanos took = clock.Now() - start;
   KDIST_EXPECT_ERROR(result, StatusCode::kUnavailable, "connection refused");
+  // Not before the deadline (its exactness is shown with the fake clock above).
   KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(295)).count());
-  KDIST_EXPECT_LT(took.count(), Nanos(milliseconds(450)).count());
 }
 
 KDIST_TEST(Worker, WaitsForACoordinatorThatStartsLate) {
@@ -159,7 +160,7 @@ KDIST_TEST(Worker, InterruptStopsTheRetries) {
   };
   Result<WorkerResult> result = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock);
   KDIST_EXPECT_ERROR(result, StatusCode::kInternal, "interrupted by test");
-  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(400)).count());
+  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(seconds(15)).count());  // not the 30 s
 }
 
 KDIST_TEST(Worker, ServiceWaitSucceedsWhenTheListenerAppears) {
@@ -170,17 +171,18 @@ KDIST_TEST(Worker, ServiceWaitSucceedsWhenTheListenerAppears) {
   reserve->fd.Close();
   Result<Endpoint> endpoint = EndpointFromLiteral("127.0.0.1", port);
   KDIST_ASSERT_OK(endpoint);
+  std::atomic<bool> done{false};
   std::thread late([&] {
     usleep(150 * 1000);
     Result<Listener> service = ListenOnAllInterfaces(port, 4);
-    usleep(500 * 1000);
+    for (int i = 0; i < 1000 && !done; ++i) usleep(10 * 1000);  // up until the probe ends
   });
   const Nanos start = clock.Now();
-  KDIST_EXPECT_OK(WaitForCoordinatorService(*endpoint, FastOptions(milliseconds(3000)), clock));
+  KDIST_EXPECT_OK(WaitForCoordinatorService(*endpoint, FastOptions(milliseconds(30000)), clock));
   const Nanos took = clock.Now() - start;
+  done = true;
   late.join();
-  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(140)).count());
-  KDIST_EXPECT_LT(took.count(), Nanos(milliseconds(600)).count());
+  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(140)).count());  // not before it listened
 }
 
 KDIST_TEST(Worker, ServiceWaitHasADeadline) {

