@@ -1,4 +1,4 @@
-"""The `kdist` command line (also `python -m kdist`): `doctor` and `launch`.
+"""The `kdist` command line (also `python -m kdist`): `doctor`, `launch` and `bench`.
 
 Importing this module imports neither JAX nor the compiled core; each
 command imports what it needs when it runs.
@@ -17,6 +17,7 @@ commands:
   doctor   show the resolved configuration, the detected scheduler, the local
            accelerators and whether the coordinator answers
   launch   start an N-process job on this machine (loopback)
+  bench    time initialize() in every process of a job; process 0 prints a table
 """
 
 _EPILOG = """\
@@ -24,6 +25,26 @@ examples:
   kdist doctor
   kdist doctor --json
   kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py
+  kdist launch -n 4 --devices-per-process 2 -- kdist bench
+"""
+
+_BENCH_DESCRIPTION = """\
+Run as every process of a job: each process calls kdist.initialize() (configured
+as usual: arguments are not taken, so KERAS_DISTRIBUTION_*, KDIST_* or a detected
+scheduler), times its phases, and sends its record to process 0 through
+jax.distributed's key-value store. Process 0 prints one row per process: when it
+arrived (relative to the first arrival), how long it waited in the pre-flight
+roll call, how long jax.distributed.initialize took, when it was ready, and its
+devices (local/global).
+
+exit status: 0 on success, 1 when initialize() fails.
+"""
+
+_BENCH_EPILOG = """\
+examples:
+  kdist launch -n 4 --devices-per-process 2 -- kdist bench
+  srun --ntasks=8 kdist bench
+  kdist launch -n 2 -- kdist bench --json | python -m json.tool
 """
 
 _DOCTOR_DESCRIPTION = """\
@@ -189,6 +210,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="-- COMMAND ...",
         help="the program each process runs, with its arguments",
     )
+
+    bench = commands.add_parser(
+        "bench",
+        help="time initialize() in every process of a job",
+        description=_BENCH_DESCRIPTION,
+        epilog=_BENCH_EPILOG,
+        formatter_class=formatter,
+    )
+    bench.add_argument(
+        "--json", action="store_true", help="print the records as JSON (process 0) instead"
+    )
+    bench.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="S",
+        help="the deadline of initialize() (default: KDIST_INIT_TIMEOUT, else 300)",
+    )
     return parser
 
 
@@ -201,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success; for `doctor`, 1 when the configuration
-        is invalid; for `launch`, the job's status; 2 on a usage error.
+        is invalid; for `launch`, the job's status; for `bench`, 1 when
+        initialize() fails; 2 on a usage error.
 
     Example:
         >>> from kdist._cli import main
@@ -243,5 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout=args.timeout,
             grace=args.grace,
         )
+    if args.command_name == "bench":
+        from kdist import _bench
+
+        return _bench.run(as_json=args.json, timeout=args.timeout)
     parser.print_help(sys.stderr)
     return 2

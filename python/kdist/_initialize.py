@@ -9,6 +9,8 @@ from kdist import _config, _core, _devices, _jax_backend, _preflight
 from kdist._errors import ConfigError, InitializationOrderError
 
 _lock = threading.Lock()
+# How long each phase of the last successful initialize() took (see startup_timings()).
+_last_timings: dict[str, float] = {}
 # The spec this process was initialized with; None until initialize() succeeds.
 _active_spec: _core.ClusterSpec | None = None
 
@@ -109,6 +111,7 @@ def initialize(
         >>> kdist.shutdown()
     """
     global _active_spec
+    arrived = time.time()
     spec = _config.resolve(
         job_addresses,
         num_processes,
@@ -127,6 +130,7 @@ def initialize(
                 "initializing with other values."
             )
         coordinator = spec.coordinator_address
+        timings = {"arrived": arrived}
         if coordinator is not None:
             _check_jax_not_started()
             started = time.monotonic()
@@ -138,13 +142,18 @@ def initialize(
                     # JAX is imported on a helper thread while the roll call waits
                     # (from the moment process 0 holds its port); joined below.
                     service = _preflight.roll_call(spec, deadline, on_waiting=jax_import.start)
+                timings["roll_call_s"] = time.monotonic() - started
             finally:
                 jax_import.join()
             jax_import.raise_error()
+            timings["jax_import_wait_s"] = time.monotonic() - started - timings.get(
+                "roll_call_s", 0.0
+            )
             if service is not None:
                 # Process 0 starts JAX's service now; connect only once it is up,
                 # so JAX's client does not sleep in its 1 s retry.
                 _preflight.wait_for_coordinator_service(spec, service, deadline)
+            jax_started = time.monotonic()
             _jax_backend.initialize_distributed(
                 coordinator,
                 spec.num_processes,
@@ -152,9 +161,25 @@ def initialize(
                 max(0.0, deadline - time.monotonic()),
                 spec.local_device_ids,
             )
+            timings["jax_initialize_s"] = time.monotonic() - jax_started
             _log_initialized(spec, time.monotonic() - started)
+        timings["total_s"] = time.time() - arrived
         _devices.invalidate_device_cache()
         _active_spec = spec
+        _last_timings.clear()
+        _last_timings.update(timings)
+
+
+def startup_timings() -> dict[str, float]:
+    """How long the phases of the last successful `initialize()` took.
+
+    Keys: "arrived" (time.time() when initialize() was called), "roll_call_s"
+    (the pre-flight roll call, including the wait for the other processes),
+    "jax_import_wait_s" (importing JAX beyond what overlapped the roll call),
+    "jax_initialize_s" (jax.distributed.initialize itself) and "total_s".
+    Phases that did not run are absent; empty before the first initialize().
+    """
+    return dict(_last_timings)
 
 
 def _check_jax_not_started() -> None:

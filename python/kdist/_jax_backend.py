@@ -302,3 +302,31 @@ def tree_map(function: Callable[[Any], Any], tree: Any) -> Any:
     import jax
 
     return jax.tree.map(function, tree)
+
+
+def key_value_set(key: str, value: str) -> None:
+    """Stores `value` under `key` in jax.distributed's key-value store (process 0's service)."""
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    if client is None:
+        raise RuntimeError("jax.distributed is not initialized")
+    client.key_value_set(key, value)
+
+
+def key_value_get(key: str, timeout_seconds: float) -> str:
+    """The value under `key` in jax.distributed's key-value store, waiting for it
+    up to `timeout_seconds`."""
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    if client is None:
+        raise RuntimeError("jax.distributed is not initialized")
+    return str(client.blocking_key_value_get(key, max(1, int(timeout_seconds * 1000))))
+
+
+def local_device_count() -> int:
+    """The number of this process's own devices (of the default type)."""
+    import jax
+
+    return int(jax.local_device_count())
