@@ -73,6 +73,9 @@ class Coordinator {
   void SendVerdict(Connection& c, FrameType type, const Status& status);
   void ExpireStale();
   void BroadcastStatus(const std::string& line);
+  std::string StatusFrame(const std::string& line) const;
+  // Queues a progress frame for one member (skipped when its output is backed up).
+  void SendStatus(Connection& c, const std::string& frame);
   void Drain();
   void ResetAll();
   size_t NonMembers() const;
@@ -177,6 +180,8 @@ void Coordinator::OnHelloFrame(uint64_t id, Connection& c, const std::string& fr
   switch (verdict.outcome) {
     case RollCall::Outcome::kJoined:
       c.phase = Phase::kMember;
+      // Acknowledge at once, so the worker knows process 0 itself heard it.
+      SendStatus(c, StatusFrame(Line()));
       return;
     case RollCall::Outcome::kRefused:
       SendVerdict(c, FrameType::kReject, verdict.status);
@@ -242,19 +247,25 @@ void Coordinator::ExpireStale() {
   for (uint64_t id : expired_closing) Remove(id, /*reset=*/true);
 }
 
-void Coordinator::BroadcastStatus(const std::string& line) {
+std::string Coordinator::StatusFrame(const std::string& line) const {
   Reply reply;
   reply.type = FrameType::kStatus;
   reply.message = line;
   reply.host = own_.host;
   reply.pid = own_.pid;
   reply.jax_version = own_.jax_version;
-  const std::string frame = EncodeReply(reply);
-  for (auto& [id, c] : connections_) {
-    if (c.phase != Phase::kMember || c.out.size() - c.sent > 4 * frame.size()) continue;
-    c.out += frame;
-    Flush(c);
-  }
+  return EncodeReply(reply);
+}
+
+void Coordinator::SendStatus(Connection& c, const std::string& frame) {
+  if (c.phase != Phase::kMember || c.out.size() - c.sent > 4 * frame.size()) return;
+  c.out += frame;
+  Flush(c);
+}
+
+void Coordinator::BroadcastStatus(const std::string& line) {
+  const std::string frame = StatusFrame(line);
+  for (auto& [id, c] : connections_) SendStatus(c, frame);
 }
 
 Status Coordinator::Collect() {

@@ -119,6 +119,7 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
     if (*ready == 0) break;
   }
   // Wait for the verdict, relaying process 0's progress lines.
+  bool answered = false;  // process 0 acknowledges a hello at once
   FrameAssembler in;
   char buffer[4096];
   while (sent == hello_.size()) {
@@ -157,6 +158,7 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
                                    reply.status().message()),
                 ""};
       }
+      answered = true;
       if (reply->type == FrameType::kStatus) {
         last_status_ = RelayText(reply->message);
         continue;
@@ -172,6 +174,14 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
     }
   }
   fd.Close();
+  if (!answered) {
+    // Something accepted the connection but never spoke kdist's protocol: the
+    // coordinator was not reached (a proxy, a half-open path, a stalled host).
+    connected_ = false;
+    retry.error = "connected to " + endpoint.ToString() + (sent == hello_.size() ? " and sent the hello" : "") +
+                  ", but nothing answered before the deadline";
+    return retry;
+  }
   return {Attempt::kEnded, {},
           DeadlineExceeded(
               DescribeProcess(own_) + " reached the coordinator " + coordinator_.ToString() +

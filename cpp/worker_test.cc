@@ -149,6 +149,53 @@ KDIST_TEST(Worker, SomethingElseOnThePortIsNamed) {
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "\\x00\\x00\\x12\\x04");
 }
 
+KDIST_TEST(Worker, AListenerThatNeverAnswersIsNotTheCoordinator) {
+  // A relay, a proxy or a stalled host accepts the connection, takes the hello
+  // and says nothing: at the deadline the coordinator counts as unreachable.
+  Result<Listener> listener = ListenOnAllInterfaces(0, 4);
+  KDIST_ASSERT_OK(listener);
+  const uint16_t port = listener->port;
+  std::atomic<bool> done{false};
+  std::thread server([&] {
+    std::vector<Fd> held;
+    while (!done) {
+      std::vector<pollfd> fds{{listener->fd.get(), POLLIN, 0}};
+      if (Poll(fds, milliseconds(20)) > 0) held.push_back(AcceptOne(listener->fd.get()).fd);
+    }
+  });
+  RealClock clock;
+  Result<WorkerResult> worker =
+      RunWorker(TestHello(1, 2, port), Loopback(port), FastOptions(milliseconds(400)), clock);
+  done = true;
+  server.join();
+  KDIST_EXPECT_ERROR(worker, StatusCode::kUnavailable,
+                     "and sent the hello, but nothing answered before the deadline");
+}
+
+KDIST_TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
+  // Process 0 acknowledges the hello at once, so the worker knows it was heard
+  // even when the deadline comes before any progress line.
+  RealClock clock;
+  RendezvousOptions options = FastOptions(milliseconds(600));
+  options.progress_interval = seconds(60);
+  Result<Listener> listener = BindCoordinatorPort(0, options, clock);
+  KDIST_ASSERT_OK(listener);
+  const uint16_t port = listener->port;
+  Result<RollCallSummary> summary = Internal("not run");
+  std::thread thread([&] {
+    summary = RunCoordinatorOn(std::move(listener).value(), TestHello(0, 3, port), options, clock);
+  });
+  RendezvousOptions worker_options = FastOptions(milliseconds(400));
+  worker_options.progress_interval = seconds(60);
+  Result<WorkerResult> worker = RunWorker(TestHello(1, 3, port), Loopback(port), worker_options,
+                                          clock);
+  thread.join();
+  KDIST_EXPECT_ERROR(worker, StatusCode::kDeadlineExceeded, "and sent its hello");
+  KDIST_EXPECT_ERROR(worker, StatusCode::kDeadlineExceeded, "process 0 last reported 2 of 3");
+  // The worker left at its own (earlier) deadline, so process 0 counts it missing again.
+  KDIST_EXPECT_ERROR(summary, StatusCode::kDeadlineExceeded, "missing process ids [1, 2]");
+}
+
 KDIST_TEST(Worker, InterruptStopsTheRetries) {
   RealClock clock;
   const uint16_t port = ClosedPort();

@@ -9,6 +9,19 @@ cd "$(dirname "$0")/.."
 venv="${KDIST_VENV:-.venv}"
 python="${PYTHON:-python3}"
 
+# System tools some tests need: clang/libFuzzer (fuzz targets), iproute2 and nftables
+# (multi-host tests in network namespaces). Installed when missing and running as root;
+# otherwise those parts say why they cannot run.
+if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+  missing=()
+  command -v clang++ > /dev/null || missing+=(clang libclang-rt-14-dev)
+  command -v ip > /dev/null || missing+=(iproute2)
+  command -v nft > /dev/null || missing+=(nftables)
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null
+  fi
+fi
+
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet cmake ninja

@@ -34,6 +34,29 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def router_address(hosts: Sequence[Host]) -> str:
+    """The root namespace's address on the hosts' bridge."""
+    return hosts[0].address.rsplit(".", 1)[0] + ".254"
+
+
+def netem_unavailable_reason(host: Host) -> str | None:
+    """Why `tc netem` cannot delay traffic here (a kernel without sch_netem), or None."""
+    result = host.run(
+        "tc", "qdisc", "add", "dev", host.device, "root", "netem", "delay", "1ms", check=False
+    )
+    if result.returncode != 0:
+        return f"tc netem is unavailable: {result.stderr.strip()}"
+    host.run("tc", "qdisc", "del", "dev", host.device, "root", check=False)
+    return None
+
+
+def nft_unavailable_reason() -> str | None:
+    """Why nftables cannot drop traffic here, or None."""
+    if shutil.which("nft") is None:
+        return "dropping traffic needs nftables' `nft` (apt-get install nftables)"
+    return None
+
+
 @dataclass
 class Host:
     namespace: str
@@ -47,9 +70,23 @@ class Host:
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return _run(*self.command(argv), check=check)
 
+    def drop_all_incoming(self) -> None:
+        """Silently drops every packet that arrives at this host (nftables)."""
+        self.run("nft", "add", "table", "inet", "kdist_test")
+        self.run(
+            "nft",
+            "add",
+            "chain",
+            "inet",
+            "kdist_test",
+            "input",
+            "{ type filter hook input priority 0; policy drop; }",
+        )
+
 
 @contextlib.contextmanager
 def hosts(count: int) -> Iterator[list[Host]]:
+    """`count` hosts; the root namespace is the bridge's `.254` (the "router")."""
     tag = f"k{os.getpid() % 100000}"
     subnet = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
     bridge = f"{tag}br"
@@ -59,6 +96,7 @@ def hosts(count: int) -> Iterator[list[Host]]:
         _run("ip", "link", "add", bridge, "type", "bridge")
         made_links.append(bridge)
         _run("ip", "link", "set", bridge, "up")
+        _run("ip", "addr", "add", f"{subnet}.254/24", "dev", bridge)
         result: list[Host] = []
         for i in range(1, count + 1):
             namespace = f"{tag}-h{i}"

@@ -1,13 +1,17 @@
-"""A kdist cluster across three network namespaces (three "hosts" on one bridge)."""
+"""kdist clusters across three network namespaces (three "hosts" on one bridge): plain,
+through a 100 ms delay, and with the coordinator's host dropping every packet."""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
 import netns
-from support import WORKERS, clean_env, run_processes
+from support import WORKERS, Finished, clean_env, run_processes
 
 pytestmark = pytest.mark.multiprocess
 
@@ -16,14 +20,23 @@ if _reason is not None:
     pytest.skip(_reason, allow_module_level=True)
 
 PORT = 8476
+DELAY_MS = 100
 
 
-def cluster_commands(
-    hosts: list[netns.Host], coordinator: str, timeout: float
-) -> tuple[list[list[str]], list[dict[str, str]]]:
+def run_hosts(
+    hosts: list[netns.Host],
+    coordinator: str,
+    *,
+    timeout: float,
+    ids: list[int] | None = None,
+    worker: str = "report_cluster.py",
+    limit: float = 120,
+) -> list[Finished]:
+    """Runs process i of a len(hosts)-process job on hosts[i] for each i in `ids`."""
+    ids = list(range(len(hosts))) if ids is None else ids
     commands, envs = [], []
-    for pid, host in enumerate(hosts):
-        commands.append(host.command([sys.executable, str(WORKERS / "report_cluster.py")]))
+    for pid in ids:
+        commands.append(hosts[pid].command([sys.executable, str(WORKERS / worker)]))
         envs.append(
             clean_env(
                 2,
@@ -33,13 +46,10 @@ def cluster_commands(
                 KDIST_INIT_TIMEOUT=str(timeout),
             )
         )
-    return commands, envs
+    return run_processes(commands, envs, timeout=limit)
 
 
-def test_cluster_across_three_hosts() -> None:
-    with netns.hosts(3) as hosts:
-        commands, envs = cluster_commands(hosts, f"{hosts[0].address}:{PORT}", 60)
-        results = run_processes(commands, envs, timeout=120)
+def assert_global_devices(results: list[Finished], coordinator: str) -> None:
     for result in results:
         assert result.returncode == 0, result.describe()
     reports = [r.report() for r in results]
@@ -47,4 +57,99 @@ def test_cluster_across_three_hosts() -> None:
     devices = reports[0]["devices"]
     assert isinstance(devices, list) and len(devices) == 6
     assert all(r["devices"] == devices for r in reports)
-    assert all(r["coordinator"] == f"{hosts[0].address}:{PORT}" for r in reports)
+    assert all(r["coordinator"] == coordinator for r in reports)
+
+
+def test_cluster_across_three_hosts() -> None:
+    with netns.hosts(3) as hosts:
+        coordinator = f"{hosts[0].address}:{PORT}"
+        results = run_hosts(hosts, coordinator, timeout=60)
+    assert_global_devices(results, coordinator)
+
+
+@contextlib.contextmanager
+def delayed_path(mechanism: str, hosts: list[netns.Host]) -> Iterator[str]:
+    """Adds DELAY_MS one way between the hosts and the coordinator; yields the
+    coordinator address to use."""
+    if mechanism == "netem":
+        reason = netns.netem_unavailable_reason(hosts[0])
+        if reason is not None:
+            pytest.skip(f"{reason} (the 'relay' variant adds the delay in user space)")
+        for host in hosts:
+            host.run(
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                host.device,
+                "root",
+                "netem",
+                "delay",
+                f"{DELAY_MS // 2}ms",
+            )
+        yield f"{hosts[0].address}:{PORT}"
+        return
+    router = netns.router_address(hosts)
+    relay = subprocess.Popen(
+        [
+            sys.executable,
+            str(WORKERS / "delay_relay.py"),
+            router,
+            str(PORT),
+            hosts[0].address,
+            str(DELAY_MS),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert relay.stdout is not None
+        assert relay.stdout.readline().strip() == "ready"
+        yield f"{router}:{PORT}"
+    finally:
+        relay.kill()
+        relay.wait(timeout=10)
+        if relay.stdout is not None:
+            relay.stdout.close()
+
+
+@pytest.mark.parametrize("mechanism", ["netem", "relay"])
+def test_cluster_through_a_100ms_delay(mechanism: str) -> None:
+    with netns.hosts(3) as hosts, delayed_path(mechanism, hosts) as coordinator:
+        results = run_hosts(hosts, coordinator, timeout=60)
+    assert_global_devices(results, coordinator)
+    # The delay was in effect: the roll call and JAX's handshake cross it several times.
+    workers = [r.report() for r in results[1:]]
+    assert all(float(r["init_seconds"]) >= 4 * DELAY_MS / 1000 for r in workers), workers
+
+
+@pytest.mark.parametrize("mechanism", ["netem", "relay"])
+def test_deadline_is_honoured_through_a_100ms_delay(mechanism: str) -> None:
+    with netns.hosts(3) as hosts, delayed_path(mechanism, hosts) as coordinator:
+        (lone,) = run_hosts(
+            hosts, coordinator, timeout=3, ids=[1], worker="preflight_report.py", limit=30
+        )
+    report = lone.report()
+    assert lone.returncode == 1, lone.describe()
+    assert report["error"] == "CoordinatorUnreachableError"
+    assert 2.5 <= float(report["elapsed"]) <= 3.5, report
+    assert coordinator in str(report["message"])
+
+
+def test_workers_are_told_the_coordinator_is_unreachable_when_its_host_drops_traffic() -> None:
+    reason = netns.nft_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with netns.hosts(3) as hosts:
+        hosts[0].drop_all_incoming()
+        coordinator = f"{hosts[0].address}:{PORT}"
+        results = run_hosts(hosts, coordinator, timeout=3, worker="preflight_report.py", limit=30)
+    reports = [r.report() for r in results]
+    for result, report in zip(results[1:], reports[1:], strict=True):
+        assert result.returncode == 1, result.describe()
+        assert report["error"] == "CoordinatorUnreachableError"
+        assert 2.5 <= float(report["elapsed"]) <= 3.5, report
+        assert coordinator in str(report["message"])
+    # The coordinator itself is up but hears nobody: it names who is missing.
+    assert reports[0]["error"] == "RendezvousTimeoutError"
+    assert "1 of 3" in str(reports[0]["message"]) and "[1, 2]" in str(reports[0]["message"])
