@@ -146,8 +146,8 @@ def initialize(
             finally:
                 jax_import.join()
             jax_import.raise_error()
-            timings["jax_import_wait_s"] = time.monotonic() - started - timings.get(
-                "roll_call_s", 0.0
+            timings["jax_import_wait_s"] = (
+                time.monotonic() - started - timings.get("roll_call_s", 0.0)
             )
             if service is not None:
                 # Process 0 starts JAX's service now; connect only once it is up,
