@@ -1,6 +1,10 @@
 """One process of a benchmark cluster, for one tool: kdist, jax or keras.
 
-usage: _cluster_member.py TOOL COORDINATOR NUM_PROCESSES PROCESS_ID TIMEOUT_S
+usage: _cluster_member.py TOOL COORDINATOR NUM_PROCESSES PROCESS_ID TIMEOUT_S [--preimport-jax]
+
+With --preimport-jax every tool has JAX imported before it is timed (kdist
+otherwise imports JAX inside initialize(), overlapped with its roll call), so
+"init_start" .. "init_end" is the coordination alone.
 
 Prints one JSON line with wall-clock stamps (time.time(), comparable across
 processes of one host): imported, init_start, init_end, ready (global device
@@ -19,6 +23,8 @@ def main() -> int:
     tool, coordinator, n_text, pid_text, timeout_text = sys.argv[1:6]
     n, pid, timeout = int(n_text), int(pid_text), float(timeout_text)
     stamps: dict[str, object] = {"spawned_import": time.time()}
+    if "--preimport-jax" in sys.argv[6:]:
+        import jax  # the backend does not start on import
     try:
         if tool == "kdist":
             import kdist
@@ -29,7 +35,7 @@ def main() -> int:
             stamps["init_end"] = time.time()
             devices = kdist.list_devices()
         elif tool == "jax":
-            import jax
+            import jax  # the backend does not start on import
 
             stamps["imported"] = time.time()
             stamps["init_start"] = time.time()

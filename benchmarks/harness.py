@@ -8,10 +8,9 @@ machine noise hits all contenders alike and results are compared as ratios.
 from __future__ import annotations
 
 import json
-import os
-import select
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,41 +101,44 @@ def interleave(
     return out
 
 
-def spawn_measured(
-    args: Sequence[str], env: Mapping[str, str], timeout: float
-) -> tuple[float, float, int, str]:
-    """Runs a child to completion; returns (wall seconds, peak RSS MiB, exit code, stderr).
+# Appended to a measured statement: the process's own peak RSS, from VmHWM. (A
+# child's ru_maxrss is not its own: Linux carries the pre-exec high-water mark of
+# the parent's address space across a vfork + exec.)
+_PEAK_RSS_MARKER = "kdist-bench-vmhwm-kib="
+_REPORT_PEAK_RSS = (
+    "\nimport sys as _s\n"
+    "_s.stderr.write('" + _PEAK_RSS_MARKER + "' + [l.split()[1] for l in "
+    "open('/proc/self/status') if l.startswith('VmHWM:')][0] + '\\n')\n"
+)
 
-    The child is reaped with os.wait4, which gives its own peak RSS.
+
+def python_measured(
+    statement: str, env: Mapping[str, str], timeout: float
+) -> tuple[float, float, int, str]:
+    """Runs `python -c statement` to completion.
+
+    Returns:
+        (wall seconds from spawn to exit, the child's own peak RSS in MiB, exit
+        code, stderr without the RSS report).
     """
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        list(args), env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    done = subprocess.run(
+        [sys.executable, "-c", statement + _REPORT_PEAK_RSS],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
-    assert proc.stderr is not None
-    err = b""
-    deadline = start + timeout
-    while True:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            proc.kill()
-            os.waitpid(proc.pid, 0)
-            proc.returncode = -9
-            raise TimeoutError(f"{' '.join(args)} ran past {timeout} s")
-        ready, _, _ = select.select([proc.stderr], [], [], min(remaining, 0.5))
-        if ready:
-            chunk = os.read(proc.stderr.fileno(), 65536)
-            if chunk:
-                err += chunk
-                continue
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err += proc.stderr.read()
-    proc.stderr.close()
-    return wall, usage.ru_maxrss / 1024.0, proc.returncode, err.decode(errors="replace")
+    peak, kept = float("nan"), []
+    for line in done.stderr.splitlines():
+        if line.startswith(_PEAK_RSS_MARKER):
+            peak = int(line.removeprefix(_PEAK_RSS_MARKER)) / 1024.0
+        else:
+            kept.append(line)
+    return wall, peak, done.returncode, "\n".join(kept)
 
 
 def markdown_table(figure: Figure) -> str:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from benchmarks.environment import child_env
-from benchmarks.harness import Figure, Series, interleave, spawn_measured
+from benchmarks.harness import Figure, Series, interleave, python_measured
 
 STATEMENTS = {
     "python -c pass": "pass",
@@ -20,7 +18,7 @@ def measure(runs: int) -> list[Figure]:
 
     def contender(statement: str):  # type: ignore[no-untyped-def]
         def run() -> dict[str, float]:
-            wall, rss, code, err = spawn_measured([sys.executable, "-c", statement], env, 120)
+            wall, rss, code, err = python_measured(statement, env, 120)
             if code != 0:
                 raise RuntimeError(f"python -c {statement!r} failed ({code}):\n{err[-2000:]}")
             return {"wall_ms": wall * 1000, "rss_mib": rss}

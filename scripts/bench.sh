@@ -4,12 +4,7 @@
 # JAX and Keras side by side and writes benchmarks/results/ (results.md, results.json,
 # one PNG per figure). Arguments go to `python -m benchmarks.run` (e.g. --only spawn
 # --runs 9). The full run takes about 20 minutes on 2 cores.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-venv="${KDIST_VENV:-.venv}"
-python="${PYTHON:-python3}"
+source "$(dirname "$0")/venv.sh"
 
-[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet ".[bench]"
 exec "$venv/bin/python" -m benchmarks.run "$@"

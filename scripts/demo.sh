@@ -4,13 +4,8 @@
 # loopback with `kdist launch` (2 CPU devices per process) in which each process
 # runs examples/hello_cluster.py: kdist.initialize(), its process id, the global
 # device list and the time initialize took.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-venv="${KDIST_VENV:-.venv}"
-python="${PYTHON:-python3}"
+source "$(dirname "$0")/venv.sh"
 
-[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet .
 
 exec "$venv/bin/kdist" launch -n 2 --devices-per-process 2 --timeout 120 -- \

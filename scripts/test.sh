@@ -4,10 +4,7 @@
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
 # package. Extra arguments go to pytest.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-venv="${KDIST_VENV:-.venv}"
-python="${PYTHON:-python3}"
+source "$(dirname "$0")/venv.sh"
 
 # System tools some tests need: clang/libFuzzer (fuzz targets), iproute2 and nftables
 # (multi-host tests in network namespaces). Installed when missing and running as root;
@@ -22,8 +19,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   fi
 fi
 
-[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet cmake ninja
 # kdist goes in from the wheel `pip wheel` builds, as users get it.
 rm -rf build/wheelhouse

@@ -51,9 +51,14 @@ def test_table_gives_min_median_max_and_the_ratio_to_the_baseline() -> None:
     assert table.endswith("- a note")
 
 
-def test_spawn_measured_reports_the_childs_own_peak_rss() -> None:
+def test_python_measured_reports_the_childs_own_peak_rss() -> None:
     grow = "b = bytearray(300 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096])"
-    _, small, code_small, _ = harness.spawn_measured([sys.executable, "-c", "pass"], {}, 60)
-    _, large, code_large, _ = harness.spawn_measured([sys.executable, "-c", grow], {}, 60)
+    ballast = bytearray(400 * 1024 * 1024)  # this process's RSS must not leak into the child's
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    _, small, code_small, err = harness.python_measured("pass", {}, 60)
+    _, large, code_large, _ = harness.python_measured(grow, {}, 60)
+    del ballast
     assert code_small == code_large == 0
-    assert large - small > 250  # MiB: the child's, not the harness's
+    assert err == ""
+    assert 2 < small < 100  # MiB: a bare interpreter, not this 400 MiB process
+    assert large - small > 250

@@ -9,7 +9,6 @@ from typing import Any
 from kdist._device_mesh import DeviceMesh, _flatten_devices
 from kdist._distribution import (
     Distribution,
-    _data_layout,
     _own_layout,
     _variable_shape,
 )
@@ -97,21 +96,6 @@ class DataParallel(Distribution):
     def num_model_replicas(self) -> int:
         """Number of model replicas: the size of the batch axis (all devices of a 1-D mesh)."""
         return self.device_mesh.shape[0]
-
-    def get_data_layout(self, data_shape: Sequence[int]) -> TensorLayout:
-        """The layout of a batch: its first dimension split over the batch axis.
-
-        Args:
-            data_shape: The shape of the data, batch dimension first.
-
-        Returns:
-            A `TensorLayout` `(batch_dim_name, None, ...)` on this mesh.
-
-        Raises:
-            TypeError: `data_shape` is not a sequence.
-            ValueError: `data_shape` is empty (no batch dimension).
-        """
-        return _data_layout(self, data_shape)
 
     def get_variable_layout(self, variable: Any) -> Any:
         """The variable's own layout (`variable._layout`, as Keras sets it), else replicated.

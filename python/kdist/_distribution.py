@@ -130,8 +130,25 @@ class Distribution:
         return self._process_id // (self._num_processes // replicas)
 
     def get_data_layout(self, data_shape: Sequence[int]) -> TensorLayout:
-        """The `TensorLayout` of input data of this shape."""
-        raise NotImplementedError(f"{type(self).__name__} does not define get_data_layout")
+        """The layout of a batch: its first dimension split over the batch axis.
+
+        Args:
+            data_shape: The shape of the data, batch dimension first.
+
+        Returns:
+            A `TensorLayout` `(batch_dim_name, None, ...)` on this mesh.
+
+        Raises:
+            NotImplementedError: this distribution has no batch axis
+                (`batch_dim_name` is None) and does not define its own.
+            TypeError: `data_shape` is not a sequence.
+            ValueError: `data_shape` is empty (no batch dimension).
+        """
+        if self.batch_dim_name is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} has no batch_dim_name and does not define get_data_layout"
+            )
+        return _data_layout(self, data_shape)
 
     def get_variable_layout(self, variable: Any) -> TensorLayout:
         """The `TensorLayout` of a model variable."""

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from kdist._device_mesh import DeviceMesh
 from kdist._distribution import (
     Distribution,
-    _data_layout,
     _own_layout,
     _variable_shape,
 )
@@ -100,21 +98,6 @@ class ModelParallel(Distribution):
         """Number of model replicas: the size of the batch axis of the mesh."""
         mesh = self.device_mesh
         return mesh.shape[mesh.axis_names.index(self.batch_dim_name)]
-
-    def get_data_layout(self, data_shape: Sequence[int]) -> TensorLayout:
-        """The layout of a batch: its first dimension split over the batch axis.
-
-        Args:
-            data_shape: The shape of the data, batch dimension first.
-
-        Returns:
-            A `TensorLayout` `(batch_dim_name, None, ...)` on this mesh.
-
-        Raises:
-            TypeError: `data_shape` is not a sequence.
-            ValueError: `data_shape` is empty (no batch dimension).
-        """
-        return _data_layout(self, data_shape)
 
     def get_variable_layout(self, variable: Any) -> Any:
         """The variable's own layout, else the layout map's for `variable.path`, else
