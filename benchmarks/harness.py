@@ -183,6 +183,20 @@ def plot(figure: Figure, path: Path) -> None:
     plt.close(fig)
 
 
+def load_results(directory: Path = RESULTS) -> list[Figure]:
+    """The figures results.json holds (none when there is no such file)."""
+    path = directory / "results.json"
+    if not path.exists():
+        return []
+    figures = []
+    for entry in json.loads(path.read_text()):
+        series = [Series(s["name"], s["unit"], list(s["samples"])) for s in entry["series"]]
+        figures.append(
+            Figure(entry["key"], entry["title"], series, entry["baseline"], list(entry["notes"]))
+        )
+    return figures
+
+
 def write_results(figures: Sequence[Figure], header: str, directory: Path = RESULTS) -> Path:
     """Writes results.md (tables), results.json (every sample) and one PNG per figure."""
     directory.mkdir(parents=True, exist_ok=True)

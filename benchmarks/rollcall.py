@@ -93,17 +93,20 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
                 if not chunk:
                     raise RuntimeError("process 0 closed a connection before its verdict")
                 buffer += chunk
-                if len(buffer) < _core.FRAME_HEADER_SIZE:
-                    continue
-                size = _core.frame_size(bytes(buffer[: _core.FRAME_HEADER_SIZE]))
-                if len(buffer) < size:
-                    continue
-                reply = _core.decode_reply(bytes(buffer[:size]))
-                if reply["type"] != "go":
-                    raise RuntimeError(f"process 0 answered {reply}")
-                selector.unregister(sock)
-                sock.close()  # the simulated process closes first, as a real one does
-                waiting -= 1
+                while len(buffer) >= _core.FRAME_HEADER_SIZE:
+                    size = _core.frame_size(bytes(buffer[: _core.FRAME_HEADER_SIZE]))
+                    if len(buffer) < size:
+                        break
+                    reply = _core.decode_reply(bytes(buffer[:size]))
+                    del buffer[:size]
+                    if reply["type"] == "status":
+                        continue  # process 0's acknowledgement or progress line
+                    if reply["type"] != "go":
+                        raise RuntimeError(f"process 0 answered {reply}")
+                    selector.unregister(sock)
+                    sock.close()  # the simulated process closes first, as a real one does
+                    waiting -= 1
+                    break
         if waiting:
             raise RuntimeError(f"{waiting} simulated processes got no verdict")
         thread.join(timeout)

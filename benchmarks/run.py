@@ -12,7 +12,14 @@ import time
 from collections.abc import Callable
 
 from benchmarks import device_listing, import_cost, misconfig, rollcall, spawn_ready
-from benchmarks.harness import MIN_COUNTED_RUNS, Figure, markdown_table, write_results
+from benchmarks.harness import (
+    MIN_COUNTED_RUNS,
+    RESULTS,
+    Figure,
+    load_results,
+    markdown_table,
+    write_results,
+)
 
 FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "import": import_cost.measure,
@@ -40,33 +47,45 @@ def main(argv: list[str] | None = None) -> int:
         help=f"counted runs per contender (at least {MIN_COUNTED_RUNS}; "
         "one warm-up run is discarded)",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the figures of the last run (results.json) that this run does not measure",
+    )
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(FIGURES))
     if unknown:
         parser.error(f"unknown figure(s) {unknown}; expected some of {sorted(FIGURES)}")
 
-    import importlib.metadata as md
-
     started = time.time()
-    figures: list[Figure] = []
+    # Figures by key; with --keep, those of the last run that this one does not measure stay.
+    figures: dict[str, Figure] = {f.key: f for f in load_results()} if args.keep else {}
     for name in chosen:
         print(f"== {name}", file=sys.stderr, flush=True)
         for figure in FIGURES[name](args.runs):
-            figures.append(figure)
+            figures[figure.key] = figure
             print(markdown_table(figure) + "\n", flush=True)
-    header = (
+        # Written after every group, so a failure later keeps what was measured.
+        write_results(list(figures.values()), _header(started, chosen, args.runs, args.keep))
+    print(f"wrote {RESULTS / 'results.md'}", file=sys.stderr)
+    return 0
+
+
+def _header(started: float, chosen: list[str], runs: int, keep: bool) -> str:
+    import importlib.metadata as md
+    import os
+
+    return (
         "# kdist benchmark results\n\n"
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))} on "
-        f"{platform.machine()} Linux, {__import__('os').cpu_count()} cores, Python "
+        f"{platform.machine()} Linux, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, jax {md.version('jax')}, keras {md.version('keras')}, "
-        f"kdist {md.version('kdist')}. {args.runs} counted runs per contender, interleaved, "
+        f"kdist {md.version('kdist')}. {runs} counted runs per contender, interleaved, "
         "after one discarded warm-up round. Command: `python -m benchmarks.run "
-        f"--only {','.join(chosen)} --runs {args.runs}`."
+        f"--only {','.join(chosen)} --runs {runs}{' --keep' if keep else ''}`"
+        + (" (figures of other groups are from an earlier run)." if keep else ".")
     )
-    path = write_results(figures, header)
-    print(f"wrote {path}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

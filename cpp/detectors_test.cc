@@ -1,6 +1,7 @@
 #include "detectors.h"
 
 #include "testing/check.h"
+#include "testing/random_text.h"
 #include "text.h"
 
 namespace kdist {
@@ -476,28 +477,17 @@ namespace {
 // Any values in a scheduler's variables: a detection or an error, never a crash.
 KDIST_TEST(Detectors, SurviveArbitraryValues) {
   static constexpr char kAlphabet[] = "0123456789[],-()x.:;/{}\"\\ tcp";
-  uint64_t state = 0x94d049bb133111ebull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  testing::RandomText random(0x94d049bb133111ebull, std::string_view(kAlphabet, sizeof kAlphabet - 1), 10);
   std::vector<std::string_view> names;
   for (const Detector& d : Detectors()) {
     for (std::string_view v : d.variables) names.push_back(v);
   }
   for (int round = 0; round < 5000; ++round) {
     Environment env;
-    const size_t count = 1 + next() % 6;
+    const size_t count = 1 + random.Bits() % 6;
     for (size_t i = 0; i < count; ++i) {
-      std::string value;
-      const size_t length = next() % 16;
-      for (size_t j = 0; j < length; ++j) {
-        value += next() % 10 == 0 ? static_cast<char>(next() & 0xff)
-                                  : kAlphabet[next() % (sizeof kAlphabet - 1)];
-      }
-      env[std::string(names[next() % names.size()])] = value;
+      std::string value = random.Next(16);
+      env[std::string(names[random.Bits() % names.size()])] = std::move(value);
     }
     for (const DetectorReport& report : DetectAll(env)) {
       KDIST_EXPECT_TRUE(report.status.ok() || report.status.code() == StatusCode::kInvalidArgument);

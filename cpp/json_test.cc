@@ -1,6 +1,7 @@
 #include "json.h"
 
 #include "testing/check.h"
+#include "testing/random_text.h"
 
 namespace kdist {
 namespace {
@@ -117,22 +118,11 @@ namespace {
 // Any bytes: a value or an error, never a crash; deep nesting stays bounded.
 KDIST_TEST(Json, SurvivesArbitraryInput) {
   static constexpr char kAlphabet[] = "{}[]:,\"\\u0123456789abcdefEe.-+ \ttruefalsenull\xc3\xa9\xed\xa0";
-  uint64_t state = 0x2545f4914f6cdd1dull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  testing::RandomText random(0x2545f4914f6cdd1dull, std::string_view(kAlphabet, sizeof kAlphabet - 1), 10);
   JsonLimits limits;
   limits.max_depth = 8;
   for (int round = 0; round < 30000; ++round) {
-    std::string text;
-    const size_t length = next() % 40;
-    for (size_t i = 0; i < length; ++i) {
-      text += next() % 10 == 0 ? static_cast<char>(next() & 0xff)
-                               : kAlphabet[next() % (sizeof kAlphabet - 1)];
-    }
+    const std::string text = random.Next(40);
     auto value = ParseJson(text, limits);
     if (!value.ok()) {
       KDIST_EXPECT_TRUE(value.status().code() == StatusCode::kInvalidArgument);

@@ -1,6 +1,7 @@
 #include "ompi_uri.h"
 
 #include "testing/check.h"
+#include "testing/random_text.h"
 
 namespace kdist {
 namespace {
@@ -74,20 +75,9 @@ namespace {
 // Any bytes: a URI with at least one address, or an error; never a crash.
 KDIST_TEST(OmpiHnpUri, SurvivesArbitraryInput) {
   static constexpr char kAlphabet[] = "0123456789.;:/,[]tcp6fe:x\0 ";
-  uint64_t state = 0xd1b54a32d192ed03ull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  testing::RandomText random(0xd1b54a32d192ed03ull, std::string_view(kAlphabet, sizeof kAlphabet - 1));
   for (int round = 0; round < 20000; ++round) {
-    std::string text = round % 2 ? "5.0;tcp://" : "5.0;tcp6://[";
-    const size_t length = next() % 30;
-    for (size_t i = 0; i < length; ++i) {
-      text += next() % 8 == 0 ? static_cast<char>(next() & 0xff)
-                              : kAlphabet[next() % (sizeof kAlphabet - 1)];
-    }
+    const std::string text = (round % 2 ? "5.0;tcp://" : "5.0;tcp6://[") + random.Next(30);
     auto uri = ParseOmpiHnpUri(text);
     if (uri.ok()) {
       KDIST_EXPECT_FALSE(uri->addresses.empty());

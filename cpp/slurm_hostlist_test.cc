@@ -1,6 +1,7 @@
 #include "slurm_hostlist.h"
 
 #include "testing/check.h"
+#include "testing/random_text.h"
 #include "text.h"
 
 namespace kdist {
@@ -113,20 +114,9 @@ namespace {
 // Inputs are drawn from the characters the grammar cares about, plus any byte.
 KDIST_TEST(SlurmHostList, SurvivesArbitraryInput) {
   static constexpr char kAlphabet[] = "n0123456789[],-()x.\0\xff ";
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  testing::RandomText random(0x9e3779b97f4a7c15ull, std::string_view(kAlphabet, sizeof kAlphabet - 1));
   for (int round = 0; round < 20000; ++round) {
-    std::string text;
-    const size_t length = next() % 24;
-    for (size_t i = 0; i < length; ++i) {
-      text += next() % 8 == 0 ? static_cast<char>(next() & 0xff)
-                              : kAlphabet[next() % (sizeof kAlphabet - 1)];
-    }
+    const std::string text = random.Next(24);
     auto hosts = ExpandHostList(text, 1000);
     if (hosts.ok()) {
       KDIST_EXPECT_LE(hosts->size(), size_t{1000});

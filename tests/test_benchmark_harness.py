@@ -62,3 +62,14 @@ def test_python_measured_reports_the_childs_own_peak_rss() -> None:
     assert err == ""
     assert 2 < small < 100  # MiB: a bare interpreter, not this 400 MiB process
     assert large - small > 250
+
+
+def test_results_round_trip_through_json(tmp_path: Path) -> None:
+    figure = harness.Figure(
+        "k", "T", [harness.Series("kdist", "ms", [1.0, 2.0])], baseline="kdist", notes=["n"]
+    )
+    harness.write_results([figure], "# header", tmp_path)
+    (loaded,) = harness.load_results(tmp_path)
+    assert loaded.to_json() == figure.to_json()
+    assert (tmp_path / "k.png").stat().st_size > 0
+    assert "| kdist | 1 | 1.5 | 2 | 1.00× |" in (tmp_path / "results.md").read_text()
