@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import statistics
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -37,8 +38,8 @@ CASES = (
     ),
     Case(
         "port_taken",
-        "coordinator port taken by another listener",
-        lambda port: (f"127.0.0.1:{port}", 2, [0, 1]),
+        "coordinator port taken by another listener (process 0)",
+        lambda port: (f"127.0.0.1:{port}", 2, [0]),
         hold_port=True,
     ),
     Case("bad_address", "bad address (port 99999)", lambda port: ("127.0.0.1:99999", 2, [0, 1])),
@@ -74,8 +75,9 @@ def outcome(member: Member) -> str:
     return f"exit {member.returncode}"
 
 
-def run_case(case: Case, tool: str) -> tuple[float, str]:
-    """(seconds until every process had ended or failed, outcomes of the processes)."""
+def run_case(case: Case, tool: str) -> tuple[float, float | None, str]:
+    """(seconds until every process had ended or failed, seconds to the first Python
+    exception or None, outcomes of the processes)."""
     port = free_port()
     address, n, ids = case.layout(port)
     holder = None
@@ -98,21 +100,28 @@ def run_case(case: Case, tool: str) -> tuple[float, str]:
     seconds = max(m.ended for m in members) - first
     if any(m.returncode is None for m in members):
         seconds = LIMIT_S
+    raised = [
+        float(report["failed_at"]) - first  # type: ignore[arg-type]
+        for report in (m.report() for m in members)
+        if report and "error" in report
+    ]
     outcomes = Counter(outcome(m) for m in members)
-    return seconds, ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in sorted(outcomes.items()))
+    what = ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in sorted(outcomes.items()))
+    return seconds, min(raised) if raised else None, what
 
 
 def measure(runs: int) -> list[Figure]:
     figures = []
     for case in CASES:
         samples: dict[str, list[float]] = {t: [] for t in TOOLS}
+        first_raised: dict[str, list[float]] = {t: [] for t in TOOLS}
         outcomes: dict[str, Counter[str]] = {t: Counter() for t in TOOLS}
         hung: set[str] = set()
         for round_index in range(1 + runs):  # interleaved; round 0 is the warm-up
             for tool in TOOLS:
                 if tool in hung:
                     continue  # a hang killed at the limit measures the limit again
-                seconds, what = run_case(case, tool)
+                seconds, raised, what = run_case(case, tool)
                 if "hang" in what:
                     hung.add(tool)
                     samples[tool] = [LIMIT_S]
@@ -121,6 +130,8 @@ def measure(runs: int) -> list[Figure]:
                 if round_index > 0:
                     samples[tool].append(seconds)
                     outcomes[tool][what] += 1
+                    if raised is not None:
+                        first_raised[tool].append(raised)
         notes = [
             f"{tool}: "
             + "; ".join(
@@ -128,8 +139,18 @@ def measure(runs: int) -> list[Figure]:
                 for what, count in outcomes[tool].most_common()
             )
             + (" — not repeated after the first hang" if tool in hung else "")
+            + (
+                f"; first Python exception after {statistics.median(first_raised[tool]):.3g} s "
+                "(median)"
+                if first_raised[tool]
+                else ""
+            )
             for tool in TOOLS
         ]
+        notes.append(
+            "Time: from the first spawn until every process had exited (or was killed at the "
+            f"harness's {LIMIT_S:g} s limit)."
+        )
         figures.append(
             Figure(
                 f"misconfig_{case.key}",
