@@ -288,6 +288,7 @@ nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RendezvousOptions options = Options(timeout, elapsed, progress_interval);
+  options.backoff = WorkerBackoff(own.num_processes);
   options.seed = seed ? *seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);

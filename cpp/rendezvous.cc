@@ -21,6 +21,13 @@ Hello MakeHello(const ClusterSpec& spec, const Identity& identity) {
   return hello;
 }
 
+BackoffPolicy WorkerBackoff(int64_t num_processes) {
+  constexpr Nanos kCapPerProcess = std::chrono::microseconds(250);
+  const Nanos cap = std::clamp<Nanos>(kCapPerProcess * std::max<int64_t>(num_processes, 1),
+                                      std::chrono::milliseconds(50), std::chrono::seconds(1));
+  return BackoffPolicy{std::chrono::milliseconds(10), cap, 2.0, 0.5};
+}
+
 std::string FormatElapsed(Nanos elapsed) {
   const double seconds = std::max(0.0, NanosToSeconds(elapsed));
   char buffer[32];

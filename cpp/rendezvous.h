@@ -52,9 +52,9 @@ struct RendezvousOptions {
   int listen_backlog = 4096;
 
   // Other processes: the retry schedule (short steps, so a process that
-  // starts before process 0 notices it within a quarter second), its seed,
-  // the bound on one connect attempt, and the interval of the probes that
-  // wait for JAX's service.
+  // starts before process 0 notices it soon after; WorkerBackoff() sizes it
+  // to the job), its seed, the bound on one connect attempt, and the interval
+  // of the probes that wait for JAX's service.
   BackoffPolicy backoff{std::chrono::milliseconds(10), std::chrono::milliseconds(250), 2.0, 0.5};
   uint64_t seed = 0;
   Nanos connect_timeout = std::chrono::seconds(3);
@@ -63,6 +63,14 @@ struct RendezvousOptions {
 
 // The hello this process sends (or, for process 0, compares against).
 Hello MakeHello(const ClusterSpec& spec, const Identity& identity);
+
+// The retry schedule of a worker in a job of `num_processes`: steps from 10 ms
+// up to a cap of 0.25 ms per process, at least 50 ms and at most 1 s. A worker
+// that started before process 0 notices it within the cap (50 ms for up to 200
+// processes), while the whole job's refused connection attempts at the
+// coordinator's host stay under 8,000 per second (jitter takes up to half off
+// each delay) until the 1 s cap, reached at 4,000 processes.
+BackoffPolicy WorkerBackoff(int64_t num_processes);
 
 // "0.4 s", "12 s": one decimal below ten seconds, whole seconds above.
 std::string FormatElapsed(Nanos elapsed);

@@ -33,6 +33,23 @@ KDIST_TEST(Rendezvous, HelloComesFromTheSpecAndIdentity) {
   KDIST_EXPECT_EQ(hello.token, std::string("t0k"));
 }
 
+KDIST_TEST(Rendezvous, WorkerBackoffCapGrowsWithTheJob) {
+  KDIST_EXPECT_EQ(Ns(WorkerBackoff(2).initial), Ns(milliseconds(10)));
+  KDIST_EXPECT_EQ(Ns(WorkerBackoff(2).cap), Ns(milliseconds(50)));
+  KDIST_EXPECT_EQ(Ns(WorkerBackoff(200).cap), Ns(milliseconds(50)));
+  KDIST_EXPECT_EQ(Ns(WorkerBackoff(1000).cap), Ns(milliseconds(250)));
+  KDIST_EXPECT_EQ(Ns(WorkerBackoff(4000).cap), Ns(seconds(1)));
+  KDIST_EXPECT_EQ(Ns(WorkerBackoff(1'000'000).cap), Ns(seconds(1)));
+  KDIST_EXPECT_EQ(Ns(WorkerBackoff(0).cap), Ns(milliseconds(50)));
+  // The job's attempt rate at the cap stays under 8,000 per second: every
+  // delay is at least half the cap.
+  for (int64_t n : {2, 100, 201, 1000, 3999, 4000}) {
+    const BackoffPolicy policy = WorkerBackoff(n);
+    const double min_delay_s = NanosToSeconds(policy.cap) * (1.0 - policy.jitter);
+    KDIST_EXPECT_LE(static_cast<double>(n) / min_delay_s, 8000.0);
+  }
+}
+
 KDIST_TEST(Rendezvous, TimesReadWell) {
   KDIST_EXPECT_EQ(FormatElapsed(milliseconds(400)), std::string("0.4 s"));
   KDIST_EXPECT_EQ(FormatElapsed(milliseconds(9940)), std::string("9.9 s"));
