@@ -18,6 +18,17 @@ from pathlib import Path
 
 WORKERS = Path(__file__).parent / "workers"
 _SETTING_PREFIXES = ("KERAS_DISTRIBUTION_", "KDIST_", "JAX_", "XLA_")
+# cluster_spec().sources of a process configured by the environment that
+# run_cluster() and `kdist launch` set (KERAS_DISTRIBUTION_* and KDIST_INIT_TIMEOUT).
+ENVIRONMENT_SOURCES = {
+    "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+    "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+    "process_id": "KERAS_DISTRIBUTION_PROCESS_ID",
+    "timeout": "KDIST_INIT_TIMEOUT",
+    "preflight": "default",
+    "cluster_detection": "default",
+    "local_device_ids": "default",
+}
 
 
 def free_port() -> int:

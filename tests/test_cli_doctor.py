@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kdist import _core, _doctor
-from support import clean_env, free_port
+from support import ENVIRONMENT_SOURCES, clean_env, free_port
 
 DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
 
@@ -68,15 +68,7 @@ def test_good_configuration(listener: int) -> None:
     config = report["config"]
     assert config["coordinator_address"] == f"127.0.0.1:{listener}"
     assert (config["num_processes"], config["process_id"], config["timeout"]) == (2, 1, 30.0)
-    assert config["sources"] == {
-        "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
-        "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
-        "process_id": "KERAS_DISTRIBUTION_PROCESS_ID",
-        "timeout": "KDIST_INIT_TIMEOUT",
-        "preflight": "default",
-        "cluster_detection": "default",
-        "local_device_ids": "default",
-    }
+    assert config["sources"] == ENVIRONMENT_SOURCES
     assert report["scheduler"] is None
     assert [d["name"] for d in report["detectors"]] == DETECTOR_NAMES
     assert not any(d["present"] for d in report["detectors"])

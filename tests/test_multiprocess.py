@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import run_cluster
+from support import ENVIRONMENT_SOURCES, run_cluster
 
 pytestmark = pytest.mark.multiprocess
 
@@ -28,13 +28,5 @@ def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
         assert report["num_processes"] == num_processes
         assert report["fingerprint"] == reports[0]["fingerprint"]
         assert "kdist is already initialized" in str(report["second_call_error"])
-        assert report["sources"] == {
-            "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
-            "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
-            "process_id": "KERAS_DISTRIBUTION_PROCESS_ID",
-            "timeout": "KDIST_INIT_TIMEOUT",
-            "preflight": "default",
-            "cluster_detection": "default",
-            "local_device_ids": "default",
-        }
+        assert report["sources"] == ENVIRONMENT_SOURCES
         assert report["scheduler"] is None
