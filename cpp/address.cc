@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -13,43 +14,18 @@ namespace {
 constexpr std::string_view kExpectedForm =
     "expected host:port, e.g. 10.0.0.1:1234, [fe80::1]:1234 or node-1:1234";
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlnum(char c) {
   return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-Result<uint16_t> ParsePort(std::string_view text) {
-  if (text.empty()) {
-    return InvalidArgument("has an empty port; " + std::string(kExpectedForm));
-  }
-  for (char c : text) {
-    if (!IsDigit(c)) {
-      return InvalidArgument("has port " + Quote(text) +
-                             ", which is not a number; expected a port in 1..65535");
-    }
-  }
-  uint64_t value = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || value > 65535) {
-    return InvalidArgument("has port " + std::string(text) +
-                           ", which is out of range; expected a port in 1..65535");
-  }
-  if (value == 0) {
-    return InvalidArgument(
-        "has port 0, which would let the system pick a different port on each "
-        "process; expected a port in 1..65535");
-  }
-  return static_cast<uint16_t>(value);
-}
-
+// The callers reject NUL bytes first: inet_pton reads a C string and would
+// stop at one ("::1<NUL>junk" would pass as ::1).
 bool IsValidIpv4(std::string_view host) {
-  if (host.find('\0') != std::string_view::npos) return false;  // inet_pton stops there
   in_addr out{};
   return inet_pton(AF_INET, std::string(host).c_str(), &out) == 1;
 }
 
 bool IsValidIpv6(std::string_view host) {
-  if (host.find('\0') != std::string_view::npos) return false;  // inet_pton stops there
   // A zone ("fe80::1%eth0") is allowed after the address.
   const size_t percent = host.find('%');
   if (percent != std::string_view::npos) {
@@ -69,6 +45,13 @@ bool LooksLikeIpv4(std::string_view host) {
     if (!IsDigit(c) && c != '.') return false;
   }
   return true;
+}
+
+// "has a NUL byte (\x00) at byte 3", or "" when `text` has none.
+std::string NulByte(std::string_view text) {
+  const size_t nul = text.find('\0');
+  if (nul == std::string_view::npos) return "";
+  return "has a NUL byte (\\x00) at byte " + std::to_string(nul);
 }
 
 }  // namespace
@@ -91,7 +74,56 @@ bool IsValidHostName(std::string_view host) {
   return true;
 }
 
+Result<uint16_t> ParsePort(std::string_view text) {
+  constexpr std::string_view kExpectedPort = "; expected a port in 1..65535";
+  if (text.empty()) return InvalidArgument("is empty" + std::string(kExpectedPort));
+  for (char c : text) {
+    if (!IsDigit(c)) return InvalidArgument("is not a number" + std::string(kExpectedPort));
+  }
+  uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value > 65535) {
+    return InvalidArgument("is out of range" + std::string(kExpectedPort));
+  }
+  if (value == 0) {
+    return InvalidArgument("would let the system pick a different port on each process" +
+                           std::string(kExpectedPort));
+  }
+  return static_cast<uint16_t>(value);
+}
+
+Result<HostKind> ParseHost(std::string_view host) {
+  if (host.empty()) return InvalidArgument("is empty; expected an IP address or a host name");
+  if (const std::string nul = NulByte(host); !nul.empty()) {
+    return InvalidArgument(nul + "; expected an IP address or a host name");
+  }
+  if (host.find(':') != std::string_view::npos) {
+    if (!IsValidIpv6(host)) {
+      return InvalidArgument(
+          "is not a valid IPv6 address, the only kind of host with ':'; expected an IP address "
+          "or a host name, without a port");
+    }
+    return HostKind::kIPv6;
+  }
+  if (LooksLikeIpv4(host)) {
+    if (!IsValidIpv4(host)) {
+      return InvalidArgument("is not a valid IPv4 address (four numbers 0..255)");
+    }
+    return HostKind::kIPv4;
+  }
+  if (!IsValidHostName(host)) {
+    return InvalidArgument(
+        "is not a valid host name (dot-separated labels of letters, digits and '-', each at "
+        "most 63 characters, not starting or ending with '-')");
+  }
+  return HostKind::kName;
+}
+
 Result<Address> ParseAddress(std::string_view text) {
+  // Before anything else: inet_pton and the messages below would cut the text there.
+  if (const std::string nul = NulByte(text); !nul.empty()) {
+    return InvalidArgument(nul + "; " + std::string(kExpectedForm));
+  }
   text = Trim(text);
   if (text.empty()) return InvalidArgument("is empty; " + std::string(kExpectedForm));
 
@@ -133,24 +165,22 @@ Result<Address> ParseAddress(std::string_view text) {
     if (host.empty()) {
       return InvalidArgument("has no host before ':'; " + std::string(kExpectedForm));
     }
-    if (LooksLikeIpv4(host)) {
-      if (!IsValidIpv4(host)) {
-        return InvalidArgument("has host " + Quote(host) +
-                               ", which is not a valid IPv4 address (four numbers 0..255)");
-      }
-      address.kind = HostKind::kIPv4;
-    } else if (IsValidHostName(host)) {
-      address.kind = HostKind::kName;
-    } else {
-      return InvalidArgument(
-          "has host " + Quote(host) +
-          ", which is not a valid host name (dot-separated labels of letters, digits and '-', "
-          "each at most 63 characters, not starting or ending with '-')");
+    Result<HostKind> kind = ParseHost(host);  // host has no ':', so not IPv6
+    if (!kind.ok()) {
+      return InvalidArgument("has host " + Quote(host) + ", which " + kind.status().message());
     }
     address.host = std::string(host);
+    address.kind = *kind;
+  }
+  if (port_text.empty()) {
+    return InvalidArgument("has an empty port; " + std::string(kExpectedForm));
   }
   Result<uint16_t> port = ParsePort(port_text);
-  if (!port.ok()) return port.status();
+  if (!port.ok()) {
+    const bool digits = std::all_of(port_text.begin(), port_text.end(), IsDigit);
+    return InvalidArgument("has port " + (digits ? std::string(port_text) : Quote(port_text)) +
+                           ", which " + port.status().message());
+  }
   address.port = *port;
   return address;
 }

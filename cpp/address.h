@@ -38,6 +38,19 @@ Result<std::vector<Address>> ParseAddressList(std::string_view text);
 // Whether `host` is a valid RFC 1123 host name (not an IP literal).
 bool IsValidHostName(std::string_view host);
 
+// The host part of an address, as written without brackets: an IPv4 address
+// ("10.0.0.1"), an IPv6 address with an optional zone ("fe80::1%eth0") or a
+// host name ("node-1.cluster"); no surrounding whitespace. Failure is
+// kInvalidArgument with a reason to be placed after the host ("is not a valid
+// host name (...)").
+Result<HostKind> ParseHost(std::string_view host);
+
+// The port part of an address: decimal digits only, 1..65535. Failure is
+// kInvalidArgument with a reason to be placed after the port's text or the
+// name of the setting it came from ("is not a number; expected a port in
+// 1..65535").
+Result<uint16_t> ParsePort(std::string_view text);
+
 }  // namespace kdist
 
 #endif  // KDIST_ADDRESS_H_

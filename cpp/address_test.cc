@@ -46,16 +46,20 @@ KDIST_TEST(Address, RejectsMissingOrEmptyParts) {
 }
 
 KDIST_TEST(Address, RejectsBadPorts) {
-  KDIST_EXPECT_ERROR(ParseAddress("h:0"), StatusCode::kInvalidArgument, "port 0");
+  KDIST_EXPECT_ERROR(ParseAddress("h:0"), StatusCode::kInvalidArgument,
+                     "has port 0, which would let the system pick a different port on each "
+                     "process; expected a port in 1..65535");
   KDIST_EXPECT_ERROR(ParseAddress("h:65536"), StatusCode::kInvalidArgument,
                      "port 65536, which is out of range");
   KDIST_EXPECT_ERROR(ParseAddress("h:99999"), StatusCode::kInvalidArgument, "out of range");
   KDIST_EXPECT_ERROR(ParseAddress("h:99999999999999999999999"), StatusCode::kInvalidArgument,
                      "out of range");
-  KDIST_EXPECT_ERROR(ParseAddress("h:http"), StatusCode::kInvalidArgument, "not a number");
+  KDIST_EXPECT_ERROR(ParseAddress("h:http"), StatusCode::kInvalidArgument,
+                     "has port \"http\", which is not a number; expected a port in 1..65535");
   KDIST_EXPECT_ERROR(ParseAddress("h:-1"), StatusCode::kInvalidArgument, "not a number");
   KDIST_EXPECT_ERROR(ParseAddress("h:+1"), StatusCode::kInvalidArgument, "not a number");
-  KDIST_EXPECT_ERROR(ParseAddress("h: 1"), StatusCode::kInvalidArgument, "not a number");
+  KDIST_EXPECT_ERROR(ParseAddress("h: 1"), StatusCode::kInvalidArgument,
+                     "has port \" 1\", which is not a number");
 }
 
 KDIST_TEST(Address, RejectsBadHosts) {
@@ -78,12 +82,51 @@ KDIST_TEST(Address, RejectsBadHosts) {
                      "host name");
 }
 
-KDIST_TEST(Address, RejectsNulInIpLiterals) {
+KDIST_TEST(Address, RejectsNulBytes) {
   // inet_pton reads a C string: without a check, "::1<NUL>junk" would pass as ::1.
   KDIST_EXPECT_ERROR(ParseAddress(std::string("[::1\0junk]:1", 12)),
-                     StatusCode::kInvalidArgument, "not a valid IPv6");
+                     StatusCode::kInvalidArgument,
+                     "has a NUL byte (\\x00) at byte 4; expected host:port");
   KDIST_EXPECT_ERROR(ParseAddress(std::string("10.0.0.1\0:1", 11)), StatusCode::kInvalidArgument,
-                     "host");
+                     "has a NUL byte (\\x00) at byte 8; expected host:port");
+  KDIST_EXPECT_ERROR(ParseAddress(std::string("node\0:1", 7)), StatusCode::kInvalidArgument,
+                     "has a NUL byte (\\x00) at byte 4; expected host:port");
+  KDIST_EXPECT_ERROR(ParseAddress(std::string("node:1\0", 7)), StatusCode::kInvalidArgument,
+                     "has a NUL byte (\\x00) at byte 6; expected host:port");
+  KDIST_EXPECT_ERROR(ParseHost(std::string("::1\0x", 5)), StatusCode::kInvalidArgument,
+                     "has a NUL byte (\\x00) at byte 3; expected an IP address or a host name");
+  KDIST_EXPECT_ERROR(ParseHost(std::string("1.2.3.4\0", 8)), StatusCode::kInvalidArgument,
+                     "has a NUL byte (\\x00) at byte 7");
+}
+
+KDIST_TEST(Address, ParseHostAloneTellsTheKind) {
+  KDIST_EXPECT_TRUE(*ParseHost("10.0.0.1") == HostKind::kIPv4);
+  KDIST_EXPECT_TRUE(*ParseHost("fe80::1%eth0") == HostKind::kIPv6);
+  KDIST_EXPECT_TRUE(*ParseHost("node-1.cluster") == HostKind::kName);
+  KDIST_EXPECT_ERROR(ParseHost(""), StatusCode::kInvalidArgument,
+                     "is empty; expected an IP address or a host name");
+  KDIST_EXPECT_ERROR(ParseHost("[::1]"), StatusCode::kInvalidArgument,
+                     "is not a valid IPv6 address");
+  KDIST_EXPECT_ERROR(ParseHost("300.1.1.1"), StatusCode::kInvalidArgument,
+                     "is not a valid IPv4 address (four numbers 0..255)");
+  KDIST_EXPECT_ERROR(ParseHost("gpu_a01"), StatusCode::kInvalidArgument,
+                     "is not a valid host name (dot-separated labels");
+  KDIST_EXPECT_ERROR(ParseHost(" node"), StatusCode::kInvalidArgument, "is not a valid host name");
+}
+
+KDIST_TEST(Address, ParsePortAloneIsStrict) {
+  KDIST_EXPECT_EQ(*ParsePort("1"), 1);
+  KDIST_EXPECT_EQ(*ParsePort("65535"), 65535);
+  KDIST_EXPECT_ERROR(ParsePort(""), StatusCode::kInvalidArgument,
+                     "is empty; expected a port in 1..65535");
+  KDIST_EXPECT_ERROR(ParsePort(" 80 "), StatusCode::kInvalidArgument,
+                     "is not a number; expected a port in 1..65535");
+  KDIST_EXPECT_ERROR(ParsePort("+80"), StatusCode::kInvalidArgument, "is not a number");
+  KDIST_EXPECT_ERROR(ParsePort("65536"), StatusCode::kInvalidArgument,
+                     "is out of range; expected a port in 1..65535");
+  KDIST_EXPECT_ERROR(ParsePort("0"), StatusCode::kInvalidArgument,
+                     "would let the system pick a different port on each process; expected a "
+                     "port in 1..65535");
 }
 
 KDIST_TEST(Address, HostNameLimits) {

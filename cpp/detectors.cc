@@ -76,36 +76,30 @@ struct PortChoice {
   std::string variable;
 };
 
-Result<uint16_t> ParsePortText(std::string_view text) {
-  Result<int64_t> port = ParseInteger(text);
-  if (!port.ok() || *port < 1 || *port > 65535) {
-    return InvalidArgument("is not a port; expected an integer in 1..65535");
-  }
-  return static_cast<uint16_t>(*port);
-}
-
 // KDIST_COORDINATOR_PORT, else JAX_COORDINATOR_PORT, when set.
 Result<std::optional<PortChoice>> PortOverride(std::string_view detector,
                                                const Environment& env) {
   for (std::string_view name : {kEnvCoordinatorPort, kEnvJaxCoordinatorPort}) {
     const std::string* value = Lookup(env, name);
     if (value == nullptr) continue;
-    Result<uint16_t> port = ParsePortText(*value);
+    Result<uint16_t> port = ParsePort(*value);
     if (!port.ok()) return Malformed(detector, name, *value, port.status().message());
     return std::optional<PortChoice>(PortChoice{*port, std::string(name)});
   }
   return std::optional<PortChoice>();
 }
 
-// "host:port" for a host as a scheduler writes it (an IPv6 host without
-// brackets), validated.
-Result<std::string> JoinHostPort(std::string_view host, uint16_t port) {
-  const bool bare_ipv6 = host.find(':') != std::string_view::npos && host.front() != '[';
-  const std::string text = (bare_ipv6 ? "[" + std::string(host) + "]" : std::string(host)) +
-                           ":" + std::to_string(port);
-  Result<Address> address = ParseAddress(text);
-  if (!address.ok()) return address.status();
-  return address->ToString();
+// The coordinator at `host` as a scheduler writes it: an IPv4 address, a host
+// name, or an IPv6 address with or without brackets. Failure is ParseHost's.
+Result<Address> HostPort(std::string_view host, uint16_t port) {
+  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  Result<HostKind> kind = ParseHost(host);
+  if (!kind.ok()) return kind.status();
+  if (bracketed && *kind != HostKind::kIPv6) {
+    return InvalidArgument("has brackets around a host that is not an IPv6 address");
+  }
+  return Address{std::string(host), port, *kind};
 }
 
 // ---------------------------------------------------------------- torchrun
@@ -131,7 +125,7 @@ DetectResult DetectTorchrun(const Environment& env) {
     port = **port_override;
     shown += ", " + Shown(port.variable, std::to_string(port.port));
   } else {
-    Result<uint16_t> parsed = ParsePortText(master_port);
+    Result<uint16_t> parsed = ParsePort(master_port);
     if (!parsed.ok()) return Malformed(kName, "MASTER_PORT", master_port, parsed.status().message());
     port = {*parsed, "MASTER_PORT"};
     shown += ", " + Shown("MASTER_PORT", master_port);
@@ -145,14 +139,15 @@ DetectResult DetectTorchrun(const Environment& env) {
     }
   }
   if (master_addr.empty()) return Malformed(kName, "MASTER_ADDR", master_addr, "is empty");
-  Result<std::string> coordinator = JoinHostPort(master_addr, port.port);
+  Result<Address> coordinator = HostPort(master_addr, port.port);
   if (!coordinator.ok()) {
     return Malformed(kName, "MASTER_ADDR", master_addr, coordinator.status().message());
   }
 
   Detection d;
   d.detector = std::string(kName);
-  d.job_addresses = DetectedValue{*coordinator, "MASTER_ADDR, " + port.variable, shown};
+  d.job_addresses =
+      DetectedValue{coordinator->ToString(), "MASTER_ADDR, " + port.variable, shown};
   d.num_processes = Copy("WORLD_SIZE", *Lookup(env, "WORLD_SIZE"));
   d.process_id = Copy("RANK", *Lookup(env, "RANK"));
   if (const std::string* v = Lookup(env, "LOCAL_RANK")) d.local_rank = Copy("LOCAL_RANK", *v);
@@ -273,8 +268,8 @@ Result<std::optional<DetectedValue>> SlurmLocalSize(const Environment& env) {
   }
   const std::string* node_id = Lookup(env, "SLURM_NODEID");
   if (node_id == nullptr) return std::optional<DetectedValue>();
-  Result<int64_t> index = ParseInteger(*node_id);
-  if (!index.ok() || *index < 0 || *index >= static_cast<int64_t>(c.size())) {
+  Result<uint64_t> index = ParseDigits(*node_id);
+  if (!index.ok() || *index >= c.size()) {
     return Malformed(kName, "SLURM_NODEID", *node_id,
                      "is not a node index of the step; expected an integer in [0, " +
                          std::to_string(c.size()) + ") because " + shown + " lists " +
@@ -313,11 +308,12 @@ DetectResult DetectSlurm(const Environment& env) {
                       "srun sets all of them in every task of a job step. ");
   }
 
-  Result<int64_t> job_number = ParseInteger(*job_id);
-  if (!job_number.ok() || *job_number < 0) {
+  Result<uint64_t> job_number = ParseDigits(*job_id);
+  if (!job_number.ok()) {
     return Malformed(kName, "SLURM_JOB_ID", *job_id,
-                     "is not a job id; expected a non-negative integer (the coordinator's port "
-                     "is derived from it)");
+                     "is not a job id (" + job_number.status().message() +
+                         "); expected a non-negative integer (the coordinator's port is derived "
+                         "from it)");
   }
   Result<std::vector<std::string>> hosts = ExpandHostList(*nodelist);
   if (!hosts.ok()) {
@@ -335,11 +331,9 @@ DetectResult DetectSlurm(const Environment& env) {
 
   Result<std::optional<PortChoice>> port_override = PortOverride(kName, env);
   if (!port_override.ok()) return port_override.status();
-  PortChoice port{static_cast<uint16_t>(kDerivedPortBase +
-                                        static_cast<uint64_t>(*job_number) % 4096),
-                  "SLURM_JOB_ID"};
+  PortChoice port{static_cast<uint16_t>(kDerivedPortBase + *job_number % 4096), "SLURM_JOB_ID"};
   if (port_override->has_value()) port = **port_override;
-  Result<std::string> coordinator = JoinHostPort(hosts->front(), port.port);
+  Result<Address> coordinator = HostPort(hosts->front(), port.port);
   if (!coordinator.ok()) {
     return Malformed(kName, "SLURM_STEP_NODELIST", *nodelist,
                      "starts with host " + Quote(hosts->front()) + ", which " +
@@ -349,7 +343,7 @@ DetectResult DetectSlurm(const Environment& env) {
   Detection d;
   d.detector = std::string(kName);
   d.job_addresses = DetectedValue{
-      *coordinator, "SLURM_STEP_NODELIST, " + port.variable,
+      coordinator->ToString(), "SLURM_STEP_NODELIST, " + port.variable,
       Shown("SLURM_STEP_NODELIST", *nodelist) + ", " +
           (port.variable == "SLURM_JOB_ID" ? Shown("SLURM_JOB_ID", *job_id)
                                            : Shown(port.variable, std::to_string(port.port)))};
@@ -455,10 +449,11 @@ DetectResult DetectKubernetes(const Environment& env) {
   constexpr std::string_view kName = "kubernetes";
   const std::string* index = Lookup(env, "JOB_COMPLETION_INDEX");
   if (index == nullptr) return std::optional<Detection>();
-  Result<int64_t> parsed = ParseInteger(*index);
-  if (!parsed.ok() || *parsed < 0 || Trim(*index).size() != index->size()) {
+  Result<uint64_t> parsed = ParseDigits(*index);
+  if (!parsed.ok()) {
     return Malformed(kName, "JOB_COMPLETION_INDEX", *index,
-                     "is not a completion index; expected a non-negative integer");
+                     "is not a completion index (" + parsed.status().message() +
+                         "); expected a non-negative integer");
   }
   Detection d;
   d.detector = std::string(kName);
@@ -495,7 +490,7 @@ DetectResult DetectKubernetes(const Environment& env) {
   if (!port_override.ok()) return port_override.status();
   PortChoice port{kKubernetesCoordinatorPort, ""};
   if (port_override->has_value()) port = **port_override;
-  Result<std::string> coordinator = JoinHostPort(pod0 + "." + *subdomain, port.port);
+  Result<Address> coordinator = HostPort(pod0 + "." + *subdomain, port.port);
   if (!coordinator.ok()) {
     return Malformed(kName, "HOSTNAME", *hostname,
                      "and " + Shown(kEnvK8sSubdomain, *subdomain) + " give the coordinator " +
@@ -505,7 +500,7 @@ DetectResult DetectKubernetes(const Environment& env) {
   std::string variables = "HOSTNAME, JOB_COMPLETION_INDEX, " + std::string(kEnvK8sSubdomain);
   if (!port.variable.empty()) variables += ", " + port.variable;
   d.job_addresses = DetectedValue{
-      *coordinator, variables,
+      coordinator->ToString(), variables,
       Shown("HOSTNAME", *hostname) + ", " + Shown(kEnvK8sSubdomain, *subdomain)};
   return std::optional<Detection>(std::move(d));
 }
@@ -517,12 +512,13 @@ const std::vector<Detector>& Detectors() {
       {"torchrun", "torchrun-style launchers (torchrun, torch.distributed.launch, Kubeflow)",
        "WORLD_SIZE or RANK",
        {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-        "TORCHELASTIC_USE_AGENT_STORE"},
+        "TORCHELASTIC_USE_AGENT_STORE", kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
        &DetectTorchrun},
       {"ompi", "Open MPI's mpirun (4: coordinator from OMPI_MCA_orte_hnp_uri; 5: no coordinator)",
        "OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK or OMPI_MCA_orte_hnp_uri",
        {"OMPI_MCA_orte_hnp_uri", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-        "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK"},
+        "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK",
+        kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
        &DetectOmpi},
       {"mpich", "MPICH, Intel MPI and MVAPICH mpiexec (Hydra; no coordinator)",
        "MPI_LOCALRANKID, or PMI_RANK or PMI_SIZE outside a Slurm step",
@@ -531,7 +527,7 @@ const std::vector<Detector>& Detectors() {
       {"slurm", "Slurm job steps started by srun", "SLURM_JOB_ID",
        {"SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS",
         "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE",
-        "SLURM_NODEID"},
+        "SLURM_NODEID", kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
        &DetectSlurm},
       {"tf_config", "TensorFlow's TF_CONFIG (chief and worker tasks)", "TF_CONFIG",
        {"TF_CONFIG"},
@@ -539,7 +535,8 @@ const std::vector<Detector>& Detectors() {
       {"kubernetes", "Kubernetes Indexed Jobs (no process count; coordinator needs "
        "KDIST_K8S_SUBDOMAIN)",
        "JOB_COMPLETION_INDEX",
-       {"JOB_COMPLETION_INDEX", "HOSTNAME", "KDIST_K8S_SUBDOMAIN"},
+       {"JOB_COMPLETION_INDEX", "HOSTNAME", kEnvK8sSubdomain, kEnvCoordinatorPort,
+        kEnvJaxCoordinatorPort},
        &DetectKubernetes},
   };
   return kTable;

@@ -75,7 +75,10 @@ struct Detector {
   std::string_view name;        // the public value of cluster_detection / KDIST_CLUSTER_DETECTION
   std::string_view summary;     // what it reads, for help texts and `kdist doctor`
   std::string_view presence;    // the variables whose presence means "this scheduler is here"
-  std::vector<std::string_view> variables;  // every variable it reads
+  // Every variable it reads, the coordinator port overrides included; for
+  // help texts and tests. Presence is decided by `detect` alone (see
+  // `presence`): a variable here does not make the detector present.
+  std::vector<std::string_view> variables;
   DetectResult (*detect)(const Environment& env);
 };
 

@@ -1,5 +1,7 @@
 #include "detectors.h"
 
+#include <algorithm>
+
 #include "testing/check.h"
 #include "testing/random_text.h"
 #include "text.h"
@@ -113,6 +115,24 @@ KDIST_TEST(Detectors, TableOrderAndNames) {
   KDIST_EXPECT_TRUE(FindDetector("auto") == nullptr);
 }
 
+KDIST_TEST(Detectors, PortOverridesAreListedButDoNotMakeADetectorPresent) {
+  for (const Detector& d : Detectors()) {
+    const bool reads_override = d.name == "torchrun" || d.name == "ompi" ||
+                                d.name == "slurm" || d.name == "kubernetes";
+    for (std::string_view name : {kEnvCoordinatorPort, kEnvJaxCoordinatorPort}) {
+      const bool listed =
+          std::find(d.variables.begin(), d.variables.end(), name) != d.variables.end();
+      KDIST_EXPECT_EQ(listed, reads_override);
+    }
+  }
+  const Environment ports = {{"KDIST_COORDINATOR_PORT", "5000"},
+                             {"JAX_COORDINATOR_PORT", "6000"}};
+  KDIST_EXPECT_EQ(Detect("auto", ports).detector, std::string("nothing"));
+  for (const DetectorReport& report : DetectAll(ports)) {
+    KDIST_EXPECT_TRUE(report.status.ok() && !report.detection.has_value());
+  }
+}
+
 KDIST_TEST(Detectors, NothingInAnEmptyOrUnrelatedEnvironment) {
   KDIST_EXPECT_EQ(Detect("auto", {}).detector, std::string("nothing"));
   KDIST_EXPECT_EQ(Detect("auto", {{"HOME", "/root"}, {"KUBERNETES_SERVICE_HOST", "10.0.0.1"},
@@ -146,6 +166,11 @@ KDIST_TEST(Detectors, SlurmFallsBackToNtasksAndUnevenTasksPerNode) {
   KDIST_EXPECT_EQ(Text(d.local_size), std::string("3"));  // SLURM_NODEID=1
   env.erase("SLURM_NODEID");
   KDIST_EXPECT_FALSE(Detect("slurm", env).local_size.has_value());
+  env["SLURM_NODEID"] = " 1";  // digits only
+  KDIST_EXPECT_EQ(Detect("slurm", env).detector,
+                  std::string("error: scheduler detection (slurm): SLURM_NODEID=\" 1\" is not a "
+                              "node index of the step; expected an integer in [0, 2) because "
+                              "SLURM_STEP_TASKS_PER_NODE=\"5,3\" lists 2 nodes"));
   env["SLURM_NODEID"] = "7";
   KDIST_EXPECT_EQ(Detect("slurm", env).detector,
                   std::string("error: scheduler detection (slurm): SLURM_NODEID=\"7\" is not a "
@@ -166,8 +191,17 @@ KDIST_TEST(Detectors, SlurmPortOverrides) {
                   std::string("SLURM_STEP_NODELIST, KDIST_COORDINATOR_PORT"));
   env["KDIST_COORDINATOR_PORT"] = "0";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
-                     "scheduler detection (slurm): KDIST_COORDINATOR_PORT=\"0\" is not a port; "
-                     "expected an integer in 1..65535");
+                     "scheduler detection (slurm): KDIST_COORDINATOR_PORT=\"0\" would let the "
+                     "system pick a different port on each process; expected a port in 1..65535");
+  env["KDIST_COORDINATOR_PORT"] = " 5000 ";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "scheduler detection (slurm): KDIST_COORDINATOR_PORT=\" 5000 \" is not a "
+                     "number; expected a port in 1..65535");
+  env.erase("KDIST_COORDINATOR_PORT");
+  env["JAX_COORDINATOR_PORT"] = "65536";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "scheduler detection (slurm): JAX_COORDINATOR_PORT=\"65536\" is out of "
+                     "range; expected a port in 1..65535");
 }
 
 KDIST_TEST(Detectors, SlurmAllocationWithoutAStepIsAnErrorNotAWrongCluster) {
@@ -208,12 +242,17 @@ KDIST_TEST(Detectors, SlurmPartialOrMalformedStep) {
   env = SlurmStep();
   env["SLURM_JOB_ID"] = "4242424_7";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
-                     "SLURM_JOB_ID=\"4242424_7\" is not a job id");
+                     "SLURM_JOB_ID=\"4242424_7\" is not a job id (has \"_\" at index 7 where a "
+                     "digit was expected); expected a non-negative integer");
+  env["SLURM_JOB_ID"] = " 4242424";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "SLURM_JOB_ID=\" 4242424\" is not a job id (has \" \" at index 0");
   env = SlurmStep();
   env["SLURM_STEP_NODELIST"] = "gpu_a[01-02]";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
-                     "starts with host \"gpu_a01\", which has host \"gpu_a01\", which is not a "
-                     "valid host name");
+                     "scheduler detection (slurm): SLURM_STEP_NODELIST=\"gpu_a[01-02]\" starts "
+                     "with host \"gpu_a01\", which is not a valid host name (dot-separated "
+                     "labels");
   env = SlurmStep();
   env["SLURM_STEP_TASKS_PER_NODE"] = "4(x2";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
@@ -244,6 +283,8 @@ KDIST_TEST(Detectors, Torchrun) {
   Environment ipv6 = kubeflow;
   ipv6["MASTER_ADDR"] = "fd00::1";
   KDIST_EXPECT_EQ(Text(Detect("auto", ipv6).job_addresses), std::string("[fd00::1]:23456"));
+  ipv6["MASTER_ADDR"] = "[fd00::1]";
+  KDIST_EXPECT_EQ(Text(Detect("auto", ipv6).job_addresses), std::string("[fd00::1]:23456"));
   kubeflow["KDIST_COORDINATOR_PORT"] = "7000";
   KDIST_EXPECT_EQ(Text(Detect("auto", kubeflow).job_addresses),
                   std::string("job-master-0:7000"));
@@ -260,11 +301,24 @@ KDIST_TEST(Detectors, TorchrunPartialOrMalformed) {
   env = Torchrun();
   env["MASTER_PORT"] = "http";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
-                     "MASTER_PORT=\"http\" is not a port");
+                     "scheduler detection (torchrun): MASTER_PORT=\"http\" is not a number; "
+                     "expected a port in 1..65535");
+  env["MASTER_PORT"] = " 29500";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "MASTER_PORT=\" 29500\" is not a number; expected a port in 1..65535");
   env = Torchrun();
   env["MASTER_ADDR"] = "bad host";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
-                     "MASTER_ADDR=\"bad host\" has host \"bad host\"");
+                     "scheduler detection (torchrun): MASTER_ADDR=\"bad host\" is not a valid "
+                     "host name (dot-separated labels");
+  env["MASTER_ADDR"] = "node1:29500";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "MASTER_ADDR=\"node1:29500\" is not a valid IPv6 address, the only kind of "
+                     "host with ':'; expected an IP address or a host name, without a port");
+  env["MASTER_ADDR"] = "[node1]";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "MASTER_ADDR=\"[node1]\" has brackets around a host that is not an IPv6 "
+                     "address");
   env["MASTER_ADDR"] = "";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
                      "MASTER_ADDR=\"\" is empty");
@@ -444,11 +498,17 @@ KDIST_TEST(Detectors, KubernetesSaysWhatItCannotKnow) {
   env["JOB_COMPLETION_INDEX"] = "two";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
                      "scheduler detection (kubernetes): JOB_COMPLETION_INDEX=\"two\" is not a "
-                     "completion index");
+                     "completion index (has \"t\" at index 0 where a digit was expected); "
+                     "expected a non-negative integer");
+  env["JOB_COMPLETION_INDEX"] = "2 ";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "JOB_COMPLETION_INDEX=\"2 \" is not a completion index (has \" \" at index 1");
   env = KubernetesIndexedJob();
   env["KDIST_K8S_SUBDOMAIN"] = "bad_svc";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
-                     "give the coordinator \"train-0.bad_svc\"");
+                     "scheduler detection (kubernetes): HOSTNAME=\"train-2\" and "
+                     "KDIST_K8S_SUBDOMAIN=\"bad_svc\" give the coordinator "
+                     "\"train-0.bad_svc\", which is not a valid host name (dot-separated labels");
 }
 
 KDIST_TEST(Detectors, NamedDetectorThatFindsNothing) {

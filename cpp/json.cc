@@ -72,8 +72,6 @@ const char* JsonKindName(JsonValue::Kind kind) {
 
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -280,9 +278,11 @@ class Parser {
             AppendUtf8(code_point, out);
             break;
           }
-          default:
+          default: {
             --pos_;
-            return Error("unknown escape \\" + Show().substr(1, Show().size() - 2));
+            const std::string shown = Show();  // the quoted character
+            return Error("unknown escape \\" + shown.substr(1, shown.size() - 2));
+          }
         }
         continue;
       }

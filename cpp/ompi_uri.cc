@@ -17,36 +17,32 @@ Status Malformed(const std::string& reason) {
 }
 
 Result<uint64_t> ParseId(std::string_view text, std::string_view what) {
-  Result<int64_t> value = ParseInteger(text);
-  if (!value.ok() || *value < 0 || Trim(text).size() != text.size()) {
+  Result<uint64_t> value = ParseDigits(text);
+  if (!value.ok()) {
     return Malformed("has " + std::string(what) + " " + Quote(text) +
-                     ", which is not a non-negative integer");
+                     ", which is not a non-negative integer (" + value.status().message() + ")");
   }
-  return static_cast<uint64_t>(*value);
+  return *value;
 }
 
 // The "a,b,c" hosts and the port text of one URI, appended to `out` (IPv6
 // addresses when `ipv6`, else IPv4).
-Status AppendHosts(std::string_view hosts, std::string_view port, bool ipv6,
+Status AppendHosts(std::string_view hosts, std::string_view port_text, bool ipv6,
                    std::string_view uri, std::vector<Address>& out) {
+  Result<uint16_t> port = ParsePort(port_text);
+  if (!port.ok()) {
+    return Malformed("has the URI " + Quote(uri) + " whose port " + Quote(port_text) + " " +
+                     port.status().message());
+  }
+  const HostKind wanted = ipv6 ? HostKind::kIPv6 : HostKind::kIPv4;
   for (std::string_view host : Split(hosts, ',')) {
-    const std::string text =
-        ipv6 ? "[" + std::string(host) + "]:" + std::string(port)
-             : std::string(host) + ":" + std::string(port);
-    Result<Address> address = ParseAddress(text);
-    std::string reason;
-    if (Trim(host).size() != host.size() || Trim(port).size() != port.size()) {
-      reason = "has surrounding whitespace";
-    } else if (!address.ok()) {
-      reason = address.status().message();
-    } else if (address->kind != (ipv6 ? HostKind::kIPv6 : HostKind::kIPv4)) {
-      reason = std::string("is not an ") + (ipv6 ? "IPv6" : "IPv4") + " address";
-    }
-    if (!reason.empty()) {
+    Result<HostKind> kind = ParseHost(host);
+    if (!kind.ok() || *kind != wanted) {
       return Malformed("has the URI " + Quote(uri) + " whose entry " + Quote(host) + " " +
-                       reason);
+                       (ipv6 ? "is not a valid IPv6 address"
+                             : "is not a valid IPv4 address (four numbers 0..255)"));
     }
-    out.push_back(std::move(address).value());
+    out.push_back(Address{std::string(host), *port, wanted});
   }
   return Status::Ok();
 }

@@ -365,9 +365,21 @@ KDIST_TEST(Resolve, LocalDeviceIdsSetting) {
                              {{"KDIST_LOCAL_DEVICE_IDS", "0"}}),
                      StatusCode::kInvalidArgument,
                      "local device ids apply to a job started through jax.distributed");
-  auto single = Resolve(Args(std::nullopt, "1", std::nullopt), {{"KDIST_LOCAL_DEVICE_IDS", "auto"}});
+  // Inside a Slurm task, "auto" has a suggestion (SLURM_LOCALID=1 of 2 tasks on
+  // the node), but a single process has no coordinator to hand it to: the
+  // suggestion is reported and not applied.
+  Environment slurm_single = SlurmTask3();
+  slurm_single["KDIST_LOCAL_DEVICE_IDS"] = "auto";
+  auto single = Resolve(Args(std::nullopt, "1", std::nullopt), slurm_single);
   KDIST_ASSERT_OK(single);
+  KDIST_EXPECT_FALSE(single->coordinator().has_value());
+  KDIST_EXPECT_EQ(single->scheduler.value_or(""), std::string("slurm"));
+  KDIST_ASSERT_TRUE(single->suggested_local_device_ids.has_value());
+  KDIST_EXPECT_EQ(single->suggested_local_device_ids->size(), size_t{1});
+  KDIST_EXPECT_EQ(single->suggested_local_device_ids->front(), int64_t{1});
   KDIST_EXPECT_FALSE(single->local_device_ids.value.has_value());
+  KDIST_EXPECT_EQ(single->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
+  KDIST_EXPECT_FALSE(single->local_devices_suggestion_applied);
 }
 
 KDIST_TEST(Resolve, MalformedLocalRankMattersOnlyWhenApplied) {

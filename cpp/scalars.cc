@@ -19,6 +19,22 @@ Result<int64_t> ParseInteger(std::string_view text) {
   return value;
 }
 
+Result<uint64_t> ParseDigits(std::string_view text) {
+  if (text.empty()) return InvalidArgument("is empty");
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!IsDigit(text[i])) {
+      return InvalidArgument("has " + Quote(text.substr(i, 1)) + " at index " + std::to_string(i) +
+                             " where a digit was expected");
+    }
+  }
+  if (text.size() > kMaxDigits) {
+    return InvalidArgument("has more than " + std::to_string(kMaxDigits) + " digits");
+  }
+  uint64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);  // cannot overflow
+  return value;
+}
+
 Result<double> ParseSeconds(std::string_view text) {
   text = Trim(text);
   if (text.empty()) return InvalidArgument("is empty");

@@ -6,6 +6,7 @@
 #ifndef KDIST_SCALARS_H_
 #define KDIST_SCALARS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -15,6 +16,16 @@ namespace kdist {
 
 // Decimal integer with an optional leading '-'; no '+', no radix prefix.
 Result<int64_t> ParseInteger(std::string_view text);
+
+// The most digits ParseDigits takes: every such number is below 10^18, so it
+// fits in int64_t and uint64_t alike.
+inline constexpr size_t kMaxDigits = 18;
+
+// A non-negative decimal integer as schedulers write ids and indices: ASCII
+// digits only, 1..kMaxDigits of them. Unlike the other parsers here it allows
+// no surrounding whitespace and no sign. Reasons: "is empty", "has more than
+// 18 digits", "has \"x\" at index 2 where a digit was expected".
+Result<uint64_t> ParseDigits(std::string_view text);
 
 // A finite, non-negative number of seconds: "30", "2.5", "1e3".
 Result<double> ParseSeconds(std::string_view text);

@@ -1,5 +1,7 @@
 #include "scalars.h"
 
+#include <string>
+
 #include "testing/check.h"
 
 namespace kdist {
@@ -22,6 +24,27 @@ KDIST_TEST(Scalars, IntegerRejectsEverythingElse) {
   KDIST_EXPECT_ERROR(ParseInteger("1 2"), StatusCode::kInvalidArgument, "is not an integer");
   KDIST_EXPECT_ERROR(ParseInteger("99999999999999999999"), StatusCode::kInvalidArgument,
                      "64-bit range");
+}
+
+KDIST_TEST(Scalars, DigitsAreStrict) {
+  KDIST_EXPECT_EQ(*ParseDigits("0"), uint64_t{0});
+  KDIST_EXPECT_EQ(*ParseDigits("007"), uint64_t{7});
+  KDIST_EXPECT_EQ(*ParseDigits("999999999999999999"), uint64_t{999999999999999999});
+  KDIST_EXPECT_ERROR(ParseDigits(""), StatusCode::kInvalidArgument, "is empty");
+  KDIST_EXPECT_ERROR(ParseDigits(" 5"), StatusCode::kInvalidArgument,
+                     "has \" \" at index 0 where a digit was expected");
+  KDIST_EXPECT_ERROR(ParseDigits("5 "), StatusCode::kInvalidArgument,
+                     "has \" \" at index 1 where a digit was expected");
+  KDIST_EXPECT_ERROR(ParseDigits("-1"), StatusCode::kInvalidArgument,
+                     "has \"-\" at index 0 where a digit was expected");
+  KDIST_EXPECT_ERROR(ParseDigits("+1"), StatusCode::kInvalidArgument, "has \"+\" at index 0");
+  KDIST_EXPECT_ERROR(ParseDigits("1_2"), StatusCode::kInvalidArgument, "has \"_\" at index 1");
+  KDIST_EXPECT_ERROR(ParseDigits(std::string("1\0", 2)), StatusCode::kInvalidArgument,
+                     "has \"\\x00\" at index 1");
+  KDIST_EXPECT_ERROR(ParseDigits("1000000000000000000"), StatusCode::kInvalidArgument,
+                     "has more than 18 digits");
+  KDIST_EXPECT_ERROR(ParseDigits("99999999999999999999999"), StatusCode::kInvalidArgument,
+                     "has more than 18 digits");
 }
 
 KDIST_TEST(Scalars, Seconds) {

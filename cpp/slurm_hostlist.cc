@@ -1,16 +1,12 @@
 #include "slurm_hostlist.h"
 
-#include <charconv>
 #include <optional>
 
+#include "scalars.h"
 #include "text.h"
 
 namespace kdist {
 namespace {
-
-constexpr size_t kMaxDigits = 18;  // every value below 10^18 fits in uint64_t
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '-' ||
@@ -23,22 +19,20 @@ std::string TooMany(size_t max_items) {
   return "expands to more than " + std::to_string(max_items) + " entries";
 }
 
-// A run of decimal digits starting at `offset` within `text`.
-Result<uint64_t> ParseDigits(std::string_view digits, size_t offset) {
+// ParseDigits on a run of digits starting at `offset` within the whole text,
+// with the problem's byte offset in the message.
+Result<uint64_t> ParseDigitsAt(std::string_view digits, size_t offset) {
+  Result<uint64_t> value = ParseDigits(digits);
+  if (value.ok()) return value;
   if (digits.empty()) return InvalidArgument("has a missing number " + At(offset));
-  if (digits.size() > kMaxDigits) {
-    return InvalidArgument("has a number longer than " + std::to_string(kMaxDigits) +
-                           " digits " + At(offset));
-  }
   for (size_t i = 0; i < digits.size(); ++i) {
     if (!IsDigit(digits[i])) {
       return InvalidArgument("has " + Quote(digits.substr(i, 1)) + " " + At(offset + i) +
                              " where a digit was expected");
     }
   }
-  uint64_t value = 0;
-  std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  return value;
+  return InvalidArgument("has a number longer than " + std::to_string(kMaxDigits) +
+                         " digits " + At(offset));
 }
 
 std::string Padded(uint64_t value, size_t width) {
@@ -56,11 +50,11 @@ Result<std::vector<std::string>> ExpandGroup(std::string_view body, size_t offse
   for (std::string_view item : Split(body, ',')) {
     const size_t dash = item.find('-');
     const std::string_view low_text = item.substr(0, dash);
-    Result<uint64_t> low = ParseDigits(low_text, item_offset);
+    Result<uint64_t> low = ParseDigitsAt(low_text, item_offset);
     if (!low.ok()) return low.status();
     uint64_t high = *low;
     if (dash != std::string_view::npos) {
-      Result<uint64_t> parsed = ParseDigits(item.substr(dash + 1), item_offset + dash + 1);
+      Result<uint64_t> parsed = ParseDigitsAt(item.substr(dash + 1), item_offset + dash + 1);
       if (!parsed.ok()) return parsed.status();
       high = *parsed;
       if (high < *low) {
@@ -173,12 +167,12 @@ Result<std::vector<int64_t>> ExpandTasksPerNode(std::string_view text, size_t ma
                                "; expected a count, or a count and a repeat such as 2(x3)");
       }
       Result<uint64_t> parsed =
-          ParseDigits(suffix.substr(2, suffix.size() - 3), offset + paren + 2);
+          ParseDigitsAt(suffix.substr(2, suffix.size() - 3), offset + paren + 2);
       if (!parsed.ok()) return parsed.status();
       repeat = *parsed;
       if (repeat == 0) return InvalidArgument("repeats a count 0 times " + At(offset + paren));
     }
-    Result<uint64_t> count = ParseDigits(count_text, offset);
+    Result<uint64_t> count = ParseDigitsAt(count_text, offset);
     if (!count.ok()) return count.status();
     if (*count == 0) return InvalidArgument("has a task count of 0 " + At(offset));
     if (repeat > max_items - counts.size()) return InvalidArgument(TooMany(max_items));

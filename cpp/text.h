@@ -24,6 +24,10 @@ std::string Join(const std::vector<std::string>& parts, std::string_view separat
 // ASCII lower-case copy.
 std::string Lower(std::string_view text);
 
+// Whether `c` is an ASCII decimal digit (unlike std::isdigit, independent of
+// the locale and safe for any char value).
+constexpr bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
 }  // namespace kdist
 
 #endif  // KDIST_TEXT_H_
