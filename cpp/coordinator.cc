@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <map>
 
 #include "port_owner.h"
@@ -24,10 +25,12 @@ enum class Phase { kPending, kMember, kClosing };
 struct Connection {
   Fd fd;
   Phase phase = Phase::kPending;
-  Nanos since{0};  // accepted (pending) or verdict sent (closing)
+  // Pending: when it must have sent its hello; closing: when its close grace
+  // ends. Unused for members.
+  Nanos expires{0};
   FrameAssembler in;
-  std::string out;
-  size_t sent = 0;
+  std::string out;  // queued bytes not yet fully written; emptied once all are sent
+  size_t sent = 0;  // of `out`
   bool wants_write() const { return sent < out.size(); }
 };
 
@@ -68,11 +71,20 @@ class Coordinator {
   void OnReadable(uint64_t id, Connection& c);
   void OnHelloFrame(uint64_t id, Connection& c, const std::string& frame);
   void Flush(Connection& c);
+  // One poll over the connections (and the listener when `accepting`) of at
+  // most `wait`: flushes the writable ones and hands the readable ones to
+  // `on_readable`, stopping early when it returns false. Returns whether the
+  // listener is readable (false after a stop); kInternal when poll fails.
+  Result<bool> PollRound(bool accepting, Nanos wait,
+                         const std::function<bool(uint64_t, Connection&)>& on_readable);
+  // Drain's reading: the connection's close (or failure) removes it.
+  void OnReadableWhileClosing(uint64_t id, Connection& c);
   void Drop(uint64_t id, const std::string& reason);
   void Remove(uint64_t id, bool reset);
   void SendVerdict(Connection& c, FrameType type, const Status& status);
   void ExpireStale();
   void BroadcastStatus(const std::string& line);
+  Reply MakeReply(FrameType type, StatusCode code, const std::string& message) const;
   std::string StatusFrame(const std::string& line) const;
   // Queues a progress frame for one member (skipped when its output is backed up).
   void SendStatus(Connection& c, const std::string& frame);
@@ -89,7 +101,7 @@ class Coordinator {
   uint64_t next_id_ = 1;
   Status failure_;               // set when the roll call failed for everybody
   uint64_t offender_ = 0;        // the connection whose hello failed it
-  bool accept_paused_ = false;   // out of descriptors
+  bool interrupted_ = false;     // the interrupt hook stopped Collect()
 };
 
 std::string Coordinator::Line() { return call_.ProgressLine(waiter_.Progress()); }
@@ -117,26 +129,33 @@ void Coordinator::Drop(uint64_t id, const std::string& reason) {
   Remove(id, /*reset=*/true);
 }
 
-void Coordinator::SendVerdict(Connection& c, FrameType type, const Status& status) {
+Reply Coordinator::MakeReply(FrameType type, StatusCode code, const std::string& message) const {
   Reply reply;
   reply.type = type;
-  reply.code = status.code();
-  reply.message = status.message();
+  reply.code = code;
+  reply.message = message;
   reply.host = own_.host;
   reply.pid = own_.pid;
   reply.jax_version = own_.jax_version;
-  c.out += EncodeReply(reply);
+  return reply;
+}
+
+void Coordinator::SendVerdict(Connection& c, FrameType type, const Status& status) {
+  c.out += EncodeReply(MakeReply(type, status.code(), status.message()));
   c.phase = Phase::kClosing;
-  c.since = Now();
+  c.expires = Now() + options_.close_grace;
   Flush(c);
 }
 
 void Coordinator::Flush(Connection& c) {
   while (c.wants_write()) {
     const Io io = WriteSome(c.fd.get(), std::string_view(c.out).substr(c.sent));
-    if (io.state != IoState::kDone) break;  // would block, or the reader reports the error
+    if (io.state != IoState::kDone) return;  // would block, or the reader reports the error
     c.sent += io.bytes;
   }
+  // All sent: drop the written bytes instead of keeping them for the whole roll call.
+  c.out.clear();
+  c.sent = 0;
 }
 
 void Coordinator::AcceptAll() {
@@ -146,13 +165,12 @@ void Coordinator::AcceptAll() {
     if (a.io.state == IoState::kError) {
       if (a.io.error == EMFILE || a.io.error == ENFILE) {
         failure_ = Internal(NoFilesMessage(connections_.size()));
-        accept_paused_ = true;
       }
       return;  // other errors (ENOBUFS, ...): try again next round
     }
     Connection c;
     c.fd = std::move(a.fd);
-    c.since = Now();
+    c.expires = Now() + options_.hello_timeout;
     connections_.emplace(next_id_++, std::move(c));
   }
 }
@@ -235,11 +253,8 @@ void Coordinator::ExpireStale() {
   const Nanos now = Now();
   std::vector<uint64_t> expired_pending, expired_closing;
   for (const auto& [id, c] : connections_) {
-    if (c.phase == Phase::kPending && now - c.since >= options_.hello_timeout) {
-      expired_pending.push_back(id);
-    } else if (c.phase == Phase::kClosing && now - c.since >= options_.close_grace) {
-      expired_closing.push_back(id);
-    }
+    if (c.phase == Phase::kMember || now < c.expires) continue;
+    (c.phase == Phase::kPending ? expired_pending : expired_closing).push_back(id);
   }
   for (uint64_t id : expired_pending) {
     Drop(id, "it sent no complete hello within " + FormatTimeout(options_.hello_timeout));
@@ -248,13 +263,7 @@ void Coordinator::ExpireStale() {
 }
 
 std::string Coordinator::StatusFrame(const std::string& line) const {
-  Reply reply;
-  reply.type = FrameType::kStatus;
-  reply.message = line;
-  reply.host = own_.host;
-  reply.pid = own_.pid;
-  reply.jax_version = own_.jax_version;
-  return EncodeReply(reply);
+  return EncodeReply(MakeReply(FrameType::kStatus, StatusCode::kOk, line));
 }
 
 void Coordinator::SendStatus(Connection& c, const std::string& frame) {
@@ -268,87 +277,90 @@ void Coordinator::BroadcastStatus(const std::string& line) {
   for (auto& [id, c] : connections_) SendStatus(c, frame);
 }
 
-Status Coordinator::Collect() {
+Result<bool> Coordinator::PollRound(
+    bool accepting, Nanos wait, const std::function<bool(uint64_t, Connection&)>& on_readable) {
   std::vector<pollfd> fds;
   std::vector<uint64_t> ids;
+  if (accepting) fds.push_back({listener_.fd.get(), POLLIN, 0});
+  for (const auto& [id, c] : connections_) {
+    fds.push_back({c.fd.get(), static_cast<short>(POLLIN | (c.wants_write() ? POLLOUT : 0)), 0});
+    ids.push_back(id);
+  }
+  const int ready = Poll(fds, wait);
+  if (ready < 0) return Internal("poll failed in the roll call: " + ErrorText(-ready));
+  if (ready == 0) return false;
+  const size_t first = accepting ? 1 : 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const short revents = fds[first + i].revents;
+    if (revents == 0) continue;
+    auto it = connections_.find(ids[i]);
+    if (it == connections_.end()) continue;  // removed by an earlier event this round
+    if (revents & POLLOUT) Flush(it->second);
+    if ((revents & (POLLIN | POLLHUP | POLLERR)) && !on_readable(ids[i], it->second)) return false;
+  }
+  return accepting && (fds[0].revents & POLLIN);
+}
+
+Status Coordinator::Collect() {
+  const auto on_readable = [this](uint64_t id, Connection& c) {
+    OnReadable(id, c);
+    return failure_.ok();  // a failed roll call stops the round
+  };
   while (!call_.complete() && failure_.ok()) {
     if (waiter_.Expired()) return call_.TimedOut(FormatTimeout(options_.timeout), listener_.bound);
 
-    fds.clear();
-    ids.clear();
-    const bool accepting = !accept_paused_ && NonMembers() < options_.max_pending;
-    if (accepting) fds.push_back({listener_.fd.get(), POLLIN, 0});
+    const bool accepting = NonMembers() < options_.max_pending;
     Nanos next_expiry = options_.timeout;
     const Nanos now = Now();
     for (const auto& [id, c] : connections_) {
-      short events = POLLIN;
-      if (c.wants_write()) events |= POLLOUT;
-      fds.push_back({c.fd.get(), events, 0});
-      ids.push_back(id);
-      if (c.phase == Phase::kPending) {
-        next_expiry = std::min(next_expiry, c.since + options_.hello_timeout - now);
-      } else if (c.phase == Phase::kClosing) {
-        next_expiry = std::min(next_expiry, c.since + options_.close_grace - now);
-      }
+      if (c.phase != Phase::kMember) next_expiry = std::min(next_expiry, c.expires - now);
     }
-    const int ready = Poll(fds, waiter_.Slice(std::max(next_expiry, Nanos(0))));
-    if (ready < 0) return Internal("poll failed in the roll call: " + ErrorText(-ready));
-
-    if (ready > 0) {
-      const size_t first = accepting ? 1 : 0;
-      for (size_t i = 0; i < ids.size(); ++i) {
-        const short revents = fds[first + i].revents;
-        if (revents == 0) continue;
-        auto it = connections_.find(ids[i]);
-        if (it == connections_.end()) continue;  // removed by an earlier event this round
-        if (revents & POLLOUT) Flush(it->second);
-        if (revents & (POLLIN | POLLHUP | POLLERR)) OnReadable(ids[i], it->second);
-        if (!failure_.ok()) return failure_;
-      }
-      if (accepting && (fds[0].revents & POLLIN)) AcceptAll();
-    }
+    Result<bool> listener_ready =
+        PollRound(accepting, waiter_.Slice(std::max(next_expiry, Nanos(0))), on_readable);
+    if (!listener_ready.ok()) return listener_ready.status();
+    if (!failure_.ok()) return failure_;
+    if (*listener_ready) AcceptAll();
     ExpireStale();
 
     bool logged = false;
     std::string line;
-    KDIST_RETURN_IF_ERROR(waiter_.Check([&] {
+    const Status checked = waiter_.Check([&] {
       logged = true;
       line = Line();
       return line;
-    }));
+    });
+    if (!checked.ok()) {
+      interrupted_ = true;
+      return checked;
+    }
     if (logged) BroadcastStatus(line);
   }
   return failure_;
 }
 
+void Coordinator::OnReadableWhileClosing(uint64_t id, Connection& c) {
+  char buffer[kReadChunk];
+  const Io io = ReadSome(c.fd.get(), buffer, sizeof buffer);
+  if (io.state == IoState::kEof) Remove(id, /*reset=*/false);  // they closed first
+  else if (io.state == IoState::kError) Remove(id, /*reset=*/true);
+}
+
 void Coordinator::Drain() {
   const Nanos until = Now() + options_.close_grace;
-  std::vector<pollfd> fds;
-  std::vector<uint64_t> ids;
+  // The waiter's deadline may have passed already, so the wait is cut at the
+  // check interval here rather than by waiter_.Slice().
+  const Nanos check = std::max(options_.check_interval, kMinWaiterInterval);
+  const auto on_readable = [this](uint64_t id, Connection& c) {
+    OnReadableWhileClosing(id, c);
+    return true;
+  };
   // Bounded by the grace period; every round either closes connections or
   // waits at most until `until`.
   while (!connections_.empty() && Now() < until) {
-    fds.clear();
-    ids.clear();
-    for (const auto& [id, c] : connections_) {
-      fds.push_back({c.fd.get(), static_cast<short>(POLLIN | (c.wants_write() ? POLLOUT : 0)), 0});
-      ids.push_back(id);
+    if (!PollRound(/*accepting=*/false, std::min<Nanos>(until - Now(), check), on_readable).ok()) {
+      break;
     }
-    const Nanos wait = std::min<Nanos>(until - Now(), options_.check_interval);
-    if (Poll(fds, wait) < 0) break;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      auto it = connections_.find(ids[i]);
-      if (it == connections_.end()) continue;
-      if (fds[i].revents & POLLOUT) Flush(it->second);
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buffer[kReadChunk];
-        const Io io = ReadSome(it->second.fd.get(), buffer, sizeof buffer);
-        if (io.state == IoState::kEof) Remove(ids[i], /*reset=*/false);  // they closed first
-        else if (io.state == IoState::kError) Remove(ids[i], /*reset=*/true);
-      }
-    }
-    if (options_.interrupted && !options_.interrupted().ok()) break;
+    if (!waiter_.Check(nullptr).ok()) break;  // interrupted: reset the rest
   }
   ResetAll();
 }
@@ -364,10 +376,7 @@ Result<RollCallSummary> Coordinator::Run() {
   // never reach this listener.
   listener_.fd.Close();
 
-  const bool interrupted = !status.ok() && status.code() != StatusCode::kDeadlineExceeded &&
-                           status.code() != StatusCode::kFailedPrecondition &&
-                           failure_.ok();
-  if (interrupted) {
+  if (interrupted_) {
     ResetAll();
     return status;
   }

@@ -127,7 +127,6 @@ KDIST_TEST(Coordinator, DeadlineNamesWhoIsMissingAndTellsTheWaiting) {
 }
 
 KDIST_TEST(Coordinator, AloneItTimesOutNamingOneOfTwo) {
-  RealClock clock;
   CoordinatorThread coordinator(2, FastOptions(milliseconds(200)));
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
                      "1 of 2 joined; missing process ids [1]");

@@ -133,32 +133,23 @@ Status ReadInteger(const Field& field, const char* name, int64_t& out) {
   return Status::Ok();
 }
 
-Result<FrameHeader> HeaderOf(std::string_view frame) {
-  if (frame.size() < kFrameHeaderSize) {
-    return InvalidArgument("the frame is " + std::to_string(frame.size()) +
-                           " bytes, shorter than its " + std::to_string(kFrameHeaderSize) +
-                           "-byte header");
-  }
-  return DecodeFrameHeader(frame);
-}
-
-// Checks the header of a whole frame and returns its payload.
-Result<std::string_view> Payload(std::string_view frame, FrameType want) {
-  Result<FrameHeader> header = HeaderOf(frame);
-  if (!header.ok()) return header.status();
-  if (header->version != kProtocolVersion) {
+// Checks a whole frame's version, size and type against its header (from
+// DecodeFrameHeader(frame)) and returns its payload.
+Result<std::string_view> Payload(std::string_view frame, const FrameHeader& header,
+                                 FrameType want) {
+  if (header.version != kProtocolVersion) {
     return FailedPrecondition("it speaks kdist rendezvous protocol version " +
-                              std::to_string(header->version) + ", this process speaks version " +
+                              std::to_string(header.version) + ", this process speaks version " +
                               std::to_string(kProtocolVersion) +
                               "; install the same kdist version in every process of the job");
   }
-  if (frame.size() != header->frame_size()) {
+  if (frame.size() != header.frame_size()) {
     return InvalidArgument("the frame is " + std::to_string(frame.size()) +
                            " bytes but its header announces " +
-                           std::to_string(header->frame_size()));
+                           std::to_string(header.frame_size()));
   }
-  if (header->type != static_cast<uint16_t>(want)) {
-    return InvalidArgument("frame type " + std::to_string(header->type) + " where type " +
+  if (header.type != static_cast<uint16_t>(want)) {
+    return InvalidArgument("frame type " + std::to_string(header.type) + " where type " +
                            std::to_string(static_cast<uint16_t>(want)) + " belongs");
   }
   return frame.substr(kFrameHeaderSize);
@@ -218,7 +209,9 @@ std::string EncodeReply(const Reply& reply) {
 }
 
 Result<Hello> DecodeHello(std::string_view frame) {
-  Result<std::string_view> payload = Payload(frame, FrameType::kHello);
+  Result<FrameHeader> header = DecodeFrameHeader(frame);
+  if (!header.ok()) return header.status();
+  Result<std::string_view> payload = Payload(frame, *header, FrameType::kHello);
   if (!payload.ok()) return payload.status();
   FieldReader reader(*payload);
   Seen seen;
@@ -269,7 +262,7 @@ Result<Hello> DecodeHello(std::string_view frame) {
 }
 
 Result<Reply> DecodeReply(std::string_view frame) {
-  Result<FrameHeader> header = HeaderOf(frame);
+  Result<FrameHeader> header = DecodeFrameHeader(frame);
   if (!header.ok()) return header.status();
   const uint16_t type = header->type;
   if (type != static_cast<uint16_t>(FrameType::kGo) &&
@@ -279,7 +272,7 @@ Result<Reply> DecodeReply(std::string_view frame) {
   }
   Reply reply;
   reply.type = static_cast<FrameType>(type);
-  Result<std::string_view> payload = Payload(frame, reply.type);
+  Result<std::string_view> payload = Payload(frame, *header, reply.type);
   if (!payload.ok()) return payload.status();
   FieldReader reader(*payload);
   Seen seen;

@@ -154,11 +154,14 @@ KDIST_TEST(Hello, MalformedFieldsAreErrors) {
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, "abc") + MinimalHelloPayload())),
                      StatusCode::kInvalidArgument, "expected 8");
   KDIST_EXPECT_ERROR(
-      DecodeHello(RawFrame(1, 1, MinimalHelloPayload() + Field(8 + 0, std::string(300, 'h')))),
-      StatusCode::kInvalidArgument, "");
-  KDIST_EXPECT_ERROR(
       DecodeHello(RawFrame(1, 1, Field(8, std::string(300, 'h')) + Field(1, Int(1)))),
       StatusCode::kInvalidArgument, "over its limit");
+  // A single over-limit host in an otherwise complete hello: named, with both sizes.
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, Int(1)) + Field(2, Int(2)) +
+                                                    Field(3, "fp") + Field(4, "h:1") +
+                                                    Field(8, std::string(300, 'h')) +
+                                                    Field(9, Int(77)))),
+                     StatusCode::kInvalidArgument, "field host is 300 bytes, over its limit of 255");
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, Int(1)))), StatusCode::kInvalidArgument,
                      "no num_processes");
   std::string cut = MinimalHelloPayload() + "\x03\x00";
@@ -215,7 +218,10 @@ KDIST_TEST(Reply, BadRepliesAreErrors) {
                      "no failure code");
   KDIST_EXPECT_ERROR(DecodeReply(RawFrame(1, 3, Field(11, Int(99)))),
                      StatusCode::kInvalidArgument, "not a known code");
-  KDIST_EXPECT_ERROR(DecodeReply("KDR"), StatusCode::kInvalidArgument, "shorter than");
+  KDIST_EXPECT_ERROR(DecodeReply("KDR"), StatusCode::kInvalidArgument,
+                     "only 3 bytes of a 12-byte frame header");
+  KDIST_EXPECT_ERROR(DecodeHello("KDR"), StatusCode::kInvalidArgument,
+                     "only 3 bytes of a 12-byte frame header");
   Reply long_message;
   long_message.type = FrameType::kReject;
   long_message.code = StatusCode::kFailedPrecondition;

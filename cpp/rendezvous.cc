@@ -51,10 +51,21 @@ Waiter::Waiter(Clock& clock, const RendezvousOptions& options)
       start_(clock.Now() - std::max(options.already_elapsed, Nanos(0))),
       deadline_(start_ + std::max(options.timeout, Nanos(0))),
       next_check_(start_) {
+  next_progress_ = NextProgressAfter(clock.Now());
+}
+
+Nanos Waiter::ProgressInterval() const {
+  return std::max(options_.progress_interval, kMinWaiterInterval);
+}
+
+Nanos Waiter::CheckInterval() const { return std::max(options_.check_interval, kMinWaiterInterval); }
+
+Nanos Waiter::NextProgressAfter(Nanos now) const {
   // Lines fall on whole intervals since the start of initialize(), the first
-  // one strictly after this call: one cadence across the phases of a start.
-  const Nanos interval = std::max(options.progress_interval, Nanos(1));
-  next_progress_ = start_ + interval * ((clock.Now() - start_) / interval + 1);
+  // one strictly after `now`: one cadence across the phases of a start, and
+  // the lines missed by a long stall are skipped instead of printed.
+  const Nanos interval = ProgressInterval();
+  return start_ + interval * ((now - start_) / interval + 1);
 }
 
 Nanos Waiter::Elapsed() const { return clock_.Now() - start_; }
@@ -76,13 +87,11 @@ Nanos Waiter::Slice(Nanos want) const {
 Status Waiter::Check(const std::function<std::string()>& line) {
   const Nanos now = clock_.Now();
   if (options_.interrupted && now >= next_check_) {
-    next_check_ = now + std::max(options_.check_interval, Nanos(1));
+    next_check_ = now + CheckInterval();
     KDIST_RETURN_IF_ERROR(options_.interrupted());
   }
   if (now >= next_progress_) {
-    const Nanos interval = std::max(options_.progress_interval, Nanos(1));
-    // Skip the lines missed by a long stall instead of printing them all.
-    while (next_progress_ <= now) next_progress_ += interval;
+    next_progress_ = NextProgressAfter(now);
     if (options_.progress && line) options_.progress(line());
   }
   return Status::Ok();

@@ -34,7 +34,8 @@ struct RendezvousOptions {
   Nanos timeout = std::chrono::seconds(300);
   Nanos already_elapsed = Nanos(0);
   // A progress line every `progress_interval` while waiting, on whole
-  // intervals counted from the start of initialize().
+  // intervals counted from the start of initialize(). The Waiter reads this
+  // and check_interval as at least kMinWaiterInterval.
   Nanos progress_interval = std::chrono::seconds(5);
   std::function<void(const std::string&)> progress;  // may be empty
   // Asked at least every `check_interval` while waiting; a non-ok Status
@@ -77,6 +78,10 @@ std::string FormatElapsed(Nanos elapsed);
 // "3 s", "2.5 s", "300 s".
 std::string FormatTimeout(Nanos timeout);
 
+// The shortest progress and check interval a Waiter uses: a smaller (or zero,
+// or negative) setting would turn waits into busy loops.
+inline constexpr Nanos kMinWaiterInterval = std::chrono::milliseconds(1);
+
 // One deadline, cut into bounded waits. Not thread-safe; one per call.
 class Waiter {
  public:
@@ -101,6 +106,11 @@ class Waiter {
   Status Sleep(Nanos duration, const std::function<std::string()>& line);
 
  private:
+  Nanos ProgressInterval() const;
+  Nanos CheckInterval() const;
+  // The first progress time on the cadence strictly after `now`.
+  Nanos NextProgressAfter(Nanos now) const;
+
   Clock& clock_;
   const RendezvousOptions& options_;
   Nanos start_;

@@ -155,6 +155,38 @@ KDIST_TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
   KDIST_EXPECT_EQ(lines, 1);
 }
 
+KDIST_TEST(Waiter, ZeroOrNegativeIntervalsDoNotSpin) {
+  for (Nanos interval : {Nanos(0), Nanos(-5), Nanos(1)}) {
+    FakeClock clock;
+    int64_t lines = 0;
+    int64_t asked = 0;
+    RendezvousOptions options;
+    options.timeout = seconds(10);
+    options.progress_interval = interval;
+    options.check_interval = interval;
+    options.progress = [&](const std::string&) { ++lines; };
+    options.interrupted = [&]() -> Status {
+      ++asked;
+      return Status::Ok();
+    };
+    Waiter waiter(clock, options);
+    // Read as 1 ms: at most one line and one check per millisecond.
+    KDIST_EXPECT_OK(waiter.Sleep(seconds(60), [] { return std::string("x"); }));
+    KDIST_EXPECT_EQ(Ns(clock.Now()), Ns(seconds(10)));
+    KDIST_EXPECT_LE(lines, int64_t{10001});
+    KDIST_EXPECT_LE(asked, int64_t{10001});
+    // At most one wake for each line and one for each check.
+    KDIST_EXPECT_LE(static_cast<int64_t>(clock.sleeps().size()), int64_t{20002});
+    for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(Ns(slept), Ns(milliseconds(1)));
+    // A stall of a million hours costs one step, not one per missed interval.
+    clock.Advance(std::chrono::hours(1'000'000));
+    const int64_t before = lines;
+    KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
+    KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
+    KDIST_EXPECT_EQ(lines, before + 1);
+  }
+}
+
 KDIST_TEST(Rendezvous, ConstantTimeEquals) {
   KDIST_EXPECT_TRUE(ConstantTimeEquals("", ""));
   KDIST_EXPECT_TRUE(ConstantTimeEquals("secret", "secret"));

@@ -15,7 +15,7 @@
 namespace kdist {
 namespace {
 
-struct Lookup {
+struct PendingLookup {
   std::string host;
   std::string service;
   int flags = 0;
@@ -29,7 +29,7 @@ struct Lookup {
 };
 
 // getaddrinfo into `lookup`; safe to call from any thread.
-void RunLookup(Lookup& lookup) {
+void RunLookup(PendingLookup& lookup) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -61,12 +61,13 @@ void RunLookup(Lookup& lookup) {
 void* LookupThread(void* arg) {
   pthread_setname_np(pthread_self(), "kdist-resolve");  // visible in /proc/PID/task/*/comm
   // The thread owns one reference for as long as it runs.
-  std::unique_ptr<std::shared_ptr<Lookup>> owned(static_cast<std::shared_ptr<Lookup>*>(arg));
+  std::unique_ptr<std::shared_ptr<PendingLookup>> owned(
+      static_cast<std::shared_ptr<PendingLookup>*>(arg));
   RunLookup(**owned);
   return nullptr;
 }
 
-Result<std::vector<Endpoint>> Answer(const Address& address, Lookup& lookup) {
+Result<std::vector<Endpoint>> Answer(const Address& address, PendingLookup& lookup) {
   if (lookup.code != 0) {
     const std::string why =
         lookup.code == EAI_SYSTEM ? ErrorText(lookup.error) : std::string(gai_strerror(lookup.code));
@@ -88,7 +89,7 @@ Result<std::vector<Endpoint>> ResolveEndpoints(const Address& address, Waiter& w
 Result<std::vector<Endpoint>> ResolveEndpointsWith(const Address& address, Waiter& waiter,
                                                    const std::function<std::string()>& line,
                                                    LookupFunction function) {
-  auto lookup = std::make_shared<Lookup>();
+  auto lookup = std::make_shared<PendingLookup>();
   lookup->function = function;
   lookup->host = address.host;
   lookup->service = std::to_string(address.port);
@@ -102,7 +103,7 @@ Result<std::vector<Endpoint>> ResolveEndpointsWith(const Address& address, Waite
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  auto* reference = new std::shared_ptr<Lookup>(lookup);
+  auto* reference = new std::shared_ptr<PendingLookup>(lookup);
   pthread_t thread;
   const int created = pthread_create(&thread, nullptr, &LookupThread, reference);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);

@@ -58,7 +58,6 @@ class RollCall {
   // The connection holding `process_id`, if any.
   std::optional<uint64_t> ConnectionOf(int64_t process_id) const;
 
-  int64_t num_processes() const { return own_.num_processes; }
   int64_t joined() const { return static_cast<int64_t>(members_.size()) + 1; }  // + process 0
   bool complete() const { return joined() >= own_.num_processes; }
   const std::map<int64_t, Member>& members() const { return members_; }

@@ -1,7 +1,6 @@
 #include "socket.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
 
@@ -16,13 +15,6 @@ namespace {
   return result == 0 ? buffer : nullptr;
 }
 [[maybe_unused]] const char* PickMessage(const char* result, const char*) { return result; }
-
-bool SetNonBlockingCloexec(int fd) {
-  const int flags = fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return false;
-  const int fd_flags = fcntl(fd, F_GETFD, 0);
-  return fd_flags >= 0 && fcntl(fd, F_SETFD, fd_flags | FD_CLOEXEC) >= 0;
-}
 
 Status BindError(int error, uint16_t port, const std::string& what) {
   if (error == EADDRINUSE) {
@@ -221,7 +213,6 @@ Accepted AcceptOne(int listener) {
 Connecting StartConnect(const Endpoint& endpoint) {
   Fd fd(socket(endpoint.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return {{IoState::kError, 0, errno}, Fd()};
-  if (!SetNonBlockingCloexec(fd.get())) return {{IoState::kError, 0, errno}, Fd()};
   const int one = 1;
   setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&endpoint.storage), endpoint.size) ==

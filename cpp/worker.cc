@@ -1,6 +1,7 @@
 #include "worker.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "backoff.h"
@@ -10,6 +11,57 @@
 
 namespace kdist {
 namespace {
+
+// Waits until `fd` is ready for `events` or `until` (0 on timeout), in the
+// waiter's slices, with its checks between them. An error is the interrupt
+// hook's status or a failed poll.
+Result<short> WaitReady(Waiter& waiter, int fd, short events, Nanos until,
+                        const std::function<std::string()>& line) {
+  while (true) {
+    const Nanos now = waiter.clock().Now();
+    if (now >= until) return short{0};
+    std::vector<pollfd> fds{{fd, events, 0}};
+    const int ready = Poll(fds, waiter.Slice(until - now));
+    if (ready < 0) return Internal("poll failed: " + ErrorText(-ready));
+    if (ready > 0) return fds[0].revents;
+    KDIST_RETURN_IF_ERROR(waiter.Check(line));
+  }
+}
+
+// One connection attempt, bounded by `limit` and the waiter's deadline: the
+// connected socket, or no socket and `error` saying why (worth a retry).
+struct Connected {
+  Fd fd;
+  std::string error;
+};
+
+// An error is the interrupt hook's status or a failed poll.
+Result<Connected> ConnectWithin(const Endpoint& endpoint, Nanos limit, Waiter& waiter,
+                                const std::function<std::string()>& line) {
+  const Nanos started = waiter.clock().Now();
+  Connecting c = StartConnect(endpoint);
+  Connected out;
+  if (c.io.state == IoState::kError) {
+    out.error = ErrorText(c.io.error);
+    return out;
+  }
+  if (c.io.state == IoState::kWouldBlock) {
+    const Nanos until = started + std::min(limit, waiter.Remaining());
+    Result<short> ready = WaitReady(waiter, c.fd.get(), POLLOUT, until, line);
+    if (!ready.ok()) return ready.status();
+    if (*ready == 0) {
+      out.error = "connect timed out after " + FormatElapsed(waiter.clock().Now() - started);
+      c.fd.CloseWithReset();
+      return out;
+    }
+    if (const int error = ConnectResult(c.fd.get())) {
+      out.error = ErrorText(error);
+      return out;
+    }
+  }
+  out.fd = std::move(c.fd);
+  return out;
+}
 
 // What one connection attempt came to.
 struct Attempt {
@@ -61,40 +113,19 @@ std::string Worker::Line() {
 }
 
 Result<short> Worker::WaitFor(int fd, short events, Nanos until) {
-  while (true) {
-    const Nanos now = Now();
-    if (now >= until) return short{0};
-    std::vector<pollfd> fds{{fd, events, 0}};
-    const int ready = Poll(fds, waiter_.Slice(until - now));
-    if (ready < 0) return Internal("poll failed: " + ErrorText(-ready));
-    if (ready > 0) return fds[0].revents;
-    KDIST_RETURN_IF_ERROR(waiter_.Check([this] { return Line(); }));
-  }
+  return WaitReady(waiter_, fd, events, until, [this] { return Line(); });
 }
 
 Attempt Worker::TryOnce(const Endpoint& endpoint) {
-  Connecting c = StartConnect(endpoint);
-  Attempt retry;
-  if (c.io.state == IoState::kError) {
-    retry.error = ErrorText(c.io.error);
+  Result<Connected> connected =
+      ConnectWithin(endpoint, options_.connect_timeout, waiter_, [this] { return Line(); });
+  if (!connected.ok()) return {Attempt::kEnded, {}, connected.status(), ""};
+  if (!connected->fd.valid()) {
+    Attempt retry;
+    retry.error = std::move(connected->error);
     return retry;
   }
-  if (c.io.state == IoState::kWouldBlock) {
-    const Nanos until = std::min(Now() + options_.connect_timeout, Now() + waiter_.Remaining());
-    Result<short> ready = WaitFor(c.fd.get(), POLLOUT, until);
-    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
-    if (*ready == 0) {
-      retry.error = "connect timed out after " +
-                    FormatElapsed(std::min(options_.connect_timeout, waiter_.Elapsed()));
-      c.fd.CloseWithReset();
-      return retry;
-    }
-    if (const int error = ConnectResult(c.fd.get())) {
-      retry.error = ErrorText(error);
-      return retry;
-    }
-  }
-  return Converse(std::move(c.fd), endpoint);
+  return Converse(std::move(connected->fd), endpoint);
 }
 
 Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
@@ -194,12 +225,15 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
 
 Result<WorkerResult> Worker::Run() {
   Backoff backoff(options_.backoff, options_.seed);
-  const int64_t max_attempts = backoff.MaxAttemptsWithin(options_.timeout) + 1;
+  // The loop bound counts rounds (one resolution or one pass over the
+  // endpoints, then one backoff delay), not attempts: a name with many
+  // addresses makes several attempts per round.
+  const int64_t max_rounds = backoff.MaxAttemptsWithin(options_.timeout) + 1;
   const auto line = [this] { return Line(); };
   std::vector<Endpoint> endpoints;
   std::string last_endpoint = coordinator_.ToString();
   int64_t attempts = 0;
-  while (attempts < max_attempts) {
+  for (int64_t round = 0; round < max_rounds; ++round) {
     if (endpoints.empty()) {
       Result<std::vector<Endpoint>> resolved = ResolveEndpoints(coordinator_, waiter_, line);
       if (resolved.ok()) {
@@ -272,25 +306,10 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RendezvousOptio
   const Nanos interval = std::max(options.probe_interval, Nanos(std::chrono::milliseconds(1)));
   const int64_t max_probes = options.timeout / interval + 2;
   for (int64_t probe = 0; probe < max_probes && !waiter.Expired(); ++probe) {
-    Connecting c = StartConnect(endpoint);
-    int error = c.io.error;
-    if (c.io.state == IoState::kDone) return Status::Ok();
-    if (c.io.state == IoState::kWouldBlock) {
-      std::vector<pollfd> fds{{c.fd.get(), POLLOUT, 0}};
-      const Nanos until = clock.Now() + std::min(waiter.Remaining(), options.connect_timeout);
-      int ready = 0;
-      while (ready == 0 && clock.Now() < until) {
-        ready = Poll(fds, waiter.Slice(until - clock.Now()));
-        KDIST_RETURN_IF_ERROR(waiter.Check(line));
-      }
-      if (ready > 0) {
-        error = ConnectResult(c.fd.get());
-        if (error == 0) return Status::Ok();  // closed by ~Fd: the service is up
-      } else {
-        error = ETIMEDOUT;
-      }
-    }
-    last_error = ErrorText(error);
+    Result<Connected> connected = ConnectWithin(endpoint, options.connect_timeout, waiter, line);
+    if (!connected.ok()) return connected.status();
+    if (connected->fd.valid()) return Status::Ok();  // closed by ~Fd: the service is up
+    last_error = std::move(connected->error);
     KDIST_RETURN_IF_ERROR(waiter.Sleep(interval, line));
   }
   return DeadlineExceeded(

@@ -38,7 +38,8 @@ Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
                                const RendezvousOptions& options, Clock& clock);
 
 // Connects to `endpoint` every probe_interval until it accepts (then closes
-// at once) or the deadline passes (kDeadlineExceeded).
+// at once) or the deadline passes (kDeadlineExceeded, with the last error).
+// kInternal when poll fails; the interrupt hook's status when it stops the wait.
 Status WaitForCoordinatorService(const Endpoint& endpoint, const RendezvousOptions& options,
                                  Clock& clock);
 
