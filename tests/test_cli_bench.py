@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from support import clean_env, run_processes
+from support import clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.multiprocess
 
@@ -86,3 +86,64 @@ def test_bench_without_a_cluster_fails_with_the_reason() -> None:
     assert "kdist bench: initialize failed: ConfigError: kdist.initialize() found no cluster" in (
         result.stderr
     )
+
+
+def test_bench_reports_a_process_whose_record_never_arrives_and_still_shuts_down() -> None:
+    # Process 1 joins the job and starts its backend but sends no record; process 0
+    # must give up after one initialize() timeout (not one per process), say which
+    # record is missing, and shut down so that both exit.
+    port = free_port()
+    code = (
+        "import os, sys, kdist\n"
+        "from kdist import _bench\n"
+        "if os.environ['KERAS_DISTRIBUTION_PROCESS_ID'] == '0':\n"
+        "    sys.exit(_bench.run(as_json=True, timeout=None))\n"
+        "kdist.initialize()\n"
+        "kdist.get_device_count()  # every process starts its backend together\n"
+        "kdist.shutdown()\n"
+    )
+    envs = [
+        clean_env(
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+            KERAS_DISTRIBUTION_PROCESS_ID=str(i),
+            KDIST_INIT_TIMEOUT="10",
+        )
+        for i in range(2)
+    ]
+    coordinator, silent = run_processes([[sys.executable, "-c", code]] * 2, envs, timeout=90)
+    assert coordinator.returncode == 1, coordinator.describe()
+    assert "kdist bench: no record from process 1 within 10 s" in coordinator.stderr
+    assert "Traceback" not in coordinator.stderr, coordinator.describe()
+    assert coordinator.stdout.strip() == "", "no table without every record"
+    assert silent.returncode == 0, silent.describe()
+    assert coordinator.seconds < 60, coordinator.describe()
+
+
+@pytest.mark.parametrize("value", ["1000000", "0.5"])
+def test_bench_timeout_accepts_what_the_core_accepts(value: str) -> None:
+    from kdist import _config
+    from kdist._cli import build_parser
+
+    assert build_parser().parse_args(["bench", "--timeout", value]).timeout == float(value)
+    assert _config.resolve("127.0.0.1:1", 2, 1, timeout=float(value)).timeout == float(value)
+
+
+@pytest.mark.parametrize("value", ["1000000.5", "0", "-1", "nan", "inf", "soon"])
+def test_bench_timeout_refuses_what_the_core_refuses(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kdist
+    from kdist import _config
+    from kdist._cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["bench", "--timeout", value])
+    assert exit_info.value.code == 2
+    assert (
+        f"argument --timeout: expected a positive number of seconds (at most 1000000), "
+        f"got {value!r}" in capsys.readouterr().err
+    )
+    if value != "soon":
+        with pytest.raises(kdist.ConfigError, match=r"expected a positive number of seconds"):
+            _config.resolve("127.0.0.1:1", 2, 1, timeout=float(value))

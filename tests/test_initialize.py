@@ -27,8 +27,10 @@ def test_single_process_initialize_shutdown_cycle() -> None:
         "kdist.shutdown()\n"
         "after = kdist.is_initialized(), kdist.cluster_spec()\n"
         "kdist.shutdown()  # a second shutdown does nothing\n"
+        "from kdist import _initialize\n"
         "print(json.dumps({'before': before, 'during': during, 'after': after,\n"
-        "                  'devices': devices}))\n"
+        "                  'devices': devices,\n"
+        "                  'phases': sorted(_initialize.startup_timings())}))\n"
     )
     assert report["before"] == [False, None]
     assert report["during"] == [
@@ -38,6 +40,8 @@ def test_single_process_initialize_shutdown_cycle() -> None:
     ]
     assert report["after"] == [False, None]
     assert report["devices"] == ["cpu:0", "cpu:1"]
+    # Neither a roll call nor JAX's initialize ran: only the always-present keys.
+    assert report["phases"] == ["arrived", "total_s"]
 
 
 def test_initialize_again_with_other_values_raises() -> None:
@@ -91,11 +95,63 @@ def test_single_process_with_a_coordinator_runs_jax_distributed() -> None:
     report = run_json(
         "import json, jax, kdist\n"
         f"kdist.initialize('127.0.0.1:{port}', 1, 0)\n"
+        "from kdist import _initialize\n"
         "print(json.dumps({'jax_distributed': jax.distributed.is_initialized(),\n"
-        "                  'devices': kdist.list_devices()}))\n"
+        "                  'devices': kdist.list_devices(),\n"
+        "                  'phases': sorted(_initialize.startup_timings())}))\n"
         "kdist.shutdown()\n"
     )
-    assert report == {"jax_distributed": True, "devices": ["cpu:0", "cpu:1"]}
+    # One process: no roll call, so no roll_call_s / jax_import_wait_s (preflight is on).
+    assert report == {
+        "jax_distributed": True,
+        "devices": ["cpu:0", "cpu:1"],
+        "phases": ["arrived", "jax_initialize_s", "total_s"],
+    }
+
+
+@pytest.mark.parametrize("process_id", [0, 1])
+def test_missing_jax_is_reported_before_the_roll_call(process_id: int) -> None:
+    port = free_port()
+    # JAX made unimportable in this interpreter (sys.modules[name] = None is what
+    # `import` treats as absent); the roll call's first steps are spied on.
+    report = run_json(
+        "import json, sys, time\n"
+        "sys.modules['jax'] = None\n"
+        "import kdist\n"
+        "from kdist import _core, _preflight\n"
+        "calls = []\n"
+        "def spy(name, real):\n"
+        "    def wrapper(*args, **kwargs):\n"
+        "        calls.append(name)\n"
+        "        return real(*args, **kwargs)\n"
+        "    return wrapper\n"
+        "_core.bind_coordinator_port = spy('bind', _core.bind_coordinator_port)\n"
+        "_preflight.roll_call = spy('roll_call', _preflight.roll_call)\n"
+        "started = time.monotonic()\n"
+        "try:\n"
+        f"    kdist.initialize('127.0.0.1:{port}', 2, {process_id}, timeout=5)\n"
+        "    error = None\n"
+        "except ImportError as e:\n"
+        "    error = {'type': type(e).__name__, 'name': e.name, 'message': str(e)}\n"
+        "except Exception as e:\n"
+        "    error = {'type': type(e).__name__, 'message': str(e)}\n"
+        "print(json.dumps({'error': error, 'calls': calls, 'executable': sys.executable,\n"
+        "                  'seconds': time.monotonic() - started,\n"
+        "                  'initialized': kdist.is_initialized()}))\n"
+    )
+    error = report["error"]
+    assert isinstance(error, dict), report
+    assert error["type"] == "ModuleNotFoundError", report
+    assert error["name"] == "jax"
+    message = str(error["message"])
+    assert f"in process {process_id} of 2" in message
+    assert f"at 127.0.0.1:{port}" in message
+    assert str(report["executable"]) in message
+    assert "pip install jax" in message
+    assert "before the pre-flight roll call" in message
+    assert report["calls"] == [], "no port bound, no roll call joined"
+    assert report["initialized"] is False
+    assert float(report["seconds"]) < 2  # not the 5 s deadline of a roll call
 
 
 def test_validation_error_leaves_nothing_initialized() -> None:

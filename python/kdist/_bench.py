@@ -73,16 +73,45 @@ def format_table(records: list[dict[str, object]]) -> str:
         "arrival: when initialize() was called (seconds after the first); wait: the pre-flight "
         "roll call, waiting for the others; import: importing JAX beyond what overlapped the "
         "wait; jax init: jax.distributed.initialize; ready: initialized and holding the global "
-        "device list; devices: this process's / global."
+        "device list; devices: this process's / global; -: the phase did not run (no roll "
+        "call: preflight off or one process; no coordinator)."
     )
     return "\n".join(lines)
+
+
+def _gather(num_processes: int, timeout: float) -> tuple[list[dict[str, object]], str | None]:
+    """Process 0 reads every process's record, all within one deadline of `timeout`
+    seconds from now.
+
+    Returns:
+        The records in process order, and None; or the records that arrived and
+        a message naming the first process whose record did not.
+    """
+    from kdist import _jax_backend
+
+    deadline = time.monotonic() + timeout
+    records: list[dict[str, object]] = []
+    for i in range(num_processes):
+        try:
+            value = _jax_backend.key_value_get(
+                _KEY.format(i), max(0.0, deadline - time.monotonic())
+            )
+        except Exception as error:  # JAX's DEADLINE_EXCEEDED and its other failures
+            return records, (
+                f"no record from process {i} within {timeout:g} s (the initialize() "
+                f"timeout) after process 0 was ready: {type(error).__name__}: {error}. "
+                f"Process {i} failed or stalled after its initialize(); see its output."
+            )
+        records.append(json.loads(value))
+    return records, None
 
 
 def run(*, as_json: bool, timeout: float | None) -> int:
     """Initializes, gathers every process's record on process 0, prints the table there.
 
     Returns:
-        The exit status: 0 on success, 1 when initialize() fails (the error is printed).
+        The exit status: 0 on success, 1 when initialize() fails or, on process 0,
+        when a process's record does not arrive in time (the error is printed).
     """
     import kdist
     from kdist import _jax_backend
@@ -92,18 +121,20 @@ def run(*, as_json: bool, timeout: float | None) -> int:
     except kdist.KdistError as error:
         print(f"kdist bench: initialize failed: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
-    spec = kdist.cluster_spec()
-    assert spec is not None
-    record = _record()
-    records = [record]
-    if spec.coordinator_address is not None:
-        _jax_backend.key_value_set(_KEY.format(spec.process_id), json.dumps(record))
+    try:
+        spec = kdist.cluster_spec()
+        assert spec is not None
+        record = _record()
+        records = [record]
+        if spec.coordinator_address is not None:
+            _jax_backend.key_value_set(_KEY.format(spec.process_id), json.dumps(record))
+            if spec.process_id == 0:
+                records, missing = _gather(spec.num_processes, spec.timeout)
+                if missing is not None:
+                    print(f"kdist bench: {missing}", file=sys.stderr)
+                    return 1
         if spec.process_id == 0:
-            records = [
-                json.loads(_jax_backend.key_value_get(_KEY.format(i), spec.timeout))
-                for i in range(spec.num_processes)
-            ]
-    if spec.process_id == 0:
-        print(json.dumps(records) if as_json else format_table(records), flush=True)
-    kdist.shutdown()
-    return 0
+            print(json.dumps(records) if as_json else format_table(records), flush=True)
+        return 0
+    finally:
+        kdist.shutdown()

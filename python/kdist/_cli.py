@@ -35,9 +35,11 @@ scheduler), times its phases, and sends its record to process 0 through
 jax.distributed's key-value store. Process 0 prints one row per process: when it
 arrived (relative to the first arrival), how long it waited in the pre-flight
 roll call, how long jax.distributed.initialize took, when it was ready, and its
-devices (local/global).
+devices (local/global). A phase that did not run (no roll call with preflight
+off or a single process) shows as "-".
 
-exit status: 0 on success, 1 when initialize() fails.
+exit status: 0 on success, 1 when initialize() fails or (process 0) a process's
+record does not arrive within the initialize() timeout.
 """
 
 _BENCH_EPILOG = """\
@@ -78,9 +80,12 @@ arguments. Every line a process writes is prefixed with its id ("[1] ...").
 
 Ctrl-C and SIGTERM are forwarded to every process. When a process exits with a
 non-zero status the others are stopped (SIGTERM, then SIGKILL after --grace
-seconds) and kdist launch exits with that status (128+N for signal N). No
-process outlives the launcher: each dies with it, even when the launcher is
-killed with SIGKILL (Linux).
+seconds) and kdist launch exits with that status (128+N for signal N). Each
+process it started dies with the launcher, even when the launcher is killed
+with SIGKILL (Linux). Their own children are stopped with them (each process
+runs in its own process group) when the launcher ends the job, but not when the
+launcher is killed with SIGKILL: a program that starts children should make
+them exit with it.
 """
 
 _LAUNCH_EPILOG = """\
@@ -111,13 +116,19 @@ def _port(text: str) -> int:
     return value
 
 
+# The longest timeout the compiled core accepts (kMaxTimeoutSeconds in cpp/resolve.h); every
+# duration option takes the same range.
+_MAX_SECONDS = 1e6
+
+
 def _seconds(text: str) -> float:
+    expected = f"expected a positive number of seconds (at most {_MAX_SECONDS:.0f})"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < value < 1e7:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}") from None
+    if not 0 < value <= _MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
     return value
 
 
@@ -125,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Returns the parser of the `kdist` command line.
 
     Returns:
-        An `argparse.ArgumentParser` with the `doctor` and `launch` commands.
+        An `argparse.ArgumentParser` with the `doctor`, `launch` and `bench`
+        commands.
 
     Example:
         >>> from kdist._cli import build_parser
@@ -240,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 on success; for `doctor`, 1 when the configuration
         is invalid; for `launch`, the job's status; for `bench`, 1 when
-        initialize() fails; 2 on a usage error.
+        initialize() fails or a process's record does not arrive; 2 on a
+        usage error.
 
     Example:
         >>> from kdist._cli import main

@@ -222,13 +222,13 @@ def collect(
         >>> isinstance(collect(probe=False)["ok"], bool)
         True
     """
-    from kdist import _config, _core
+    from kdist import _config, _core, _jax_backend
     from kdist._errors import ConfigError
 
     environment = dict(os.environ)
     report: dict[str, Any] = {
         "kdist_version": _version("kdist"),
-        "jax_version": _version("jax"),
+        "jax_version": _jax_backend.jax_version() if _jax_backend.jax_installed() else None,
         "ok": True,
         "error": None,
         "config": None,
@@ -245,10 +245,9 @@ def collect(
         entry["summary"] = info["summary"]
         entry["presence"] = info["presence"]
     report["detectors"] = detectors
-    if report["config"] is not None:
-        report["scheduler"] = report["config"]["scheduler"]
-    else:  # what "auto" would have picked
-        report["scheduler"] = next((d["name"] for d in detectors if d["present"]), None)
+    # None when the configuration is invalid: which detector would apply depends on
+    # KDIST_CLUSTER_DETECTION, and the detectors list shows which are present.
+    report["scheduler"] = None if report["config"] is None else report["config"]["scheduler"]
     report["accelerators"] = find_accelerators(environ=environment)
 
     report["probe"] = None
@@ -293,17 +292,17 @@ def render(report: Mapping[str, Any]) -> str:
         lines.append("configuration: ok")
         sources = config["sources"]
         rows = [
-            ("job_addresses", ",".join(config["job_addresses"]) or "(none)", "job_addresses"),
-            ("num_processes", str(config["num_processes"]), "num_processes"),
-            ("process_id", str(config["process_id"]), "process_id"),
-            ("timeout", f"{config['timeout']:g} s", "timeout"),
-            ("preflight", str(config["preflight"]), "preflight"),
-            ("cluster_detection", config["cluster_detection"], "cluster_detection"),
-            ("local_device_ids", _format_ids(config["local_device_ids"]), "local_device_ids"),
+            ("job_addresses", ",".join(config["job_addresses"]) or "(none)"),
+            ("num_processes", str(config["num_processes"])),
+            ("process_id", str(config["process_id"])),
+            ("timeout", f"{config['timeout']:g} s"),
+            ("preflight", str(config["preflight"])),
+            ("cluster_detection", config["cluster_detection"]),
+            ("local_device_ids", _format_ids(config["local_device_ids"])),
         ]
-        width = max(len(str(value)) for _, value, _ in rows)
-        for name, value, key in rows:
-            lines.append(f"  {name:<18} {value:<{width}}  from {sources[key]}")
+        width = max(len(str(value)) for _, value in rows)
+        for name, value in rows:
+            lines.append(f"  {name:<18} {value:<{width}}  from {sources[name]}")
         lines.append(f"  {'fingerprint':<18} {config['fingerprint']}")
     lines.append("")
 
@@ -324,11 +323,15 @@ def render(report: Mapping[str, Any]) -> str:
         lines.append(f"  {entry['name']:<11} {state}")
     if config is not None:
         suggested = config["suggested_local_device_ids"]
+        hint = (
+            " (KDIST_LOCAL_DEVICE_IDS=auto applies the suggestion)"
+            if suggested is not None and not config["local_devices_suggestion_applied"]
+            else ""
+        )
         lines.append(
             f"  local devices: suggested {_format_ids(suggested)} "
             f"({config['local_devices_reason']}); "
-            f"using {_format_ids(config['local_device_ids'])} "
-            f"(KDIST_LOCAL_DEVICE_IDS=auto applies the suggestion)"
+            f"using {_format_ids(config['local_device_ids'])}{hint}"
         )
     lines.append("")
 

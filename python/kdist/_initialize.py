@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 import time
 
@@ -9,6 +11,7 @@ from kdist import _config, _core, _devices, _jax_backend, _preflight
 from kdist._errors import ConfigError, InitializationOrderError
 
 _lock = threading.Lock()
+_logger = logging.getLogger("kdist")
 # How long each phase of the last successful initialize() took (see startup_timings()).
 _last_timings: dict[str, float] = {}
 # The spec this process was initialized with; None until initialize() succeeds.
@@ -90,6 +93,9 @@ def initialize(
             is needed from them; `cluster_detection` names an unknown or
             absent detector; or kdist is already initialized with other
             values. The message names the value and where it came from.
+        ModuleNotFoundError: the job has a coordinator but JAX is not
+            installed in this Python; raised before the roll call (the
+            message names the process and the interpreter).
         kdist.InitializationOrderError: the JAX backend is already running
             (something called `jax.devices()`, `list_devices()`, or ran a
             computation first), or `jax.distributed` was initialized directly.
@@ -132,23 +138,25 @@ def initialize(
         coordinator = spec.coordinator_address
         timings = {"arrived": arrived}
         if coordinator is not None:
+            # Before any side effect: a process without JAX must not join the roll
+            # call (it would say hello, then fail after "go" while the others wait).
+            _check_jax_installed(spec)
             _check_jax_not_started()
             started = time.monotonic()
             deadline = started + spec.timeout
             service = None
-            jax_import = _jax_backend.BackgroundImport()
-            try:
-                if spec.preflight and spec.num_processes > 1:
-                    # JAX is imported on a helper thread while the roll call waits
-                    # (from the moment process 0 holds its port); joined below.
+            if spec.preflight and spec.num_processes > 1:
+                # JAX is imported on a helper thread while the roll call waits
+                # (from the moment process 0 holds its port); joined below.
+                jax_import = _jax_backend.BackgroundImport()
+                try:
                     service = _preflight.roll_call(spec, deadline, on_waiting=jax_import.start)
-                timings["roll_call_s"] = time.monotonic() - started
-            finally:
-                jax_import.join()
-            jax_import.raise_error()
-            timings["jax_import_wait_s"] = (
-                time.monotonic() - started - timings.get("roll_call_s", 0.0)
-            )
+                    roll_call_ended = time.monotonic()
+                    timings["roll_call_s"] = roll_call_ended - started
+                finally:
+                    jax_import.join()
+                jax_import.raise_error()
+                timings["jax_import_wait_s"] = time.monotonic() - roll_call_ended
             if service is not None:
                 # Process 0 starts JAX's service now; connect only once it is up,
                 # so JAX's client does not sleep in its 1 s retry.
@@ -173,13 +181,30 @@ def initialize(
 def startup_timings() -> dict[str, float]:
     """How long the phases of the last successful `initialize()` took.
 
-    Keys: "arrived" (time.time() when initialize() was called), "roll_call_s"
-    (the pre-flight roll call, including the wait for the other processes),
-    "jax_import_wait_s" (importing JAX beyond what overlapped the roll call),
-    "jax_initialize_s" (jax.distributed.initialize itself) and "total_s".
+    Keys: "arrived" (time.time() when initialize() was called) and "total_s",
+    always; "roll_call_s" (the pre-flight roll call, including the wait for
+    the other processes) and "jax_import_wait_s" (importing JAX beyond what
+    overlapped the roll call) only when the roll call ran (preflight on, more
+    than one process); "jax_initialize_s" (jax.distributed.initialize itself,
+    including importing JAX when no roll call ran) only with a coordinator.
     Phases that did not run are absent; empty before the first initialize().
     """
     return dict(_last_timings)
+
+
+def _check_jax_installed(spec: _core.ClusterSpec) -> None:
+    if _jax_backend.jax_installed():
+        return
+    raise ModuleNotFoundError(
+        f"kdist.initialize() in process {spec.process_id} of {spec.num_processes} needs JAX "
+        f"to join the job at {spec.coordinator_address}, but this Python ({sys.executable}) "
+        "cannot import 'jax': no module named 'jax' was found. Install jax into this "
+        f"environment ({sys.executable} -m pip install jax, or jax[cuda12] for NVIDIA "
+        "GPUs) on every host of the job, then start the job again. kdist stopped before "
+        "the pre-flight roll call, so the other processes will report this process as "
+        "missing.",
+        name="jax",
+    )
 
 
 def _check_jax_not_started() -> None:
@@ -199,9 +224,7 @@ def _check_jax_not_started() -> None:
 
 
 def _log_initialized(spec: _core.ClusterSpec, seconds: float) -> None:
-    import logging
-
-    logging.getLogger("kdist").info(
+    _logger.info(
         "process %d of %d joined the job at %s in %.3f s",
         spec.process_id,
         spec.num_processes,

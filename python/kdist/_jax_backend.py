@@ -27,6 +27,18 @@ def distributed_started() -> bool:
     return bool(jax.distributed.is_initialized())
 
 
+def jax_installed() -> bool:
+    """Whether `import jax` would find JAX, found without importing it."""
+    if sys.modules.get("jax") is not None:
+        return True
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("jax") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class BackgroundImport:
     """Imports JAX on a helper thread while this process waits for the roll call.
 
@@ -115,7 +127,7 @@ def device_strings(device_type: str | None) -> list[str]:
     """
     import jax
 
-    return [f"{d.platform}:{d.id}" for d in jax.devices(device_type)]
+    return [device_label(d) for d in jax.devices(device_type)]
 
 
 def platforms_present() -> dict[str, int]:
@@ -140,7 +152,7 @@ def device_report() -> dict[str, object]:
         "jax_version": jax.__version__,
         "default_backend": jax.default_backend(),
         "platforms": platforms_present(),
-        "local_devices": [f"{d.platform}:{d.id}" for d in jax.local_devices()],
+        "local_devices": [device_label(d) for d in jax.local_devices()],
     }
 
 

@@ -2,8 +2,11 @@
 
 Each process runs in its own process group (so that its own children are
 signalled with it) and, on Linux, asks the kernel to SIGKILL it when the
-launcher dies (PR_SET_PDEATHSIG), so that no process outlives the launcher,
-even one killed with SIGKILL. The launcher watches its processes without
+launcher dies (PR_SET_PDEATHSIG), so that each process the launcher started
+dies with it, even when the launcher is killed with SIGKILL. That covers only
+those processes: their own children are killed with the process group when
+the launcher ends the job, but outlive a launcher killed with SIGKILL unless
+they arrange to die with their parent. The launcher watches its processes without
 reaping them (waitid with WNOWAIT) until the end, so a process group id it
 signals can never belong to someone else's processes.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import signal
 import socket
@@ -33,8 +37,15 @@ EXIT_NOT_FOUND = 127
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+# errnos that mean "no IPv6 here" (as the coordinator's bind in cpp/socket.cc treats them).
+_NO_IPV6 = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
+
+
 def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago.
+    """A TCP port that was free on every interface a moment ago.
+
+    Checked as the coordinator binds it: on the IPv6 wildcard address,
+    dual-stack (so IPv4 too), or on 0.0.0.0 where there is no IPv6.
 
     Returns:
         The port number.
@@ -44,8 +55,22 @@ def free_port() -> int:
         >>> 0 < free_port() < 65536
         True
     """
+    try:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    except OSError as error:
+        if error.errno not in _NO_IPV6:
+            raise
+    else:
+        with sock:
+            try:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                sock.bind(("::", 0))
+                return int(sock.getsockname()[1])
+            except OSError as error:
+                if error.errno not in _NO_IPV6:
+                    raise
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("0.0.0.0", 0))  # every interface, as the coordinator binds
         return int(sock.getsockname()[1])
 
 
@@ -244,6 +269,9 @@ def _start(
         for process in processes:
             process.signal_group(signal.SIGKILL)
             process.popen.wait()
+            for pipe in (process.popen.stdout, process.popen.stderr):
+                if pipe is not None:
+                    pipe.close()
         raise
     for process in processes:
         prefix = f"[{process.process_id}] ".encode()
@@ -326,6 +354,9 @@ def launch(
             return EXIT_NOT_FOUND
         except PermissionError:
             output.note(f"cannot run {command[0]!r}: permission denied")
+            return EXIT_CANNOT_EXECUTE
+        except OSError as error:  # ENOEXEC (not a program nor a #! script), ENOTDIR, ...
+            output.note(f"cannot run {command[0]!r}: {error.strerror or error}")
             return EXIT_CANNOT_EXECUTE
         job = _Job(processes, output, received)
         output.note(
