@@ -266,7 +266,7 @@ def run_group(
                 code: int | None = proc.returncode
             except subprocess.TimeoutExpired:
                 proc.kill()
-                out, err = proc.communicate()
+                out, err = proc.communicate(timeout=10)
                 code = None
             ended[i] = time.time()
             members[i] = Member(spawned, code, out, err, ended[i])
@@ -275,7 +275,7 @@ def run_group(
         for _, _, proc in procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+                proc.wait(timeout=10)
 
 
 def free_port() -> int:

@@ -25,16 +25,10 @@ import threading
 import time
 from collections.abc import Sequence
 
-from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series
+from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series, free_port, interleave
 from kdist import _core
 
 WORKER_COUNTS = (1, 10, 100, 1000)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _spec(port: int, n: int, process_id: int, timeout: float) -> _core.ClusterSpec:
@@ -53,7 +47,7 @@ def _raise_open_file_limit(needed: int) -> None:
 def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
     """One roll call of process 0 and `workers` simulated processes; seconds."""
     n = workers + 1
-    port = _free_port()
+    port = free_port()
     coordinator = _spec(port, n, 0, timeout)
     hellos = [
         _core.encode_hello(_spec(port, n, i, timeout), "bench", "sim", 100000 + i)
@@ -123,17 +117,16 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
     return elapsed
 
 
-def samples(workers: Sequence[int] = WORKER_COUNTS, runs: int = 7) -> dict[int, list[float]]:
-    """Seconds per roll call for each worker count: `runs` counted runs,
-    interleaved across counts, after one discarded warm-up round."""
+def samples(
+    workers: Sequence[int] = WORKER_COUNTS, runs: int = MIN_COUNTED_RUNS
+) -> dict[int, list[float]]:
+    """Seconds per roll call for each worker count: `runs` counted runs (at least
+    MIN_COUNTED_RUNS), interleaved across counts, after one discarded warm-up round."""
     _raise_open_file_limit(2 * max(workers) + 256)
-    out: dict[int, list[float]] = {w: [] for w in workers}
-    for round_index in range(1 + runs):
-        for w in workers:
-            seconds = roll_call_seconds(w)
-            if round_index > 0:
-                out[w].append(seconds)
-    return out
+    by_name = interleave(
+        {str(w): (lambda w=w: {"seconds": roll_call_seconds(w)}) for w in workers}, runs=runs
+    )
+    return {w: by_name[str(w)]["seconds"] for w in workers}
 
 
 def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:
@@ -155,8 +148,8 @@ def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 10, 100, 1000])
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--workers", type=int, nargs="+", default=list(WORKER_COUNTS))
+    parser.add_argument("--runs", type=int, default=MIN_COUNTED_RUNS)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     by_count = samples(args.workers, args.runs)

@@ -1,9 +1,10 @@
 """Network namespaces that stand for hosts: each with its own address on one bridge.
 
-`hosts(3)` makes namespaces kdist-<pid>-<i> joined by veth pairs to a bridge in the
-root namespace, addresses 10.<x>.<y>.{1,2,3}/24, and removes everything it made on
-exit, also after a failure. Needs root and iproute2; `unavailable_reason()` says
-why not when they are missing.
+`hosts(3)` makes namespaces k<pid>-h<i> (i = 1, 2, 3; <pid> is this process's id
+modulo 100000) joined by veth pairs to a bridge k<pid>br in the root namespace,
+addresses 10.<x>.<y>.{1,2,3}/24, and removes everything it made on exit, also after
+a failure. Needs root and iproute2; `unavailable_reason()` says why not when they
+are missing.
 """
 
 from __future__ import annotations

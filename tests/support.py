@@ -16,8 +16,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kdist import _core
+
 WORKERS = Path(__file__).parent / "workers"
+# The `kdist` console script installed next to this interpreter.
+KDIST_SCRIPT = Path(sys.executable).parent / "kdist"
 _SETTING_PREFIXES = ("KERAS_DISTRIBUTION_", "KDIST_", "JAX_", "XLA_")
+# Variables a scheduler or the machine sets that change what kdist resolves: every
+# one a cluster detector reads, and the accelerator visibility variables that change
+# the local-device suggestion. (KDIST_COORDINATOR_PORT and JAX_COORDINATOR_PORT go
+# with the KDIST_ and JAX_ prefixes.)
+SCHEDULER_VARIABLES: frozenset[str] = frozenset(
+    {name for detector in _core.cluster_detectors() for name in detector["variables"]}
+    | {
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "CUDA_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "TPU_VISIBLE_CHIPS",
+        "KDIST_COORDINATOR_PORT",
+        "JAX_COORDINATOR_PORT",
+    }
+)
 # cluster_spec().sources of a process configured by the environment that
 # run_cluster() and `kdist launch` set (KERAS_DISTRIBUTION_* and KDIST_INIT_TIMEOUT).
 ENVIRONMENT_SOURCES = {
@@ -39,8 +63,14 @@ def free_port() -> int:
 
 
 def clean_env(devices: int = 2, **extra: str) -> dict[str, str]:
-    """This environment without any kdist/Keras/JAX setting, on JAX's CPU backend."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
+    """This environment without any kdist/Keras/JAX setting and without any variable
+    a scheduler or the machine sets (SCHEDULER_VARIABLES), on JAX's CPU backend,
+    plus `extra`."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_SETTING_PREFIXES) and k not in SCHEDULER_VARIABLES
+    }
     env["JAX_PLATFORMS"] = "cpu"
     env["JAX_NUM_CPU_DEVICES"] = str(devices)
     env["PYTHONDONTWRITEBYTECODE"] = "1"

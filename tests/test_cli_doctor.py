@@ -12,22 +12,10 @@ from typing import Any
 
 import pytest
 
-from kdist import _core, _doctor
-from support import ENVIRONMENT_SOURCES, clean_env, free_port
+from kdist import _doctor
+from support import ENVIRONMENT_SOURCES, KDIST_SCRIPT, clean_env, free_port
 
 DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
-
-
-def _env(**settings: str) -> dict[str, str]:
-    """A clean environment (no kdist, JAX or scheduler settings) plus `settings`."""
-    env = clean_env(2)
-    for detector in _core.cluster_detectors():
-        for name in detector["variables"]:
-            env.pop(name, None)
-    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
-        env.pop(name, None)
-    env.update(settings)
-    return env
 
 
 def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -56,7 +44,8 @@ def listener() -> Iterator[int]:
 
 
 def test_good_configuration(listener: int) -> None:
-    env = _env(
+    env = clean_env(
+        2,
         KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{listener}",
         KERAS_DISTRIBUTION_NUM_PROCESSES="2",
         KERAS_DISTRIBUTION_PROCESS_ID="1",
@@ -87,7 +76,8 @@ def test_good_configuration(listener: int) -> None:
 
 def test_probe_of_a_closed_port_and_no_probe() -> None:
     port = free_port()
-    env = _env(
+    env = clean_env(
+        2,
         KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
         KERAS_DISTRIBUTION_NUM_PROCESSES="2",
         KERAS_DISTRIBUTION_PROCESS_ID="0",
@@ -115,7 +105,7 @@ def test_probe_of_a_closed_port_and_no_probe() -> None:
     ],
 )
 def test_bad_configuration_exits_non_zero(settings: dict[str, str], message: str) -> None:
-    env = _env(**settings)
+    env = clean_env(2, **settings)
     code, report = doctor_json(env=env)
     assert code == 1
     assert report["ok"] is False and report["config"] is None
@@ -129,7 +119,8 @@ def test_bad_configuration_exits_non_zero(settings: dict[str, str], message: str
 
 def test_detected_scheduler_and_local_devices() -> None:
     port = free_port()
-    env = _env(
+    env = clean_env(
+        2,
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
         WORLD_SIZE="4",
@@ -165,7 +156,7 @@ def test_doctor_does_not_import_jax_unless_asked() -> None:
         "status = main(sys.argv[1:])\n"
         "print(json.dumps({'status': status, 'jax': 'jax' in sys.modules}))\n"
     )
-    env = _env(KERAS_DISTRIBUTION_NUM_PROCESSES="1")
+    env = clean_env(2, KERAS_DISTRIBUTION_NUM_PROCESSES="1")
     plain = subprocess.run(
         [sys.executable, "-c", code, "doctor", "--json"],
         env=env,
@@ -193,10 +184,9 @@ def test_doctor_does_not_import_jax_unless_asked() -> None:
 
 
 def test_console_script_and_module_agree() -> None:
-    env = _env(KERAS_DISTRIBUTION_NUM_PROCESSES="1")
-    script = Path(sys.executable).parent / "kdist"
+    env = clean_env(2, KERAS_DISTRIBUTION_NUM_PROCESSES="1")
     via_script = subprocess.run(
-        [str(script), "doctor", "--json"],
+        [str(KDIST_SCRIPT), "doctor", "--json"],
         env=env,
         capture_output=True,
         text=True,

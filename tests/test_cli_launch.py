@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from kdist import _core
-from support import WORKERS, clean_env
+from support import KDIST_SCRIPT, WORKERS, clean_env, run_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = str(WORKERS / "launch_child.py")
-KDIST_SCRIPT = Path(sys.executable).parent / "kdist"
 
 
 def _alive(pid: int) -> bool:
@@ -41,14 +39,6 @@ def _wait_until_gone(pids: Sequence[int], timeout: float = 15) -> list[int]:
             return []
         time.sleep(0.05)
     return [pid for pid in pids if _alive(pid)]
-
-
-def _launcher_env(tmp_path: Path) -> dict[str, str]:
-    env = clean_env(2, LAUNCH_TEST_DIR=str(tmp_path))
-    for detector in _core.cluster_detectors():
-        for name in detector["variables"]:
-            env.pop(name, None)
-    return env
 
 
 class Launcher:
@@ -155,7 +145,7 @@ def start(launchers: list[Launcher], args: Sequence[str], env: dict[str, str]) -
 
 @pytest.mark.multiprocess
 def test_two_process_job_runs_initialize_and_prints_devices(tmp_path: Path) -> None:
-    env = _launcher_env(tmp_path)
+    env = clean_env(2, LAUNCH_TEST_DIR=str(tmp_path))
     result = subprocess.run(
         [
             str(KDIST_SCRIPT),
@@ -209,7 +199,7 @@ def test_each_process_gets_its_settings_and_prefixed_lines(
             CHILD,
             "exit",
         ],
-        _launcher_env(tmp_path),
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     assert launcher.wait() == 0, launcher.describe()
     reports = launcher.reports()
@@ -231,7 +221,9 @@ def test_a_free_port_is_chosen_and_partial_lines_are_kept(
     tmp_path: Path, launchers: list[Launcher]
 ) -> None:
     launcher = start(
-        launchers, ["-n", "2", "--", sys.executable, CHILD, "partial"], _launcher_env(tmp_path)
+        launchers,
+        ["-n", "2", "--", sys.executable, CHILD, "partial"],
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     assert launcher.wait() == 0, launcher.describe()
     reports = launcher.reports().values()
@@ -248,7 +240,7 @@ def test_a_failing_process_stops_the_others_and_its_status_propagates(
     launcher = start(
         launchers,
         ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "fail"],
-        _launcher_env(tmp_path),
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     assert launcher.wait(timeout=90) == 3, launcher.describe()
     assert "kdist launch: process 1 exited with status 3; stopping the others" in launcher.stderr
@@ -264,7 +256,7 @@ def test_stopping_reaches_the_children_of_a_process(
     launcher = start(
         launchers,
         ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "grandchild"],
-        _launcher_env(tmp_path),
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     assert launcher.wait(timeout=90) == 3, launcher.describe()
     grandchild = int(launcher.reports()[0]["grandchild_pid"])  # type: ignore[arg-type]
@@ -278,7 +270,7 @@ def test_a_signal_to_the_launcher_is_forwarded_and_leaves_nothing_behind(
     launcher = start(
         launchers,
         ["-n", "2", "--grace", "10", "--", sys.executable, CHILD, "sleep"],
-        _launcher_env(tmp_path),
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     launcher.wait_for(lambda: len(launcher.reports()) == 2)
     pids = launcher.started_pids()
@@ -292,7 +284,9 @@ def test_a_signal_to_the_launcher_is_forwarded_and_leaves_nothing_behind(
 
 def test_children_die_with_a_killed_launcher(tmp_path: Path, launchers: list[Launcher]) -> None:
     launcher = start(
-        launchers, ["-n", "2", "--", sys.executable, CHILD, "sleep"], _launcher_env(tmp_path)
+        launchers,
+        ["-n", "2", "--", sys.executable, CHILD, "sleep"],
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     launcher.wait_for(lambda: len(launcher.reports()) == 2)
     pids = launcher.started_pids()
@@ -306,58 +300,62 @@ def test_timeout_stops_the_job(tmp_path: Path, launchers: list[Launcher]) -> Non
     launcher = start(
         launchers,
         ["-n", "2", "--timeout", "2", "--", sys.executable, CHILD, "sleep"],
-        _launcher_env(tmp_path),
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     assert launcher.wait() == 124, launcher.describe()
     assert any("timed out after 2 s" in line for line in launcher.stderr)
     assert _wait_until_gone(launcher.started_pids()) == []
 
 
-def test_usage_errors(tmp_path: Path) -> None:
-    env = _launcher_env(tmp_path)
-    missing = subprocess.run(
-        [sys.executable, "-m", "kdist", "launch", "-n", "2"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert missing.returncode == 2
-    assert "launch needs the command to run after '--'" in missing.stderr
-    zero = subprocess.run(
-        [sys.executable, "-m", "kdist", "launch", "-n", "0", "--", "true"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert zero.returncode == 2
-    assert "expected a positive integer, got '0'" in zero.stderr
-    not_found = subprocess.run(
-        [sys.executable, "-m", "kdist", "launch", "-n", "2", "--", "kdist-no-such-command"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert not_found.returncode == 127
-    assert "cannot run 'kdist-no-such-command': no such file or command" in not_found.stderr
+@pytest.mark.parametrize(
+    ("args", "returncode", "message"),
+    [
+        (["-n", "2"], 2, "launch needs the command to run after '--'"),
+        (["-n", "0", "--", "true"], 2, "expected a positive integer, got '0'"),
+        (
+            ["-n", "2", "--", "kdist-no-such-command"],
+            127,
+            "cannot run 'kdist-no-such-command': no such file or command",
+        ),
+    ],
+)
+def test_usage_errors(tmp_path: Path, args: list[str], returncode: int, message: str) -> None:
+    env = clean_env(2, LAUNCH_TEST_DIR=str(tmp_path))
+    (result,) = run_processes([[sys.executable, "-m", "kdist", "launch", *args]], [env], timeout=60)
+    assert result.returncode == returncode, result.describe()
+    assert message in result.stderr, result.describe()
 
 
-def test_help_texts_have_examples() -> None:
-    for args in (["--help"], ["launch", "--help"], ["doctor", "--help"]):
-        result = subprocess.run(
-            [sys.executable, "-m", "kdist", *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert result.returncode == 0
-        assert "examples:" in result.stdout
-        assert "kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py" in (
-            result.stdout
-        ) or args == ["doctor", "--help"]
+def test_a_command_that_is_not_a_program_exits_126(tmp_path: Path) -> None:
+    not_a_program = tmp_path / "not-a-program"
+    not_a_program.write_bytes(b"\x7fELF but not really")
+    not_a_program.chmod(0o755)
+    env = clean_env(2, LAUNCH_TEST_DIR=str(tmp_path))
+    command = [sys.executable, "-m", "kdist", "launch", "-n", "2", "--", str(not_a_program)]
+    (result,) = run_processes([command], [env], timeout=60)
+    assert result.returncode == 126, result.describe()
+    assert f"cannot run {str(not_a_program)!r}: Exec format error" in result.stderr, (
+        result.describe()
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "example"),
+    [
+        (
+            ["--help"],
+            "kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py",
+        ),
+        (
+            ["launch", "--help"],
+            "kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py",
+        ),
+        (["doctor", "--help"], "srun --ntasks=2 kdist doctor --no-probe"),
+    ],
+)
+def test_help_texts_have_examples(args: list[str], example: str) -> None:
+    (result,) = run_processes([[sys.executable, "-m", "kdist", *args]], [clean_env()], timeout=60)
+    assert result.returncode == 0, result.describe()
+    examples = result.stdout.split("examples:", 1)
+    assert len(examples) == 2, result.describe()
+    assert example in examples[1], result.describe()

@@ -4,9 +4,13 @@ through a 100 ms delay, and with the coordinator's host dropping every packet.""
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from typing import IO
 
 import pytest
 
@@ -21,6 +25,22 @@ if _reason is not None:
 
 PORT = 8476
 DELAY_MS = 100
+
+
+def read_line(stream: IO[bytes], timeout: float) -> str:
+    """The first line `stream` gives within `timeout` seconds (what came, if no
+    whole line did)."""
+    deadline = time.monotonic() + timeout
+    fd, data = stream.fileno(), b""
+    while b"\n" not in data:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace").split("\n", 1)[0]
 
 
 def run_hosts(
@@ -100,11 +120,11 @@ def delayed_path(mechanism: str, hosts: list[netns.Host]) -> Iterator[str]:
             str(DELAY_MS),
         ],
         stdout=subprocess.PIPE,
-        text=True,
     )
     try:
         assert relay.stdout is not None
-        assert relay.stdout.readline().strip() == "ready"
+        line = read_line(relay.stdout, timeout=20)
+        assert line.strip() == "ready", f"relay said {line!r}; exit status {relay.poll()}"
         yield f"{router}:{PORT}"
     finally:
         relay.kill()

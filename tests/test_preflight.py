@@ -8,6 +8,7 @@ no child process, and a coordinator port that a plain socket can bind at once.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import re
@@ -17,10 +18,11 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from support import WORKERS, Finished, Spawned, clean_env, free_port, run_processes
+from support import WORKERS, Finished, Running, Spawned, clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.multiprocess
 
@@ -70,21 +72,17 @@ def port_binds_at_once(port: int) -> bool:
     return True
 
 
-_jax_import_tasks: list[int] = []
-
-
+@functools.cache
 def jax_import_tasks() -> int:
     """Kernel tasks that `import jax` itself starts (JAX's, not kdist's),
     counted once in a fresh interpreter."""
-    if not _jax_import_tasks:
-        code = (
-            "import os; before = len(os.listdir('/proc/self/task')); import jax; "
-            "print(len(os.listdir('/proc/self/task')) - before)"
-        )
-        [result] = run_processes([[sys.executable, "-c", code]], [clean_env()], timeout=60)
-        assert result.returncode == 0, result.describe()
-        _jax_import_tasks.append(int(result.stdout.strip()))
-    return _jax_import_tasks[0]
+    code = (
+        "import os; before = len(os.listdir('/proc/self/task')); import jax; "
+        "print(len(os.listdir('/proc/self/task')) - before)"
+    )
+    [result] = run_processes([[sys.executable, "-c", code]], [clean_env()], timeout=60)
+    assert result.returncode == 0, result.describe()
+    return int(result.stdout.strip())
 
 
 def assert_nothing_left(report: Mapping[str, object]) -> None:
@@ -183,27 +181,49 @@ def test_duplicate_process_id_fails_every_process_naming_both_claimants() -> Non
 # 5 ---------------------------------------------------------------------------
 
 
-def test_different_num_processes_fails_both_naming_both_values() -> None:
-    port = free_port()
-    results = run([env_for(0, 2, port, timeout=20), env_for(1, 3, port, timeout=20)], timeout=40)
-    for result in results:
-        message = str(assert_failed_cleanly(result, "RendezvousError")["message"])
-        assert "disagree on num_processes" in message, message
-        assert "has num_processes=3 (from KERAS_DISTRIBUTION_NUM_PROCESSES)" in message
-        assert "has num_processes=2 (from KERAS_DISTRIBUTION_NUM_PROCESSES)" in message
-    assert port_binds_at_once(port)
-
-
-def test_different_coordinator_address_fails_both_naming_both_values() -> None:
+@pytest.mark.parametrize(
+    ("second", "expected"),
+    [
+        (
+            {"num_processes": 3},
+            [
+                "disagree on num_processes",
+                "has num_processes=3 (from KERAS_DISTRIBUTION_NUM_PROCESSES)",
+                "has num_processes=2 (from KERAS_DISTRIBUTION_NUM_PROCESSES)",
+            ],
+        ),
+        (
+            {"host": "localhost"},
+            [
+                "disagree on the coordinator address",
+                "has localhost:{port}",
+                "has 127.0.0.1:{port}",
+            ],
+        ),
+    ],
+    ids=["num_processes", "coordinator_address"],
+)
+def test_disagreeing_process_fails_both_naming_both_values(
+    second: dict[str, Any], expected: list[str]
+) -> None:
     port = free_port()
     results = run(
-        [env_for(0, 2, port, timeout=20), env_for(1, 2, port, timeout=20, host="localhost")],
+        [
+            env_for(0, 2, port, timeout=20),
+            env_for(
+                1,
+                second.get("num_processes", 2),
+                port,
+                timeout=20,
+                host=second.get("host", "127.0.0.1"),
+            ),
+        ],
         timeout=40,
     )
     for result in results:
         message = str(assert_failed_cleanly(result, "RendezvousError")["message"])
-        assert "disagree on the coordinator address" in message, message
-        assert f"has localhost:{port}" in message and f"has 127.0.0.1:{port}" in message
+        for text in expected:
+            assert text.format(port=port) in message, message
     assert port_binds_at_once(port)
 
 
@@ -274,19 +294,32 @@ def test_garbage_clients_do_not_stop_the_roll_call(tmp_path: Path) -> None:
 # 8 ---------------------------------------------------------------------------
 
 
+def start_head_and_kill_a_worker_after_its_hello(
+    spawned: Spawned, port: int, *, head_timeout: float, worker_timeout: float
+) -> Running:
+    """Starts process 0 of 3 and process 1; kills process 1 once process 0 counts
+    it as joined, and waits until process 0 counts it as missing again. Returns
+    process 0, still waiting."""
+    head = spawned.start(
+        [sys.executable, SCRIPT],
+        env_for(0, 3, port, timeout=head_timeout, progress_interval=0.2),
+    )
+    worker = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=worker_timeout))
+    assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), (
+        head.stderr()
+    )
+    worker.kill()
+    assert head.wait_for_stderr("1 of 3 processes joined; missing process ids [1, 2]", 5), (
+        head.stderr()
+    )
+    return head
+
+
 def test_worker_killed_after_its_hello_is_reported_missing(tmp_path: Path) -> None:
     port = free_port()
     with Spawned(tmp_path) as spawned:
-        head = spawned.start(
-            [sys.executable, SCRIPT], env_for(0, 3, port, timeout=8, progress_interval=0.2)
-        )
-        worker = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=30))
-        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), (
-            head.stderr()
-        )
-        worker.kill()
-        assert head.wait_for_stderr("1 of 3 processes joined; missing process ids [1, 2]", 5), (
-            head.stderr()
+        head = start_head_and_kill_a_worker_after_its_hello(
+            spawned, port, head_timeout=8, worker_timeout=30
         )
         result = head.finish(timeout=30)
     message = str(assert_failed_cleanly(result, "RendezvousTimeoutError")["message"])
@@ -297,15 +330,9 @@ def test_worker_killed_after_its_hello_is_reported_missing(tmp_path: Path) -> No
 def test_worker_killed_after_its_hello_may_rejoin(tmp_path: Path) -> None:
     port = free_port()
     with Spawned(tmp_path) as spawned:
-        head = spawned.start(
-            [sys.executable, SCRIPT], env_for(0, 3, port, timeout=60, progress_interval=0.2)
+        head = start_head_and_kill_a_worker_after_its_hello(
+            spawned, port, head_timeout=60, worker_timeout=60
         )
-        first = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=60))
-        assert head.wait_for_stderr("2 of 3 processes joined; missing process ids [2]", 20), (
-            head.stderr()
-        )
-        first.kill()
-        assert head.wait_for_stderr("missing process ids [1, 2]", 5), head.stderr()
         again = spawned.start([sys.executable, SCRIPT], env_for(1, 3, port, timeout=60))
         other = spawned.start([sys.executable, SCRIPT], env_for(2, 3, port, timeout=60))
         results = [head.finish(120), again.finish(120), other.finish(120)]
@@ -346,10 +373,9 @@ def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
             [sys.executable, SCRIPT], env_for(1, 2, port, timeout=60, progress_interval=0.2)
         )
         assert worker.wait_for_stderr("waiting for coordinator", 20), worker.stderr()
-        sent = time.monotonic()
         os.kill(worker.pid, signal.SIGINT)
+        # finish() kills the worker (returncode None) if it is still waiting after 10 s.
         result = worker.finish(timeout=10)
-    assert time.monotonic() - sent < 15.0, result.describe()  # not the 60 s deadline
     assert result.returncode == -signal.SIGINT, result.describe()  # how Python ends on Ctrl-C
     report = result.report()
     assert report["error"] == "KeyboardInterrupt", report
