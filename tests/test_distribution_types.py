@@ -84,7 +84,8 @@ def test_docstring_examples_run() -> None:
         "_data_parallel",
         "_model_parallel",
         "_layout_map",
-        "_distribute",
+        "_placement",
+        "_current",
     ]
     result = run_python(
         "import doctest, importlib\n"

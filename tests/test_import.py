@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import sysconfig
+from pathlib import Path
 
 import kdist
 from support import run_python
@@ -12,6 +14,48 @@ from support import run_python
 def test_tests_run_against_the_installed_package() -> None:
     site_packages = sysconfig.get_paths()["platlib"]
     assert kdist.__file__.startswith(site_packages), kdist.__file__
+
+
+def kdist_imports(module: Path) -> set[str]:
+    """The kdist modules `module` imports when it runs, at the top level or inside a
+    function (not those under `if TYPE_CHECKING:`), by name: "_config", "_core", ..."""
+    found: set[str] = set()
+    pending: list[ast.AST] = [ast.parse(module.read_text())]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            pending.extend(node.orelse)
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "kdist":
+            found.update(alias.name for alias in node.names if alias.name.startswith("_"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kdist."):
+            found.add(str(node.module).split(".")[1])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("kdist."))
+        pending.extend(ast.iter_child_nodes(node))
+    return found - {module.stem}
+
+
+def test_the_package_s_modules_import_each_other_without_a_circle() -> None:
+    """Every import among kdist's modules, lazy ones included, points one way."""
+    package = Path(kdist.__file__).parent
+    graph = {path.stem: kdist_imports(path) for path in package.glob("_*.py")}
+    assert {"_current", "_distribution", "_keras_bridge"} <= set(graph)
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        assert name not in visiting, f"import circle: {' -> '.join([*visiting, name])}"
+        visiting.append(name)
+        for imported in sorted(graph.get(name, set())):
+            visit(imported)
+        visiting.pop()
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name)
 
 
 def test_import_kdist_imports_neither_jax_nor_the_core() -> None:

@@ -7,6 +7,7 @@ purpose, the test asserts both behaviours, so each difference is documented by a
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,14 @@ import numpy as np
 import pytest
 
 import kdist
+
+pytestmark = [
+    pytest.mark.compat,
+    pytest.mark.skipif(
+        importlib.util.find_spec("keras") is None,
+        reason="Keras is not installed, so kdist cannot be compared with it",
+    ),
+]
 
 
 @pytest.fixture

@@ -57,29 +57,29 @@ _LAZY_NAMES = {
     "cluster_spec": "kdist._initialize",
     "list_devices": "kdist._devices",
     "get_device_count": "kdist._devices",
-    "set_distribution": "kdist._global_distribution",
-    "distribution": "kdist._global_distribution",
+    "set_distribution": "kdist._current",
+    "distribution": "kdist._current",
     "Distribution": "kdist._distribution",
     "DeviceMesh": "kdist._device_mesh",
     "TensorLayout": "kdist._tensor_layout",
     "DataParallel": "kdist._data_parallel",
     "ModelParallel": "kdist._model_parallel",
     "LayoutMap": "kdist._layout_map",
-    "distribute_tensor": "kdist._distribute",
-    "distribute_batch": "kdist._distribute",
+    "distribute_tensor": "kdist._placement",
+    "distribute_batch": "kdist._placement",
 }
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kdist._current import distribution, set_distribution
     from kdist._data_parallel import DataParallel
     from kdist._device_mesh import DeviceMesh
     from kdist._devices import get_device_count, list_devices
-    from kdist._distribute import distribute_batch, distribute_tensor
     from kdist._distribution import Distribution
-    from kdist._global_distribution import distribution, set_distribution
     from kdist._initialize import cluster_spec, initialize, is_initialized, shutdown
     from kdist._layout_map import LayoutMap
     from kdist._model_parallel import ModelParallel
+    from kdist._placement import distribute_batch, distribute_tensor
     from kdist._tensor_layout import TensorLayout
 
 

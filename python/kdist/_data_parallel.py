@@ -59,6 +59,8 @@ class DataParallel(Distribution):
         ('batch', None)
     """
 
+    KERAS_CLASS = "DataParallel"
+
     def __init__(
         self,
         device_mesh: DeviceMesh | None = None,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from kdist import _global_distribution, _jax_backend
+from kdist import _current_state, _jax_backend, _keras_bridge
 from kdist._device_mesh import DeviceMesh
 from kdist._errors import ArgumentTypeError
 from kdist._tensor_layout import TensorLayout
@@ -50,6 +50,10 @@ class Distribution:
         ...     kdist.distribution() is dist
         True
     """
+
+    # The keras.distribution class Keras sees this distribution as (through the Keras
+    # bridge): "DataParallel", "ModelParallel", or "Distribution" (Keras's base class).
+    KERAS_CLASS: ClassVar[str] = "Distribution"
 
     def __init__(
         self,
@@ -177,11 +181,13 @@ class Distribution:
         Yields:
             This distribution.
         """
-        token = _global_distribution.push_scope(self)
+        _current_state.push_scope(self)
+        keras_token = _keras_bridge.enter_scope(self)
         try:
             yield self
         finally:
-            _global_distribution.pop_scope(self, token)
+            _current_state.pop_scope(self)
+            _keras_bridge.exit_scope(keras_token, _current_state.current())
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} device_mesh={self._device_mesh!r}>"

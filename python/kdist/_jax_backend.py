@@ -200,7 +200,7 @@ def process_count_and_index() -> tuple[int, int]:
     return jax.process_count(), jax.process_index()
 
 
-# --- Distribution types (kdist._device_mesh, _tensor_layout, _distribute) ------------------
+# --- Distribution types (kdist._device_mesh, _tensor_layout, _placement) -------------------
 #
 # The functions below that only inspect a value answer False without importing JAX when JAX
 # is not loaded: a value cannot be a JAX object before JAX is imported.

@@ -1,7 +1,10 @@
 """The Keras bridge: kdist's distributions as Keras sees them, and Keras's seed.
 
 The only module that touches Keras, and only once the program has imported it
-(kdist never imports Keras itself, and works where Keras is not installed).
+(kdist never imports Keras itself, and works where Keras is not installed). It
+sits below the distribution types: it reads kdist objects (their layouts, their
+`KERAS_CLASS`) but never builds them; kdist._current builds the kdist
+equivalent of a Keras distribution from `describe_keras_distribution`.
 
 Keras (on its JAX backend) asks its current distribution for the layout of every
 variable it creates, of every input batch and of the layer outputs it may
@@ -31,14 +34,18 @@ import threading
 import warnings
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+from kdist import _current_state
+from kdist._errors import ArgumentTypeError
+from kdist._tensor_layout import TensorLayout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kdist._device_mesh import DeviceMesh
     from kdist._distribution import Distribution
-    from kdist._tensor_layout import TensorLayout
 
 _lock = threading.RLock()
 # Keras view of each kdist object (DeviceMesh, TensorLayout, Distribution), made once.
@@ -228,8 +235,6 @@ def view_of_mesh(mesh: DeviceMesh) -> Any:
 def view_of_layout(layout: Any) -> Any:
     """The Keras TensorLayout that presents a kdist TensorLayout; None, a Keras layout or
     a JAX sharding (a variable's own layout) pass through as they are."""
-    from kdist._tensor_layout import TensorLayout
-
     if not isinstance(layout, TensorLayout):
         return layout
     classes = _view_classes(_require_keras())
@@ -239,20 +244,16 @@ def view_of_layout(layout: Any) -> Any:
 
 def view_of_distribution(distribution: Distribution) -> Any:
     """What Keras's current distribution is while `distribution` is kdist's: the Keras
-    object it was converted from, else a Keras view of it (one per distribution)."""
+    object it was converted from, else a Keras view of it (one per distribution), of the
+    Keras class its `KERAS_CLASS` names."""
     original = _converted_from.get(distribution)
     if original is not None:
         return original
-    from kdist._data_parallel import DataParallel
-    from kdist._model_parallel import ModelParallel
-
     classes = _view_classes(_require_keras())
-    if isinstance(distribution, ModelParallel):
-        kind = classes.model_parallel
-    elif isinstance(distribution, DataParallel):
-        kind = classes.data_parallel
-    else:
-        kind = classes.distribution
+    kind = {
+        "ModelParallel": classes.model_parallel,
+        "DataParallel": classes.data_parallel,
+    }.get(type(distribution).KERAS_CLASS, classes.distribution)
     return _cached(distribution, lambda: kind(distribution))
 
 
@@ -263,15 +264,25 @@ def _require_keras() -> ModuleType:
     return keras
 
 
-# --- Keras -> kdist: conversion ----------------------------------------------------------
+# --- Keras -> kdist: what a Keras distribution is made of ---------------------------------
 
 
-def from_keras(value: object) -> Distribution | None:
-    """The kdist distribution equivalent to a `keras.distribution` one; None when `value`
-    is not a Keras distribution.
+@dataclass(frozen=True)
+class KerasDistributionParts:
+    """A `keras.distribution` DataParallel or ModelParallel, as plain values."""
 
-    Keras's `DataParallel` and `ModelParallel` convert (their mesh, layout map, batch
-    axis and `auto_shard_dataset`); a view made by kdist gives back its kdist object.
+    mesh_shape: tuple[int, ...]
+    axis_names: list[str]
+    devices: list[Any]  # device strings or jax.Device objects, in row-major order
+    batch_dim_name: str | None
+    auto_shard_dataset: bool
+    layouts: list[tuple[str, tuple[Any, ...]]] | None  # ModelParallel's layout map; else None
+
+
+def describe_keras_distribution(value: object) -> KerasDistributionParts | Distribution | None:
+    """What `value` is made of when it is a Keras DataParallel or ModelParallel; the kdist
+    distribution itself when `value` is a view of one; None when it is not a Keras
+    distribution (or Keras is not imported).
 
     Raises:
         kdist.ArgumentTypeError: `value` is another kind of Keras distribution.
@@ -286,45 +297,32 @@ def from_keras(value: object) -> Distribution | None:
     if not isinstance(value, classes.base):
         return None
     kd = keras.distribution
-    from kdist._data_parallel import DataParallel
-    from kdist._layout_map import LayoutMap
-    from kdist._model_parallel import ModelParallel
-
-    converted: Distribution
-    if isinstance(value, kd.ModelParallel):
-        mesh = _mesh_from_keras(value.device_mesh)
-        layout_map = LayoutMap(mesh)
-        keras_map = value._layout_map
-        for key in keras_map:
-            layout_map[key] = tuple(keras_map[key].axes)
-        converted = ModelParallel(
-            layout_map=layout_map,
-            batch_dim_name=value.batch_dim_name,
-            auto_shard_dataset=bool(value.auto_shard_dataset),
-        )
-    elif isinstance(value, kd.DataParallel):
-        converted = DataParallel(
-            device_mesh=_mesh_from_keras(value.device_mesh),
-            auto_shard_dataset=bool(value.auto_shard_dataset),
-        )
-    else:
-        from kdist._errors import ArgumentTypeError
-
+    if not isinstance(value, (kd.ModelParallel, kd.DataParallel)):
         raise ArgumentTypeError(
             "set_distribution: kdist converts keras.distribution.DataParallel and "
             f"ModelParallel, not a {type(value).__name__}. Received: {value!r}. Set it with "
             "keras.distribution.set_distribution() instead, or express it as a kdist "
             "Distribution subclass."
         )
+    mesh = value.device_mesh
+    layouts = None
+    if isinstance(value, kd.ModelParallel):
+        keras_map = value._layout_map  # no public accessor; pinned by a test
+        layouts = [(key, tuple(keras_map[key].axes)) for key in keras_map]
+    return KerasDistributionParts(
+        mesh_shape=tuple(mesh.shape),
+        axis_names=list(mesh.axis_names),
+        devices=list(mesh.devices.flatten()),
+        batch_dim_name=value.batch_dim_name,
+        auto_shard_dataset=bool(value.auto_shard_dataset),
+        layouts=layouts,
+    )
+
+
+def remember_original(converted: Distribution, original: object) -> None:
+    """Keras gets `original` back (its own object) while `converted` is kdist's."""
     with _lock:
-        _converted_from[converted] = value
-    return converted
-
-
-def _mesh_from_keras(mesh: Any) -> DeviceMesh:
-    from kdist._device_mesh import DeviceMesh
-
-    return DeviceMesh(tuple(mesh.shape), list(mesh.axis_names), list(mesh.devices.flatten()))
+        _converted_from[converted] = original
 
 
 # --- keeping Keras's current distribution in step with kdist's ----------------------------
@@ -385,9 +383,7 @@ class _PublishAfterLoading(importlib.abc.Loader):
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
-        from kdist._global_distribution import distribution
-
-        current = distribution()
+        current = _current_state.current()
         if current is None:
             return
         try:

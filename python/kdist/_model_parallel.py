@@ -52,6 +52,8 @@ class ModelParallel(Distribution):
         ('batch', (None, 'model'))
     """
 
+    KERAS_CLASS = "ModelParallel"
+
     def __init__(
         self,
         *,

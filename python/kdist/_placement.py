@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdist import _jax_backend
+from kdist import _current_state, _jax_backend
 from kdist._distribution import Distribution
 from kdist._tensor_layout import TensorLayout
 
@@ -80,9 +80,7 @@ def distribute_batch(per_process_batch: Any, layout_or_distribution: Any = None)
     """
     target = layout_or_distribution
     if target is None:
-        from kdist._global_distribution import distribution
-
-        target = distribution()
+        target = _current_state.current()
         if target is None:
             raise ValueError(
                 "distribute_batch: no layout or distribution was given and none is set. Pass "

@@ -12,15 +12,12 @@ kdist's layouts (Keras keeps its copy per thread: the thread that made the chang
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from kdist._distribution import Distribution
-
-_process_wide: Distribution | None = None
-_thread_scopes = threading.local()  # .stack: list of Distributions entered by scope()
+from kdist import _current_state, _keras_bridge
+from kdist._data_parallel import DataParallel
+from kdist._device_mesh import DeviceMesh
+from kdist._distribution import Distribution
+from kdist._layout_map import LayoutMap
+from kdist._model_parallel import ModelParallel
 
 
 def set_distribution(value: Distribution | None) -> None:
@@ -53,12 +50,8 @@ def set_distribution(value: Distribution | None) -> None:
         >>> kdist.distribution() is None
         True
     """
-    global _process_wide
-    from kdist import _keras_bridge
-    from kdist._distribution import Distribution
-
     if value is not None and not isinstance(value, Distribution):
-        converted = _keras_bridge.from_keras(value)
+        converted = _from_keras(value)
         if converted is None:
             raise TypeError(
                 "set_distribution() expects a kdist.Distribution (such as kdist.DataParallel "
@@ -66,7 +59,7 @@ def set_distribution(value: Distribution | None) -> None:
                 f"or None. Received: {value!r} of type {type(value).__name__}"
             )
         value = converted
-    _process_wide = value
+    _current_state.set_process_wide(value)
     _keras_bridge.publish(value)
 
 
@@ -79,31 +72,29 @@ def distribution() -> Distribution | None:
         >>> kdist.distribution() is None
         True
     """
-    stack: list[Distribution] | None = getattr(_thread_scopes, "stack", None)
-    if stack:
-        return stack[-1]
-    return _process_wide
+    return _current_state.current()
 
 
-def push_scope(value: Distribution) -> tuple[bool, Any]:
-    """Makes `value` current for this thread (and for Keras in this thread) until the
-    matching `pop_scope()`, which takes the returned token."""
-    from kdist import _keras_bridge
-
-    stack = getattr(_thread_scopes, "stack", None)
-    if stack is None:
-        stack = _thread_scopes.stack = []
-    stack.append(value)
-    return _keras_bridge.enter_scope(value)
-
-
-def pop_scope(value: Distribution, token: tuple[bool, Any]) -> None:
-    """Ends the innermost scope of this thread, which must be `value`'s, and gives
-    Keras back the distribution it had before."""
-    from kdist import _keras_bridge
-
-    stack: list[Distribution] = _thread_scopes.stack
-    if not stack or stack[-1] is not value:
-        raise RuntimeError("Distribution scopes were exited out of order")
-    stack.pop()
-    _keras_bridge.exit_scope(token, distribution())
+def _from_keras(value: object) -> Distribution | None:
+    """The kdist equivalent of a `keras.distribution` DataParallel or ModelParallel
+    (Keras keeps `value` itself); None when `value` is not a Keras distribution."""
+    parts = _keras_bridge.describe_keras_distribution(value)
+    if parts is None:
+        return None
+    if isinstance(parts, Distribution):  # a Keras view of a kdist distribution
+        return parts
+    mesh = DeviceMesh(parts.mesh_shape, parts.axis_names, parts.devices)
+    converted: Distribution
+    if parts.layouts is not None:
+        layout_map = LayoutMap(mesh)
+        for key, axes in parts.layouts:
+            layout_map[key] = axes
+        converted = ModelParallel(
+            layout_map=layout_map,
+            batch_dim_name=parts.batch_dim_name,
+            auto_shard_dataset=parts.auto_shard_dataset,
+        )
+    else:
+        converted = DataParallel(device_mesh=mesh, auto_shard_dataset=parts.auto_shard_dataset)
+    _keras_bridge.remember_original(converted, value)
+    return converted
