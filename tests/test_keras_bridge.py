@@ -82,15 +82,27 @@ def test_set_distribution_makes_keras_place_variables_by_kdist_layouts(keras: An
     assert data_layout.backend_layout == ours.get_data_layout((16, 4)).backend_layout
 
 
-def test_fit_under_kdist_trains_as_under_keras_s_own_data_parallel(keras: Any) -> None:
+def test_fit_evaluate_predict_under_kdist_as_under_keras_s_own_data_parallel(
+    keras: Any,
+) -> None:
+    x, y = training_data()
+
+    def train_and_use(model: Any) -> tuple[list[float], float, np.ndarray]:
+        losses = fit_losses(model)
+        evaluated = float(model.evaluate(x, y, batch_size=16, verbose=0))
+        return losses, evaluated, model.predict(x, batch_size=16, verbose=0)
+
     keras.distribution.set_distribution(keras.distribution.DataParallel())
-    theirs = fit_losses(dense_model(keras, seed=3))
+    theirs = train_and_use(dense_model(keras, seed=3))
     keras.distribution.set_distribution(None)
     kdist.set_distribution(kdist.DataParallel())
     model = dense_model(keras, seed=3)
-    ours = fit_losses(model)
-    assert ours == pytest.approx(theirs, rel=1e-6)
+    ours = train_and_use(model)
     assert len(model.get_layer("hidden").kernel.value.sharding.device_set) == 8
+    assert ours[0] == pytest.approx(theirs[0], rel=1e-6)
+    assert ours[1] == pytest.approx(theirs[1], rel=1e-6)
+    assert ours[2].shape == (64, 1)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-6)
 
 
 def test_scope_makes_keras_use_the_distribution_and_restores_keras_s_own(keras: Any) -> None:

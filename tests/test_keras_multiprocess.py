@@ -50,6 +50,7 @@ def assert_one_model(reports: list[dict[str, Any]]) -> None:
     first, second = reports
     assert len(first["losses"]) == 3
     assert first["losses"] == second["losses"]
+    assert first["evaluate_loss"] == second["evaluate_loss"]
     assert first["replicated_weights"] == second["replicated_weights"]
     assert first["replicated_weights"], "no replicated variable was reported"
 

@@ -112,6 +112,7 @@ elif scenario == "kdist_mp":
 else:
     raise SystemExit(f"unknown scenario {scenario!r}")
 
+evaluate_loss = float(model.evaluate(features[mine], targets[mine], batch_size=4, verbose=0))
 kernel = model.get_layer("dense_in").kernel.value
 replicated = {}
 for variable in model.weights:
@@ -123,6 +124,7 @@ report = {
     "process_id": process_id,
     "scenario": scenario,
     "losses": losses,
+    "evaluate_loss": evaluate_loss,
     "replicated_weights": replicated,
     "kernel_devices": len(kernel.sharding.device_set),
     "kernel_spec": [str(axis) for axis in kernel.sharding.spec],
