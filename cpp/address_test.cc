@@ -1,40 +1,40 @@
 #include "address.h"
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
 
-KDIST_TEST(Address, ParsesIpv4) {
+TEST(Address, ParsesIpv4) {
   auto a = ParseAddress("10.0.0.1:1234");
   KDIST_ASSERT_OK(a);
-  KDIST_EXPECT_EQ(a->host, std::string("10.0.0.1"));
-  KDIST_EXPECT_EQ(a->port, 1234);
-  KDIST_EXPECT_TRUE(a->kind == HostKind::kIPv4);
-  KDIST_EXPECT_EQ(a->ToString(), std::string("10.0.0.1:1234"));
+  EXPECT_EQ(a->host, std::string("10.0.0.1"));
+  EXPECT_EQ(a->port, 1234);
+  EXPECT_TRUE(a->kind == HostKind::kIPv4);
+  EXPECT_EQ(a->ToString(), std::string("10.0.0.1:1234"));
 }
 
-KDIST_TEST(Address, ParsesBracketedIpv6) {
+TEST(Address, ParsesBracketedIpv6) {
   auto a = ParseAddress("[::1]:65535");
   KDIST_ASSERT_OK(a);
-  KDIST_EXPECT_EQ(a->host, std::string("::1"));
-  KDIST_EXPECT_EQ(a->port, 65535);
-  KDIST_EXPECT_TRUE(a->kind == HostKind::kIPv6);
-  KDIST_EXPECT_EQ(a->ToString(), std::string("[::1]:65535"));
+  EXPECT_EQ(a->host, std::string("::1"));
+  EXPECT_EQ(a->port, 65535);
+  EXPECT_TRUE(a->kind == HostKind::kIPv6);
+  EXPECT_EQ(a->ToString(), std::string("[::1]:65535"));
   KDIST_EXPECT_OK(ParseAddress("[fe80::1%eth0]:1"));
   KDIST_EXPECT_OK(ParseAddress("[2001:db8::8a2e:370:7334]:8476"));
 }
 
-KDIST_TEST(Address, ParsesHostNames) {
+TEST(Address, ParsesHostNames) {
   for (const char* text : {"localhost:1", "node-7.cluster.local:1234", "a:80", "x1.:22",
                            "trainer-0.trainer.default.svc.cluster.local:8476"}) {
     auto a = ParseAddress(text);
     KDIST_EXPECT_OK(a);
-    if (a.ok()) KDIST_EXPECT_TRUE(a->kind == HostKind::kName);
+    if (a.ok()) EXPECT_TRUE(a->kind == HostKind::kName);
   }
 }
 
-KDIST_TEST(Address, RejectsMissingOrEmptyParts) {
+TEST(Address, RejectsMissingOrEmptyParts) {
   KDIST_EXPECT_ERROR(ParseAddress(""), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ParseAddress("   "), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ParseAddress("10.0.0.1"), StatusCode::kInvalidArgument, "has no port");
@@ -45,7 +45,7 @@ KDIST_TEST(Address, RejectsMissingOrEmptyParts) {
   KDIST_EXPECT_ERROR(ParseAddress("[::1]1234"), StatusCode::kInvalidArgument, "after ']'");
 }
 
-KDIST_TEST(Address, RejectsBadPorts) {
+TEST(Address, RejectsBadPorts) {
   KDIST_EXPECT_ERROR(ParseAddress("h:0"), StatusCode::kInvalidArgument,
                      "has port 0, which would let the system pick a different port on each "
                      "process; expected a port in 1..65535");
@@ -62,7 +62,7 @@ KDIST_TEST(Address, RejectsBadPorts) {
                      "has port \" 1\", which is not a number");
 }
 
-KDIST_TEST(Address, RejectsBadHosts) {
+TEST(Address, RejectsBadHosts) {
   KDIST_EXPECT_ERROR(ParseAddress("fe80::1:1234"), StatusCode::kInvalidArgument,
                      "IPv6 address without brackets");
   KDIST_EXPECT_ERROR(ParseAddress("::1:1234"), StatusCode::kInvalidArgument, "without brackets");
@@ -82,7 +82,7 @@ KDIST_TEST(Address, RejectsBadHosts) {
                      "host name");
 }
 
-KDIST_TEST(Address, RejectsNulBytes) {
+TEST(Address, RejectsNulBytes) {
   // inet_pton reads a C string: without a check, "::1<NUL>junk" would pass as ::1.
   KDIST_EXPECT_ERROR(ParseAddress(std::string("[::1\0junk]:1", 12)),
                      StatusCode::kInvalidArgument,
@@ -99,10 +99,10 @@ KDIST_TEST(Address, RejectsNulBytes) {
                      "has a NUL byte (\\x00) at byte 7");
 }
 
-KDIST_TEST(Address, ParseHostAloneTellsTheKind) {
-  KDIST_EXPECT_TRUE(*ParseHost("10.0.0.1") == HostKind::kIPv4);
-  KDIST_EXPECT_TRUE(*ParseHost("fe80::1%eth0") == HostKind::kIPv6);
-  KDIST_EXPECT_TRUE(*ParseHost("node-1.cluster") == HostKind::kName);
+TEST(Address, ParseHostAloneTellsTheKind) {
+  EXPECT_TRUE(*ParseHost("10.0.0.1") == HostKind::kIPv4);
+  EXPECT_TRUE(*ParseHost("fe80::1%eth0") == HostKind::kIPv6);
+  EXPECT_TRUE(*ParseHost("node-1.cluster") == HostKind::kName);
   KDIST_EXPECT_ERROR(ParseHost(""), StatusCode::kInvalidArgument,
                      "is empty; expected an IP address or a host name");
   KDIST_EXPECT_ERROR(ParseHost("[::1]"), StatusCode::kInvalidArgument,
@@ -114,9 +114,9 @@ KDIST_TEST(Address, ParseHostAloneTellsTheKind) {
   KDIST_EXPECT_ERROR(ParseHost(" node"), StatusCode::kInvalidArgument, "is not a valid host name");
 }
 
-KDIST_TEST(Address, ParsePortAloneIsStrict) {
-  KDIST_EXPECT_EQ(*ParsePort("1"), 1);
-  KDIST_EXPECT_EQ(*ParsePort("65535"), 65535);
+TEST(Address, ParsePortAloneIsStrict) {
+  EXPECT_EQ(*ParsePort("1"), 1);
+  EXPECT_EQ(*ParsePort("65535"), 65535);
   KDIST_EXPECT_ERROR(ParsePort(""), StatusCode::kInvalidArgument,
                      "is empty; expected a port in 1..65535");
   KDIST_EXPECT_ERROR(ParsePort(" 80 "), StatusCode::kInvalidArgument,
@@ -129,26 +129,26 @@ KDIST_TEST(Address, ParsePortAloneIsStrict) {
                      "port in 1..65535");
 }
 
-KDIST_TEST(Address, HostNameLimits) {
-  KDIST_EXPECT_TRUE(IsValidHostName(std::string(63, 'a')));
-  KDIST_EXPECT_FALSE(IsValidHostName(std::string(64, 'a')));
+TEST(Address, HostNameLimits) {
+  EXPECT_TRUE(IsValidHostName(std::string(63, 'a')));
+  EXPECT_FALSE(IsValidHostName(std::string(64, 'a')));
   std::string long_name;
   for (int i = 0; i < 64; ++i) long_name += "abc.";
   long_name.pop_back();
-  KDIST_EXPECT_FALSE(IsValidHostName(long_name));  // 255 characters
-  KDIST_EXPECT_FALSE(IsValidHostName(""));
-  KDIST_EXPECT_FALSE(IsValidHostName("."));
+  EXPECT_FALSE(IsValidHostName(long_name));  // 255 characters
+  EXPECT_FALSE(IsValidHostName(""));
+  EXPECT_FALSE(IsValidHostName("."));
 }
 
-KDIST_TEST(Address, ParsesLists) {
+TEST(Address, ParsesLists) {
   auto list = ParseAddressList("10.0.0.1:1234, 10.0.0.2:2345,[::1]:3");
   KDIST_ASSERT_OK(list);
-  KDIST_ASSERT_EQ(list->size(), size_t{3});
-  KDIST_EXPECT_EQ((*list)[1].ToString(), std::string("10.0.0.2:2345"));
-  KDIST_EXPECT_EQ((*list)[2].ToString(), std::string("[::1]:3"));
+  ASSERT_EQ(list->size(), size_t{3});
+  EXPECT_EQ((*list)[1].ToString(), std::string("10.0.0.2:2345"));
+  EXPECT_EQ((*list)[2].ToString(), std::string("[::1]:3"));
 }
 
-KDIST_TEST(Address, ListNamesTheBadEntry) {
+TEST(Address, ListNamesTheBadEntry) {
   KDIST_EXPECT_ERROR(ParseAddressList("a:1,,b:2"), StatusCode::kInvalidArgument,
                      "entry 2 of 3 is empty");
   KDIST_EXPECT_ERROR(ParseAddressList("a:1,b:x"), StatusCode::kInvalidArgument,

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 #include "testing/rollcall_helpers.h"
 #include "worker.h"
 
@@ -89,9 +89,9 @@ bool PlainBindWorks(uint16_t port) {
   return bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
 }
 
-KDIST_TEST(Coordinator, EveryoneJoinsAndThePortIsLeftClean) {
+TEST(Coordinator, EveryoneJoinsAndThePortIsLeftClean) {
   CoordinatorThread coordinator(4, FastOptions(milliseconds(5000)));
-  KDIST_ASSERT_TRUE(coordinator.port() != 0);
+  ASSERT_TRUE(coordinator.port() != 0);
   std::vector<std::unique_ptr<WorkerThread>> workers;
   for (int64_t id = 1; id < 4; ++id) {
     workers.push_back(std::make_unique<WorkerThread>(TestHello(id, 4, coordinator.port()),
@@ -100,20 +100,20 @@ KDIST_TEST(Coordinator, EveryoneJoinsAndThePortIsLeftClean) {
   }
   Result<RollCallSummary>& summary = coordinator.Join();
   KDIST_ASSERT_OK(summary);
-  KDIST_EXPECT_EQ(summary->members.size(), size_t{3});
-  KDIST_EXPECT_EQ(summary->members[2].host, std::string("host-3"));
-  KDIST_EXPECT_EQ(summary->dropped, int64_t{0});
+  EXPECT_EQ(summary->members.size(), size_t{3});
+  EXPECT_EQ(summary->members[2].host, std::string("host-3"));
+  EXPECT_EQ(summary->dropped, int64_t{0});
   for (auto& w : workers) {
     Result<WorkerResult>& r = w->Join();
     KDIST_ASSERT_OK(r);
-    KDIST_EXPECT_EQ(r->go.host, std::string("host-0"));
-    KDIST_EXPECT_EQ(r->go.pid, int64_t{50000});
-    KDIST_EXPECT_EQ(r->connected_to.port(), coordinator.port());
+    EXPECT_EQ(r->go.host, std::string("host-0"));
+    EXPECT_EQ(r->go.pid, int64_t{50000});
+    EXPECT_EQ(r->connected_to.port(), coordinator.port());
   }
-  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+  EXPECT_TRUE(PlainBindWorks(coordinator.port()));
 }
 
-KDIST_TEST(Coordinator, DeadlineNamesWhoIsMissingAndTellsTheWaiting) {
+TEST(Coordinator, DeadlineNamesWhoIsMissingAndTellsTheWaiting) {
   CoordinatorThread coordinator(3, FastOptions(milliseconds(600)));
   WorkerThread one(TestHello(1, 3, coordinator.port()), coordinator.port(),
                    FastOptions(milliseconds(3000)));
@@ -125,55 +125,55 @@ KDIST_TEST(Coordinator, DeadlineNamesWhoIsMissingAndTellsTheWaiting) {
   KDIST_EXPECT_ERROR(one.Join(), StatusCode::kDeadlineExceeded, "missing process ids [2]");
   KDIST_EXPECT_ERROR(one.Join(), StatusCode::kDeadlineExceeded,
                      "process 0 (host host-0, pid 50000) at 127.0.0.1:");
-  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+  EXPECT_TRUE(PlainBindWorks(coordinator.port()));
 }
 
-KDIST_TEST(Coordinator, AloneItTimesOutNamingOneOfTwo) {
+TEST(Coordinator, AloneItTimesOutNamingOneOfTwo) {
   CoordinatorThread coordinator(2, FastOptions(milliseconds(200)));
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
                      "1 of 2 joined; missing process ids [1]");
-  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+  EXPECT_TRUE(PlainBindWorks(coordinator.port()));
 }
 
-KDIST_TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
+TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
   RendezvousOptions options = FastOptions(milliseconds(5000));
   CoordinatorThread coordinator(2, options);
   const uint16_t port = coordinator.port();
   RawClient http(port), noise(port), silent(port), huge(port), quitter(port);
-  KDIST_ASSERT_TRUE(http.connected() && noise.connected() && silent.connected());
-  KDIST_EXPECT_TRUE(http.Send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
-  KDIST_EXPECT_TRUE(noise.Send(std::string("\x00\xff\x13\x37 random", 11)));
-  KDIST_EXPECT_TRUE(huge.Send(std::string("KDRV\x00\x01\x00\x01\xff\xff\xff\xff", 12)));
+  ASSERT_TRUE(http.connected() && noise.connected() && silent.connected());
+  EXPECT_TRUE(http.Send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  EXPECT_TRUE(noise.Send(std::string("\x00\xff\x13\x37 random", 11)));
+  EXPECT_TRUE(huge.Send(std::string("KDRV\x00\x01\x00\x01\xff\xff\xff\xff", 12)));
   quitter.Close();
   // Garbage connections are reset at once.
   IoState state;
   http.Read(1, milliseconds(2000), &state);
-  KDIST_EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
+  EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
   noise.Read(1, milliseconds(2000), &state);
-  KDIST_EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
+  EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
   huge.Read(1, milliseconds(2000), &state);
-  KDIST_EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
+  EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
 
   WorkerThread worker(TestHello(1, 2, port), port, FastOptions(milliseconds(5000)));
   Result<RollCallSummary>& summary = coordinator.Join();
   KDIST_ASSERT_OK(summary);
-  KDIST_EXPECT_GE(summary->dropped, int64_t{3});
+  EXPECT_GE(summary->dropped, int64_t{3});
   KDIST_EXPECT_OK(worker.Join());
   // The silent connection never said who it is: reset when the roll call ended.
   silent.Read(1, milliseconds(2000), &state);
-  KDIST_EXPECT_TRUE(state == IoState::kError);
-  KDIST_EXPECT_TRUE(PlainBindWorks(port));
+  EXPECT_TRUE(state == IoState::kError);
+  EXPECT_TRUE(PlainBindWorks(port));
 }
 
-KDIST_TEST(Coordinator, AJaxClientWithoutPreflightIsNamedAsSuch) {
+TEST(Coordinator, AJaxClientWithoutPreflightIsNamedAsSuch) {
   CoordinatorThread coordinator(2, FastOptions(milliseconds(300)));
   RawClient grpc(coordinator.port());
-  KDIST_ASSERT_TRUE(grpc.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+  ASSERT_TRUE(grpc.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
                      "a gRPC client: a process that starts JAX without the pre-flight");
 }
 
-KDIST_TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
+TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
   RendezvousOptions options = FastOptions(milliseconds(5000));
   options.hello_timeout = milliseconds(150);
   CoordinatorThread coordinator(2, options);
@@ -185,15 +185,15 @@ KDIST_TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
   const Nanos took = clock.Now() - start;
   // Reset (not closed) long before the 5 s roll call ends, and not before the
   // hello deadline.
-  KDIST_EXPECT_TRUE(state == IoState::kError);
-  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(100)).count());
+  EXPECT_TRUE(state == IoState::kError);
+  EXPECT_GE(took.count(), Nanos(milliseconds(100)).count());
   WorkerThread worker(TestHello(1, 2, coordinator.port()), coordinator.port(),
                       FastOptions(milliseconds(5000)));
   KDIST_EXPECT_OK(coordinator.Join());
   KDIST_EXPECT_OK(worker.Join());
 }
 
-KDIST_TEST(Coordinator, PendingConnectionsAreBounded) {
+TEST(Coordinator, PendingConnectionsAreBounded) {
   RendezvousOptions options = FastOptions(milliseconds(5000));
   options.max_pending = 2;
   options.hello_timeout = milliseconds(200);
@@ -205,10 +205,10 @@ KDIST_TEST(Coordinator, PendingConnectionsAreBounded) {
   // The worker waits in the backlog until silent ones expire, then joins.
   KDIST_ASSERT_OK(coordinator.Join());
   KDIST_EXPECT_OK(worker.Join());
-  KDIST_EXPECT_GE(coordinator.Join()->dropped, int64_t{2});
+  EXPECT_GE(coordinator.Join()->dropped, int64_t{2});
 }
 
-KDIST_TEST(Coordinator, DuplicateIdsFailEveryoneNamingBothClaimants) {
+TEST(Coordinator, DuplicateIdsFailEveryoneNamingBothClaimants) {
   CoordinatorThread coordinator(3, FastOptions(milliseconds(5000)));
   Hello a = TestHello(1, 3, coordinator.port());
   Hello b = TestHello(1, 3, coordinator.port());
@@ -226,10 +226,10 @@ KDIST_TEST(Coordinator, DuplicateIdsFailEveryoneNamingBothClaimants) {
     KDIST_EXPECT_ERROR(w->Join(), StatusCode::kFailedPrecondition, "on host host-1, pid 50001");
     KDIST_EXPECT_ERROR(w->Join(), StatusCode::kFailedPrecondition, "on host other-host, pid 777");
   }
-  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+  EXPECT_TRUE(PlainBindWorks(coordinator.port()));
 }
 
-KDIST_TEST(Coordinator, DifferentNumProcessesFailsBothSides) {
+TEST(Coordinator, DifferentNumProcessesFailsBothSides) {
   CoordinatorThread coordinator(2, FastOptions(milliseconds(5000)));
   Hello other = TestHello(1, 3, coordinator.port());
   other.fingerprint = coordinator.own().fingerprint;
@@ -240,7 +240,7 @@ KDIST_TEST(Coordinator, DifferentNumProcessesFailsBothSides) {
   KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition, want);
 }
 
-KDIST_TEST(Coordinator, WrongTokenIsRefusedAndNamed) {
+TEST(Coordinator, WrongTokenIsRefusedAndNamed) {
   CoordinatorThread coordinator(2, FastOptions(milliseconds(700)), "right");
   Hello wrong = TestHello(1, 2, coordinator.port());
   wrong.token = "wrong";
@@ -251,7 +251,7 @@ KDIST_TEST(Coordinator, WrongTokenIsRefusedAndNamed) {
                      "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
 }
 
-KDIST_TEST(Coordinator, RightTokenJoins) {
+TEST(Coordinator, RightTokenJoins) {
   CoordinatorThread coordinator(2, FastOptions(milliseconds(5000)), "right");
   Hello right = TestHello(1, 2, coordinator.port());
   right.token = "right";
@@ -288,7 +288,7 @@ class Lines {
   std::vector<std::string> lines_;
 };
 
-KDIST_TEST(Coordinator, ALeaverIsMissingUntilItsIdComesBack) {
+TEST(Coordinator, ALeaverIsMissingUntilItsIdComesBack) {
   RendezvousOptions options = FastOptions(milliseconds(30000));
   Lines lines;
   options.progress_interval = milliseconds(20);
@@ -297,57 +297,57 @@ KDIST_TEST(Coordinator, ALeaverIsMissingUntilItsIdComesBack) {
   const uint16_t port = coordinator.port();
   {
     RawClient leaver(port);
-    KDIST_ASSERT_TRUE(leaver.Send(EncodeHello(TestHello(1, 3, port))));
-    KDIST_EXPECT_TRUE(lines.WaitFor("2 of 3 processes joined; missing process ids [2]"));
+    ASSERT_TRUE(leaver.Send(EncodeHello(TestHello(1, 3, port))));
+    EXPECT_TRUE(lines.WaitFor("2 of 3 processes joined; missing process ids [2]"));
   }  // closed: process 1 is missing again
-  KDIST_EXPECT_TRUE(lines.WaitFor("1 of 3 processes joined; missing process ids [1, 2]"));
+  EXPECT_TRUE(lines.WaitFor("1 of 3 processes joined; missing process ids [1, 2]"));
   Hello restarted = TestHello(1, 3, port);
   restarted.pid = 999;
   WorkerThread one(restarted, port, FastOptions(milliseconds(30000)));
   WorkerThread two(TestHello(2, 3, port), port, FastOptions(milliseconds(30000)));
   Result<RollCallSummary>& summary = coordinator.Join();
   KDIST_ASSERT_OK(summary);
-  KDIST_EXPECT_EQ(summary->members[0].pid, int64_t{999});
+  EXPECT_EQ(summary->members[0].pid, int64_t{999});
   KDIST_EXPECT_OK(one.Join());
   KDIST_EXPECT_OK(two.Join());
 }
 
-KDIST_TEST(Coordinator, AStaleHolderIsReplacedByItsRestartedProcess) {
+TEST(Coordinator, AStaleHolderIsReplacedByItsRestartedProcess) {
   // The old connection's FIN and the new hello can arrive in one poll round:
   // the new claimant must win, not fail the roll call as a duplicate.
   CoordinatorThread coordinator(3, FastOptions(milliseconds(5000)));
   const uint16_t port = coordinator.port();
   RawClient old(port);
-  KDIST_ASSERT_TRUE(old.Send(EncodeHello(TestHello(1, 3, port))));
+  ASSERT_TRUE(old.Send(EncodeHello(TestHello(1, 3, port))));
   usleep(100 * 1000);
   RawClient fresh(port);
   old.Close();
-  KDIST_ASSERT_TRUE(fresh.Send(EncodeHello(TestHello(1, 3, port))));
+  ASSERT_TRUE(fresh.Send(EncodeHello(TestHello(1, 3, port))));
   WorkerThread two(TestHello(2, 3, port), port, FastOptions(milliseconds(5000)));
   KDIST_EXPECT_OK(coordinator.Join());
   Result<Reply> verdict = fresh.ReadVerdict(milliseconds(3000));
   KDIST_ASSERT_OK(verdict);
-  KDIST_EXPECT_TRUE(verdict->type == FrameType::kGo);
-  KDIST_EXPECT_EQ(verdict->shared.seed, coordinator.shared().seed);
+  EXPECT_TRUE(verdict->type == FrameType::kGo);
+  EXPECT_EQ(verdict->shared.seed, coordinator.shared().seed);
   KDIST_EXPECT_OK(two.Join());
 }
 
-KDIST_TEST(Coordinator, OtherProtocolVersionIsAnsweredAndRefused) {
+TEST(Coordinator, OtherProtocolVersionIsAnsweredAndRefused) {
   CoordinatorThread coordinator(2, FastOptions(milliseconds(500)));
   RawClient future(coordinator.port());
   std::string frame = EncodeHello(TestHello(1, 2, coordinator.port()));
   frame[4] = 0;
   frame[5] = 9;  // version 9
-  KDIST_ASSERT_TRUE(future.Send(frame));
+  ASSERT_TRUE(future.Send(frame));
   Result<Reply> verdict = future.ReadVerdict(milliseconds(3000));
   KDIST_ASSERT_OK(verdict);
-  KDIST_EXPECT_TRUE(verdict->type == FrameType::kReject);
-  KDIST_EXPECT_TRUE(verdict->code == StatusCode::kFailedPrecondition);
-  KDIST_EXPECT_TRUE(verdict->message.find("protocol version 9") != std::string::npos);
+  EXPECT_TRUE(verdict->type == FrameType::kReject);
+  EXPECT_TRUE(verdict->code == StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(verdict->message.find("protocol version 9") != std::string::npos);
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded, "protocol version 9");
 }
 
-KDIST_TEST(Coordinator, WaitingWorkersHearProcessZerosProgress) {
+TEST(Coordinator, WaitingWorkersHearProcessZerosProgress) {
   RendezvousOptions coordinator_options = FastOptions(milliseconds(800));
   coordinator_options.progress_interval = milliseconds(50);
   coordinator_options.progress = [](const std::string&) {};
@@ -372,10 +372,10 @@ KDIST_TEST(Coordinator, WaitingWorkersHearProcessZerosProgress) {
       relayed = true;
     }
   }
-  KDIST_EXPECT_TRUE(relayed);
+  EXPECT_TRUE(relayed);
 }
 
-KDIST_TEST(Coordinator, TakenPortNamesThePortAndItsHolder) {
+TEST(Coordinator, TakenPortNamesThePortAndItsHolder) {
   RealClock clock;
   RendezvousOptions options = FastOptions(milliseconds(1000));
   Result<Listener> holder = ListenOnAllInterfaces(0, 4);
@@ -384,14 +384,14 @@ KDIST_TEST(Coordinator, TakenPortNamesThePortAndItsHolder) {
   Result<RollCallSummary> result =
       RunCoordinator(TestHello(0, 2, holder->port), JobShared{}, holder->port, options, clock);
   // The bound: a taken port is reported within 1 s.
-  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(1000)).count());
+  EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(1000)).count());
   KDIST_EXPECT_ERROR(result, StatusCode::kAlreadyExists,
                      "process 0 cannot use coordinator port " + std::to_string(holder->port));
   KDIST_EXPECT_ERROR(result, StatusCode::kAlreadyExists,
                      "held by pid " + std::to_string(getpid()));
 }
 
-KDIST_TEST(Coordinator, InterruptStopsAtOnceAndFreesThePort) {
+TEST(Coordinator, InterruptStopsAtOnceAndFreesThePort) {
   RendezvousOptions options = FastOptions(milliseconds(30000));
   options.check_interval = milliseconds(10);
   std::atomic<bool> stop{false};
@@ -400,17 +400,17 @@ KDIST_TEST(Coordinator, InterruptStopsAtOnceAndFreesThePort) {
   };
   CoordinatorThread coordinator(3, options);
   RawClient member(coordinator.port());
-  KDIST_ASSERT_TRUE(member.Send(EncodeHello(TestHello(1, 3, coordinator.port()))));
+  ASSERT_TRUE(member.Send(EncodeHello(TestHello(1, 3, coordinator.port()))));
   usleep(50 * 1000);
   RealClock clock;
   const Nanos start = clock.Now();
   stop = true;
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kInternal, "interrupted by test");
-  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(15000)).count());  // not 30 s
-  KDIST_EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+  EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(15000)).count());  // not 30 s
+  EXPECT_TRUE(PlainBindWorks(coordinator.port()));
 }
 
-KDIST_TEST(Coordinator, AThousandWorkersOnOneCoordinator) {
+TEST(Coordinator, AThousandWorkersOnOneCoordinator) {
   // Raw clients stand in for worker processes; the coordinator is the real
   // one. Both ends live in this process: two descriptors per worker.
   rlimit limit{};
@@ -421,8 +421,8 @@ KDIST_TEST(Coordinator, AThousandWorkersOnOneCoordinator) {
   std::vector<std::unique_ptr<RawClient>> clients;
   for (int i = 1; i <= kWorkers; ++i) {
     clients.push_back(std::make_unique<RawClient>(coordinator.port()));
-    KDIST_ASSERT_TRUE(clients.back()->connected());
-    KDIST_ASSERT_TRUE(clients.back()->Send(EncodeHello(TestHello(i, kWorkers + 1, coordinator.port()))));
+    ASSERT_TRUE(clients.back()->connected());
+    ASSERT_TRUE(clients.back()->Send(EncodeHello(TestHello(i, kWorkers + 1, coordinator.port()))));
   }
   int go = 0;
   for (auto& client : clients) {
@@ -430,9 +430,9 @@ KDIST_TEST(Coordinator, AThousandWorkersOnOneCoordinator) {
     if (verdict.ok() && verdict->type == FrameType::kGo) ++go;
     client->Close();
   }
-  KDIST_EXPECT_EQ(go, kWorkers);
+  EXPECT_EQ(go, kWorkers);
   KDIST_ASSERT_OK(coordinator.Join());
-  KDIST_EXPECT_EQ(coordinator.Join()->members.size(), static_cast<size_t>(kWorkers));
+  EXPECT_EQ(coordinator.Join()->members.size(), static_cast<size_t>(kWorkers));
 }
 
 }  // namespace

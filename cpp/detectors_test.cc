@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 #include "testing/random_text.h"
 #include "text.h"
 
@@ -102,92 +102,92 @@ std::string Vars(const std::optional<DetectedValue>& value) {
   return value ? value->variables : "<none>";
 }
 
-KDIST_TEST(Detectors, TableOrderAndNames) {
+TEST(Detectors, TableOrderAndNames) {
   std::vector<std::string> names;
   for (const Detector& d : Detectors()) {
     names.emplace_back(d.name);
-    KDIST_EXPECT_FALSE(d.summary.empty());
-    KDIST_EXPECT_FALSE(d.presence.empty());
-    KDIST_EXPECT_FALSE(d.variables.empty());
+    EXPECT_FALSE(d.summary.empty());
+    EXPECT_FALSE(d.presence.empty());
+    EXPECT_FALSE(d.variables.empty());
   }
-  KDIST_EXPECT_EQ(Join(names, ","), std::string("torchrun,ompi,mpich,slurm,tf_config,kubernetes"));
-  KDIST_EXPECT_TRUE(FindDetector("slurm") != nullptr);
-  KDIST_EXPECT_TRUE(FindDetector("auto") == nullptr);
+  EXPECT_EQ(Join(names, ","), std::string("torchrun,ompi,mpich,slurm,tf_config,kubernetes"));
+  EXPECT_TRUE(FindDetector("slurm") != nullptr);
+  EXPECT_TRUE(FindDetector("auto") == nullptr);
 }
 
-KDIST_TEST(Detectors, PortOverridesAreListedButDoNotMakeADetectorPresent) {
+TEST(Detectors, PortOverridesAreListedButDoNotMakeADetectorPresent) {
   for (const Detector& d : Detectors()) {
     const bool reads_override = d.name == "torchrun" || d.name == "ompi" ||
                                 d.name == "slurm" || d.name == "kubernetes";
     for (std::string_view name : {kEnvCoordinatorPort, kEnvJaxCoordinatorPort}) {
       const bool listed =
           std::find(d.variables.begin(), d.variables.end(), name) != d.variables.end();
-      KDIST_EXPECT_EQ(listed, reads_override);
+      EXPECT_EQ(listed, reads_override);
     }
   }
   const Environment ports = {{"KDIST_COORDINATOR_PORT", "5000"},
                              {"JAX_COORDINATOR_PORT", "6000"}};
-  KDIST_EXPECT_EQ(Detect("auto", ports).detector, std::string("nothing"));
+  EXPECT_EQ(Detect("auto", ports).detector, std::string("nothing"));
   for (const DetectorReport& report : DetectAll(ports)) {
-    KDIST_EXPECT_TRUE(report.status.ok() && !report.detection.has_value());
+    EXPECT_TRUE(report.status.ok() && !report.detection.has_value());
   }
 }
 
-KDIST_TEST(Detectors, NothingInAnEmptyOrUnrelatedEnvironment) {
-  KDIST_EXPECT_EQ(Detect("auto", {}).detector, std::string("nothing"));
-  KDIST_EXPECT_EQ(Detect("auto", {{"HOME", "/root"}, {"KUBERNETES_SERVICE_HOST", "10.0.0.1"},
+TEST(Detectors, NothingInAnEmptyOrUnrelatedEnvironment) {
+  EXPECT_EQ(Detect("auto", {}).detector, std::string("nothing"));
+  EXPECT_EQ(Detect("auto", {{"HOME", "/root"}, {"KUBERNETES_SERVICE_HOST", "10.0.0.1"},
                                   {"HOSTNAME", "pod-1"}})
                       .detector,
                   std::string("nothing"));
-  KDIST_EXPECT_EQ(Detect("none", SlurmStep()).detector, std::string("nothing"));
+  EXPECT_EQ(Detect("none", SlurmStep()).detector, std::string("nothing"));
 }
 
-KDIST_TEST(Detectors, SlurmStep) {
+TEST(Detectors, SlurmStep) {
   Detection d = Detect("auto", SlurmStep());
-  KDIST_EXPECT_EQ(d.detector, std::string("slurm"));
+  EXPECT_EQ(d.detector, std::string("slurm"));
   // As JAX: the first host of the step, port 61440 + job id % 4096.
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:64504"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("SLURM_STEP_NODELIST, SLURM_JOB_ID"));
-  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("8"));
-  KDIST_EXPECT_EQ(Vars(d.num_processes), std::string("SLURM_STEP_NUM_TASKS"));
-  KDIST_EXPECT_EQ(Text(d.process_id), std::string("5"));
-  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("SLURM_PROCID"));
-  KDIST_EXPECT_EQ(d.process_id->shown, std::string("SLURM_PROCID=\"5\""));
-  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("1"));
-  KDIST_EXPECT_EQ(Text(d.local_size), std::string("4"));
+  EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:64504"));
+  EXPECT_EQ(Vars(d.job_addresses), std::string("SLURM_STEP_NODELIST, SLURM_JOB_ID"));
+  EXPECT_EQ(Text(d.num_processes), std::string("8"));
+  EXPECT_EQ(Vars(d.num_processes), std::string("SLURM_STEP_NUM_TASKS"));
+  EXPECT_EQ(Text(d.process_id), std::string("5"));
+  EXPECT_EQ(Vars(d.process_id), std::string("SLURM_PROCID"));
+  EXPECT_EQ(d.process_id->shown, std::string("SLURM_PROCID=\"5\""));
+  EXPECT_EQ(Text(d.local_rank), std::string("1"));
+  EXPECT_EQ(Text(d.local_size), std::string("4"));
 }
 
-KDIST_TEST(Detectors, SlurmFallsBackToNtasksAndUnevenTasksPerNode) {
+TEST(Detectors, SlurmFallsBackToNtasksAndUnevenTasksPerNode) {
   Environment env = SlurmStep();
   env.erase("SLURM_STEP_NUM_TASKS");
   env["SLURM_STEP_TASKS_PER_NODE"] = "5,3";
   Detection d = Detect("slurm", env);
-  KDIST_EXPECT_EQ(Vars(d.num_processes), std::string("SLURM_NTASKS"));
-  KDIST_EXPECT_EQ(Text(d.local_size), std::string("3"));  // SLURM_NODEID=1
+  EXPECT_EQ(Vars(d.num_processes), std::string("SLURM_NTASKS"));
+  EXPECT_EQ(Text(d.local_size), std::string("3"));  // SLURM_NODEID=1
   env.erase("SLURM_NODEID");
-  KDIST_EXPECT_FALSE(Detect("slurm", env).local_size.has_value());
+  EXPECT_FALSE(Detect("slurm", env).local_size.has_value());
   env["SLURM_NODEID"] = " 1";  // digits only
-  KDIST_EXPECT_EQ(Detect("slurm", env).detector,
+  EXPECT_EQ(Detect("slurm", env).detector,
                   std::string("error: scheduler detection (slurm): SLURM_NODEID=\" 1\" is not a "
                               "node index of the step; expected an integer in [0, 2) because "
                               "SLURM_STEP_TASKS_PER_NODE=\"5,3\" lists 2 nodes"));
   env["SLURM_NODEID"] = "7";
-  KDIST_EXPECT_EQ(Detect("slurm", env).detector,
+  EXPECT_EQ(Detect("slurm", env).detector,
                   std::string("error: scheduler detection (slurm): SLURM_NODEID=\"7\" is not a "
                               "node index of the step; expected an integer in [0, 2) because "
                               "SLURM_STEP_TASKS_PER_NODE=\"5,3\" lists 2 nodes"));
 }
 
-KDIST_TEST(Detectors, SlurmPortOverrides) {
+TEST(Detectors, SlurmPortOverrides) {
   Environment env = SlurmStep();
   env["JAX_COORDINATOR_PORT"] = "4000";
   Detection d = Detect("auto", env);
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:4000"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("SLURM_STEP_NODELIST, JAX_COORDINATOR_PORT"));
+  EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:4000"));
+  EXPECT_EQ(Vars(d.job_addresses), std::string("SLURM_STEP_NODELIST, JAX_COORDINATOR_PORT"));
   env["KDIST_COORDINATOR_PORT"] = "5000";  // kdist's own variable comes first
   d = Detect("auto", env);
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:5000"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+  EXPECT_EQ(Text(d.job_addresses), std::string("gpu-a01:5000"));
+  EXPECT_EQ(Vars(d.job_addresses),
                   std::string("SLURM_STEP_NODELIST, KDIST_COORDINATOR_PORT"));
   env["KDIST_COORDINATOR_PORT"] = "0";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
@@ -204,7 +204,7 @@ KDIST_TEST(Detectors, SlurmPortOverrides) {
                      "range; expected a port in 1..65535");
 }
 
-KDIST_TEST(Detectors, SlurmAllocationWithoutAStepIsAnErrorNotAWrongCluster) {
+TEST(Detectors, SlurmAllocationWithoutAStepIsAnErrorNotAWrongCluster) {
   KDIST_EXPECT_ERROR(DetectCluster("auto", SlurmAllocationShell()),
                      StatusCode::kInvalidArgument,
                      "scheduler detection (slurm): SLURM_JOB_ID=\"4242425\" is set but "
@@ -222,7 +222,7 @@ KDIST_TEST(Detectors, SlurmAllocationWithoutAStepIsAnErrorNotAWrongCluster) {
                      "SLURM_STEP_NODELIST and SLURM_STEP_NUM_TASKS are not");
 }
 
-KDIST_TEST(Detectors, SlurmPartialOrMalformedStep) {
+TEST(Detectors, SlurmPartialOrMalformedStep) {
   Environment env = SlurmStep();
   env.erase("SLURM_PROCID");
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
@@ -259,38 +259,38 @@ KDIST_TEST(Detectors, SlurmPartialOrMalformedStep) {
                      "SLURM_STEP_TASKS_PER_NODE=\"4(x2\"");
 }
 
-KDIST_TEST(Detectors, Torchrun) {
+TEST(Detectors, Torchrun) {
   Detection d = Detect("auto", Torchrun());
-  KDIST_EXPECT_EQ(d.detector, std::string("torchrun"));
+  EXPECT_EQ(d.detector, std::string("torchrun"));
   // torchrun's agent serves its store on MASTER_PORT: the coordinator takes the next port.
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("10.0.0.1:29501"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+  EXPECT_EQ(Text(d.job_addresses), std::string("10.0.0.1:29501"));
+  EXPECT_EQ(Vars(d.job_addresses),
                   std::string("MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE"));
-  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("8"));
-  KDIST_EXPECT_EQ(Text(d.process_id), std::string("6"));
-  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("2"));
-  KDIST_EXPECT_EQ(Text(d.local_size), std::string("4"));
+  EXPECT_EQ(Text(d.num_processes), std::string("8"));
+  EXPECT_EQ(Text(d.process_id), std::string("6"));
+  EXPECT_EQ(Text(d.local_rank), std::string("2"));
+  EXPECT_EQ(Text(d.local_size), std::string("4"));
 
   // Kubeflow's PyTorchJob: no agent, a service name, no local rank.
   Environment kubeflow = {{"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"},
                           {"WORLD_SIZE", "4"},             {"RANK", "2"},
                           {"PYTHONUNBUFFERED", "0"}};
   d = Detect("auto", kubeflow);
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("job-master-0:23456"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("MASTER_ADDR, MASTER_PORT"));
-  KDIST_EXPECT_FALSE(d.local_rank.has_value());
+  EXPECT_EQ(Text(d.job_addresses), std::string("job-master-0:23456"));
+  EXPECT_EQ(Vars(d.job_addresses), std::string("MASTER_ADDR, MASTER_PORT"));
+  EXPECT_FALSE(d.local_rank.has_value());
 
   Environment ipv6 = kubeflow;
   ipv6["MASTER_ADDR"] = "fd00::1";
-  KDIST_EXPECT_EQ(Text(Detect("auto", ipv6).job_addresses), std::string("[fd00::1]:23456"));
+  EXPECT_EQ(Text(Detect("auto", ipv6).job_addresses), std::string("[fd00::1]:23456"));
   ipv6["MASTER_ADDR"] = "[fd00::1]";
-  KDIST_EXPECT_EQ(Text(Detect("auto", ipv6).job_addresses), std::string("[fd00::1]:23456"));
+  EXPECT_EQ(Text(Detect("auto", ipv6).job_addresses), std::string("[fd00::1]:23456"));
   kubeflow["KDIST_COORDINATOR_PORT"] = "7000";
-  KDIST_EXPECT_EQ(Text(Detect("auto", kubeflow).job_addresses),
+  EXPECT_EQ(Text(Detect("auto", kubeflow).job_addresses),
                   std::string("job-master-0:7000"));
 }
 
-KDIST_TEST(Detectors, TorchrunPartialOrMalformed) {
+TEST(Detectors, TorchrunPartialOrMalformed) {
   KDIST_EXPECT_ERROR(DetectCluster("auto", {{"RANK", "0"}}), StatusCode::kInvalidArgument,
                      "scheduler detection (torchrun): RANK=\"0\" is set but WORLD_SIZE, "
                      "MASTER_ADDR and MASTER_PORT are not.");
@@ -323,43 +323,43 @@ KDIST_TEST(Detectors, TorchrunPartialOrMalformed) {
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
                      "MASTER_ADDR=\"\" is empty");
   // LOCAL_RANK alone (set by other tools) is not a torchrun environment.
-  KDIST_EXPECT_EQ(Detect("auto", {{"LOCAL_RANK", "0"}}).detector, std::string("nothing"));
+  EXPECT_EQ(Detect("auto", {{"LOCAL_RANK", "0"}}).detector, std::string("nothing"));
 }
 
-KDIST_TEST(Detectors, OpenMpi4) {
+TEST(Detectors, OpenMpi4) {
   Detection d = Detect("auto", OpenMpi4());
-  KDIST_EXPECT_EQ(d.detector, std::string("ompi"));
+  EXPECT_EQ(d.detector, std::string("ompi"));
   // The mpirun host's first interface; as JAX, port 61440 + (job id >> 12) % 4096.
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("10.96.0.1:62624"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses), std::string("OMPI_MCA_orte_hnp_uri"));
-  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("4"));
-  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("OMPI_COMM_WORLD_RANK"));
-  KDIST_EXPECT_EQ(Text(d.process_id), std::string("3"));
-  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("1"));
-  KDIST_EXPECT_EQ(Text(d.local_size), std::string("2"));
+  EXPECT_EQ(Text(d.job_addresses), std::string("10.96.0.1:62624"));
+  EXPECT_EQ(Vars(d.job_addresses), std::string("OMPI_MCA_orte_hnp_uri"));
+  EXPECT_EQ(Text(d.num_processes), std::string("4"));
+  EXPECT_EQ(Vars(d.process_id), std::string("OMPI_COMM_WORLD_RANK"));
+  EXPECT_EQ(Text(d.process_id), std::string("3"));
+  EXPECT_EQ(Text(d.local_rank), std::string("1"));
+  EXPECT_EQ(Text(d.local_size), std::string("2"));
   Environment env = OpenMpi4();
   env["KDIST_COORDINATOR_PORT"] = "6000";
   d = Detect("auto", env);
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("10.96.0.1:6000"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+  EXPECT_EQ(Text(d.job_addresses), std::string("10.96.0.1:6000"));
+  EXPECT_EQ(Vars(d.job_addresses),
                   std::string("OMPI_MCA_orte_hnp_uri, KDIST_COORDINATOR_PORT"));
 }
 
-KDIST_TEST(Detectors, OpenMpi5HasNoCoordinatorAndSaysWhatToSet) {
+TEST(Detectors, OpenMpi5HasNoCoordinatorAndSaysWhatToSet) {
   Detection d = Detect("auto", OpenMpi5());
-  KDIST_EXPECT_EQ(d.detector, std::string("ompi"));
-  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
-  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("Open MPI 5 (PRRTE) does not publish") !=
+  EXPECT_EQ(d.detector, std::string("ompi"));
+  EXPECT_FALSE(d.job_addresses.has_value());
+  EXPECT_TRUE(d.job_addresses_hint.find("Open MPI 5 (PRRTE) does not publish") !=
                     std::string::npos);
-  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("mpirun -x KERAS_DISTRIBUTION_JOB_ADDRESSES=") !=
+  EXPECT_TRUE(d.job_addresses_hint.find("mpirun -x KERAS_DISTRIBUTION_JOB_ADDRESSES=") !=
                     std::string::npos);
-  KDIST_EXPECT_EQ(Text(d.process_id), std::string("1"));
+  EXPECT_EQ(Text(d.process_id), std::string("1"));
   Environment pmix_only_rank = OpenMpi5();
   pmix_only_rank.erase("OMPI_COMM_WORLD_RANK");
-  KDIST_EXPECT_EQ(Vars(Detect("ompi", pmix_only_rank).process_id), std::string("PMIX_RANK"));
+  EXPECT_EQ(Vars(Detect("ompi", pmix_only_rank).process_id), std::string("PMIX_RANK"));
 }
 
-KDIST_TEST(Detectors, OpenMpiPartialOrMalformed) {
+TEST(Detectors, OpenMpiPartialOrMalformed) {
   KDIST_EXPECT_ERROR(
       DetectCluster("auto", {{"OMPI_MCA_orte_hnp_uri", "5.0;tcp://10.0.0.1:1"}}),
       StatusCode::kInvalidArgument,
@@ -371,61 +371,61 @@ KDIST_TEST(Detectors, OpenMpiPartialOrMalformed) {
                      "OMPI_MCA_orte_hnp_uri=\"1531576320.0;tcp://node1:34911\" has the URI");
 }
 
-KDIST_TEST(Detectors, MpichHydraAndIntelMpi) {
+TEST(Detectors, MpichHydraAndIntelMpi) {
   Detection d = Detect("auto", Hydra());
-  KDIST_EXPECT_EQ(d.detector, std::string("mpich"));
-  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
-  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("mpiexec -genv KERAS_DISTRIBUTION_JOB_ADDRESSES") !=
+  EXPECT_EQ(d.detector, std::string("mpich"));
+  EXPECT_FALSE(d.job_addresses.has_value());
+  EXPECT_TRUE(d.job_addresses_hint.find("mpiexec -genv KERAS_DISTRIBUTION_JOB_ADDRESSES") !=
                     std::string::npos);
-  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("4"));
-  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("PMI_RANK"));
-  KDIST_EXPECT_EQ(Text(d.local_rank), std::string("0"));
-  KDIST_EXPECT_EQ(Vars(d.local_size), std::string("MPI_LOCALNRANKS"));
+  EXPECT_EQ(Text(d.num_processes), std::string("4"));
+  EXPECT_EQ(Vars(d.process_id), std::string("PMI_RANK"));
+  EXPECT_EQ(Text(d.local_rank), std::string("0"));
+  EXPECT_EQ(Vars(d.local_size), std::string("MPI_LOCALNRANKS"));
   KDIST_EXPECT_ERROR(DetectCluster("auto", {{"MPI_LOCALRANKID", "0"}}),
                      StatusCode::kInvalidArgument,
                      "scheduler detection (mpich): MPI_LOCALRANKID=\"0\" is set but PMI_SIZE and "
                      "PMI_RANK are not.");
 }
 
-KDIST_TEST(Detectors, LaunchersInsideSlurmComeBeforeSlurm) {
+TEST(Detectors, LaunchersInsideSlurmComeBeforeSlurm) {
   // `srun torchrun ...`: SLURM_PROCID numbers the torchrun agents.
-  KDIST_EXPECT_EQ(Detect("auto", Merged(SlurmStep(), Torchrun())).detector,
+  EXPECT_EQ(Detect("auto", Merged(SlurmStep(), Torchrun())).detector,
                   std::string("torchrun"));
   // mpirun in an allocation: Slurm started the ORTE daemons, not the ranks.
-  KDIST_EXPECT_EQ(Detect("auto", Merged(SlurmStep(), OpenMpi4())).detector,
+  EXPECT_EQ(Detect("auto", Merged(SlurmStep(), OpenMpi4())).detector,
                   std::string("ompi"));
   // Hydra with the Slurm bootstrap.
-  KDIST_EXPECT_EQ(Detect("auto", Merged(SlurmStep(), Hydra())).detector, std::string("mpich"));
+  EXPECT_EQ(Detect("auto", Merged(SlurmStep(), Hydra())).detector, std::string("mpich"));
   // srun --mpi=pmi2: Slurm's PMI plugin sets PMI_RANK and PMI_SIZE, no MPI_LOCALRANKID.
   Environment pmi2 = Merged(SlurmStep(), {{"PMI_RANK", "5"}, {"PMI_SIZE", "8"},
                                           {"PMI_FD", "7"}, {"PMI_JOBID", "4242424.0"}});
-  KDIST_EXPECT_EQ(Detect("auto", pmi2).detector, std::string("slurm"));
+  EXPECT_EQ(Detect("auto", pmi2).detector, std::string("slurm"));
   // A detector asked by name ignores the others.
-  KDIST_EXPECT_EQ(Detect("slurm", Merged(SlurmStep(), Torchrun())).detector,
+  EXPECT_EQ(Detect("slurm", Merged(SlurmStep(), Torchrun())).detector,
                   std::string("slurm"));
 }
 
-KDIST_TEST(Detectors, TfConfig) {
+TEST(Detectors, TfConfig) {
   Detection d = Detect("auto", TfConfig());
-  KDIST_EXPECT_EQ(d.detector, std::string("tf_config"));
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("host0:2222,host1:2222,host2:2222"));
-  KDIST_EXPECT_EQ(Text(d.num_processes), std::string("3"));
-  KDIST_EXPECT_EQ(Text(d.process_id), std::string("2"));  // the chief is 0
-  KDIST_EXPECT_EQ(d.process_id->shown,
+  EXPECT_EQ(d.detector, std::string("tf_config"));
+  EXPECT_EQ(Text(d.job_addresses), std::string("host0:2222,host1:2222,host2:2222"));
+  EXPECT_EQ(Text(d.num_processes), std::string("3"));
+  EXPECT_EQ(Text(d.process_id), std::string("2"));  // the chief is 0
+  EXPECT_EQ(d.process_id->shown,
                   std::string("TF_CONFIG task {\"type\": \"worker\", \"index\": 1}"));
   Detection chief = Detect(
       "tf_config",
       {{"TF_CONFIG",
         R"({"cluster":{"chief":["h0:1"],"worker":["h1:1"]},"task":{"type":"chief","index":0}})"}});
-  KDIST_EXPECT_EQ(Text(chief.process_id), std::string("0"));
+  EXPECT_EQ(Text(chief.process_id), std::string("0"));
   Detection workers_only = Detect(
       "tf_config",
       {{"TF_CONFIG", R"({"cluster":{"worker":["[::1]:5","h1:6"]},"task":{"type":"worker","index":1}})"}});
-  KDIST_EXPECT_EQ(Text(workers_only.job_addresses), std::string("[::1]:5,h1:6"));
-  KDIST_EXPECT_EQ(Text(workers_only.process_id), std::string("1"));
+  EXPECT_EQ(Text(workers_only.job_addresses), std::string("[::1]:5,h1:6"));
+  EXPECT_EQ(Text(workers_only.process_id), std::string("1"));
 }
 
-KDIST_TEST(Detectors, TfConfigMalformed) {
+TEST(Detectors, TfConfigMalformed) {
   const std::pair<const char*, const char*> cases[] = {
       {"", "is not valid JSON: expected a value but found the end"},
       {"{\"cluster\": {}", "is not valid JSON"},
@@ -462,38 +462,38 @@ KDIST_TEST(Detectors, TfConfigMalformed) {
   }
 }
 
-KDIST_TEST(Detectors, KubernetesIndexedJob) {
+TEST(Detectors, KubernetesIndexedJob) {
   Detection d = Detect("auto", KubernetesIndexedJob());
-  KDIST_EXPECT_EQ(d.detector, std::string("kubernetes"));
-  KDIST_EXPECT_EQ(Text(d.process_id), std::string("2"));
-  KDIST_EXPECT_EQ(Vars(d.process_id), std::string("JOB_COMPLETION_INDEX"));
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("train-0.train-svc:55527"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+  EXPECT_EQ(d.detector, std::string("kubernetes"));
+  EXPECT_EQ(Text(d.process_id), std::string("2"));
+  EXPECT_EQ(Vars(d.process_id), std::string("JOB_COMPLETION_INDEX"));
+  EXPECT_EQ(Text(d.job_addresses), std::string("train-0.train-svc:55527"));
+  EXPECT_EQ(Vars(d.job_addresses),
                   std::string("HOSTNAME, JOB_COMPLETION_INDEX, KDIST_K8S_SUBDOMAIN"));
-  KDIST_EXPECT_FALSE(d.num_processes.has_value());
-  KDIST_EXPECT_TRUE(d.num_processes_hint.find("spec.completions") != std::string::npos);
+  EXPECT_FALSE(d.num_processes.has_value());
+  EXPECT_TRUE(d.num_processes_hint.find("spec.completions") != std::string::npos);
 
   // A JobSet's single Job: pods <jobset>-<replicated job>-<job index>-<pod index>.
   Environment jobset = {{"JOB_COMPLETION_INDEX", "3"}, {"HOSTNAME", "js-workers-0-3"},
                         {"KDIST_K8S_SUBDOMAIN", "js"}, {"KDIST_COORDINATOR_PORT", "1234"}};
   d = Detect("auto", jobset);
-  KDIST_EXPECT_EQ(Text(d.job_addresses), std::string("js-workers-0-0.js:1234"));
-  KDIST_EXPECT_EQ(Vars(d.job_addresses),
+  EXPECT_EQ(Text(d.job_addresses), std::string("js-workers-0-0.js:1234"));
+  EXPECT_EQ(Vars(d.job_addresses),
                   std::string("HOSTNAME, JOB_COMPLETION_INDEX, KDIST_K8S_SUBDOMAIN, "
                               "KDIST_COORDINATOR_PORT"));
 }
 
-KDIST_TEST(Detectors, KubernetesSaysWhatItCannotKnow) {
+TEST(Detectors, KubernetesSaysWhatItCannotKnow) {
   Environment env = KubernetesIndexedJob();
   env.erase("KDIST_K8S_SUBDOMAIN");
   Detection d = Detect("auto", env);
-  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
-  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("set KDIST_K8S_SUBDOMAIN") != std::string::npos);
-  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("train-0.<subdomain>:55527") != std::string::npos);
+  EXPECT_FALSE(d.job_addresses.has_value());
+  EXPECT_TRUE(d.job_addresses_hint.find("set KDIST_K8S_SUBDOMAIN") != std::string::npos);
+  EXPECT_TRUE(d.job_addresses_hint.find("train-0.<subdomain>:55527") != std::string::npos);
   env["HOSTNAME"] = "custom-host";
   d = Detect("auto", env);
-  KDIST_EXPECT_FALSE(d.job_addresses.has_value());
-  KDIST_EXPECT_TRUE(d.job_addresses_hint.find("HOSTNAME=\"custom-host\" is not <job name>-2") !=
+  EXPECT_FALSE(d.job_addresses.has_value());
+  EXPECT_TRUE(d.job_addresses_hint.find("HOSTNAME=\"custom-host\" is not <job name>-2") !=
                     std::string::npos);
   env["JOB_COMPLETION_INDEX"] = "two";
   KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
@@ -511,21 +511,21 @@ KDIST_TEST(Detectors, KubernetesSaysWhatItCannotKnow) {
                      "\"train-0.bad_svc\", which is not a valid host name (dot-separated labels");
 }
 
-KDIST_TEST(Detectors, NamedDetectorThatFindsNothing) {
+TEST(Detectors, NamedDetectorThatFindsNothing) {
   KDIST_EXPECT_ERROR(DetectCluster("slurm", Torchrun()), StatusCode::kNotFound,
                      "the slurm detector found none of its variables (SLURM_JOB_ID)");
 }
 
-KDIST_TEST(Detectors, DetectAllReportsEveryDetector) {
+TEST(Detectors, DetectAllReportsEveryDetector) {
   std::vector<DetectorReport> reports =
       DetectAll(Merged(Merged(SlurmStep(), Torchrun()), {{"TF_CONFIG", "{"}}));
-  KDIST_ASSERT_EQ(reports.size(), Detectors().size());
-  KDIST_EXPECT_EQ(reports[0].name, std::string("torchrun"));
-  KDIST_EXPECT_TRUE(reports[0].status.ok() && reports[0].detection.has_value());
-  KDIST_EXPECT_TRUE(reports[1].status.ok() && !reports[1].detection.has_value());
-  KDIST_EXPECT_TRUE(reports[3].detection.has_value());  // slurm
-  KDIST_EXPECT_FALSE(reports[4].status.ok());           // tf_config
-  KDIST_EXPECT_FALSE(reports[5].detection.has_value());
+  ASSERT_EQ(reports.size(), Detectors().size());
+  EXPECT_EQ(reports[0].name, std::string("torchrun"));
+  EXPECT_TRUE(reports[0].status.ok() && reports[0].detection.has_value());
+  EXPECT_TRUE(reports[1].status.ok() && !reports[1].detection.has_value());
+  EXPECT_TRUE(reports[3].detection.has_value());  // slurm
+  EXPECT_FALSE(reports[4].status.ok());           // tf_config
+  EXPECT_FALSE(reports[5].detection.has_value());
 }
 
 }  // namespace
@@ -535,7 +535,7 @@ namespace kdist {
 namespace {
 
 // Any values in a scheduler's variables: a detection or an error, never a crash.
-KDIST_TEST(Detectors, SurviveArbitraryValues) {
+TEST(Detectors, SurviveArbitraryValues) {
   static constexpr char kAlphabet[] = "0123456789[],-()x.:;/{}\"\\ tcp";
   testing::RandomText random(0x94d049bb133111ebull, std::string_view(kAlphabet, sizeof kAlphabet - 1), 10);
   std::vector<std::string_view> names;
@@ -550,7 +550,7 @@ KDIST_TEST(Detectors, SurviveArbitraryValues) {
       env[std::string(names[random.Bits() % names.size()])] = std::move(value);
     }
     for (const DetectorReport& report : DetectAll(env)) {
-      KDIST_EXPECT_TRUE(report.status.ok() || report.status.code() == StatusCode::kInvalidArgument);
+      EXPECT_TRUE(report.status.ok() || report.status.code() == StatusCode::kInvalidArgument);
     }
   }
 }

@@ -10,7 +10,7 @@
 // required field makes the frame invalid.
 //
 // Everything here is a pure function of its bytes: decoding must survive any
-// input (hello_fuzz.cc feeds it anything) and never reads past what it
+// input (fuzz/hello/hello_fuzz.cc feeds it anything) and never reads past what it
 // was given.
 #ifndef KDIST_HELLO_H_
 #define KDIST_HELLO_H_

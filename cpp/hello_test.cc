@@ -1,7 +1,7 @@
 #include "hello.h"
 
 #include "backoff.h"  // SplitMix64 for random bytes
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
@@ -56,25 +56,25 @@ std::string MinimalHelloPayload() {
          Field(8, "host") + Field(9, Int(77));
 }
 
-KDIST_TEST(Hello, RoundTrips) {
+TEST(Hello, RoundTrips) {
   const Hello in = SampleHello();
   const std::string frame = EncodeHello(in);
-  KDIST_EXPECT_EQ(frame.substr(0, 4), std::string("KDRV"));
+  EXPECT_EQ(frame.substr(0, 4), std::string("KDRV"));
   Result<Hello> out = DecodeHello(frame);
   KDIST_ASSERT_OK(out);
-  KDIST_EXPECT_EQ(out->process_id, in.process_id);
-  KDIST_EXPECT_EQ(out->num_processes, in.num_processes);
-  KDIST_EXPECT_EQ(out->fingerprint, in.fingerprint);
-  KDIST_EXPECT_EQ(out->coordinator, in.coordinator);
-  KDIST_EXPECT_EQ(out->num_processes_source, in.num_processes_source);
-  KDIST_EXPECT_EQ(out->coordinator_source, in.coordinator_source);
-  KDIST_EXPECT_EQ(out->jax_version, in.jax_version);
-  KDIST_EXPECT_EQ(out->host, in.host);
-  KDIST_EXPECT_EQ(out->pid, in.pid);
-  KDIST_EXPECT_EQ(out->token, in.token);
+  EXPECT_EQ(out->process_id, in.process_id);
+  EXPECT_EQ(out->num_processes, in.num_processes);
+  EXPECT_EQ(out->fingerprint, in.fingerprint);
+  EXPECT_EQ(out->coordinator, in.coordinator);
+  EXPECT_EQ(out->num_processes_source, in.num_processes_source);
+  EXPECT_EQ(out->coordinator_source, in.coordinator_source);
+  EXPECT_EQ(out->jax_version, in.jax_version);
+  EXPECT_EQ(out->host, in.host);
+  EXPECT_EQ(out->pid, in.pid);
+  EXPECT_EQ(out->token, in.token);
 }
 
-KDIST_TEST(Hello, NegativeAndExtremeIntegersRoundTrip) {
+TEST(Hello, NegativeAndExtremeIntegersRoundTrip) {
   Hello in = SampleHello();
   in.process_id = -1;
   in.num_processes = INT64_MAX;
@@ -82,73 +82,73 @@ KDIST_TEST(Hello, NegativeAndExtremeIntegersRoundTrip) {
   in.token.clear();
   Result<Hello> out = DecodeHello(EncodeHello(in));
   KDIST_ASSERT_OK(out);
-  KDIST_EXPECT_EQ(out->process_id, int64_t{-1});
-  KDIST_EXPECT_EQ(out->num_processes, INT64_MAX);
-  KDIST_EXPECT_EQ(out->pid, INT64_MIN);
-  KDIST_EXPECT_EQ(out->token, std::string());
+  EXPECT_EQ(out->process_id, int64_t{-1});
+  EXPECT_EQ(out->num_processes, INT64_MAX);
+  EXPECT_EQ(out->pid, INT64_MIN);
+  EXPECT_EQ(out->token, std::string());
 }
 
-KDIST_TEST(Hello, OverlongStringsAreCutSoTheFrameStillDecodes) {
+TEST(Hello, OverlongStringsAreCutSoTheFrameStillDecodes) {
   Hello in = SampleHello();
   in.host = std::string(10000, 'h');
   in.token = std::string(5000, 't');
   const std::string frame = EncodeHello(in);
-  KDIST_EXPECT_LE(frame.size(), kFrameHeaderSize + kMaxFramePayload);
+  EXPECT_LE(frame.size(), kFrameHeaderSize + kMaxFramePayload);
   Result<Hello> out = DecodeHello(frame);
   KDIST_ASSERT_OK(out);
-  KDIST_EXPECT_EQ(out->host.size(), kMaxHostBytes);
-  KDIST_EXPECT_EQ(out->token.size(), kMaxTokenBytes);
+  EXPECT_EQ(out->host.size(), kMaxHostBytes);
+  EXPECT_EQ(out->token.size(), kMaxTokenBytes);
 }
 
-KDIST_TEST(Hello, EveryTruncationIsAnErrorNotACrash) {
+TEST(Hello, EveryTruncationIsAnErrorNotACrash) {
   const std::string frame = EncodeHello(SampleHello());
   for (size_t n = 0; n < frame.size(); ++n) {
     Result<Hello> out = DecodeHello(std::string_view(frame).substr(0, n));
-    KDIST_EXPECT_FALSE(out.ok());
+    EXPECT_FALSE(out.ok());
     if (out.ok()) return;
-    KDIST_EXPECT_TRUE(out.status().code() == StatusCode::kInvalidArgument);
+    EXPECT_TRUE(out.status().code() == StatusCode::kInvalidArgument);
   }
 }
 
-KDIST_TEST(Hello, TrailingBytesAreRejected) {
+TEST(Hello, TrailingBytesAreRejected) {
   KDIST_EXPECT_ERROR(DecodeHello(EncodeHello(SampleHello()) + "x"), StatusCode::kInvalidArgument,
                      "header announces");
 }
 
-KDIST_TEST(Hello, WrongMagicIsNamedWithTheBytesQuoted) {
+TEST(Hello, WrongMagicIsNamedWithTheBytesQuoted) {
   KDIST_EXPECT_ERROR(DecodeHello("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
                      StatusCode::kInvalidArgument, "\"GET / HTTP/1\"");
 }
 
-KDIST_TEST(Hello, OversizedPayloadIsRefusedFromTheHeaderAlone) {
+TEST(Hello, OversizedPayloadIsRefusedFromTheHeaderAlone) {
   const std::string header = RawFrame(kProtocolVersion, 1, "", kMaxFramePayload + 1);
   KDIST_EXPECT_ERROR(DecodeFrameHeader(header), StatusCode::kInvalidArgument, "over the limit");
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, "", 0xffffffffll)), StatusCode::kInvalidArgument,
                      "4294967295");
 }
 
-KDIST_TEST(Hello, OtherProtocolVersionIsAFailedPrecondition) {
+TEST(Hello, OtherProtocolVersionIsAFailedPrecondition) {
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(9, 1, MinimalHelloPayload())),
                      StatusCode::kFailedPrecondition, "protocol version 9");
   Result<FrameHeader> header = DecodeFrameHeader(RawFrame(7, 1, ""));
   KDIST_ASSERT_OK(header);
-  KDIST_EXPECT_EQ(header->version, uint16_t{7});
+  EXPECT_EQ(header->version, uint16_t{7});
 }
 
-KDIST_TEST(Hello, MinimalHandMadeHelloDecodes) {
+TEST(Hello, MinimalHandMadeHelloDecodes) {
   Result<Hello> out = DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload()));
   KDIST_ASSERT_OK(out);
-  KDIST_EXPECT_EQ(out->pid, int64_t{77});
-  KDIST_EXPECT_EQ(out->jax_version, std::string());
-  KDIST_EXPECT_EQ(out->token, std::string());
+  EXPECT_EQ(out->pid, int64_t{77});
+  EXPECT_EQ(out->jax_version, std::string());
+  EXPECT_EQ(out->token, std::string());
 }
 
-KDIST_TEST(Hello, UnknownFieldsAreSkipped) {
+TEST(Hello, UnknownFieldsAreSkipped) {
   const std::string payload = Field(200, "future") + MinimalHelloPayload() + Field(63, "x");
   KDIST_EXPECT_OK(DecodeHello(RawFrame(kProtocolVersion, 1, payload)));
 }
 
-KDIST_TEST(Hello, MalformedFieldsAreErrors) {
+TEST(Hello, MalformedFieldsAreErrors) {
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + Field(9, Int(1)))),
                      StatusCode::kInvalidArgument, "appears twice");
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, Field(1, "abc") + MinimalHelloPayload())),
@@ -173,7 +173,7 @@ KDIST_TEST(Hello, MalformedFieldsAreErrors) {
                      StatusCode::kInvalidArgument, "frame type 2");
 }
 
-KDIST_TEST(Hello, RandomBytesNeverCrashAndAlmostNeverDecode) {
+TEST(Hello, RandomBytesNeverCrashAndAlmostNeverDecode) {
   SplitMix64 random(2024);
   int decoded = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -188,10 +188,10 @@ KDIST_TEST(Hello, RandomBytesNeverCrashAndAlmostNeverDecode) {
     FrameAssembler assembler;
     if (assembler.Append(bytes).ok()) (void)assembler.TakeFrame();
   }
-  KDIST_EXPECT_EQ(decoded, 0);
+  EXPECT_EQ(decoded, 0);
 }
 
-KDIST_TEST(Reply, GoRejectAndStatusRoundTrip) {
+TEST(Reply, GoRejectAndStatusRoundTrip) {
   for (FrameType type : {FrameType::kGo, FrameType::kReject, FrameType::kStatus}) {
     Reply in;
     in.type = type;
@@ -203,18 +203,18 @@ KDIST_TEST(Reply, GoRejectAndStatusRoundTrip) {
     in.shared.seed = 4294967295;
     Result<Reply> out = DecodeReply(EncodeReply(in));
     KDIST_ASSERT_OK(out);
-    KDIST_EXPECT_TRUE(out->type == type);
-    KDIST_EXPECT_TRUE(out->code == in.code);
-    KDIST_EXPECT_EQ(out->message, in.message);
-    KDIST_EXPECT_EQ(out->host, in.host);
-    KDIST_EXPECT_EQ(out->pid, int64_t{99});
-    KDIST_EXPECT_EQ(out->jax_version, in.jax_version);
+    EXPECT_TRUE(out->type == type);
+    EXPECT_TRUE(out->code == in.code);
+    EXPECT_EQ(out->message, in.message);
+    EXPECT_EQ(out->host, in.host);
+    EXPECT_EQ(out->pid, int64_t{99});
+    EXPECT_EQ(out->jax_version, in.jax_version);
     // Only "go" carries what the job shares.
-    KDIST_EXPECT_EQ(out->shared.seed, type == FrameType::kGo ? int64_t{4294967295} : int64_t{0});
+    EXPECT_EQ(out->shared.seed, type == FrameType::kGo ? int64_t{4294967295} : int64_t{0});
   }
 }
 
-KDIST_TEST(Reply, GoWithoutSeedIsAnError) {
+TEST(Reply, GoWithoutSeedIsAnError) {
   KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2, Field(11, Int(0)))),
                      StatusCode::kInvalidArgument, "go reply carries no seed");
   KDIST_EXPECT_OK(
@@ -224,7 +224,7 @@ KDIST_TEST(Reply, GoWithoutSeedIsAnError) {
                      StatusCode::kInvalidArgument, "appears twice");
 }
 
-KDIST_TEST(Reply, BadRepliesAreErrors) {
+TEST(Reply, BadRepliesAreErrors) {
   KDIST_EXPECT_ERROR(DecodeReply(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
                      "not a reply");
   KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, Field(11, Int(0)))), StatusCode::kInvalidArgument,
@@ -241,10 +241,10 @@ KDIST_TEST(Reply, BadRepliesAreErrors) {
   long_message.message = std::string(20000, 'm');
   Result<Reply> out = DecodeReply(EncodeReply(long_message));
   KDIST_ASSERT_OK(out);
-  KDIST_EXPECT_EQ(out->message.size(), kMaxMessageBytes);
+  EXPECT_EQ(out->message.size(), kMaxMessageBytes);
 }
 
-KDIST_TEST(FrameAssembler, CutsAStreamFedByteByByte) {
+TEST(FrameAssembler, CutsAStreamFedByteByByte) {
   const std::string a = EncodeHello(SampleHello());
   Reply go;
   const std::string b = EncodeReply(go);
@@ -259,21 +259,21 @@ KDIST_TEST(FrameAssembler, CutsAStreamFedByteByByte) {
       ++taken;
     }
   }
-  KDIST_EXPECT_EQ(taken, 2);
-  KDIST_EXPECT_EQ(frames, a + b);
-  KDIST_EXPECT_EQ(assembler.buffered(), size_t{0});
+  EXPECT_EQ(taken, 2);
+  EXPECT_EQ(frames, a + b);
+  EXPECT_EQ(assembler.buffered(), size_t{0});
 }
 
-KDIST_TEST(FrameAssembler, RefusesHttpAtTheFirstByte) {
+TEST(FrameAssembler, RefusesHttpAtTheFirstByte) {
   FrameAssembler assembler;
   KDIST_EXPECT_ERROR(assembler.Append("G"), StatusCode::kInvalidArgument, "magic");
   FrameAssembler oversized;
   KDIST_EXPECT_OK(oversized.Append("KDRV"));
   KDIST_EXPECT_ERROR(oversized.Append(RawFrame(kProtocolVersion, 1, "", 1 << 30).substr(4)),
                      StatusCode::kInvalidArgument, "over the limit");
-  KDIST_EXPECT_TRUE(CouldStartFrame(""));
-  KDIST_EXPECT_TRUE(CouldStartFrame("KD"));
-  KDIST_EXPECT_FALSE(CouldStartFrame("KX"));
+  EXPECT_TRUE(CouldStartFrame(""));
+  EXPECT_TRUE(CouldStartFrame("KD"));
+  EXPECT_FALSE(CouldStartFrame("KX"));
 }
 
 }  // namespace

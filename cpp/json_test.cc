@@ -1,55 +1,55 @@
 #include "json.h"
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 #include "testing/random_text.h"
 
 namespace kdist {
 namespace {
 
-KDIST_TEST(Json, ParsesTfConfig) {
+TEST(Json, ParsesTfConfig) {
   auto value = ParseJson(R"({"cluster": {"chief": ["host0:2222"],
                             "worker": ["host1:2222", "host2:2222"]},
                             "task": {"type": "worker", "index": 1}})");
   KDIST_ASSERT_OK(value);
-  KDIST_ASSERT_TRUE(value->is_object());
+  ASSERT_TRUE(value->is_object());
   const JsonValue* cluster = value->Find("cluster");
-  KDIST_ASSERT_TRUE(cluster != nullptr && cluster->is_object());
-  KDIST_EXPECT_EQ(cluster->members().front().first, std::string("chief"));
+  ASSERT_TRUE(cluster != nullptr && cluster->is_object());
+  EXPECT_EQ(cluster->members().front().first, std::string("chief"));
   const JsonValue* workers = cluster->Find("worker");
-  KDIST_ASSERT_TRUE(workers != nullptr && workers->is_array());
-  KDIST_EXPECT_EQ(workers->items().size(), size_t{2});
-  KDIST_EXPECT_EQ(workers->items()[1].text(), std::string("host2:2222"));
+  ASSERT_TRUE(workers != nullptr && workers->is_array());
+  EXPECT_EQ(workers->items().size(), size_t{2});
+  EXPECT_EQ(workers->items()[1].text(), std::string("host2:2222"));
   const JsonValue* index = value->Find("task")->Find("index");
-  KDIST_ASSERT_TRUE(index != nullptr);
-  KDIST_EXPECT_EQ(index->AsInteger().value_or(-1), int64_t{1});
-  KDIST_EXPECT_TRUE(value->Find("missing") == nullptr);
+  ASSERT_TRUE(index != nullptr);
+  EXPECT_EQ(index->AsInteger().value_or(-1), int64_t{1});
+  EXPECT_TRUE(value->Find("missing") == nullptr);
 }
 
-KDIST_TEST(Json, ScalarsAndNumbers) {
-  KDIST_EXPECT_TRUE(ParseJson("null")->is_null());
-  KDIST_EXPECT_TRUE(ParseJson(" true ")->bool_value());
-  KDIST_EXPECT_FALSE(ParseJson("false")->bool_value());
+TEST(Json, ScalarsAndNumbers) {
+  EXPECT_TRUE(ParseJson("null")->is_null());
+  EXPECT_TRUE(ParseJson(" true ")->bool_value());
+  EXPECT_FALSE(ParseJson("false")->bool_value());
   for (const char* number : {"0", "-0", "12", "-3", "1.5", "1e3", "2E-2", "-0.5e+7"}) {
     auto value = ParseJson(number);
     KDIST_EXPECT_OK(value);
-    if (value.ok()) KDIST_EXPECT_EQ(value->text(), std::string(number));
+    if (value.ok()) EXPECT_EQ(value->text(), std::string(number));
   }
-  KDIST_EXPECT_EQ(ParseJson("-7")->AsInteger().value_or(0), int64_t{-7});
-  KDIST_EXPECT_FALSE(ParseJson("3.0")->AsInteger().has_value());
-  KDIST_EXPECT_FALSE(ParseJson("3e0")->AsInteger().has_value());
-  KDIST_EXPECT_FALSE(ParseJson("99999999999999999999")->AsInteger().has_value());
-  KDIST_EXPECT_FALSE(ParseJson("\"3\"")->AsInteger().has_value());
+  EXPECT_EQ(ParseJson("-7")->AsInteger().value_or(0), int64_t{-7});
+  EXPECT_FALSE(ParseJson("3.0")->AsInteger().has_value());
+  EXPECT_FALSE(ParseJson("3e0")->AsInteger().has_value());
+  EXPECT_FALSE(ParseJson("99999999999999999999")->AsInteger().has_value());
+  EXPECT_FALSE(ParseJson("\"3\"")->AsInteger().has_value());
 }
 
-KDIST_TEST(Json, StringsDecodeEscapesAndUtf8) {
-  KDIST_EXPECT_EQ(ParseJson(R"("a\"b\\c\/d\n\t")")->text(), std::string("a\"b\\c/d\n\t"));
-  KDIST_EXPECT_EQ(ParseJson(R"("\u00e9")")->text(), std::string("\xc3\xa9"));
-  KDIST_EXPECT_EQ(ParseJson(R"("\ud83d\ude00")")->text(), std::string("\xf0\x9f\x98\x80"));
-  KDIST_EXPECT_EQ(ParseJson("\"\xe2\x82\xac\"")->text(), std::string("\xe2\x82\xac"));
-  KDIST_EXPECT_EQ(ParseJson(R"("\u0000")")->text(), std::string("\0", 1));
+TEST(Json, StringsDecodeEscapesAndUtf8) {
+  EXPECT_EQ(ParseJson(R"("a\"b\\c\/d\n\t")")->text(), std::string("a\"b\\c/d\n\t"));
+  EXPECT_EQ(ParseJson(R"("\u00e9")")->text(), std::string("\xc3\xa9"));
+  EXPECT_EQ(ParseJson(R"("\ud83d\ude00")")->text(), std::string("\xf0\x9f\x98\x80"));
+  EXPECT_EQ(ParseJson("\"\xe2\x82\xac\"")->text(), std::string("\xe2\x82\xac"));
+  EXPECT_EQ(ParseJson(R"("\u0000")")->text(), std::string("\0", 1));
 }
 
-KDIST_TEST(Json, RejectsWhatIsNotStrictJson) {
+TEST(Json, RejectsWhatIsNotStrictJson) {
   const std::pair<const char*, const char*> cases[] = {
       {"", "expected a value but found the end at byte 0"},
       {"{", "expected a string key but found the end at byte 1"},
@@ -90,7 +90,7 @@ KDIST_TEST(Json, RejectsWhatIsNotStrictJson) {
   }
 }
 
-KDIST_TEST(Json, DepthAndSizeAreBounded) {
+TEST(Json, DepthAndSizeAreBounded) {
   KDIST_EXPECT_OK(ParseJson(std::string(64, '[') + std::string(64, ']')));
   KDIST_EXPECT_ERROR(ParseJson(std::string(65, '[') + std::string(65, ']')),
                      StatusCode::kInvalidArgument, "nesting deeper than 64 levels");
@@ -103,10 +103,10 @@ KDIST_TEST(Json, DepthAndSizeAreBounded) {
                      "9 bytes long, more than the 8 allowed");
 }
 
-KDIST_TEST(Json, KindNames) {
-  KDIST_EXPECT_EQ(std::string(JsonKindName(ParseJson("[]")->kind())), std::string("an array"));
-  KDIST_EXPECT_EQ(std::string(JsonKindName(ParseJson("{}")->kind())), std::string("an object"));
-  KDIST_EXPECT_EQ(std::string(JsonKindName(ParseJson("1")->kind())), std::string("a number"));
+TEST(Json, KindNames) {
+  EXPECT_EQ(std::string(JsonKindName(ParseJson("[]")->kind())), std::string("an array"));
+  EXPECT_EQ(std::string(JsonKindName(ParseJson("{}")->kind())), std::string("an object"));
+  EXPECT_EQ(std::string(JsonKindName(ParseJson("1")->kind())), std::string("a number"));
 }
 
 }  // namespace
@@ -116,7 +116,7 @@ namespace kdist {
 namespace {
 
 // Any bytes: a value or an error, never a crash; deep nesting stays bounded.
-KDIST_TEST(Json, SurvivesArbitraryInput) {
+TEST(Json, SurvivesArbitraryInput) {
   static constexpr char kAlphabet[] = "{}[]:,\"\\u0123456789abcdefEe.-+ \ttruefalsenull\xc3\xa9\xed\xa0";
   testing::RandomText random(0x2545f4914f6cdd1dull, std::string_view(kAlphabet, sizeof kAlphabet - 1), 10);
   JsonLimits limits;
@@ -125,7 +125,7 @@ KDIST_TEST(Json, SurvivesArbitraryInput) {
     const std::string text = random.Next(40);
     auto value = ParseJson(text, limits);
     if (!value.ok()) {
-      KDIST_EXPECT_TRUE(value.status().code() == StatusCode::kInvalidArgument);
+      EXPECT_TRUE(value.status().code() == StatusCode::kInvalidArgument);
     }
   }
 }

@@ -1,6 +1,6 @@
 #include "local_devices.h"
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
@@ -15,43 +15,43 @@ Detection WithLocal(std::optional<std::string> rank, std::optional<std::string> 
   return d;
 }
 
-KDIST_TEST(LocalDevices, OneDevicePerProcessByLocalRank) {
+TEST(LocalDevices, OneDevicePerProcessByLocalRank) {
   auto s = SuggestLocalDevices(WithLocal("3", "4"), {});
   KDIST_ASSERT_OK(s);
-  KDIST_ASSERT_TRUE(s->ids.has_value());
-  KDIST_EXPECT_EQ(s->ids->size(), size_t{1});
-  KDIST_EXPECT_EQ(s->ids->front(), int64_t{3});
-  KDIST_EXPECT_EQ(s->source, std::string("torchrun (LOCAL_RANK)"));
-  KDIST_EXPECT_EQ(s->reason, std::string("one device per process, chosen by local rank "
+  ASSERT_TRUE(s->ids.has_value());
+  EXPECT_EQ(s->ids->size(), size_t{1});
+  EXPECT_EQ(s->ids->front(), int64_t{3});
+  EXPECT_EQ(s->source, std::string("torchrun (LOCAL_RANK)"));
+  EXPECT_EQ(s->reason, std::string("one device per process, chosen by local rank "
                                          "(LOCAL_RANK=\"3\" of LOCAL_WORLD_SIZE=\"4\")"));
-  KDIST_EXPECT_TRUE(SuggestLocalDevices(WithLocal("0", std::nullopt), {})->ids.has_value());
+  EXPECT_TRUE(SuggestLocalDevices(WithLocal("0", std::nullopt), {})->ids.has_value());
 }
 
-KDIST_TEST(LocalDevices, NoSuggestionWhenItWouldBeWrong) {
+TEST(LocalDevices, NoSuggestionWhenItWouldBeWrong) {
   auto none = SuggestLocalDevices(std::nullopt, {});
-  KDIST_EXPECT_FALSE(none->ids.has_value());
-  KDIST_EXPECT_EQ(none->reason, std::string("no scheduler was detected"));
+  EXPECT_FALSE(none->ids.has_value());
+  EXPECT_EQ(none->reason, std::string("no scheduler was detected"));
 
   auto no_rank = SuggestLocalDevices(WithLocal(std::nullopt, std::nullopt), {});
-  KDIST_EXPECT_EQ(no_rank->reason, std::string("torchrun does not publish a local rank"));
+  EXPECT_EQ(no_rank->reason, std::string("torchrun does not publish a local rank"));
 
   // One process per host drives every device of the host.
   auto alone = SuggestLocalDevices(WithLocal("0", "1"), {});
-  KDIST_EXPECT_FALSE(alone->ids.has_value());
-  KDIST_EXPECT_EQ(alone->reason,
+  EXPECT_FALSE(alone->ids.has_value());
+  EXPECT_EQ(alone->reason,
                   std::string("this is the job's only process on its host "
                               "(LOCAL_WORLD_SIZE=\"1\"): it keeps every device it sees"));
 
   // The scheduler already bound a device: <local rank> would not exist.
   auto bound = SuggestLocalDevices(WithLocal("3", "4"), {{"CUDA_VISIBLE_DEVICES", "3"}});
-  KDIST_EXPECT_FALSE(bound->ids.has_value());
-  KDIST_EXPECT_EQ(bound->reason, std::string("CUDA_VISIBLE_DEVICES=\"3\" already limits the "
+  EXPECT_FALSE(bound->ids.has_value());
+  EXPECT_EQ(bound->reason, std::string("CUDA_VISIBLE_DEVICES=\"3\" already limits the "
                                              "devices this process sees"));
-  KDIST_EXPECT_FALSE(
+  EXPECT_FALSE(
       SuggestLocalDevices(WithLocal("1", "2"), {{"ROCR_VISIBLE_DEVICES", "0,1"}})->ids.has_value());
 }
 
-KDIST_TEST(LocalDevices, MalformedLocalValues) {
+TEST(LocalDevices, MalformedLocalValues) {
   KDIST_EXPECT_ERROR(SuggestLocalDevices(WithLocal("x", "4"), {}), StatusCode::kInvalidArgument,
                      "LOCAL_RANK=\"x\" (detected: torchrun): is not a local rank");
   KDIST_EXPECT_ERROR(SuggestLocalDevices(WithLocal("1", "0"), {}), StatusCode::kInvalidArgument,
@@ -61,14 +61,14 @@ KDIST_TEST(LocalDevices, MalformedLocalValues) {
                      "processes on this host, LOCAL_WORLD_SIZE=\"4\"");
 }
 
-KDIST_TEST(LocalDevices, ParsesTheSetting) {
-  KDIST_EXPECT_TRUE(ParseLocalDeviceSetting("all")->kind == LocalDeviceSetting::Kind::kAll);
-  KDIST_EXPECT_TRUE(ParseLocalDeviceSetting(" Auto ")->kind == LocalDeviceSetting::Kind::kAuto);
+TEST(LocalDevices, ParsesTheSetting) {
+  EXPECT_TRUE(ParseLocalDeviceSetting("all")->kind == LocalDeviceSetting::Kind::kAll);
+  EXPECT_TRUE(ParseLocalDeviceSetting(" Auto ")->kind == LocalDeviceSetting::Kind::kAuto);
   auto list = ParseLocalDeviceSetting("0, 2,5");
   KDIST_ASSERT_OK(list);
-  KDIST_EXPECT_TRUE(list->kind == LocalDeviceSetting::Kind::kList);
-  KDIST_EXPECT_EQ(list->ids.size(), size_t{3});
-  KDIST_EXPECT_EQ(list->ids[1], int64_t{2});
+  EXPECT_TRUE(list->kind == LocalDeviceSetting::Kind::kList);
+  EXPECT_EQ(list->ids.size(), size_t{3});
+  EXPECT_EQ(list->ids[1], int64_t{2});
   KDIST_EXPECT_ERROR(ParseLocalDeviceSetting(""), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ParseLocalDeviceSetting("0,,1"), StatusCode::kInvalidArgument,
                      "has \"\", which is not a device id");

@@ -1,38 +1,38 @@
 #include "ompi_uri.h"
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 #include "testing/random_text.h"
 
 namespace kdist {
 namespace {
 
-KDIST_TEST(OmpiHnpUri, ParsesIpv4Interfaces) {
+TEST(OmpiHnpUri, ParsesIpv4Interfaces) {
   auto uri = ParseOmpiHnpUri("1531576320.0;tcp://10.96.0.1,10.148.0.1,10.108.0.1:34911");
   KDIST_ASSERT_OK(uri);
-  KDIST_EXPECT_EQ(uri->job_id, uint64_t{1531576320});
-  KDIST_EXPECT_EQ(uri->vpid, uint64_t{0});
-  KDIST_ASSERT_EQ(uri->addresses.size(), size_t{3});
-  KDIST_EXPECT_EQ(uri->addresses[0].ToString(), std::string("10.96.0.1:34911"));
-  KDIST_EXPECT_EQ(uri->addresses[2].ToString(), std::string("10.108.0.1:34911"));
+  EXPECT_EQ(uri->job_id, uint64_t{1531576320});
+  EXPECT_EQ(uri->vpid, uint64_t{0});
+  ASSERT_EQ(uri->addresses.size(), size_t{3});
+  EXPECT_EQ(uri->addresses[0].ToString(), std::string("10.96.0.1:34911"));
+  EXPECT_EQ(uri->addresses[2].ToString(), std::string("10.108.0.1:34911"));
 }
 
-KDIST_TEST(OmpiHnpUri, ParsesIpv6AndMixedEntries) {
+TEST(OmpiHnpUri, ParsesIpv6AndMixedEntries) {
   auto v6 = ParseOmpiHnpUri(
       "1314521088.0;tcp6://[fe80::b9b:ac5d:9cf0:b858,2620:10d:c083:150e::3000:2]:43370");
   KDIST_ASSERT_OK(v6);
-  KDIST_ASSERT_EQ(v6->addresses.size(), size_t{2});
-  KDIST_EXPECT_EQ(v6->addresses[0].ToString(), std::string("[fe80::b9b:ac5d:9cf0:b858]:43370"));
-  KDIST_EXPECT_TRUE(v6->addresses[1].kind == HostKind::kIPv6);
+  ASSERT_EQ(v6->addresses.size(), size_t{2});
+  EXPECT_EQ(v6->addresses[0].ToString(), std::string("[fe80::b9b:ac5d:9cf0:b858]:43370"));
+  EXPECT_TRUE(v6->addresses[1].kind == HostKind::kIPv6);
 
   auto mixed = ParseOmpiHnpUri("7.1;usock://whatever;tcp6://[::1]:2;tcp://10.0.0.1:1");
   KDIST_ASSERT_OK(mixed);
-  KDIST_EXPECT_EQ(mixed->vpid, uint64_t{1});
-  KDIST_ASSERT_EQ(mixed->addresses.size(), size_t{2});
-  KDIST_EXPECT_EQ(mixed->addresses[0].ToString(), std::string("[::1]:2"));
-  KDIST_EXPECT_EQ(mixed->addresses[1].ToString(), std::string("10.0.0.1:1"));
+  EXPECT_EQ(mixed->vpid, uint64_t{1});
+  ASSERT_EQ(mixed->addresses.size(), size_t{2});
+  EXPECT_EQ(mixed->addresses[0].ToString(), std::string("[::1]:2"));
+  EXPECT_EQ(mixed->addresses[1].ToString(), std::string("10.0.0.1:1"));
 }
 
-KDIST_TEST(OmpiHnpUri, RejectsMalformedValues) {
+TEST(OmpiHnpUri, RejectsMalformedValues) {
   const std::pair<const char*, const char*> cases[] = {
       {"", "is empty"},
       {"1531576320;tcp://10.0.0.1:1", "has no '.' between job id and vpid"},
@@ -85,15 +85,15 @@ namespace kdist {
 namespace {
 
 // Any bytes: a URI with at least one address, or an error; never a crash.
-KDIST_TEST(OmpiHnpUri, SurvivesArbitraryInput) {
+TEST(OmpiHnpUri, SurvivesArbitraryInput) {
   static constexpr char kAlphabet[] = "0123456789.;:/,[]tcp6fe:x\0 ";
   testing::RandomText random(0xd1b54a32d192ed03ull, std::string_view(kAlphabet, sizeof kAlphabet - 1));
   for (int round = 0; round < 20000; ++round) {
     const std::string text = (round % 2 ? "5.0;tcp://" : "5.0;tcp6://[") + random.Next(30);
     auto uri = ParseOmpiHnpUri(text);
     if (uri.ok()) {
-      KDIST_EXPECT_FALSE(uri->addresses.empty());
-      for (const Address& a : uri->addresses) KDIST_EXPECT_TRUE(a.port != 0);
+      EXPECT_FALSE(uri->addresses.empty());
+      for (const Address& a : uri->addresses) EXPECT_TRUE(a.port != 0);
     }
   }
 }

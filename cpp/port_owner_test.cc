@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "socket.h"
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
@@ -31,39 +31,39 @@ constexpr char kTcp6[] =
     "   1: 0000000000000000FFFF00000100007F:A9DD 0000000000000000FFFF00000100007F:C88A 06 "
     "00000000:00000000 03:00000249 00000000     0        0 0 3 0000000040b62d81\n";
 
-KDIST_TEST(PortOwner, ParsesIpv4Table) {
+TEST(PortOwner, ParsesIpv4Table) {
   const std::vector<TcpSocketEntry> entries = ParseProcNetTcp(kTcp);
-  KDIST_ASSERT_EQ(entries.size(), size_t{2});
-  KDIST_EXPECT_EQ(entries[0].local_address, std::string("127.0.0.1"));
-  KDIST_EXPECT_EQ(entries[0].local_port, uint16_t{5000});
-  KDIST_EXPECT_EQ(entries[0].state, kTcpListen);
-  KDIST_EXPECT_EQ(entries[0].uid, uint32_t{1000});
-  KDIST_EXPECT_EQ(entries[0].inode, uint64_t{777});
-  KDIST_EXPECT_EQ(entries[1].local_address, std::string("192.0.2.2"));
-  KDIST_EXPECT_EQ(entries[1].state, 1);
+  ASSERT_EQ(entries.size(), size_t{2});
+  EXPECT_EQ(entries[0].local_address, std::string("127.0.0.1"));
+  EXPECT_EQ(entries[0].local_port, uint16_t{5000});
+  EXPECT_EQ(entries[0].state, kTcpListen);
+  EXPECT_EQ(entries[0].uid, uint32_t{1000});
+  EXPECT_EQ(entries[0].inode, uint64_t{777});
+  EXPECT_EQ(entries[1].local_address, std::string("192.0.2.2"));
+  EXPECT_EQ(entries[1].state, 1);
 }
 
-KDIST_TEST(PortOwner, ParsesIpv6Table) {
+TEST(PortOwner, ParsesIpv6Table) {
   const std::vector<TcpSocketEntry> entries = ParseProcNetTcp(kTcp6);
-  KDIST_ASSERT_EQ(entries.size(), size_t{2});
-  KDIST_EXPECT_EQ(entries[0].local_address, std::string("::"));
-  KDIST_EXPECT_EQ(entries[0].local_port, uint16_t{5001});
-  KDIST_EXPECT_EQ(entries[0].inode, uint64_t{888});
-  KDIST_EXPECT_EQ(entries[1].local_address, std::string("::ffff:127.0.0.1"));
+  ASSERT_EQ(entries.size(), size_t{2});
+  EXPECT_EQ(entries[0].local_address, std::string("::"));
+  EXPECT_EQ(entries[0].local_port, uint16_t{5001});
+  EXPECT_EQ(entries[0].inode, uint64_t{888});
+  EXPECT_EQ(entries[1].local_address, std::string("::ffff:127.0.0.1"));
 }
 
-KDIST_TEST(PortOwner, SurvivesJunk) {
-  KDIST_EXPECT_EQ(ParseProcNetTcp("").size(), size_t{0});
-  KDIST_EXPECT_EQ(ParseProcNetTcp(std::string(1000, ':')).size(), size_t{0});
-  KDIST_EXPECT_EQ(ParseProcNetTcp("0: 1:2 3 4 5 6 7 8 9 10").size(), size_t{0});
+TEST(PortOwner, SurvivesJunk) {
+  EXPECT_EQ(ParseProcNetTcp("").size(), size_t{0});
+  EXPECT_EQ(ParseProcNetTcp(std::string(1000, ':')).size(), size_t{0});
+  EXPECT_EQ(ParseProcNetTcp("0: 1:2 3 4 5 6 7 8 9 10").size(), size_t{0});
 }
 
-KDIST_TEST(PortOwner, ParsesSocketLinks) {
-  KDIST_EXPECT_EQ(*ParseSocketLink("socket:[12345]"), uint64_t{12345});
-  KDIST_EXPECT_FALSE(ParseSocketLink("pipe:[12345]").has_value());
-  KDIST_EXPECT_FALSE(ParseSocketLink("socket:[]").has_value());
-  KDIST_EXPECT_FALSE(ParseSocketLink("socket:[12a]").has_value());
-  KDIST_EXPECT_FALSE(ParseSocketLink("/dev/null").has_value());
+TEST(PortOwner, ParsesSocketLinks) {
+  EXPECT_EQ(*ParseSocketLink("socket:[12345]"), uint64_t{12345});
+  EXPECT_FALSE(ParseSocketLink("pipe:[12345]").has_value());
+  EXPECT_FALSE(ParseSocketLink("socket:[]").has_value());
+  EXPECT_FALSE(ParseSocketLink("socket:[12a]").has_value());
+  EXPECT_FALSE(ParseSocketLink("/dev/null").has_value());
 }
 
 // A /proc look-alike in a temporary directory.
@@ -90,40 +90,40 @@ struct FakeProc {
   }
 };
 
-KDIST_TEST(PortOwner, FindsThePidInAFakeProc) {
+TEST(PortOwner, FindsThePidInAFakeProc) {
   FakeProc proc;
   RealClock clock;
   auto owner = FindPortOwner(5000, clock, std::chrono::seconds(2), proc.root);
-  KDIST_ASSERT_TRUE(owner.has_value());
-  KDIST_EXPECT_EQ(owner->pid, int64_t{4242});
-  KDIST_EXPECT_EQ(owner->command, std::string("python3"));
-  KDIST_EXPECT_EQ(DescribePortOwner(owner),
+  ASSERT_TRUE(owner.has_value());
+  EXPECT_EQ(owner->pid, int64_t{4242});
+  EXPECT_EQ(owner->command, std::string("python3"));
+  EXPECT_EQ(DescribePortOwner(owner),
                   std::string("held by pid 4242 (\"python3\"), listening on 127.0.0.1:5000"));
   // Listening, but no visible process holds the inode.
   auto hidden = FindPortOwner(5001, clock, std::chrono::seconds(2), proc.root);
-  KDIST_ASSERT_TRUE(hidden.has_value());
-  KDIST_EXPECT_EQ(hidden->pid, int64_t{0});
-  KDIST_EXPECT_EQ(DescribePortOwner(hidden),
+  ASSERT_TRUE(hidden.has_value());
+  EXPECT_EQ(hidden->pid, int64_t{0});
+  EXPECT_EQ(DescribePortOwner(hidden),
                   std::string("held by a process of uid 0 that this user cannot inspect, "
                               "listening on [::]:5001"));
-  KDIST_EXPECT_FALSE(FindPortOwner(6000, clock, std::chrono::seconds(2), proc.root).has_value());
-  KDIST_EXPECT_EQ(DescribePortOwner(std::nullopt), std::string());
+  EXPECT_FALSE(FindPortOwner(6000, clock, std::chrono::seconds(2), proc.root).has_value());
+  EXPECT_EQ(DescribePortOwner(std::nullopt), std::string());
 }
 
-KDIST_TEST(PortOwner, NoProcMeansNoOwner) {
+TEST(PortOwner, NoProcMeansNoOwner) {
   RealClock clock;
-  KDIST_EXPECT_FALSE(
+  EXPECT_FALSE(
       FindPortOwner(5000, clock, std::chrono::seconds(1), "/nonexistent-kdist").has_value());
 }
 
-KDIST_TEST(PortOwner, FindsThisProcessOnTheRealProc) {
+TEST(PortOwner, FindsThisProcessOnTheRealProc) {
   Result<Listener> listener = ListenOnAllInterfaces(0, 4);
   KDIST_ASSERT_OK(listener);
   RealClock clock;
   auto owner = FindPortOwner(listener->port, clock, std::chrono::seconds(2));
-  KDIST_ASSERT_TRUE(owner.has_value());
-  KDIST_EXPECT_EQ(owner->pid, static_cast<int64_t>(getpid()));
-  KDIST_EXPECT_TRUE(DescribePortOwner(owner).find("pid " + std::to_string(getpid())) !=
+  ASSERT_TRUE(owner.has_value());
+  EXPECT_EQ(owner->pid, static_cast<int64_t>(getpid()));
+  EXPECT_TRUE(DescribePortOwner(owner).find("pid " + std::to_string(getpid())) !=
                     std::string::npos);
 }
 

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "resolve.h"
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
@@ -13,7 +13,7 @@ using std::chrono::seconds;
 
 int64_t Ns(Nanos value) { return value.count(); }
 
-KDIST_TEST(Rendezvous, HelloComesFromTheSpecAndIdentity) {
+TEST(Rendezvous, HelloComesFromTheSpecAndIdentity) {
   Request request;
   request.job_addresses = "127.0.0.1:5000";
   request.num_processes = "4";
@@ -21,45 +21,45 @@ KDIST_TEST(Rendezvous, HelloComesFromTheSpecAndIdentity) {
   Result<ClusterSpec> spec = Resolve(request, env);
   KDIST_ASSERT_OK(spec);
   const Hello hello = MakeHello(*spec, Identity{"0.4.35", "node-2", 321});
-  KDIST_EXPECT_EQ(hello.process_id, int64_t{2});
-  KDIST_EXPECT_EQ(hello.num_processes, int64_t{4});
-  KDIST_EXPECT_EQ(hello.fingerprint, spec->Fingerprint());
-  KDIST_EXPECT_EQ(hello.coordinator, std::string("127.0.0.1:5000"));
-  KDIST_EXPECT_EQ(hello.num_processes_source, std::string("argument"));
-  KDIST_EXPECT_EQ(hello.coordinator_source, std::string("argument"));
-  KDIST_EXPECT_EQ(hello.jax_version, std::string("0.4.35"));
-  KDIST_EXPECT_EQ(hello.host, std::string("node-2"));
-  KDIST_EXPECT_EQ(hello.pid, int64_t{321});
-  KDIST_EXPECT_EQ(hello.token, std::string("t0k"));
+  EXPECT_EQ(hello.process_id, int64_t{2});
+  EXPECT_EQ(hello.num_processes, int64_t{4});
+  EXPECT_EQ(hello.fingerprint, spec->Fingerprint());
+  EXPECT_EQ(hello.coordinator, std::string("127.0.0.1:5000"));
+  EXPECT_EQ(hello.num_processes_source, std::string("argument"));
+  EXPECT_EQ(hello.coordinator_source, std::string("argument"));
+  EXPECT_EQ(hello.jax_version, std::string("0.4.35"));
+  EXPECT_EQ(hello.host, std::string("node-2"));
+  EXPECT_EQ(hello.pid, int64_t{321});
+  EXPECT_EQ(hello.token, std::string("t0k"));
 }
 
-KDIST_TEST(Rendezvous, WorkerBackoffCapGrowsWithTheJob) {
-  KDIST_EXPECT_EQ(Ns(WorkerBackoff(2).initial), Ns(milliseconds(10)));
-  KDIST_EXPECT_EQ(Ns(WorkerBackoff(2).cap), Ns(milliseconds(50)));
-  KDIST_EXPECT_EQ(Ns(WorkerBackoff(200).cap), Ns(milliseconds(50)));
-  KDIST_EXPECT_EQ(Ns(WorkerBackoff(1000).cap), Ns(milliseconds(250)));
-  KDIST_EXPECT_EQ(Ns(WorkerBackoff(4000).cap), Ns(seconds(1)));
-  KDIST_EXPECT_EQ(Ns(WorkerBackoff(1'000'000).cap), Ns(seconds(1)));
-  KDIST_EXPECT_EQ(Ns(WorkerBackoff(0).cap), Ns(milliseconds(50)));
+TEST(Rendezvous, WorkerBackoffCapGrowsWithTheJob) {
+  EXPECT_EQ(Ns(WorkerBackoff(2).initial), Ns(milliseconds(10)));
+  EXPECT_EQ(Ns(WorkerBackoff(2).cap), Ns(milliseconds(50)));
+  EXPECT_EQ(Ns(WorkerBackoff(200).cap), Ns(milliseconds(50)));
+  EXPECT_EQ(Ns(WorkerBackoff(1000).cap), Ns(milliseconds(250)));
+  EXPECT_EQ(Ns(WorkerBackoff(4000).cap), Ns(seconds(1)));
+  EXPECT_EQ(Ns(WorkerBackoff(1'000'000).cap), Ns(seconds(1)));
+  EXPECT_EQ(Ns(WorkerBackoff(0).cap), Ns(milliseconds(50)));
   // The job's attempt rate at the cap stays under 8,000 per second: every
   // delay is at least half the cap.
   for (int64_t n : {2, 100, 201, 1000, 3999, 4000}) {
     const BackoffPolicy policy = WorkerBackoff(n);
     const double min_delay_s = NanosToSeconds(policy.cap) * (1.0 - policy.jitter);
-    KDIST_EXPECT_LE(static_cast<double>(n) / min_delay_s, 8000.0);
+    EXPECT_LE(static_cast<double>(n) / min_delay_s, 8000.0);
   }
 }
 
-KDIST_TEST(Rendezvous, TimesReadWell) {
-  KDIST_EXPECT_EQ(FormatElapsed(milliseconds(400)), std::string("0.4 s"));
-  KDIST_EXPECT_EQ(FormatElapsed(milliseconds(9940)), std::string("9.9 s"));
-  KDIST_EXPECT_EQ(FormatElapsed(seconds(12)), std::string("12 s"));
-  KDIST_EXPECT_EQ(FormatElapsed(Nanos(-5)), std::string("0.0 s"));
-  KDIST_EXPECT_EQ(FormatTimeout(seconds(300)), std::string("300 s"));
-  KDIST_EXPECT_EQ(FormatTimeout(milliseconds(2500)), std::string("2.5 s"));
+TEST(Rendezvous, TimesReadWell) {
+  EXPECT_EQ(FormatElapsed(milliseconds(400)), std::string("0.4 s"));
+  EXPECT_EQ(FormatElapsed(milliseconds(9940)), std::string("9.9 s"));
+  EXPECT_EQ(FormatElapsed(seconds(12)), std::string("12 s"));
+  EXPECT_EQ(FormatElapsed(Nanos(-5)), std::string("0.0 s"));
+  EXPECT_EQ(FormatTimeout(seconds(300)), std::string("300 s"));
+  EXPECT_EQ(FormatTimeout(milliseconds(2500)), std::string("2.5 s"));
 }
 
-KDIST_TEST(Waiter, SleepStopsAtTheDeadlineAndLogsAtTheInterval) {
+TEST(Waiter, SleepStopsAtTheDeadlineAndLogsAtTheInterval) {
   FakeClock clock;
   std::vector<std::string> lines;
   RendezvousOptions options;
@@ -68,16 +68,16 @@ KDIST_TEST(Waiter, SleepStopsAtTheDeadlineAndLogsAtTheInterval) {
   options.progress = [&](const std::string& line) { lines.push_back(line); };
   Waiter waiter(clock, options);
   KDIST_EXPECT_OK(waiter.Sleep(seconds(1000), [&] { return "waiting, " + waiter.Progress(); }));
-  KDIST_EXPECT_EQ(Ns(clock.Now()), Ns(seconds(300)));
-  KDIST_EXPECT_TRUE(waiter.Expired());
-  KDIST_EXPECT_EQ(lines.size(), size_t{60});
-  KDIST_ASSERT_TRUE(!lines.empty());
-  KDIST_EXPECT_EQ(lines.front(), std::string("waiting, 5.0 s of 300 s"));
-  KDIST_EXPECT_EQ(lines[1], std::string("waiting, 10 s of 300 s"));
-  for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(Ns(slept), Ns(seconds(5)));
+  EXPECT_EQ(Ns(clock.Now()), Ns(seconds(300)));
+  EXPECT_TRUE(waiter.Expired());
+  EXPECT_EQ(lines.size(), size_t{60});
+  ASSERT_TRUE(!lines.empty());
+  EXPECT_EQ(lines.front(), std::string("waiting, 5.0 s of 300 s"));
+  EXPECT_EQ(lines[1], std::string("waiting, 10 s of 300 s"));
+  for (Nanos slept : clock.sleeps()) EXPECT_LE(Ns(slept), Ns(seconds(5)));
 }
 
-KDIST_TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
+TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
   FakeClock clock;
   int asked = 0;
   RendezvousOptions options;
@@ -90,42 +90,42 @@ KDIST_TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
   };
   Waiter waiter(clock, options);
   KDIST_EXPECT_ERROR(waiter.Sleep(seconds(30), nullptr), StatusCode::kInternal, "interrupted");
-  KDIST_EXPECT_LE(Ns(clock.Now()), Ns(milliseconds(2100)));
-  KDIST_EXPECT_GE(asked, 20);
-  for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(Ns(slept), Ns(milliseconds(100)));
+  EXPECT_LE(Ns(clock.Now()), Ns(milliseconds(2100)));
+  EXPECT_GE(asked, 20);
+  for (Nanos slept : clock.sleeps()) EXPECT_LE(Ns(slept), Ns(milliseconds(100)));
 }
 
-KDIST_TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
+TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
   FakeClock clock;
   RendezvousOptions options;
   options.timeout = seconds(3);
   options.progress_interval = seconds(1);
   options.progress = [](const std::string&) {};
   Waiter waiter(clock, options);
-  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(seconds(1)));  // next progress line
+  EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(seconds(1)));  // next progress line
   clock.Advance(milliseconds(2500));
-  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(Nanos(0)));  // a line is overdue
+  EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(Nanos(0)));  // a line is overdue
   KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
-  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(milliseconds(500)));  // the deadline
+  EXPECT_EQ(Ns(waiter.Slice(seconds(10))), Ns(milliseconds(500)));  // the deadline
   clock.Advance(seconds(1));
-  KDIST_EXPECT_EQ(Ns(waiter.Remaining()), int64_t{0});
-  KDIST_EXPECT_EQ(Ns(waiter.Slice(seconds(10))), int64_t{0});
+  EXPECT_EQ(Ns(waiter.Remaining()), int64_t{0});
+  EXPECT_EQ(Ns(waiter.Slice(seconds(10))), int64_t{0});
 }
 
-KDIST_TEST(Waiter, TimeSpentBeforeTheCallCountsAgainstTheDeadline) {
+TEST(Waiter, TimeSpentBeforeTheCallCountsAgainstTheDeadline) {
   FakeClock clock(seconds(1000));
   RendezvousOptions options;
   options.timeout = seconds(3);
   options.already_elapsed = milliseconds(500);
   Waiter waiter(clock, options);
-  KDIST_EXPECT_EQ(Ns(waiter.Remaining()), Ns(milliseconds(2500)));
-  KDIST_EXPECT_EQ(waiter.Progress(), std::string("0.5 s of 3 s"));
+  EXPECT_EQ(Ns(waiter.Remaining()), Ns(milliseconds(2500)));
+  EXPECT_EQ(waiter.Progress(), std::string("0.5 s of 3 s"));
   KDIST_EXPECT_OK(waiter.Sleep(seconds(10), nullptr));
-  KDIST_EXPECT_EQ(Ns(clock.Now()), Ns(milliseconds(1002500)));
-  KDIST_EXPECT_EQ(waiter.Progress(), std::string("3.0 s of 3 s"));
+  EXPECT_EQ(Ns(clock.Now()), Ns(milliseconds(1002500)));
+  EXPECT_EQ(waiter.Progress(), std::string("3.0 s of 3 s"));
 }
 
-KDIST_TEST(Waiter, ProgressKeepsItsCadenceAcrossCalls) {
+TEST(Waiter, ProgressKeepsItsCadenceAcrossCalls) {
   FakeClock clock;
   std::vector<std::string> lines;
   RendezvousOptions options;
@@ -135,14 +135,14 @@ KDIST_TEST(Waiter, ProgressKeepsItsCadenceAcrossCalls) {
   options.progress = [&](const std::string& line) { lines.push_back(line); };
   Waiter waiter(clock, options);
   KDIST_EXPECT_OK(waiter.Check([&] { return waiter.Progress(); }));
-  KDIST_EXPECT_EQ(lines.size(), size_t{0});  // nothing due at once
+  EXPECT_EQ(lines.size(), size_t{0});  // nothing due at once
   KDIST_EXPECT_OK(waiter.Sleep(milliseconds(900), [&] { return waiter.Progress(); }));
-  KDIST_ASSERT_EQ(lines.size(), size_t{2});
-  KDIST_EXPECT_EQ(lines[0], std::string("2.0 s of 10 s"));
-  KDIST_EXPECT_EQ(lines[1], std::string("2.5 s of 10 s"));
+  ASSERT_EQ(lines.size(), size_t{2});
+  EXPECT_EQ(lines[0], std::string("2.0 s of 10 s"));
+  EXPECT_EQ(lines[1], std::string("2.5 s of 10 s"));
 }
 
-KDIST_TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
+TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
   FakeClock clock;
   int lines = 0;
   RendezvousOptions options;
@@ -152,10 +152,10 @@ KDIST_TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
   clock.Advance(seconds(50));
   KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
   KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
-  KDIST_EXPECT_EQ(lines, 1);
+  EXPECT_EQ(lines, 1);
 }
 
-KDIST_TEST(Waiter, ZeroOrNegativeIntervalsDoNotSpin) {
+TEST(Waiter, ZeroOrNegativeIntervalsDoNotSpin) {
   for (Nanos interval : {Nanos(0), Nanos(-5), Nanos(1)}) {
     FakeClock clock;
     int64_t lines = 0;
@@ -172,28 +172,28 @@ KDIST_TEST(Waiter, ZeroOrNegativeIntervalsDoNotSpin) {
     Waiter waiter(clock, options);
     // Read as 1 ms: at most one line and one check per millisecond.
     KDIST_EXPECT_OK(waiter.Sleep(seconds(60), [] { return std::string("x"); }));
-    KDIST_EXPECT_EQ(Ns(clock.Now()), Ns(seconds(10)));
-    KDIST_EXPECT_LE(lines, int64_t{10001});
-    KDIST_EXPECT_LE(asked, int64_t{10001});
+    EXPECT_EQ(Ns(clock.Now()), Ns(seconds(10)));
+    EXPECT_LE(lines, int64_t{10001});
+    EXPECT_LE(asked, int64_t{10001});
     // At most one wake for each line and one for each check.
-    KDIST_EXPECT_LE(static_cast<int64_t>(clock.sleeps().size()), int64_t{20002});
-    for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(Ns(slept), Ns(milliseconds(1)));
+    EXPECT_LE(static_cast<int64_t>(clock.sleeps().size()), int64_t{20002});
+    for (Nanos slept : clock.sleeps()) EXPECT_LE(Ns(slept), Ns(milliseconds(1)));
     // A stall of a million hours costs one step, not one per missed interval.
     clock.Advance(std::chrono::hours(1'000'000));
     const int64_t before = lines;
     KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
     KDIST_EXPECT_OK(waiter.Check([] { return std::string("x"); }));
-    KDIST_EXPECT_EQ(lines, before + 1);
+    EXPECT_EQ(lines, before + 1);
   }
 }
 
-KDIST_TEST(Rendezvous, ConstantTimeEquals) {
-  KDIST_EXPECT_TRUE(ConstantTimeEquals("", ""));
-  KDIST_EXPECT_TRUE(ConstantTimeEquals("secret", "secret"));
-  KDIST_EXPECT_FALSE(ConstantTimeEquals("secret", "secreT"));
-  KDIST_EXPECT_FALSE(ConstantTimeEquals("secret", ""));
-  KDIST_EXPECT_FALSE(ConstantTimeEquals("", "x"));
-  KDIST_EXPECT_FALSE(ConstantTimeEquals(std::string_view("a\0", 2), "a"));
+TEST(Rendezvous, ConstantTimeEquals) {
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_TRUE(ConstantTimeEquals("secret", "secret"));
+  EXPECT_FALSE(ConstantTimeEquals("secret", "secreT"));
+  EXPECT_FALSE(ConstantTimeEquals("secret", ""));
+  EXPECT_FALSE(ConstantTimeEquals("", "x"));
+  EXPECT_FALSE(ConstantTimeEquals(std::string_view("a\0", 2), "a"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "resolve.h"
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
@@ -14,20 +14,20 @@ Request Args(std::optional<std::string> addresses, std::optional<std::string> co
   return request;
 }
 
-KDIST_TEST(Resolve, ArgumentsOnly) {
+TEST(Resolve, ArgumentsOnly) {
   auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->coordinator()->ToString(), std::string("10.0.0.1:1234"));
-  KDIST_EXPECT_EQ(spec->num_processes.value, int64_t{2});
-  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("argument"));
-  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{1});
-  KDIST_EXPECT_EQ(spec->timeout_seconds.value, 300.0);
-  KDIST_EXPECT_EQ(spec->timeout_seconds.source, std::string("default"));
-  KDIST_EXPECT_TRUE(spec->preflight.value);
-  KDIST_EXPECT_EQ(spec->cluster_detection.value, std::string("auto"));
+  EXPECT_EQ(spec->coordinator()->ToString(), std::string("10.0.0.1:1234"));
+  EXPECT_EQ(spec->num_processes.value, int64_t{2});
+  EXPECT_EQ(spec->num_processes.source, std::string("argument"));
+  EXPECT_EQ(spec->process_id.value, int64_t{1});
+  EXPECT_EQ(spec->timeout_seconds.value, 300.0);
+  EXPECT_EQ(spec->timeout_seconds.source, std::string("default"));
+  EXPECT_TRUE(spec->preflight.value);
+  EXPECT_EQ(spec->cluster_detection.value, std::string("auto"));
 }
 
-KDIST_TEST(Resolve, EnvironmentFillsWhatArgumentsLeaveOut) {
+TEST(Resolve, EnvironmentFillsWhatArgumentsLeaveOut) {
   Environment env{{"KERAS_DISTRIBUTION_JOB_ADDRESSES", "h:1"},
                   {"KERAS_DISTRIBUTION_NUM_PROCESSES", "4"},
                   {"KERAS_DISTRIBUTION_PROCESS_ID", "3"},
@@ -35,25 +35,25 @@ KDIST_TEST(Resolve, EnvironmentFillsWhatArgumentsLeaveOut) {
                   {"KDIST_PREFLIGHT", "off"}};
   auto spec = Resolve(Args(std::nullopt, std::nullopt, "2"), env);
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
-  KDIST_EXPECT_EQ(spec->num_processes.value, int64_t{4});
-  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("KERAS_DISTRIBUTION_NUM_PROCESSES"));
-  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{2});
-  KDIST_EXPECT_EQ(spec->process_id.source, std::string("argument"));
-  KDIST_EXPECT_EQ(spec->timeout_seconds.value, 2.5);
-  KDIST_EXPECT_EQ(spec->timeout_seconds.source, std::string("KDIST_INIT_TIMEOUT"));
-  KDIST_EXPECT_FALSE(spec->preflight.value);
+  EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
+  EXPECT_EQ(spec->num_processes.value, int64_t{4});
+  EXPECT_EQ(spec->num_processes.source, std::string("KERAS_DISTRIBUTION_NUM_PROCESSES"));
+  EXPECT_EQ(spec->process_id.value, int64_t{2});
+  EXPECT_EQ(spec->process_id.source, std::string("argument"));
+  EXPECT_EQ(spec->timeout_seconds.value, 2.5);
+  EXPECT_EQ(spec->timeout_seconds.source, std::string("KDIST_INIT_TIMEOUT"));
+  EXPECT_FALSE(spec->preflight.value);
 }
 
-KDIST_TEST(Resolve, AddressListGivesTheProcessCount) {
+TEST(Resolve, AddressListGivesTheProcessCount) {
   auto spec = Resolve(Args("a:1,b:2,c:3", std::nullopt, "0"), {});
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->num_processes.value, int64_t{3});
-  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("job_addresses"));
-  KDIST_EXPECT_EQ(spec->coordinator()->ToString(), std::string("a:1"));
+  EXPECT_EQ(spec->num_processes.value, int64_t{3});
+  EXPECT_EQ(spec->num_processes.source, std::string("job_addresses"));
+  EXPECT_EQ(spec->coordinator()->ToString(), std::string("a:1"));
 }
 
-KDIST_TEST(Resolve, AddressCountMustMatch) {
+TEST(Resolve, AddressCountMustMatch) {
   KDIST_EXPECT_ERROR(Resolve(Args("a:1,b:2", "3", "0"), {}), StatusCode::kInvalidArgument,
                      "job_addresses=\"a:1,b:2\" (argument) lists 2 addresses but num_processes=3 "
                      "(argument)");
@@ -63,15 +63,15 @@ KDIST_TEST(Resolve, AddressCountMustMatch) {
                      "KERAS_DISTRIBUTION_NUM_PROCESSES=\"3\" (from the environment)");
 }
 
-KDIST_TEST(Resolve, SingleProcessNeedsNoCoordinator) {
+TEST(Resolve, SingleProcessNeedsNoCoordinator) {
   auto spec = Resolve(Args(std::nullopt, "1", std::nullopt), {});
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_FALSE(spec->coordinator().has_value());
-  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{0});
-  KDIST_EXPECT_EQ(spec->process_id.source, std::string("default"));
+  EXPECT_FALSE(spec->coordinator().has_value());
+  EXPECT_EQ(spec->process_id.value, int64_t{0});
+  EXPECT_EQ(spec->process_id.source, std::string("default"));
 }
 
-KDIST_TEST(Resolve, NothingConfiguredListsTheWays) {
+TEST(Resolve, NothingConfiguredListsTheWays) {
   KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument,
                      "found no cluster configuration");
   KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument,
@@ -79,7 +79,7 @@ KDIST_TEST(Resolve, NothingConfiguredListsTheWays) {
   KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument, "num_processes=1");
 }
 
-KDIST_TEST(Resolve, MissingPieces) {
+TEST(Resolve, MissingPieces) {
   KDIST_EXPECT_ERROR(Resolve(Args("h:1", std::nullopt, "0"), {}), StatusCode::kInvalidArgument,
                      "names the coordinator but the number of processes is not set");
   KDIST_EXPECT_ERROR(Resolve(Args(std::nullopt, "2", "0"), {}), StatusCode::kInvalidArgument,
@@ -90,7 +90,7 @@ KDIST_TEST(Resolve, MissingPieces) {
                      StatusCode::kInvalidArgument, "process_id=0 (argument) is set but");
 }
 
-KDIST_TEST(Resolve, RangeChecks) {
+TEST(Resolve, RangeChecks) {
   KDIST_EXPECT_ERROR(Resolve(Args("h:1", "0", "0"), {}), StatusCode::kInvalidArgument,
                      "num_processes=0 (argument): expected a positive integer");
   KDIST_EXPECT_ERROR(Resolve(Args("h:1", "-3", "0"), {}), StatusCode::kInvalidArgument,
@@ -104,7 +104,7 @@ KDIST_TEST(Resolve, RangeChecks) {
                      StatusCode::kInvalidArgument, "64-bit range");
 }
 
-KDIST_TEST(Resolve, BadEnvironmentValuesNameTheVariable) {
+TEST(Resolve, BadEnvironmentValuesNameTheVariable) {
   for (const char* bad : {"two", "", "1.5", " "}) {
     Environment env{{"KERAS_DISTRIBUTION_NUM_PROCESSES", bad}};
     KDIST_EXPECT_ERROR(Resolve(Args("h:1", std::nullopt, "0"), env), StatusCode::kInvalidArgument,
@@ -122,7 +122,7 @@ KDIST_TEST(Resolve, BadEnvironmentValuesNameTheVariable) {
                      "port 99999, which is out of range");
 }
 
-KDIST_TEST(Resolve, TimeoutPreflightAndDetection) {
+TEST(Resolve, TimeoutPreflightAndDetection) {
   Request request = Args(std::nullopt, "1", std::nullopt);
   request.timeout = "0";
   KDIST_EXPECT_ERROR(Resolve(request, {}), StatusCode::kInvalidArgument,
@@ -140,34 +140,34 @@ KDIST_TEST(Resolve, TimeoutPreflightAndDetection) {
   request.cluster_detection = "NONE";
   auto spec = Resolve(request, {});
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->cluster_detection.value, std::string("none"));
+  EXPECT_EQ(spec->cluster_detection.value, std::string("none"));
 }
 
-KDIST_TEST(Resolve, BadSettingsAreReportedEvenWithoutACluster) {
+TEST(Resolve, BadSettingsAreReportedEvenWithoutACluster) {
   KDIST_EXPECT_ERROR(Resolve(Request{}, {{"KDIST_INIT_TIMEOUT", "-1"}}),
                      StatusCode::kInvalidArgument, "KDIST_INIT_TIMEOUT");
 }
 
-KDIST_TEST(Resolve, RendezvousTokenComesOnlyFromTheEnvironment) {
+TEST(Resolve, RendezvousTokenComesOnlyFromTheEnvironment) {
   auto none = Resolve(Args("h:1", "2", "0"), {});
   KDIST_ASSERT_OK(none);
-  KDIST_EXPECT_EQ(none->rendezvous_token.value, std::string());
-  KDIST_EXPECT_EQ(none->rendezvous_token.source, std::string("default"));
+  EXPECT_EQ(none->rendezvous_token.value, std::string());
+  EXPECT_EQ(none->rendezvous_token.source, std::string("default"));
   auto empty = Resolve(Args("h:1", "2", "0"), {{"KDIST_RENDEZVOUS_TOKEN", ""}});
   KDIST_ASSERT_OK(empty);
-  KDIST_EXPECT_EQ(empty->rendezvous_token.value, std::string());
+  EXPECT_EQ(empty->rendezvous_token.value, std::string());
   auto set = Resolve(Args("h:1", "2", "0"), {{"KDIST_RENDEZVOUS_TOKEN", "s3cret"}});
   KDIST_ASSERT_OK(set);
-  KDIST_EXPECT_EQ(set->rendezvous_token.value, std::string("s3cret"));
-  KDIST_EXPECT_EQ(set->rendezvous_token.source, std::string("KDIST_RENDEZVOUS_TOKEN"));
+  EXPECT_EQ(set->rendezvous_token.value, std::string("s3cret"));
+  EXPECT_EQ(set->rendezvous_token.source, std::string("KDIST_RENDEZVOUS_TOKEN"));
   // The token is no part of the job's identity.
-  KDIST_EXPECT_EQ(set->Fingerprint(), none->Fingerprint());
-  KDIST_EXPECT_TRUE(set->SameJobAndProcess(*none));
+  EXPECT_EQ(set->Fingerprint(), none->Fingerprint());
+  EXPECT_TRUE(set->SameJobAndProcess(*none));
   // Too long: named by length, never printed.
   const std::string secret(2000, 'z');
   auto long_token = Resolve(Args("h:1", "2", "0"), {{"KDIST_RENDEZVOUS_TOKEN", secret}});
   KDIST_EXPECT_ERROR(long_token, StatusCode::kInvalidArgument, "2000 bytes long");
-  KDIST_EXPECT_TRUE(long_token.status().message().find("zzzz") == std::string::npos);
+  EXPECT_TRUE(long_token.status().message().find("zzzz") == std::string::npos);
 }
 
 // srun --ntasks=4 over node[01-02], task 3.
@@ -178,32 +178,32 @@ Environment SlurmTask3() {
           {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}};
 }
 
-KDIST_TEST(Resolve, DetectedSchedulerFillsEverythingWithSources) {
+TEST(Resolve, DetectedSchedulerFillsEverythingWithSources) {
   auto spec = Resolve(Request{}, SlurmTask3());
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
-  KDIST_EXPECT_EQ(spec->coordinator()->ToString(), std::string("node01:61440"));
-  KDIST_EXPECT_EQ(spec->job_addresses.source, std::string("slurm (SLURM_STEP_NODELIST, SLURM_JOB_ID)"));
-  KDIST_EXPECT_EQ(spec->num_processes.value, int64_t{4});
-  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("slurm (SLURM_STEP_NUM_TASKS)"));
-  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{3});
-  KDIST_EXPECT_EQ(spec->process_id.source, std::string("slurm (SLURM_PROCID)"));
+  EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
+  EXPECT_EQ(spec->coordinator()->ToString(), std::string("node01:61440"));
+  EXPECT_EQ(spec->job_addresses.source, std::string("slurm (SLURM_STEP_NODELIST, SLURM_JOB_ID)"));
+  EXPECT_EQ(spec->num_processes.value, int64_t{4});
+  EXPECT_EQ(spec->num_processes.source, std::string("slurm (SLURM_STEP_NUM_TASKS)"));
+  EXPECT_EQ(spec->process_id.value, int64_t{3});
+  EXPECT_EQ(spec->process_id.source, std::string("slurm (SLURM_PROCID)"));
 }
 
-KDIST_TEST(Resolve, ExplicitSettingsWinAndDetectionFillsTheRest) {
+TEST(Resolve, ExplicitSettingsWinAndDetectionFillsTheRest) {
   Environment env = SlurmTask3();
   env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "10.0.0.9:7000";
   auto spec = Resolve(Args(std::nullopt, std::nullopt, "1"), env);
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->coordinator()->ToString(), std::string("10.0.0.9:7000"));
-  KDIST_EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
-  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{1});
-  KDIST_EXPECT_EQ(spec->process_id.source, std::string("argument"));
-  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("slurm (SLURM_STEP_NUM_TASKS)"));
-  KDIST_EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
+  EXPECT_EQ(spec->coordinator()->ToString(), std::string("10.0.0.9:7000"));
+  EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
+  EXPECT_EQ(spec->process_id.value, int64_t{1});
+  EXPECT_EQ(spec->process_id.source, std::string("argument"));
+  EXPECT_EQ(spec->num_processes.source, std::string("slurm (SLURM_STEP_NUM_TASKS)"));
+  EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
 }
 
-KDIST_TEST(Resolve, DetectionOffOrNamed) {
+TEST(Resolve, DetectionOffOrNamed) {
   Request request;
   request.cluster_detection = "none";
   KDIST_EXPECT_ERROR(Resolve(request, SlurmTask3()), StatusCode::kInvalidArgument,
@@ -216,15 +216,15 @@ KDIST_TEST(Resolve, DetectionOffOrNamed) {
   env["KDIST_CLUSTER_DETECTION"] = "Slurm";
   auto spec = Resolve(Request{}, env);
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->cluster_detection.value, std::string("slurm"));
-  KDIST_EXPECT_EQ(spec->cluster_detection.source, std::string("KDIST_CLUSTER_DETECTION"));
+  EXPECT_EQ(spec->cluster_detection.value, std::string("slurm"));
+  EXPECT_EQ(spec->cluster_detection.source, std::string("KDIST_CLUSTER_DETECTION"));
   request.cluster_detection = "slurmm";
   KDIST_EXPECT_ERROR(Resolve(request, {}), StatusCode::kInvalidArgument,
                      "expected one of \"auto\", \"none\", \"torchrun\", \"ompi\", \"mpich\", "
                      "\"slurm\", \"tf_config\", \"kubernetes\"");
 }
 
-KDIST_TEST(Resolve, DetectedValuesAreValidatedWithTheirVariables) {
+TEST(Resolve, DetectedValuesAreValidatedWithTheirVariables) {
   Environment env = SlurmTask3();
   env["SLURM_PROCID"] = "x";
   KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
@@ -245,7 +245,7 @@ KDIST_TEST(Resolve, DetectedValuesAreValidatedWithTheirVariables) {
                      "KERAS_DISTRIBUTION_NUM_PROCESSES=\"3\" (from the environment)");
 }
 
-KDIST_TEST(Resolve, BrokenSchedulerEnvironmentMattersOnlyWhenNeeded) {
+TEST(Resolve, BrokenSchedulerEnvironmentMattersOnlyWhenNeeded) {
   // `salloc` shell: an allocation without a job step.
   Environment shell = {{"SLURM_JOB_ID", "77"}, {"SLURM_NTASKS", "4"}, {"SLURM_NODELIST", "n1"}};
   KDIST_EXPECT_ERROR(Resolve(Request{}, shell), StatusCode::kInvalidArgument,
@@ -255,7 +255,7 @@ KDIST_TEST(Resolve, BrokenSchedulerEnvironmentMattersOnlyWhenNeeded) {
   // Fully explicit, or a single process: the shell's variables do not matter.
   auto spec = Resolve(Args("h:1", "2", "0"), shell);
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_FALSE(spec->scheduler.has_value());
+  EXPECT_FALSE(spec->scheduler.has_value());
   spec = Resolve(Args(std::nullopt, "1", std::nullopt), shell);
   KDIST_ASSERT_OK(spec);
   // ... unless the mode names that detector.
@@ -264,16 +264,16 @@ KDIST_TEST(Resolve, BrokenSchedulerEnvironmentMattersOnlyWhenNeeded) {
   KDIST_EXPECT_ERROR(Resolve(named, shell), StatusCode::kInvalidArgument, "srun did not start it");
 }
 
-KDIST_TEST(Resolve, ExplicitSingleProcessTakesNothingFromTheScheduler) {
+TEST(Resolve, ExplicitSingleProcessTakesNothingFromTheScheduler) {
   auto spec = Resolve(Args(std::nullopt, "1", std::nullopt), SlurmTask3());
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_FALSE(spec->coordinator().has_value());
-  KDIST_EXPECT_EQ(spec->process_id.value, int64_t{0});
-  KDIST_EXPECT_EQ(spec->process_id.source, std::string("default"));
-  KDIST_EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));  // still reported
+  EXPECT_FALSE(spec->coordinator().has_value());
+  EXPECT_EQ(spec->process_id.value, int64_t{0});
+  EXPECT_EQ(spec->process_id.source, std::string("default"));
+  EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));  // still reported
 }
 
-KDIST_TEST(Resolve, MissingValuesCarryTheDetectorsHint) {
+TEST(Resolve, MissingValuesCarryTheDetectorsHint) {
   Environment hydra = {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}};
   KDIST_EXPECT_ERROR(Resolve(Request{}, hydra), StatusCode::kInvalidArgument,
                      "PMI_SIZE=\"2\" (detected: mpich) needs the coordinator's address: pass "
@@ -282,9 +282,9 @@ KDIST_TEST(Resolve, MissingValuesCarryTheDetectorsHint) {
   hydra["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "node01:12345";
   auto spec = Resolve(Request{}, hydra);
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
-  KDIST_EXPECT_EQ(spec->num_processes.source, std::string("mpich (PMI_SIZE)"));
-  KDIST_EXPECT_EQ(spec->process_id.source, std::string("mpich (PMI_RANK)"));
+  EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
+  EXPECT_EQ(spec->num_processes.source, std::string("mpich (PMI_SIZE)"));
+  EXPECT_EQ(spec->process_id.source, std::string("mpich (PMI_RANK)"));
 
   Environment pod = {{"JOB_COMPLETION_INDEX", "1"}, {"HOSTNAME", "train-1"},
                      {"KDIST_K8S_SUBDOMAIN", "svc"}};
@@ -303,7 +303,7 @@ KDIST_TEST(Resolve, MissingValuesCarryTheDetectorsHint) {
                      "process); Kubernetes does not publish the pods' subdomain");
 }
 
-KDIST_TEST(Resolve, NothingConfiguredMentionsDetection) {
+TEST(Resolve, NothingConfiguredMentionsDetection) {
   KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument,
                      "start them under a launcher or scheduler kdist detects");
   KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument,
@@ -315,43 +315,43 @@ KDIST_TEST(Resolve, NothingConfiguredMentionsDetection) {
                      "environment)");
 }
 
-KDIST_TEST(Resolve, LocalDevicesAreSuggestedNotForced) {
+TEST(Resolve, LocalDevicesAreSuggestedNotForced) {
   auto spec = Resolve(Request{}, SlurmTask3());
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_FALSE(spec->local_device_ids.value.has_value());
-  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("default"));
-  KDIST_EXPECT_FALSE(spec->local_devices_suggestion_applied);
-  KDIST_ASSERT_TRUE(spec->suggested_local_device_ids.has_value());
-  KDIST_EXPECT_EQ(spec->suggested_local_device_ids->size(), size_t{1});
-  KDIST_EXPECT_EQ(spec->suggested_local_device_ids->front(), int64_t{1});
-  KDIST_EXPECT_EQ(spec->local_devices_reason,
+  EXPECT_FALSE(spec->local_device_ids.value.has_value());
+  EXPECT_EQ(spec->local_device_ids.source, std::string("default"));
+  EXPECT_FALSE(spec->local_devices_suggestion_applied);
+  ASSERT_TRUE(spec->suggested_local_device_ids.has_value());
+  EXPECT_EQ(spec->suggested_local_device_ids->size(), size_t{1});
+  EXPECT_EQ(spec->suggested_local_device_ids->front(), int64_t{1});
+  EXPECT_EQ(spec->local_devices_reason,
                   std::string("one device per process, chosen by local rank (SLURM_LOCALID=\"1\" "
                               "of SLURM_STEP_TASKS_PER_NODE=\"2(x2)\")"));
 }
 
-KDIST_TEST(Resolve, LocalDeviceIdsSetting) {
+TEST(Resolve, LocalDeviceIdsSetting) {
   Environment env = SlurmTask3();
   env["KDIST_LOCAL_DEVICE_IDS"] = "auto";
   auto spec = Resolve(Request{}, env);
   KDIST_ASSERT_OK(spec);
-  KDIST_ASSERT_TRUE(spec->local_device_ids.value.has_value());
-  KDIST_EXPECT_EQ(spec->local_device_ids.value->front(), int64_t{1});
-  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("slurm (SLURM_LOCALID)"));
-  KDIST_EXPECT_TRUE(spec->local_devices_suggestion_applied);
+  ASSERT_TRUE(spec->local_device_ids.value.has_value());
+  EXPECT_EQ(spec->local_device_ids.value->front(), int64_t{1});
+  EXPECT_EQ(spec->local_device_ids.source, std::string("slurm (SLURM_LOCALID)"));
+  EXPECT_TRUE(spec->local_devices_suggestion_applied);
 
   env["KDIST_LOCAL_DEVICE_IDS"] = " 2, 3 ";
   spec = Resolve(Request{}, env);
   KDIST_ASSERT_OK(spec);
-  KDIST_ASSERT_TRUE(spec->local_device_ids.value.has_value());
-  KDIST_EXPECT_EQ(spec->local_device_ids.value->size(), size_t{2});
-  KDIST_EXPECT_EQ(spec->local_device_ids.value->back(), int64_t{3});
-  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
+  ASSERT_TRUE(spec->local_device_ids.value.has_value());
+  EXPECT_EQ(spec->local_device_ids.value->size(), size_t{2});
+  EXPECT_EQ(spec->local_device_ids.value->back(), int64_t{3});
+  EXPECT_EQ(spec->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
 
   env["KDIST_LOCAL_DEVICE_IDS"] = "ALL";
   spec = Resolve(Request{}, env);
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_FALSE(spec->local_device_ids.value.has_value());
-  KDIST_EXPECT_EQ(spec->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
+  EXPECT_FALSE(spec->local_device_ids.value.has_value());
+  EXPECT_EQ(spec->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
 
   env["KDIST_LOCAL_DEVICE_IDS"] = "0,x";
   KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
@@ -372,23 +372,23 @@ KDIST_TEST(Resolve, LocalDeviceIdsSetting) {
   slurm_single["KDIST_LOCAL_DEVICE_IDS"] = "auto";
   auto single = Resolve(Args(std::nullopt, "1", std::nullopt), slurm_single);
   KDIST_ASSERT_OK(single);
-  KDIST_EXPECT_FALSE(single->coordinator().has_value());
-  KDIST_EXPECT_EQ(single->scheduler.value_or(""), std::string("slurm"));
-  KDIST_ASSERT_TRUE(single->suggested_local_device_ids.has_value());
-  KDIST_EXPECT_EQ(single->suggested_local_device_ids->size(), size_t{1});
-  KDIST_EXPECT_EQ(single->suggested_local_device_ids->front(), int64_t{1});
-  KDIST_EXPECT_FALSE(single->local_device_ids.value.has_value());
-  KDIST_EXPECT_EQ(single->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
-  KDIST_EXPECT_FALSE(single->local_devices_suggestion_applied);
+  EXPECT_FALSE(single->coordinator().has_value());
+  EXPECT_EQ(single->scheduler.value_or(""), std::string("slurm"));
+  ASSERT_TRUE(single->suggested_local_device_ids.has_value());
+  EXPECT_EQ(single->suggested_local_device_ids->size(), size_t{1});
+  EXPECT_EQ(single->suggested_local_device_ids->front(), int64_t{1});
+  EXPECT_FALSE(single->local_device_ids.value.has_value());
+  EXPECT_EQ(single->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
+  EXPECT_FALSE(single->local_devices_suggestion_applied);
 }
 
-KDIST_TEST(Resolve, MalformedLocalRankMattersOnlyWhenApplied) {
+TEST(Resolve, MalformedLocalRankMattersOnlyWhenApplied) {
   Environment env = SlurmTask3();
   env["SLURM_LOCALID"] = "-1";
   auto spec = Resolve(Request{}, env);
   KDIST_ASSERT_OK(spec);
-  KDIST_EXPECT_FALSE(spec->suggested_local_device_ids.has_value());
-  KDIST_EXPECT_EQ(spec->local_devices_reason,
+  EXPECT_FALSE(spec->suggested_local_device_ids.has_value());
+  EXPECT_EQ(spec->local_devices_reason,
                   std::string("SLURM_LOCALID=\"-1\" (detected: slurm): is not a local rank; "
                               "expected a non-negative integer"));
   env["KDIST_LOCAL_DEVICE_IDS"] = "auto";
@@ -396,23 +396,23 @@ KDIST_TEST(Resolve, MalformedLocalRankMattersOnlyWhenApplied) {
                      "SLURM_LOCALID=\"-1\" (detected: slurm): is not a local rank");
 }
 
-KDIST_TEST(ClusterSpec, FingerprintCoversCoordinatorAndCount) {
+TEST(ClusterSpec, FingerprintCoversCoordinatorAndCount) {
   auto a = Resolve(Args("h:1", "2", "0"), {});
   auto b = Resolve(Args("h:1", "2", "1"), {});
   auto c = Resolve(Args("h:2", "2", "0"), {});
   auto d = Resolve(Args("h:1", "3", "0"), {});
-  KDIST_ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
-  KDIST_EXPECT_EQ(a->Fingerprint(), b->Fingerprint());
-  KDIST_EXPECT_NE(a->Fingerprint(), c->Fingerprint());
-  KDIST_EXPECT_NE(a->Fingerprint(), d->Fingerprint());
-  KDIST_EXPECT_EQ(a->Fingerprint().size(), size_t{16});
-  KDIST_EXPECT_FALSE(a->SameJobAndProcess(*b));
-  KDIST_EXPECT_TRUE(a->SameJobAndProcess(*a));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
+  EXPECT_EQ(a->Fingerprint(), b->Fingerprint());
+  EXPECT_NE(a->Fingerprint(), c->Fingerprint());
+  EXPECT_NE(a->Fingerprint(), d->Fingerprint());
+  EXPECT_EQ(a->Fingerprint().size(), size_t{16});
+  EXPECT_FALSE(a->SameJobAndProcess(*b));
+  EXPECT_TRUE(a->SameJobAndProcess(*a));
 }
 
-KDIST_TEST(ClusterSpec, HexDigestIsFnv1a) {
-  KDIST_EXPECT_EQ(HexDigest(""), std::string("cbf29ce484222325"));
-  KDIST_EXPECT_EQ(HexDigest("a"), std::string("af63dc4c8601ec8c"));
+TEST(ClusterSpec, HexDigestIsFnv1a) {
+  EXPECT_EQ(HexDigest(""), std::string("cbf29ce484222325"));
+  EXPECT_EQ(HexDigest("a"), std::string("af63dc4c8601ec8c"));
 }
 
 }  // namespace

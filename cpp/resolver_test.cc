@@ -6,7 +6,7 @@
 #include <atomic>
 #include <thread>
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
@@ -42,21 +42,21 @@ Address Make(std::string host, uint16_t port, HostKind kind) {
   return a;
 }
 
-KDIST_TEST(Resolver, IpLiteralsNeedNoLookup) {
+TEST(Resolver, IpLiteralsNeedNoLookup) {
   RealClock clock;
   RendezvousOptions options;
   options.timeout = std::chrono::seconds(1);
   Waiter waiter(clock, options);
   auto v4 = ResolveEndpoints(Make("127.0.0.1", 5000, HostKind::kIPv4), waiter, nullptr);
   KDIST_ASSERT_OK(v4);
-  KDIST_ASSERT_EQ(v4->size(), size_t{1});
-  KDIST_EXPECT_EQ(v4->front().ToString(), std::string("127.0.0.1:5000"));
+  ASSERT_EQ(v4->size(), size_t{1});
+  EXPECT_EQ(v4->front().ToString(), std::string("127.0.0.1:5000"));
   auto v6 = ResolveEndpoints(Make("::1", 6000, HostKind::kIPv6), waiter, nullptr);
   KDIST_ASSERT_OK(v6);
-  KDIST_EXPECT_EQ(v6->front().ToString(), std::string("[::1]:6000"));
+  EXPECT_EQ(v6->front().ToString(), std::string("[::1]:6000"));
 }
 
-KDIST_TEST(Resolver, LocalhostResolvesAndLeavesNoThread) {
+TEST(Resolver, LocalhostResolvesAndLeavesNoThread) {
   RealClock clock;
   RendezvousOptions options;
   options.timeout = std::chrono::seconds(5);
@@ -64,14 +64,14 @@ KDIST_TEST(Resolver, LocalhostResolvesAndLeavesNoThread) {
   const int before = ThreadCount();
   auto endpoints = ResolveEndpoints(Make("localhost", 7000, HostKind::kName), waiter, nullptr);
   KDIST_ASSERT_OK(endpoints);
-  KDIST_EXPECT_GE(endpoints->size(), size_t{1});
+  EXPECT_GE(endpoints->size(), size_t{1});
   bool loopback = false;
   for (const Endpoint& e : *endpoints) {
-    KDIST_EXPECT_EQ(e.port(), uint16_t{7000});
+    EXPECT_EQ(e.port(), uint16_t{7000});
     if (e.ToString() == "127.0.0.1:7000" || e.ToString() == "[::1]:7000") loopback = true;
   }
-  KDIST_EXPECT_TRUE(loopback);
-  KDIST_EXPECT_EQ(SettledThreadCount(before), before);
+  EXPECT_TRUE(loopback);
+  EXPECT_EQ(SettledThreadCount(before), before);
 }
 
 // A resolver that does not answer until the test lets it (at most 10 s), like
@@ -94,7 +94,7 @@ bool ThreadsReturnTo(int want) {
   return ThreadCount() == want;
 }
 
-KDIST_TEST(Resolver, BlockedLookupIsAbandonedAtTheDeadline) {
+TEST(Resolver, BlockedLookupIsAbandonedAtTheDeadline) {
   RealClock clock;
   RendezvousOptions options;
   options.timeout = std::chrono::milliseconds(150);
@@ -107,12 +107,12 @@ KDIST_TEST(Resolver, BlockedLookupIsAbandonedAtTheDeadline) {
       ResolveEndpointsWith(Make("localhost", 1, HostKind::kName), waiter, nullptr, &BlockedLookup);
   KDIST_EXPECT_ERROR(endpoints, StatusCode::kDeadlineExceeded,
                      "resolving \"localhost\" did not finish within");
-  KDIST_EXPECT_EQ(ThreadCount(), before + 1);  // the abandoned helper, still blocked
+  EXPECT_EQ(ThreadCount(), before + 1);  // the abandoned helper, still blocked
   g_answer = true;
-  KDIST_EXPECT_TRUE(ThreadsReturnTo(before));  // it ends by itself once answered
+  EXPECT_TRUE(ThreadsReturnTo(before));  // it ends by itself once answered
 }
 
-KDIST_TEST(Resolver, SlowLookupWithinTheDeadlineIsJoined) {
+TEST(Resolver, SlowLookupWithinTheDeadlineIsJoined) {
   RealClock clock;
   RendezvousOptions options;
   options.timeout = std::chrono::seconds(30);
@@ -127,10 +127,10 @@ KDIST_TEST(Resolver, SlowLookupWithinTheDeadlineIsJoined) {
       ResolveEndpointsWith(Make("localhost", 1, HostKind::kName), waiter, nullptr, &BlockedLookup);
   answer_later.join();
   KDIST_EXPECT_OK(endpoints);
-  KDIST_EXPECT_EQ(SettledThreadCount(before), before);  // joined before returning
+  EXPECT_EQ(SettledThreadCount(before), before);  // joined before returning
 }
 
-KDIST_TEST(Resolver, InterruptStopsTheWait) {
+TEST(Resolver, InterruptStopsTheWait) {
   RealClock clock;
   RendezvousOptions options;
   options.timeout = std::chrono::seconds(30);
@@ -145,12 +145,12 @@ KDIST_TEST(Resolver, InterruptStopsTheWait) {
   auto endpoints =
       ResolveEndpointsWith(Make("localhost", 1, HostKind::kName), waiter, nullptr, &BlockedLookup);
   KDIST_EXPECT_ERROR(endpoints, StatusCode::kInternal, "interrupted by test");
-  KDIST_EXPECT_EQ(asked, 3);
+  EXPECT_EQ(asked, 3);
   g_answer = true;
-  KDIST_EXPECT_TRUE(ThreadsReturnTo(before));
+  EXPECT_TRUE(ThreadsReturnTo(before));
 }
 
-KDIST_TEST(Resolver, UnknownNameIsUnavailable) {
+TEST(Resolver, UnknownNameIsUnavailable) {
   // "invalid." is reserved (RFC 6761) and answered locally; no query leaves the machine
   // when resolution is done from /etc/hosts, and the test accepts either failure kind.
   RealClock clock;

@@ -1,6 +1,6 @@
 #include "rollcall.h"
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
@@ -20,84 +20,84 @@ Hello Process(int64_t id, int64_t n = 4, std::string host = "", int64_t pid = 0)
 
 using Outcome = RollCall::Outcome;
 
-KDIST_TEST(RollCall, CompletesWhenEveryIdIsPresent) {
+TEST(RollCall, CompletesWhenEveryIdIsPresent) {
   RollCall call(Process(0));
-  KDIST_EXPECT_EQ(call.joined(), int64_t{1});
-  KDIST_EXPECT_EQ(FormatIds(call.MissingIds()), std::string("[1, 2, 3]"));
-  KDIST_EXPECT_TRUE(call.Offer(11, Process(2)).outcome == Outcome::kJoined);
-  KDIST_EXPECT_EQ(call.ProgressLine("12 s of 300 s"),
+  EXPECT_EQ(call.joined(), int64_t{1});
+  EXPECT_EQ(FormatIds(call.MissingIds()), std::string("[1, 2, 3]"));
+  EXPECT_TRUE(call.Offer(11, Process(2)).outcome == Outcome::kJoined);
+  EXPECT_EQ(call.ProgressLine("12 s of 300 s"),
                   std::string("2 of 4 processes joined; missing process ids [1, 3]; 12 s of 300 s"));
-  KDIST_EXPECT_TRUE(call.Offer(12, Process(1)).outcome == Outcome::kJoined);
-  KDIST_EXPECT_FALSE(call.complete());
-  KDIST_EXPECT_TRUE(call.Offer(13, Process(3)).outcome == Outcome::kJoined);
-  KDIST_EXPECT_TRUE(call.complete());
-  KDIST_EXPECT_EQ(call.MissingIds().size(), size_t{0});
-  KDIST_EXPECT_EQ(*call.ConnectionOf(3), uint64_t{13});
+  EXPECT_TRUE(call.Offer(12, Process(1)).outcome == Outcome::kJoined);
+  EXPECT_FALSE(call.complete());
+  EXPECT_TRUE(call.Offer(13, Process(3)).outcome == Outcome::kJoined);
+  EXPECT_TRUE(call.complete());
+  EXPECT_EQ(call.MissingIds().size(), size_t{0});
+  EXPECT_EQ(*call.ConnectionOf(3), uint64_t{13});
 }
 
-KDIST_TEST(RollCall, SingleProcessIsCompleteAtOnce) {
+TEST(RollCall, SingleProcessIsCompleteAtOnce) {
   RollCall call(Process(0, 1));
-  KDIST_EXPECT_TRUE(call.complete());
+  EXPECT_TRUE(call.complete());
 }
 
-KDIST_TEST(RollCall, ALeaverIsMissingAgainUntilItsIdReturns) {
+TEST(RollCall, ALeaverIsMissingAgainUntilItsIdReturns) {
   RollCall call(Process(0, 3));
-  KDIST_EXPECT_TRUE(call.Offer(1, Process(1, 3)).outcome == Outcome::kJoined);
-  KDIST_EXPECT_EQ(*call.Leave(1), int64_t{1});
-  KDIST_EXPECT_FALSE(call.Leave(1).has_value());
-  KDIST_EXPECT_FALSE(call.Leave(99).has_value());
-  KDIST_EXPECT_EQ(FormatIds(call.MissingIds()), std::string("[1, 2]"));
+  EXPECT_TRUE(call.Offer(1, Process(1, 3)).outcome == Outcome::kJoined);
+  EXPECT_EQ(*call.Leave(1), int64_t{1});
+  EXPECT_FALSE(call.Leave(1).has_value());
+  EXPECT_FALSE(call.Leave(99).has_value());
+  EXPECT_EQ(FormatIds(call.MissingIds()), std::string("[1, 2]"));
   // A restarted process with the same id (another pid) may rejoin.
-  KDIST_EXPECT_TRUE(call.Offer(5, Process(1, 3, "node-1", 7777)).outcome == Outcome::kJoined);
-  KDIST_EXPECT_EQ(call.members().at(1).hello.pid, int64_t{7777});
-  KDIST_EXPECT_EQ(FormatIds(call.MissingIds()), std::string("[2]"));
+  EXPECT_TRUE(call.Offer(5, Process(1, 3, "node-1", 7777)).outcome == Outcome::kJoined);
+  EXPECT_EQ(call.members().at(1).hello.pid, int64_t{7777});
+  EXPECT_EQ(FormatIds(call.MissingIds()), std::string("[2]"));
 }
 
-KDIST_TEST(RollCall, DuplicateIdFailsNamingBothClaimants) {
+TEST(RollCall, DuplicateIdFailsNamingBothClaimants) {
   RollCall call(Process(0, 3));
-  KDIST_EXPECT_TRUE(call.Offer(1, Process(1, 3, "alpha", 111)).outcome == Outcome::kJoined);
+  EXPECT_TRUE(call.Offer(1, Process(1, 3, "alpha", 111)).outcome == Outcome::kJoined);
   RollCall::Verdict v = call.Offer(2, Process(1, 3, "beta", 222));
-  KDIST_EXPECT_TRUE(v.outcome == Outcome::kFailed);
+  EXPECT_TRUE(v.outcome == Outcome::kFailed);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
                      "process id 1 is claimed twice: by the process on host alpha, pid 111, and "
                      "by the process on host beta, pid 222");
   // The first claimant keeps its place (process 0 decides what happens next).
-  KDIST_EXPECT_EQ(*call.ConnectionOf(1), uint64_t{1});
+  EXPECT_EQ(*call.ConnectionOf(1), uint64_t{1});
 }
 
-KDIST_TEST(RollCall, ClaimingProcessZeroIsADuplicateOfTheCoordinator) {
+TEST(RollCall, ClaimingProcessZeroIsADuplicateOfTheCoordinator) {
   RollCall call(Process(0, 2, "head", 5));
   RollCall::Verdict v = call.Offer(1, Process(0, 2, "other", 6));
-  KDIST_EXPECT_TRUE(v.outcome == Outcome::kFailed);
+  EXPECT_TRUE(v.outcome == Outcome::kFailed);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
                      "process id 0 is claimed twice: by process 0 (host head, pid 5), the "
                      "coordinator, and by the process on host other, pid 6");
 }
 
-KDIST_TEST(RollCall, DifferentNumProcessesNamesBothValuesAndSources) {
+TEST(RollCall, DifferentNumProcessesNamesBothValuesAndSources) {
   RollCall call(Process(0, 2));
   Hello other = Process(1, 3);
   other.num_processes_source = "argument";
   RollCall::Verdict v = call.Offer(1, other);
-  KDIST_EXPECT_TRUE(v.outcome == Outcome::kFailed);
+  EXPECT_TRUE(v.outcome == Outcome::kFailed);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
                      "process 1 (host node-1, pid 1001) has num_processes=3 (from argument) but "
                      "process 0 (host node-0, pid 1000) has num_processes=2 (from "
                      "KERAS_DISTRIBUTION_NUM_PROCESSES)");
 }
 
-KDIST_TEST(RollCall, DifferentCoordinatorAddressNamesBoth) {
+TEST(RollCall, DifferentCoordinatorAddressNamesBoth) {
   RollCall call(Process(0, 2));
   Hello other = Process(1, 2);
   other.coordinator = "localhost:5000";
   RollCall::Verdict v = call.Offer(1, other);
-  KDIST_EXPECT_TRUE(v.outcome == Outcome::kFailed);
+  EXPECT_TRUE(v.outcome == Outcome::kFailed);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
                      "has localhost:5000 (from KERAS_DISTRIBUTION_JOB_ADDRESSES) but process 0 "
                      "(host node-0, pid 1000) has 127.0.0.1:5000");
 }
 
-KDIST_TEST(RollCall, DifferentFingerprintFails) {
+TEST(RollCall, DifferentFingerprintFails) {
   RollCall call(Process(0, 2));
   Hello other = Process(1, 2);
   other.fingerprint = "something-else";
@@ -105,7 +105,7 @@ KDIST_TEST(RollCall, DifferentFingerprintFails) {
                      "fingerprint something-else but process 0");
 }
 
-KDIST_TEST(RollCall, OutOfRangeIdsFail) {
+TEST(RollCall, OutOfRangeIdsFail) {
   RollCall call(Process(0, 2));
   KDIST_EXPECT_ERROR(call.Offer(1, Process(2, 2)).status, StatusCode::kFailedPrecondition,
                      "process id 2 of process 2 (host node-2, pid 1002) is outside [0, 2)");
@@ -113,28 +113,28 @@ KDIST_TEST(RollCall, OutOfRangeIdsFail) {
                      "process id -1");
 }
 
-KDIST_TEST(RollCall, WrongTokenRefusesOnlyThatHello) {
+TEST(RollCall, WrongTokenRefusesOnlyThatHello) {
   Hello own = Process(0, 2);
   own.token = "right";
   RollCall call(own);
   Hello wrong = Process(1, 2);
   wrong.token = "wrong";
   RollCall::Verdict v = call.Offer(1, wrong);
-  KDIST_EXPECT_TRUE(v.outcome == Outcome::kRefused);
+  EXPECT_TRUE(v.outcome == Outcome::kRefused);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
                      "its KDIST_RENDEZVOUS_TOKEN does not match the one of process 0");
-  KDIST_EXPECT_TRUE(v.status.message().find("\"right\"") == std::string::npos);
+  EXPECT_TRUE(v.status.message().find("\"right\"") == std::string::npos);
   Hello none = Process(1, 2);
   KDIST_EXPECT_ERROR(call.Offer(2, none).status, StatusCode::kFailedPrecondition,
                      "sent no KDIST_RENDEZVOUS_TOKEN");
-  KDIST_EXPECT_EQ(call.joined(), int64_t{1});
+  EXPECT_EQ(call.joined(), int64_t{1});
   Hello right = Process(1, 2);
   right.token = "right";
-  KDIST_EXPECT_TRUE(call.Offer(3, right).outcome == Outcome::kJoined);
-  KDIST_EXPECT_TRUE(call.complete());
+  EXPECT_TRUE(call.Offer(3, right).outcome == Outcome::kJoined);
+  EXPECT_TRUE(call.complete());
 }
 
-KDIST_TEST(RollCall, TokenOnlyOnTheWorkerIsRefused) {
+TEST(RollCall, TokenOnlyOnTheWorkerIsRefused) {
   RollCall call(Process(0, 2));
   Hello extra = Process(1, 2);
   extra.token = "x";
@@ -142,22 +142,22 @@ KDIST_TEST(RollCall, TokenOnlyOnTheWorkerIsRefused) {
                      "has none set");
 }
 
-KDIST_TEST(RollCall, TokenIsCheckedBeforeAnythingAStrangerCouldBreak) {
+TEST(RollCall, TokenIsCheckedBeforeAnythingAStrangerCouldBreak) {
   Hello own = Process(0, 2);
   own.token = "right";
   RollCall call(own);
   Hello stranger = Process(0, 99);  // would be fatal twice over if trusted
   stranger.token = "nope";
-  KDIST_EXPECT_TRUE(call.Offer(1, stranger).outcome == Outcome::kRefused);
+  EXPECT_TRUE(call.Offer(1, stranger).outcome == Outcome::kRefused);
 }
 
-KDIST_TEST(RollCall, TimeoutNamesTheMissingAndTheNotes) {
+TEST(RollCall, TimeoutNamesTheMissingAndTheNotes) {
   Hello own = Process(0, 4);
   own.token = "t";
   RollCall call(own);
   Hello p2 = Process(2, 4);
   p2.token = "t";
-  KDIST_EXPECT_TRUE(call.Offer(1, p2).outcome == Outcome::kJoined);
+  EXPECT_TRUE(call.Offer(1, p2).outcome == Outcome::kJoined);
   Hello bad = Process(3, 4);
   bad.token = "x";
   (void)call.Offer(2, bad);
@@ -169,34 +169,34 @@ KDIST_TEST(RollCall, TimeoutNamesTheMissingAndTheNotes) {
   KDIST_EXPECT_ERROR(status, StatusCode::kDeadlineExceeded,
                      "refused process 3 (host node-3, pid 1003): wrong KDIST_RENDEZVOUS_TOKEN");
   KDIST_EXPECT_ERROR(status, StatusCode::kDeadlineExceeded, "dropped a connection");
-  KDIST_EXPECT_EQ(call.dropped(), int64_t{1});
-  KDIST_EXPECT_TRUE(call.ProgressLine("1 s").find("dropped 1 connection that") !=
+  EXPECT_EQ(call.dropped(), int64_t{1});
+  EXPECT_TRUE(call.ProgressLine("1 s").find("dropped 1 connection that") !=
                     std::string::npos);
 }
 
-KDIST_TEST(RollCall, UntrustedNamesAreQuoted) {
+TEST(RollCall, UntrustedNamesAreQuoted) {
   RollCall call(Process(0, 3));
-  KDIST_EXPECT_TRUE(call.Offer(1, Process(1, 3, "ok-host", 5)).outcome == Outcome::kJoined);
+  EXPECT_TRUE(call.Offer(1, Process(1, 3, "ok-host", 5)).outcome == Outcome::kJoined);
   Hello evil = Process(1, 3, "evil\x1b[31m host", 6);
   Status s = call.Offer(2, evil).status;
-  KDIST_EXPECT_TRUE(s.message().find('\x1b') == std::string::npos);
-  KDIST_EXPECT_TRUE(s.message().find("\"evil\\x1b[31m host\"") != std::string::npos);
-  KDIST_EXPECT_EQ(SafeText("node-1.cluster"), std::string("node-1.cluster"));
-  KDIST_EXPECT_EQ(SafeText(""), std::string("\"\""));
-  KDIST_EXPECT_EQ(SafeText("[::1]:5", "._-:[]%"), std::string("[::1]:5"));
+  EXPECT_TRUE(s.message().find('\x1b') == std::string::npos);
+  EXPECT_TRUE(s.message().find("\"evil\\x1b[31m host\"") != std::string::npos);
+  EXPECT_EQ(SafeText("node-1.cluster"), std::string("node-1.cluster"));
+  EXPECT_EQ(SafeText(""), std::string("\"\""));
+  EXPECT_EQ(SafeText("[::1]:5", "._-:[]%"), std::string("[::1]:5"));
 }
 
-KDIST_TEST(RollCall, FormatIdsShortensRunsAndLongLists) {
-  KDIST_EXPECT_EQ(FormatIds({}), std::string("[]"));
-  KDIST_EXPECT_EQ(FormatIds({1}), std::string("[1]"));
-  KDIST_EXPECT_EQ(FormatIds({1, 2}), std::string("[1, 2]"));
-  KDIST_EXPECT_EQ(FormatIds({1, 2, 3, 7, 9, 10, 11, 12}), std::string("[1, 2, 3, 7, 9-12]"));
+TEST(RollCall, FormatIdsShortensRunsAndLongLists) {
+  EXPECT_EQ(FormatIds({}), std::string("[]"));
+  EXPECT_EQ(FormatIds({1}), std::string("[1]"));
+  EXPECT_EQ(FormatIds({1, 2}), std::string("[1, 2]"));
+  EXPECT_EQ(FormatIds({1, 2, 3, 7, 9, 10, 11, 12}), std::string("[1, 2, 3, 7, 9-12]"));
   std::vector<int64_t> many;
   for (int64_t i = 0; i < 100; i += 2) many.push_back(i);
-  KDIST_EXPECT_EQ(FormatIds(many, 3), std::string("[0, 2, 4, ... and 47 more]"));
+  EXPECT_EQ(FormatIds(many, 3), std::string("[0, 2, 4, ... and 47 more]"));
   std::vector<int64_t> big;
   for (int64_t i = 1; i < 4096; ++i) big.push_back(i);
-  KDIST_EXPECT_EQ(FormatIds(big), std::string("[1-4095]"));
+  EXPECT_EQ(FormatIds(big), std::string("[1-4095]"));
 }
 
 }  // namespace

@@ -2,19 +2,19 @@
 
 #include <string>
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
 
-KDIST_TEST(Scalars, IntegerAcceptsDecimalWithSurroundingSpace) {
-  KDIST_EXPECT_EQ(*ParseInteger("42"), int64_t{42});
-  KDIST_EXPECT_EQ(*ParseInteger(" 7\n"), int64_t{7});
-  KDIST_EXPECT_EQ(*ParseInteger("-1"), int64_t{-1});
-  KDIST_EXPECT_EQ(*ParseInteger("0"), int64_t{0});
+TEST(Scalars, IntegerAcceptsDecimalWithSurroundingSpace) {
+  EXPECT_EQ(*ParseInteger("42"), int64_t{42});
+  EXPECT_EQ(*ParseInteger(" 7\n"), int64_t{7});
+  EXPECT_EQ(*ParseInteger("-1"), int64_t{-1});
+  EXPECT_EQ(*ParseInteger("0"), int64_t{0});
 }
 
-KDIST_TEST(Scalars, IntegerRejectsEverythingElse) {
+TEST(Scalars, IntegerRejectsEverythingElse) {
   KDIST_EXPECT_ERROR(ParseInteger(""), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ParseInteger("   "), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ParseInteger("two"), StatusCode::kInvalidArgument, "is not an integer");
@@ -26,10 +26,10 @@ KDIST_TEST(Scalars, IntegerRejectsEverythingElse) {
                      "64-bit range");
 }
 
-KDIST_TEST(Scalars, DigitsAreStrict) {
-  KDIST_EXPECT_EQ(*ParseDigits("0"), uint64_t{0});
-  KDIST_EXPECT_EQ(*ParseDigits("007"), uint64_t{7});
-  KDIST_EXPECT_EQ(*ParseDigits("999999999999999999"), uint64_t{999999999999999999});
+TEST(Scalars, DigitsAreStrict) {
+  EXPECT_EQ(*ParseDigits("0"), uint64_t{0});
+  EXPECT_EQ(*ParseDigits("007"), uint64_t{7});
+  EXPECT_EQ(*ParseDigits("999999999999999999"), uint64_t{999999999999999999});
   KDIST_EXPECT_ERROR(ParseDigits(""), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ParseDigits(" 5"), StatusCode::kInvalidArgument,
                      "has \" \" at index 0 where a digit was expected");
@@ -47,10 +47,10 @@ KDIST_TEST(Scalars, DigitsAreStrict) {
                      "has more than 18 digits");
 }
 
-KDIST_TEST(Scalars, Seconds) {
-  KDIST_EXPECT_EQ(*ParseSeconds("30"), 30.0);
-  KDIST_EXPECT_EQ(*ParseSeconds("2.5"), 2.5);
-  KDIST_EXPECT_EQ(*ParseSeconds("1e3"), 1000.0);
+TEST(Scalars, Seconds) {
+  EXPECT_EQ(*ParseSeconds("30"), 30.0);
+  EXPECT_EQ(*ParseSeconds("2.5"), 2.5);
+  EXPECT_EQ(*ParseSeconds("1e3"), 1000.0);
   KDIST_EXPECT_ERROR(ParseSeconds("inf"), StatusCode::kInvalidArgument, "not finite");
   KDIST_EXPECT_ERROR(ParseSeconds("nan"), StatusCode::kInvalidArgument, "not finite");
   KDIST_EXPECT_ERROR(ParseSeconds("-1"), StatusCode::kInvalidArgument, "negative");
@@ -58,12 +58,12 @@ KDIST_TEST(Scalars, Seconds) {
   KDIST_EXPECT_ERROR(ParseSeconds(""), StatusCode::kInvalidArgument, "is empty");
 }
 
-KDIST_TEST(Scalars, Bool) {
+TEST(Scalars, Bool) {
   for (const char* yes : {"1", "true", "TRUE", "Yes", "on", " on "}) {
-    KDIST_EXPECT_TRUE(*ParseBool(yes));
+    EXPECT_TRUE(*ParseBool(yes));
   }
   for (const char* no : {"0", "false", "False", "no", "OFF"}) {
-    KDIST_EXPECT_FALSE(*ParseBool(no));
+    EXPECT_FALSE(*ParseBool(no));
   }
   KDIST_EXPECT_ERROR(ParseBool("maybe"), StatusCode::kInvalidArgument, "not a boolean");
   KDIST_EXPECT_ERROR(ParseBool(""), StatusCode::kInvalidArgument, "is empty");

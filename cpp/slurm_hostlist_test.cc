@@ -1,6 +1,6 @@
 #include "slurm_hostlist.h"
 
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 #include "testing/random_text.h"
 #include "text.h"
 
@@ -14,28 +14,28 @@ std::string Expanded(std::string_view text) {
   return Join(copy, " ");
 }
 
-KDIST_TEST(SlurmHostList, SingleNamesAndPlainLists) {
-  KDIST_EXPECT_EQ(Expanded("node001"), std::string("node001"));
-  KDIST_EXPECT_EQ(Expanded("node001,host2"), std::string("node001 host2"));
-  KDIST_EXPECT_EQ(Expanded("a.b-c_d"), std::string("a.b-c_d"));
+TEST(SlurmHostList, SingleNamesAndPlainLists) {
+  EXPECT_EQ(Expanded("node001"), std::string("node001"));
+  EXPECT_EQ(Expanded("node001,host2"), std::string("node001 host2"));
+  EXPECT_EQ(Expanded("a.b-c_d"), std::string("a.b-c_d"));
 }
 
-KDIST_TEST(SlurmHostList, RangesKeepZeroPadding) {
-  KDIST_EXPECT_EQ(Expanded("node[01-04,07],gpu-a[1-2]"),
+TEST(SlurmHostList, RangesKeepZeroPadding) {
+  EXPECT_EQ(Expanded("node[01-04,07],gpu-a[1-2]"),
                   std::string("node01 node02 node03 node04 node07 gpu-a1 gpu-a2"));
-  KDIST_EXPECT_EQ(Expanded("n[08-10]"), std::string("n08 n09 n10"));
-  KDIST_EXPECT_EQ(Expanded("n[8-10]"), std::string("n8 n9 n10"));
-  KDIST_EXPECT_EQ(Expanded("n[001,007-009]"), std::string("n001 n007 n008 n009"));
-  KDIST_EXPECT_EQ(Expanded("n[5]"), std::string("n5"));
+  EXPECT_EQ(Expanded("n[08-10]"), std::string("n08 n09 n10"));
+  EXPECT_EQ(Expanded("n[8-10]"), std::string("n8 n9 n10"));
+  EXPECT_EQ(Expanded("n[001,007-009]"), std::string("n001 n007 n008 n009"));
+  EXPECT_EQ(Expanded("n[5]"), std::string("n5"));
 }
 
-KDIST_TEST(SlurmHostList, SuffixesAndSeveralGroupsExpandAsAProduct) {
-  KDIST_EXPECT_EQ(Expanded("n[1-2]-ib"), std::string("n1-ib n2-ib"));
-  KDIST_EXPECT_EQ(Expanded("r[1-2]n[1-2]"), std::string("r1n1 r1n2 r2n1 r2n2"));
-  KDIST_EXPECT_EQ(Expanded("[1-2]x"), std::string("1x 2x"));
+TEST(SlurmHostList, SuffixesAndSeveralGroupsExpandAsAProduct) {
+  EXPECT_EQ(Expanded("n[1-2]-ib"), std::string("n1-ib n2-ib"));
+  EXPECT_EQ(Expanded("r[1-2]n[1-2]"), std::string("r1n1 r1n2 r2n1 r2n2"));
+  EXPECT_EQ(Expanded("[1-2]x"), std::string("1x 2x"));
 }
 
-KDIST_TEST(SlurmHostList, MalformedListsSayWhere) {
+TEST(SlurmHostList, MalformedListsSayWhere) {
   KDIST_EXPECT_ERROR(ExpandHostList(""), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ExpandHostList("node[01-04"), StatusCode::kInvalidArgument,
                      "has an unclosed '[' at byte 4");
@@ -64,7 +64,7 @@ KDIST_TEST(SlurmHostList, MalformedListsSayWhere) {
                      "longer than 18 digits");
 }
 
-KDIST_TEST(SlurmHostList, ExpansionIsBounded) {
+TEST(SlurmHostList, ExpansionIsBounded) {
   KDIST_EXPECT_ERROR(ExpandHostList("n[0-999999999999999999]"), StatusCode::kInvalidArgument,
                      "expands to more than");
   KDIST_EXPECT_ERROR(ExpandHostList("a[1-1000]b[1-1000]"), StatusCode::kInvalidArgument,
@@ -75,22 +75,22 @@ KDIST_TEST(SlurmHostList, ExpansionIsBounded) {
                      "expands to more than 3 entries");
   auto exactly = ExpandHostList("a[1-2],b", 3);
   KDIST_ASSERT_OK(exactly);
-  KDIST_EXPECT_EQ(exactly->size(), size_t{3});
+  EXPECT_EQ(exactly->size(), size_t{3});
 }
 
-KDIST_TEST(SlurmTasksPerNode, ExpandsRepeats) {
+TEST(SlurmTasksPerNode, ExpandsRepeats) {
   auto counts = ExpandTasksPerNode("2(x3),1");
   KDIST_ASSERT_OK(counts);
-  KDIST_ASSERT_EQ(counts->size(), size_t{4});
-  KDIST_EXPECT_EQ((*counts)[0], int64_t{2});
-  KDIST_EXPECT_EQ((*counts)[2], int64_t{2});
-  KDIST_EXPECT_EQ((*counts)[3], int64_t{1});
+  ASSERT_EQ(counts->size(), size_t{4});
+  EXPECT_EQ((*counts)[0], int64_t{2});
+  EXPECT_EQ((*counts)[2], int64_t{2});
+  EXPECT_EQ((*counts)[3], int64_t{1});
   auto single = ExpandTasksPerNode("8");
   KDIST_ASSERT_OK(single);
-  KDIST_EXPECT_EQ(single->size(), size_t{1});
+  EXPECT_EQ(single->size(), size_t{1});
 }
 
-KDIST_TEST(SlurmTasksPerNode, MalformedCounts) {
+TEST(SlurmTasksPerNode, MalformedCounts) {
   KDIST_EXPECT_ERROR(ExpandTasksPerNode(""), StatusCode::kInvalidArgument, "is empty");
   KDIST_EXPECT_ERROR(ExpandTasksPerNode("2(x3"), StatusCode::kInvalidArgument,
                      "expected a count, or a count and a repeat such as 2(x3)");
@@ -112,20 +112,20 @@ namespace {
 
 // Any bytes: an answer (a list within bounds, or an error), never a crash.
 // Inputs are drawn from the characters the grammar cares about, plus any byte.
-KDIST_TEST(SlurmHostList, SurvivesArbitraryInput) {
+TEST(SlurmHostList, SurvivesArbitraryInput) {
   static constexpr char kAlphabet[] = "n0123456789[],-()x.\0\xff ";
   testing::RandomText random(0x9e3779b97f4a7c15ull, std::string_view(kAlphabet, sizeof kAlphabet - 1));
   for (int round = 0; round < 20000; ++round) {
     const std::string text = random.Next(24);
     auto hosts = ExpandHostList(text, 1000);
     if (hosts.ok()) {
-      KDIST_EXPECT_LE(hosts->size(), size_t{1000});
-      for (const std::string& host : *hosts) KDIST_EXPECT_FALSE(host.empty());
+      EXPECT_LE(hosts->size(), size_t{1000});
+      for (const std::string& host : *hosts) EXPECT_FALSE(host.empty());
     }
     auto counts = ExpandTasksPerNode(text, 1000);
     if (counts.ok()) {
-      KDIST_EXPECT_LE(counts->size(), size_t{1000});
-      for (int64_t c : *counts) KDIST_EXPECT_GE(c, int64_t{1});
+      EXPECT_LE(counts->size(), size_t{1000});
+      for (int64_t c : *counts) EXPECT_GE(c, int64_t{1});
     }
   }
 }

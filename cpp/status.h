@@ -56,7 +56,11 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : state_(std::move(status)) {}  // NOLINT: must not be Ok
+  // A failure. An OK status carries no value: that is a bug in the caller, so it
+  // becomes kInternal, which says so, instead of a Result that is neither.
+  Result(Status status)  // NOLINT: implicit by design
+      : state_(status.ok() ? Internal("a Result was made from an OK status, without a value")
+                           : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   const Status& status() const {
@@ -83,5 +87,17 @@ class [[nodiscard]] Result {
     ::kdist::Status kdist_status_ = (expr);   \
     if (!kdist_status_.ok()) return kdist_status_; \
   } while (0)
+
+// Declares or assigns `lhs` from `expr` (a Result<T>), or returns its Status from the
+// enclosing function when it failed:
+//   KDIST_ASSIGN_OR_RETURN(const Address address, ParseAddress(text));
+#define KDIST_ASSIGN_OR_RETURN(lhs, expr) \
+  KDIST_ASSIGN_OR_RETURN_IMPL(KDIST_STATUS_CONCAT(kdist_result_, __LINE__), lhs, expr)
+#define KDIST_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
+  auto result = (expr);                                \
+  if (!result.ok()) return result.status();            \
+  lhs = std::move(result).value()
+#define KDIST_STATUS_CONCAT(a, b) KDIST_STATUS_CONCAT_INNER(a, b)
+#define KDIST_STATUS_CONCAT_INNER(a, b) a##b
 
 #endif  // KDIST_STATUS_H_

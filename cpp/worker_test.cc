@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "coordinator.h"
-#include "testing/check.h"
+#include "testing/status_matchers.h"
 #include "testing/rollcall_helpers.h"
 
 namespace kdist {
@@ -25,7 +25,7 @@ uint16_t ClosedPort() {
   return listener.ok() ? listener->port : 1;
 }
 
-KDIST_TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
+TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
   // Every wait goes through the fake clock; connecting to a closed loopback
   // port is refused at once, so 300 s of retries run in milliseconds.
   FakeClock clock;
@@ -42,25 +42,25 @@ KDIST_TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
                          where + " within 300 s: ");
   KDIST_EXPECT_ERROR(result, StatusCode::kUnavailable,
                      "last error: connection refused, elapsed 300 s");
-  KDIST_EXPECT_EQ(clock.Now().count(), Nanos(seconds(300)).count());
+  EXPECT_EQ(clock.Now().count(), Nanos(seconds(300)).count());
   // Delays are capped (jittered down by at most half): the attempts fit
   // between timeout / cap and timeout / (cap / 2), plus the first steps.
   const std::string& message = result.status().message();
   const size_t at = message.find(" attempts,");
-  KDIST_ASSERT_TRUE(at != std::string::npos);
+  ASSERT_TRUE(at != std::string::npos);
   const size_t begin = message.rfind(' ', at - 1) + 1;
   const int attempts = std::stoi(message.substr(begin, at - begin));
   const int64_t cap_ms = std::chrono::duration_cast<milliseconds>(options.backoff.cap).count();
-  KDIST_EXPECT_GE(attempts, 300000 / cap_ms);
-  KDIST_EXPECT_LE(attempts, 2 * 300000 / cap_ms + 20);
-  for (Nanos slept : clock.sleeps()) KDIST_EXPECT_LE(slept.count(), options.backoff.cap.count());
+  EXPECT_GE(attempts, 300000 / cap_ms);
+  EXPECT_LE(attempts, 2 * 300000 / cap_ms + 20);
+  for (Nanos slept : clock.sleeps()) EXPECT_LE(slept.count(), options.backoff.cap.count());
   // A progress line every 5 s, in the documented form.
-  KDIST_EXPECT_EQ(lines.size(), size_t{60});  // 5 s, 10 s, ..., 300 s
-  KDIST_ASSERT_TRUE(lines.size() > 2);
-  KDIST_EXPECT_EQ(lines[1], "waiting for coordinator " + where + " (connection refused), 10 s of 300 s");
+  EXPECT_EQ(lines.size(), size_t{60});  // 5 s, 10 s, ..., 300 s
+  ASSERT_TRUE(lines.size() > 2);
+  EXPECT_EQ(lines[1], "waiting for coordinator " + where + " (connection refused), 10 s of 300 s");
 }
 
-KDIST_TEST(Worker, GivesUpAtTheDeadlineOnARealClock) {
+TEST(Worker, GivesUpAtTheDeadlineOnARealClock) {
   RealClock clock;
   const uint16_t port = ClosedPort();
   RendezvousOptions options = FastOptions(milliseconds(300));
@@ -69,10 +69,10 @@ KDIST_TEST(Worker, GivesUpAtTheDeadlineOnARealClock) {
   const Nanos took = clock.Now() - start;
   KDIST_EXPECT_ERROR(result, StatusCode::kUnavailable, "connection refused");
   // Not before the deadline (its exactness is shown with the fake clock above).
-  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(295)).count());
+  EXPECT_GE(took.count(), Nanos(milliseconds(295)).count());
 }
 
-KDIST_TEST(Worker, WaitsForACoordinatorThatStartsLate) {
+TEST(Worker, WaitsForACoordinatorThatStartsLate) {
   RealClock clock;
   Result<Listener> reserve = ListenOnAllInterfaces(0, 1);
   KDIST_ASSERT_OK(reserve);
@@ -95,17 +95,17 @@ KDIST_TEST(Worker, WaitsForACoordinatorThatStartsLate) {
   thread.join();
   KDIST_EXPECT_OK(summary);
   KDIST_ASSERT_OK(worker);
-  KDIST_EXPECT_GE(worker->attempts, int64_t{2});
-  KDIST_EXPECT_EQ(worker->go.shared.seed, int64_t{77});  // what process 0's "go" carried
+  EXPECT_GE(worker->attempts, int64_t{2});
+  EXPECT_EQ(worker->go.shared.seed, int64_t{77});  // what process 0's "go" carried
   std::lock_guard<std::mutex> lock(mutex);
-  KDIST_ASSERT_TRUE(!lines.empty());
-  KDIST_EXPECT_EQ(lines.front().rfind("waiting for coordinator 127.0.0.1:" + std::to_string(port) +
+  ASSERT_TRUE(!lines.empty());
+  EXPECT_EQ(lines.front().rfind("waiting for coordinator 127.0.0.1:" + std::to_string(port) +
                                           " (connection refused), ",
                                       0),
                   size_t{0});
 }
 
-KDIST_TEST(Worker, ResolvesLocalhost) {
+TEST(Worker, ResolvesLocalhost) {
   RealClock clock;
   RendezvousOptions options = FastOptions(milliseconds(5000));
   Result<Listener> listener = BindCoordinatorPort(0, options, clock);
@@ -128,7 +128,7 @@ KDIST_TEST(Worker, ResolvesLocalhost) {
   KDIST_EXPECT_OK(worker);
 }
 
-KDIST_TEST(Worker, SomethingElseOnThePortIsNamed) {
+TEST(Worker, SomethingElseOnThePortIsNamed) {
   // A server that answers like an HTTP/2 (gRPC) endpoint: process 0 running
   // plain JAX, or kdist with the pre-flight off.
   Result<Listener> listener = ListenOnAllInterfaces(0, 4);
@@ -150,7 +150,7 @@ KDIST_TEST(Worker, SomethingElseOnThePortIsNamed) {
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "\\x00\\x00\\x12\\x04");
 }
 
-KDIST_TEST(Worker, AListenerThatNeverAnswersIsNotTheCoordinator) {
+TEST(Worker, AListenerThatNeverAnswersIsNotTheCoordinator) {
   // A relay, a proxy or a stalled host accepts the connection, takes the hello
   // and says nothing: at the deadline the coordinator counts as unreachable.
   Result<Listener> listener = ListenOnAllInterfaces(0, 4);
@@ -173,7 +173,7 @@ KDIST_TEST(Worker, AListenerThatNeverAnswersIsNotTheCoordinator) {
                      "and sent the hello, but nothing answered before the deadline");
 }
 
-KDIST_TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
+TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
   // Process 0 acknowledges the hello at once, so the worker knows it was heard
   // even when the deadline comes before any progress line.
   RealClock clock;
@@ -197,7 +197,7 @@ KDIST_TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
   KDIST_EXPECT_ERROR(summary, StatusCode::kDeadlineExceeded, "missing process ids [1, 2]");
 }
 
-KDIST_TEST(Worker, InterruptStopsTheRetries) {
+TEST(Worker, InterruptStopsTheRetries) {
   RealClock clock;
   const uint16_t port = ClosedPort();
   RendezvousOptions options = FastOptions(milliseconds(30000));
@@ -208,10 +208,10 @@ KDIST_TEST(Worker, InterruptStopsTheRetries) {
   };
   Result<WorkerResult> result = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock);
   KDIST_EXPECT_ERROR(result, StatusCode::kInternal, "interrupted by test");
-  KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(seconds(15)).count());  // not the 30 s
+  EXPECT_LT((clock.Now() - start).count(), Nanos(seconds(15)).count());  // not the 30 s
 }
 
-KDIST_TEST(Worker, ServiceWaitSucceedsWhenTheListenerAppears) {
+TEST(Worker, ServiceWaitSucceedsWhenTheListenerAppears) {
   RealClock clock;
   Result<Listener> reserve = ListenOnAllInterfaces(0, 1);
   KDIST_ASSERT_OK(reserve);
@@ -230,10 +230,10 @@ KDIST_TEST(Worker, ServiceWaitSucceedsWhenTheListenerAppears) {
   const Nanos took = clock.Now() - start;
   done = true;
   late.join();
-  KDIST_EXPECT_GE(took.count(), Nanos(milliseconds(140)).count());  // not before it listened
+  EXPECT_GE(took.count(), Nanos(milliseconds(140)).count());  // not before it listened
 }
 
-KDIST_TEST(Worker, ServiceWaitHasADeadline) {
+TEST(Worker, ServiceWaitHasADeadline) {
   RealClock clock;
   Result<Endpoint> endpoint = EndpointFromLiteral("127.0.0.1", ClosedPort());
   KDIST_ASSERT_OK(endpoint);
@@ -242,9 +242,9 @@ KDIST_TEST(Worker, ServiceWaitHasADeadline) {
                      "process 0's JAX coordination service did not accept connections");
 }
 
-KDIST_TEST(Worker, RelayTextQuotesOnlyWhatNeedsIt) {
-  KDIST_EXPECT_EQ(RelayText("2 of 4 \"joined\""), std::string("2 of 4 \"joined\""));
-  KDIST_EXPECT_EQ(RelayText("bell\x07"), std::string("\"bell\\x07\""));
+TEST(Worker, RelayTextQuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(RelayText("2 of 4 \"joined\""), std::string("2 of 4 \"joined\""));
+  EXPECT_EQ(RelayText("bell\x07"), std::string("\"bell\\x07\""));
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (cpp/*_fuzz.cc, clang with ASan + UBSan) and runs each
-# for SECONDS (default 5) from the seed corpus in fuzz/corpus/<target>/. New inputs go to
-# a scratch folder, not into the repository. Needs clang and libclang-rt (Debian:
+# Builds the libFuzzer targets (fuzz/<name>/<name>_fuzz.cc, clang with ASan + UBSan) and
+# runs each for SECONDS (default 5) from its seed corpus fuzz/<name>/corpus/ (the
+# detectors' is tests/fixtures/schedulers, through a link). New inputs go to a scratch
+# folder, not into the repository. Needs clang and libclang-rt (Debian:
 # apt-get install clang libclang-rt-14-dev); installs them when run as root.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+# Usage: scripts/fuzz.sh [SECONDS] [NAME...]   (NAME: address, detectors, hello, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-5}"; shift || true
@@ -19,18 +20,19 @@ cmake_bin="${CMAKE:-cmake}"
 "$cmake_bin" -S . -B build/fuzz -DKDIST_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ > /dev/null
 "$cmake_bin" --build build/fuzz -j2 > /dev/null
-targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  for source in cpp/*_fuzz.cc; do targets+=("$(basename "$source" .cc)"); done
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for folder in fuzz/*/; do names+=("$(basename "$folder")"); done
 fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 total=0
-for target in "${targets[@]}"; do
-  mkdir -p "$scratch/$target" "fuzz/corpus/$target"
+for name in "${names[@]}"; do
+  target="${name}_fuzz"
+  mkdir -p "$scratch/$target"
   log="$scratch/$target.log"
   if ! build/fuzz/"$target" -max_total_time="$seconds" -print_final_stats=1 \
-       -artifact_prefix="$scratch/$target-" "$scratch/$target" "fuzz/corpus/$target" > "$log" 2>&1; then
+       -artifact_prefix="$scratch/$target-" "$scratch/$target" "fuzz/$name/corpus/" > "$log" 2>&1; then
     cat "$log" >&2
     echo "fuzz.sh: $target found a failure; the input is in $scratch (copied to build/fuzz/)" >&2
     cp "$scratch/$target-"* build/fuzz/ 2>/dev/null || true

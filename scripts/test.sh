@@ -6,11 +6,12 @@
 # package. Extra arguments go to pytest.
 source "$(dirname "$0")/venv.sh"
 
-# System tools some tests need: clang/libFuzzer (fuzz targets), iproute2 and nftables
-# (multi-host tests in network namespaces). Installed when missing and running as root;
-# otherwise those parts say why they cannot run.
+# System tools some tests need: GoogleTest (the C++ unit tests), clang/libFuzzer (fuzz
+# targets), iproute2 and nftables (multi-host tests in network namespaces). Installed when
+# missing and running as root; otherwise those parts say why they cannot run.
 if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   missing=()
+  [ -f /usr/include/gtest/gtest.h ] || missing+=(googletest libgtest-dev)
   command -v clang++ > /dev/null || missing+=(clang libclang-rt-14-dev)
   command -v ip > /dev/null || missing+=(iproute2)
   command -v nft > /dev/null || missing+=(nftables)
@@ -28,11 +29,11 @@ wheel=$(ls build/wheelhouse/kdist-*.whl)
 "$venv/bin/python" -m pip install --quiet "$wheel[test]"
 export KDIST_TEST_WHEEL="$PWD/$wheel"
 
-echo "== C++ unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
+echo "== C++ unit tests (GoogleTest, AddressSanitizer + UndefinedBehaviorSanitizer)"
 "$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON -DKDIST_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_MAKE_PROGRAM="$PWD/$venv/bin/ninja" > /dev/null
 "$venv/bin/cmake" --build build/cpp-tests
-build/cpp-tests/kdist_core_tests
+"$venv/bin/ctest" --test-dir build/cpp-tests --output-on-failure -j2 --no-tests=error
 
 echo "== Fuzz targets (bounded; scripts/fuzz.sh SECONDS runs them longer)"
 CMAKE="$PWD/$venv/bin/cmake" bash scripts/fuzz.sh "${KDIST_FUZZ_SECONDS:-4}"
