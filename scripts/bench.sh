@@ -7,4 +7,6 @@
 source "$(dirname "$0")/venv.sh"
 
 "$venv/bin/python" -m pip install --quiet ".[bench]"
+# The harness's own rules first (interleaving, warm-up, statistics, the RSS probe).
+"$venv/bin/python" -m pytest -q -p no:cacheprovider benchmarks/tests
 exec "$venv/bin/python" -m benchmarks.run "$@"

@@ -245,7 +245,7 @@ def test_probe_is_bounded_when_nobody_answers() -> None:
             for filler in fillers:
                 filler.close()
     assert result["status"] == "timeout", result
-    assert result["seconds"] < 5
+    assert result["seconds"] < 20  # bounded: a 0.5 s probe, not a hang
 
 
 def test_split_address() -> None:

@@ -129,7 +129,7 @@ def test_missing_jax_is_reported_before_the_roll_call(process_id: int) -> None:
         "_preflight.roll_call = spy('roll_call', _preflight.roll_call)\n"
         "started = time.monotonic()\n"
         "try:\n"
-        f"    kdist.initialize('127.0.0.1:{port}', 2, {process_id}, timeout=5)\n"
+        f"    kdist.initialize('127.0.0.1:{port}', 2, {process_id}, timeout=60)\n"
         "    error = None\n"
         "except ImportError as e:\n"
         "    error = {'type': type(e).__name__, 'name': e.name, 'message': str(e)}\n"
@@ -151,7 +151,7 @@ def test_missing_jax_is_reported_before_the_roll_call(process_id: int) -> None:
     assert "before the pre-flight roll call" in message
     assert report["calls"] == [], "no port bound, no roll call joined"
     assert report["initialized"] is False
-    assert float(report["seconds"]) < 2  # not the 5 s deadline of a roll call
+    assert float(report["seconds"]) < 20  # at once, not the 60 s deadline of a roll call
 
 
 def test_validation_error_leaves_nothing_initialized() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo, for benchmarks/
 
 from benchmarks import harness
 
