@@ -59,7 +59,13 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
     def run_process_zero() -> None:
         try:
             outcome["summary"] = _core.run_coordinator(
-                coordinator, "bench", "sim", 1, listener=listener, timeout=timeout
+                coordinator,
+                "bench",
+                "sim",
+                1,
+                shared=_core.JobShared(),
+                listener=listener,
+                timeout=timeout,
             )
         except BaseException as error:  # reported by the caller
             outcome["error"] = error

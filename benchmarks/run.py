@@ -11,7 +11,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from benchmarks import device_listing, import_cost, misconfig, rollcall, spawn_ready
+from benchmarks import (
+    device_listing,
+    import_cost,
+    keras_first_step,
+    misconfig,
+    rollcall,
+    spawn_ready,
+)
 from benchmarks.harness import (
     MIN_COUNTED_RUNS,
     RESULTS,
@@ -27,6 +34,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "spawn": spawn_ready.measure,
     "misconfig": misconfig.measure,
     "rollcall": rollcall.measure,
+    "keras": keras_first_step.measure,
 }
 
 

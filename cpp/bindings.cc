@@ -78,16 +78,19 @@ std::vector<std::string> AddressStrings(const std::vector<Address>& addresses) {
 }
 
 std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
-  return {{"job_addresses", spec.job_addresses.source.empty() ? "not set" : spec.job_addresses.source},
-          {"num_processes", spec.num_processes.source},
-          {"process_id", spec.process_id.source},
-          {"timeout", spec.timeout_seconds.source},
-          {"preflight", spec.preflight.source},
-          {"cluster_detection", spec.cluster_detection.source},
-          {"local_device_ids", spec.local_device_ids.source},
-          {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
-          {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
-          {"on_peer_failure", spec.on_peer_failure.source}};
+  std::map<std::string, std::string> sources = {
+      {"job_addresses", spec.job_addresses.source.empty() ? "not set" : spec.job_addresses.source},
+      {"num_processes", spec.num_processes.source},
+      {"process_id", spec.process_id.source},
+      {"timeout", spec.timeout_seconds.source},
+      {"preflight", spec.preflight.source},
+      {"cluster_detection", spec.cluster_detection.source},
+      {"local_device_ids", spec.local_device_ids.source},
+      {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
+      {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
+      {"on_peer_failure", spec.on_peer_failure.source}};
+  if (spec.seed.value) sources["seed"] = spec.seed.source;
+  return sources;
 }
 
 std::string IdList(const std::optional<std::vector<int64_t>>& ids) {
@@ -252,8 +255,8 @@ Listener BindCoordinatorPortPy(const ClusterSpec& spec) {
 }
 
 nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_version,
-                          const std::string& host, int64_t pid, Listener* listener,
-                          double timeout, double elapsed, std::optional<nb::callable> progress,
+                          const std::string& host, int64_t pid, const JobShared& shared,
+                          Listener* listener, double timeout, double elapsed, std::optional<nb::callable> progress,
                           double progress_interval) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
@@ -270,9 +273,9 @@ nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_versio
   {
     nb::gil_scoped_release release;
     if (listener != nullptr) {
-      result = RunCoordinatorOn(std::move(*listener), own, options, clock);
+      result = RunCoordinatorOn(std::move(*listener), own, shared, options, clock);
     } else {
-      result = RunCoordinator(own, coordinator.port, options, clock);
+      result = RunCoordinator(own, shared, coordinator.port, options, clock);
     }
   }
   hooks.Finish(result.status());
@@ -315,6 +318,7 @@ nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
   out["coordinator_host"] = result->go.host;
   out["coordinator_pid"] = result->go.pid;
   out["coordinator_jax_version"] = result->go.jax_version;
+  out["shared"] = result->go.shared;
   out["attempts"] = result->attempts;
   out["seconds"] = NanosToSeconds(result->elapsed);
   out["connected_to"] = result->connected_to.ToString();
@@ -358,6 +362,7 @@ nb::dict DecodeReplyPy(nb::bytes frame) {
   out["host"] = reply->host;
   out["pid"] = reply->pid;
   out["jax_version"] = reply->jax_version;
+  out["seed"] = reply->shared.seed;
   return out;
 }
 
@@ -602,6 +607,19 @@ NB_MODULE(_core, m) {
                    [](const ClusterSpec& s) { return s.local_devices_suggestion_applied; },
                    "Whether local_device_ids is the scheduler's suggestion "
                    "(KDIST_LOCAL_DEVICE_IDS=auto).")
+      .def_prop_ro("seed", [](const ClusterSpec& s) { return s.seed.value; },
+                   "The job-wide random seed initialize() agreed on (the same in every "
+                   "process unless the program set its own), or None before initialize(); "
+                   "sources['seed'] says where it came from.")
+      .def(
+          "with_seed",
+          [](const ClusterSpec& s, int64_t seed, const std::string& source) {
+            ClusterSpec copy = s;
+            copy.seed = {seed, source};
+            return copy;
+          },
+          nb::arg("seed"), nb::arg("source"),
+          "A copy of this spec with the job seed set, and where it came from.")
       .def_prop_ro("sources", &Sources,
                    "Where each value came from: 'argument', an environment variable's name, "
                    "a detector and its variables ('slurm (SLURM_PROCID)'), 'job_addresses' "
@@ -664,17 +682,28 @@ NB_MODULE(_core, m) {
   m.def("bind_coordinator_port", &BindCoordinatorPortPy, nb::arg("spec"),
         "Binds the coordinator port as JAX will (every interface, never shared); raises "
         "PortInUseError naming the port and its holder when it is taken.");
+  nb::class_<JobShared>(m, "JobShared",
+                        "What process 0 decides for the whole job; the roll call's \"go\" "
+                        "carries it to every process.")
+      .def(nb::init<>())
+      .def_rw("seed", &JobShared::seed,
+              "The job-wide random seed, in [0, 2**32) (Keras's initialize agrees on one).")
+      .def("__repr__",
+           [](const JobShared& s) { return "JobShared(seed=" + std::to_string(s.seed) + ")"; });
+
   m.def("run_coordinator", &RunCoordinatorPy,
         nb::sig("def run_coordinator(spec: ClusterSpec, jax_version: str, host: str, pid: int, "
-                "*, listener: CoordinatorListener | None = None, timeout: float, "
+                "*, shared: JobShared, listener: CoordinatorListener | None = None, timeout: float, "
                 "elapsed: float = 0.0, progress: collections.abc.Callable[[str], None] | None "
                 "= None, progress_interval: float = 5.0) -> dict[str, typing.Any]"),
         nb::arg("spec"), nb::arg("jax_version"),
-        nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("listener").none() = nb::none(),
+        nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("shared"),
+        nb::arg("listener").none() = nb::none(),
         nb::arg("timeout"),
         nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
         "Process 0's roll call on the coordinator port (on `listener` when given, which it "
-        "closes; else it binds the port), GIL released while it waits, with "
+        "closes; else it binds the port), GIL released while it waits; its \"go\" carries "
+        "`shared` to every process. It has "
         "`timeout` seconds in all of which `elapsed` were spent before the call. Returns "
         "{'members': [...], 'dropped', 'seconds', 'listened_on'}; raises PortInUseError, "
         "RendezvousError, RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
@@ -688,7 +717,8 @@ NB_MODULE(_core, m) {
         nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
         nb::arg("seed").none() = nb::none(),
         "Another process's side of the roll call (GIL released while it waits). Returns "
-        "{'coordinator_host', 'coordinator_pid', 'coordinator_jax_version', 'attempts', "
+        "{'coordinator_host', 'coordinator_pid', 'coordinator_jax_version', 'shared' (the "
+        "JobShared from \"go\"), 'attempts', "
         "'seconds', 'connected_to'}; raises CoordinatorUnreachableError, RendezvousError, "
         "RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
   m.def("wait_for_coordinator_service", &WaitForServicePy,
@@ -706,7 +736,7 @@ NB_MODULE(_core, m) {
   m.def("decode_reply", &DecodeReplyPy,
         nb::sig("def decode_reply(frame: bytes) -> dict[str, typing.Any]"), nb::arg("frame"),
         "Decodes one reply frame from process 0: {'type': 'go'|'reject'|'status', 'code', "
-        "'message', 'host', 'pid', 'jax_version'}.");
+        "'message', 'host', 'pid', 'jax_version', 'seed'}.");
   m.def("frame_size", &FrameSizePy, nb::arg("header"),
         "The whole size of the frame whose header starts `header` (FRAME_HEADER_SIZE bytes).");
   m.attr("FRAME_HEADER_SIZE") = kFrameHeaderSize;

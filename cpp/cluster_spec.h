@@ -53,6 +53,11 @@ struct ClusterSpec {
   // Whether local_device_ids is that suggestion (KDIST_LOCAL_DEVICE_IDS=auto).
   bool local_devices_suggestion_applied = false;
 
+  // The job-wide random seed, agreed by initialize() (nullopt before): from the
+  // roll call's "go", JAX's key-value store, or the program's own Keras seed.
+  // Not part of the fingerprint or of SameJobAndProcess.
+  Sourced<std::optional<int64_t>> seed;
+
   // The coordinator (the first job address), when there is one.
   std::optional<Address> coordinator() const;
 

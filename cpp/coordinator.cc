@@ -54,9 +54,11 @@ std::string NoFilesMessage(size_t open_connections) {
 
 class Coordinator {
  public:
-  Coordinator(Listener listener, const Hello& own, const RendezvousOptions& options, Clock& clock)
+  Coordinator(Listener listener, const Hello& own, const JobShared& shared,
+              const RendezvousOptions& options, Clock& clock)
       : listener_(std::move(listener)),
         own_(own),
+        shared_(shared),
         options_(options),
         waiter_(clock, options),
         call_(own) {}
@@ -94,6 +96,7 @@ class Coordinator {
 
   Listener listener_;
   const Hello& own_;
+  const JobShared& shared_;
   const RendezvousOptions& options_;
   Waiter waiter_;
   RollCall call_;
@@ -137,6 +140,7 @@ Reply Coordinator::MakeReply(FrameType type, StatusCode code, const std::string&
   reply.host = own_.host;
   reply.pid = own_.pid;
   reply.jax_version = own_.jax_version;
+  if (type == FrameType::kGo) reply.shared = shared_;
   return reply;
 }
 
@@ -418,16 +422,17 @@ Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& opt
 }
 
 Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
+                                         const JobShared& shared,
                                          const RendezvousOptions& options, Clock& clock) {
-  Coordinator coordinator(std::move(listener), own, options, clock);
+  Coordinator coordinator(std::move(listener), own, shared, options, clock);
   return coordinator.Run();
 }
 
-Result<RollCallSummary> RunCoordinator(const Hello& own, uint16_t port,
+Result<RollCallSummary> RunCoordinator(const Hello& own, const JobShared& shared, uint16_t port,
                                        const RendezvousOptions& options, Clock& clock) {
   Result<Listener> listener = BindCoordinatorPort(port, options, clock);
   if (!listener.ok()) return listener.status();
-  return RunCoordinatorOn(std::move(listener).value(), own, options, clock);
+  return RunCoordinatorOn(std::move(listener).value(), own, shared, options, clock);
 }
 
 }  // namespace kdist

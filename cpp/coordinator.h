@@ -35,17 +35,18 @@ Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& opt
                                      Clock& clock);
 
 // Runs the roll call on a bound listener, which is closed before the
-// verdict is sent. `own` is process 0's hello.
+// verdict is sent. `own` is process 0's hello; `shared` is what "go" carries.
 //   ok: every process is present and was told "go".
 //   kFailedPrecondition: the processes disagree (told to every connected one).
 //   kDeadlineExceeded: the deadline passed; names who joined and who is missing.
 //   kInternal: out of file descriptors or another system failure.
 //   the interrupt hook's status, when it stopped the roll call.
 Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
+                                         const JobShared& shared,
                                          const RendezvousOptions& options, Clock& clock);
 
 // BindCoordinatorPort, then RunCoordinatorOn.
-Result<RollCallSummary> RunCoordinator(const Hello& own, uint16_t port,
+Result<RollCallSummary> RunCoordinator(const Hello& own, const JobShared& shared, uint16_t port,
                                        const RendezvousOptions& options, Clock& clock);
 
 }  // namespace kdist

@@ -33,12 +33,13 @@ class CoordinatorThread {
     own_ = TestHello(0, n, port_);
     own_.token = std::move(token);
     thread_ = std::thread([this, l = std::move(listener).value()]() mutable {
-      result_ = RunCoordinatorOn(std::move(l), own_, options_, clock_);
+      result_ = RunCoordinatorOn(std::move(l), own_, shared_, options_, clock_);
     });
   }
   ~CoordinatorThread() { Join(); }
   uint16_t port() const { return port_; }
   const Hello& own() const { return own_; }
+  const JobShared& shared() const { return shared_; }
   Result<RollCallSummary>& Join() {
     if (thread_.joinable()) thread_.join();
     return result_;
@@ -49,6 +50,7 @@ class CoordinatorThread {
   RendezvousOptions options_;
   uint16_t port_ = 0;
   Hello own_;
+  JobShared shared_{20260427};
   Result<RollCallSummary> result_;
   std::thread thread_;
 };
@@ -326,6 +328,7 @@ KDIST_TEST(Coordinator, AStaleHolderIsReplacedByItsRestartedProcess) {
   Result<Reply> verdict = fresh.ReadVerdict(milliseconds(3000));
   KDIST_ASSERT_OK(verdict);
   KDIST_EXPECT_TRUE(verdict->type == FrameType::kGo);
+  KDIST_EXPECT_EQ(verdict->shared.seed, coordinator.shared().seed);
   KDIST_EXPECT_OK(two.Join());
 }
 
@@ -333,14 +336,15 @@ KDIST_TEST(Coordinator, OtherProtocolVersionIsAnsweredAndRefused) {
   CoordinatorThread coordinator(2, FastOptions(milliseconds(500)));
   RawClient future(coordinator.port());
   std::string frame = EncodeHello(TestHello(1, 2, coordinator.port()));
-  frame[5] = 2;  // version 2
+  frame[4] = 0;
+  frame[5] = 9;  // version 9
   KDIST_ASSERT_TRUE(future.Send(frame));
   Result<Reply> verdict = future.ReadVerdict(milliseconds(3000));
   KDIST_ASSERT_OK(verdict);
   KDIST_EXPECT_TRUE(verdict->type == FrameType::kReject);
   KDIST_EXPECT_TRUE(verdict->code == StatusCode::kFailedPrecondition);
-  KDIST_EXPECT_TRUE(verdict->message.find("protocol version 2") != std::string::npos);
-  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded, "protocol version 2");
+  KDIST_EXPECT_TRUE(verdict->message.find("protocol version 9") != std::string::npos);
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded, "protocol version 9");
 }
 
 KDIST_TEST(Coordinator, WaitingWorkersHearProcessZerosProgress) {
@@ -378,7 +382,7 @@ KDIST_TEST(Coordinator, TakenPortNamesThePortAndItsHolder) {
   KDIST_ASSERT_OK(holder);
   const Nanos start = clock.Now();
   Result<RollCallSummary> result =
-      RunCoordinator(TestHello(0, 2, holder->port), holder->port, options, clock);
+      RunCoordinator(TestHello(0, 2, holder->port), JobShared{}, holder->port, options, clock);
   // The bound: a taken port is reported within 1 s.
   KDIST_EXPECT_LT((clock.Now() - start).count(), Nanos(milliseconds(1000)).count());
   KDIST_EXPECT_ERROR(result, StatusCode::kAlreadyExists,

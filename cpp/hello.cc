@@ -21,6 +21,7 @@ enum Tag : uint8_t {
   kTagToken = 10,
   kTagCode = 11,
   kTagMessage = 12,
+  kTagSeed = 13,
 };
 
 void PutU16(std::string& out, uint16_t value) {
@@ -205,6 +206,7 @@ std::string EncodeReply(const Reply& reply) {
   w.String(kTagHost, reply.host, kMaxHostBytes);
   w.Integer(kTagPid, reply.pid);
   w.String(kTagJaxVersion, reply.jax_version, kMaxShortFieldBytes);
+  if (reply.type == FrameType::kGo) w.Integer(kTagSeed, reply.shared.seed);
   return w.Frame(reply.type);
 }
 
@@ -303,6 +305,10 @@ Result<Reply> DecodeReply(std::string_view frame) {
         KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
         KDIST_RETURN_IF_ERROR(ReadString(f, kMaxShortFieldBytes, "jax_version", reply.jax_version));
         break;
+      case kTagSeed:
+        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
+        KDIST_RETURN_IF_ERROR(ReadInteger(f, "seed", reply.shared.seed));
+        break;
       default: break;  // unknown: skip
     }
   }
@@ -313,6 +319,9 @@ Result<Reply> DecodeReply(std::string_view frame) {
   reply.code = static_cast<StatusCode>(code);
   if (reply.type == FrameType::kReject && reply.code == StatusCode::kOk) {
     return InvalidArgument("a reject reply carries no failure code");
+  }
+  if (reply.type == FrameType::kGo && !seen.Has(kTagSeed)) {
+    return InvalidArgument("a go reply carries no seed field");
   }
   return reply;
 }

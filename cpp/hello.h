@@ -24,7 +24,8 @@
 
 namespace kdist {
 
-inline constexpr uint16_t kProtocolVersion = 1;
+// 2: "go" carries JobShared (the job-wide seed).
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr std::string_view kFrameMagic = "KDRV";
 inline constexpr size_t kFrameHeaderSize = 12;
 inline constexpr size_t kMaxFramePayload = 16 * 1024;
@@ -55,6 +56,11 @@ struct Hello {
   std::string token;                 // KDIST_RENDEZVOUS_TOKEN, empty when unset
 };
 
+// What process 0 decides for the whole job and "go" carries to every process.
+struct JobShared {
+  int64_t seed = 0;  // the job-wide random seed, in [0, 2^32) (Keras's initialize agrees on one)
+};
+
 struct Reply {
   FrameType type = FrameType::kGo;       // kGo, kReject or kStatus
   StatusCode code = StatusCode::kOk;     // kReject: the failure's code
@@ -62,6 +68,7 @@ struct Reply {
   std::string host;                      // process 0's host name
   int64_t pid = 0;                       // process 0's pid
   std::string jax_version;               // process 0's JAX version
+  JobShared shared;                      // kGo: what the whole job shares
 };
 
 struct FrameHeader {

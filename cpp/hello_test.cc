@@ -121,22 +121,22 @@ KDIST_TEST(Hello, WrongMagicIsNamedWithTheBytesQuoted) {
 }
 
 KDIST_TEST(Hello, OversizedPayloadIsRefusedFromTheHeaderAlone) {
-  const std::string header = RawFrame(1, 1, "", kMaxFramePayload + 1);
+  const std::string header = RawFrame(kProtocolVersion, 1, "", kMaxFramePayload + 1);
   KDIST_EXPECT_ERROR(DecodeFrameHeader(header), StatusCode::kInvalidArgument, "over the limit");
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, "", 0xffffffffll)), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, "", 0xffffffffll)), StatusCode::kInvalidArgument,
                      "4294967295");
 }
 
 KDIST_TEST(Hello, OtherProtocolVersionIsAFailedPrecondition) {
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(2, 1, MinimalHelloPayload())),
-                     StatusCode::kFailedPrecondition, "protocol version 2");
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(9, 1, MinimalHelloPayload())),
+                     StatusCode::kFailedPrecondition, "protocol version 9");
   Result<FrameHeader> header = DecodeFrameHeader(RawFrame(7, 1, ""));
   KDIST_ASSERT_OK(header);
   KDIST_EXPECT_EQ(header->version, uint16_t{7});
 }
 
 KDIST_TEST(Hello, MinimalHandMadeHelloDecodes) {
-  Result<Hello> out = DecodeHello(RawFrame(1, 1, MinimalHelloPayload()));
+  Result<Hello> out = DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload()));
   KDIST_ASSERT_OK(out);
   KDIST_EXPECT_EQ(out->pid, int64_t{77});
   KDIST_EXPECT_EQ(out->jax_version, std::string());
@@ -145,31 +145,31 @@ KDIST_TEST(Hello, MinimalHandMadeHelloDecodes) {
 
 KDIST_TEST(Hello, UnknownFieldsAreSkipped) {
   const std::string payload = Field(200, "future") + MinimalHelloPayload() + Field(63, "x");
-  KDIST_EXPECT_OK(DecodeHello(RawFrame(1, 1, payload)));
+  KDIST_EXPECT_OK(DecodeHello(RawFrame(kProtocolVersion, 1, payload)));
 }
 
 KDIST_TEST(Hello, MalformedFieldsAreErrors) {
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, MinimalHelloPayload() + Field(9, Int(1)))),
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + Field(9, Int(1)))),
                      StatusCode::kInvalidArgument, "appears twice");
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, "abc") + MinimalHelloPayload())),
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, Field(1, "abc") + MinimalHelloPayload())),
                      StatusCode::kInvalidArgument, "expected 8");
   KDIST_EXPECT_ERROR(
-      DecodeHello(RawFrame(1, 1, Field(8, std::string(300, 'h')) + Field(1, Int(1)))),
+      DecodeHello(RawFrame(kProtocolVersion, 1, Field(8, std::string(300, 'h')) + Field(1, Int(1)))),
       StatusCode::kInvalidArgument, "over its limit");
   // A single over-limit host in an otherwise complete hello: named, with both sizes.
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, Int(1)) + Field(2, Int(2)) +
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, Field(1, Int(1)) + Field(2, Int(2)) +
                                                     Field(3, "fp") + Field(4, "h:1") +
                                                     Field(8, std::string(300, 'h')) +
                                                     Field(9, Int(77)))),
                      StatusCode::kInvalidArgument, "field host is 300 bytes, over its limit of 255");
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, Field(1, Int(1)))), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, Field(1, Int(1)))), StatusCode::kInvalidArgument,
                      "no num_processes");
   std::string cut = MinimalHelloPayload() + "\x03\x00";
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, cut)), StatusCode::kInvalidArgument, "cut off");
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, cut)), StatusCode::kInvalidArgument, "cut off");
   std::string lying = MinimalHelloPayload() + Field(3, "ab");
   lying[lying.size() - 3] = 0x10;  // the last field claims 4096+ bytes
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 1, lying)), StatusCode::kInvalidArgument, "remain");
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(1, 2, MinimalHelloPayload())),
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, lying)), StatusCode::kInvalidArgument, "remain");
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 2, MinimalHelloPayload())),
                      StatusCode::kInvalidArgument, "frame type 2");
 }
 
@@ -181,7 +181,7 @@ KDIST_TEST(Hello, RandomBytesNeverCrashAndAlmostNeverDecode) {
     std::string bytes;
     for (size_t j = 0; j < size; ++j) bytes += static_cast<char>(random.Next() & 0xff);
     if (i % 2 == 0 && bytes.size() >= kFrameHeaderSize) {  // half with a plausible header
-      bytes.replace(0, kFrameHeaderSize, RawFrame(1, 1 + (i % 4), "", size - kFrameHeaderSize));
+      bytes.replace(0, kFrameHeaderSize, RawFrame(kProtocolVersion, 1 + (i % 4), "", size - kFrameHeaderSize));
     }
     if (DecodeHello(bytes).ok()) ++decoded;
     (void)DecodeReply(bytes);
@@ -200,6 +200,7 @@ KDIST_TEST(Reply, GoRejectAndStatusRoundTrip) {
     in.host = "node-0";
     in.pid = 99;
     in.jax_version = "0.4.35";
+    in.shared.seed = 4294967295;
     Result<Reply> out = DecodeReply(EncodeReply(in));
     KDIST_ASSERT_OK(out);
     KDIST_EXPECT_TRUE(out->type == type);
@@ -208,15 +209,27 @@ KDIST_TEST(Reply, GoRejectAndStatusRoundTrip) {
     KDIST_EXPECT_EQ(out->host, in.host);
     KDIST_EXPECT_EQ(out->pid, int64_t{99});
     KDIST_EXPECT_EQ(out->jax_version, in.jax_version);
+    // Only "go" carries what the job shares.
+    KDIST_EXPECT_EQ(out->shared.seed, type == FrameType::kGo ? int64_t{4294967295} : int64_t{0});
   }
+}
+
+KDIST_TEST(Reply, GoWithoutSeedIsAnError) {
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2, Field(11, Int(0)))),
+                     StatusCode::kInvalidArgument, "go reply carries no seed");
+  KDIST_EXPECT_OK(
+      DecodeReply(RawFrame(kProtocolVersion, 2, Field(11, Int(0)) + Field(13, Int(7)))));
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2,
+                                          Field(11, Int(0)) + Field(13, Int(7)) + Field(13, Int(8)))),
+                     StatusCode::kInvalidArgument, "appears twice");
 }
 
 KDIST_TEST(Reply, BadRepliesAreErrors) {
   KDIST_EXPECT_ERROR(DecodeReply(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
                      "not a reply");
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(1, 3, Field(11, Int(0)))), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, Field(11, Int(0)))), StatusCode::kInvalidArgument,
                      "no failure code");
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(1, 3, Field(11, Int(99)))),
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, Field(11, Int(99)))),
                      StatusCode::kInvalidArgument, "not a known code");
   KDIST_EXPECT_ERROR(DecodeReply("KDR"), StatusCode::kInvalidArgument,
                      "only 3 bytes of a 12-byte frame header");
@@ -256,7 +269,7 @@ KDIST_TEST(FrameAssembler, RefusesHttpAtTheFirstByte) {
   KDIST_EXPECT_ERROR(assembler.Append("G"), StatusCode::kInvalidArgument, "magic");
   FrameAssembler oversized;
   KDIST_EXPECT_OK(oversized.Append("KDRV"));
-  KDIST_EXPECT_ERROR(oversized.Append(RawFrame(1, 1, "", 1 << 30).substr(4)),
+  KDIST_EXPECT_ERROR(oversized.Append(RawFrame(kProtocolVersion, 1, "", 1 << 30).substr(4)),
                      StatusCode::kInvalidArgument, "over the limit");
   KDIST_EXPECT_TRUE(CouldStartFrame(""));
   KDIST_EXPECT_TRUE(CouldStartFrame("KD"));

@@ -91,11 +91,12 @@ KDIST_TEST(Worker, WaitsForACoordinatorThatStartsLate) {
   usleep(300 * 1000);
   RendezvousOptions coordinator_options = FastOptions(milliseconds(5000));
   Result<RollCallSummary> summary =
-      RunCoordinator(TestHello(0, 2, port), port, coordinator_options, clock);
+      RunCoordinator(TestHello(0, 2, port), JobShared{77}, port, coordinator_options, clock);
   thread.join();
   KDIST_EXPECT_OK(summary);
   KDIST_ASSERT_OK(worker);
   KDIST_EXPECT_GE(worker->attempts, int64_t{2});
+  KDIST_EXPECT_EQ(worker->go.shared.seed, int64_t{77});  // what process 0's "go" carried
   std::lock_guard<std::mutex> lock(mutex);
   KDIST_ASSERT_TRUE(!lines.empty());
   KDIST_EXPECT_EQ(lines.front().rfind("waiting for coordinator 127.0.0.1:" + std::to_string(port) +
@@ -113,7 +114,7 @@ KDIST_TEST(Worker, ResolvesLocalhost) {
   Result<RollCallSummary> summary = Internal("not run");
   Hello own = TestHello(0, 2, port);
   own.coordinator = "localhost:" + std::to_string(port);
-  std::thread thread([&] { summary = RunCoordinatorOn(std::move(listener).value(), own, options, clock); });
+  std::thread thread([&] { summary = RunCoordinatorOn(std::move(listener).value(), own, JobShared{77}, options, clock); });
   Hello hello = TestHello(1, 2, port);
   hello.coordinator = own.coordinator;
   hello.fingerprint = own.fingerprint;
@@ -183,7 +184,7 @@ KDIST_TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
   const uint16_t port = listener->port;
   Result<RollCallSummary> summary = Internal("not run");
   std::thread thread([&] {
-    summary = RunCoordinatorOn(std::move(listener).value(), TestHello(0, 3, port), options, clock);
+    summary = RunCoordinatorOn(std::move(listener).value(), TestHello(0, 3, port), JobShared{77}, options, clock);
   });
   RendezvousOptions worker_options = FastOptions(milliseconds(400));
   worker_options.progress_interval = seconds(60);

@@ -2,7 +2,7 @@
 
 Same inputs to both; equal results wherever Keras is not defective. Where kdist differs on
 purpose, the test asserts both behaviours, so each difference is documented by a test (the
-README's "Differences from Keras" table lists them).
+"Differences from Keras" table in docs/distribution.md lists them).
 """
 
 from __future__ import annotations
@@ -214,20 +214,24 @@ def test_difference_data_parallel_accepts_a_numpy_array_of_devices(kd: Any) -> N
     assert kdist.DataParallel(devices=devices).device_mesh.devices.tolist() == ["cpu:0", "cpu:1"]
 
 
-def test_difference_wrong_types_raise_type_error(kd: Any) -> None:
+def test_wrong_types_raise_what_keras_code_catches(kd: Any) -> None:
+    """Keras raises ValueError for these; kdist's ArgumentTypeError is a ValueError and a
+    TypeError, so `except ValueError:` written for Keras still catches it."""
     with pytest.raises(ValueError, match="Expect `mesh` to be an instance of `DeviceMesh`"):
         kd.DataParallel(device_mesh=(8,))
-    with pytest.raises(TypeError, match=r"device_mesh must be a kdist\.DeviceMesh"):
+    with pytest.raises(ValueError, match=r"device_mesh must be a kdist\.DeviceMesh"):
         kdist.DataParallel(device_mesh=(8,))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must be a `LayoutMap` instance"):
         kd.ModelParallel(layout_map={})
-    with pytest.raises(TypeError, match=r"layout_map must be a kdist\.LayoutMap"):
+    with pytest.raises(ValueError, match=r"layout_map must be a kdist\.LayoutMap"):
         kdist.ModelParallel(layout_map={})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="should be a TensorLayout type"):
         kd.LayoutMap(kd.DeviceMesh((8,), ["model"]))["k"] = "model"
-    with pytest.raises(TypeError, match=r"a value must be a kdist\.TensorLayout"):
-        our_map = kdist.LayoutMap(kdist.DeviceMesh((8,), ["model"]))
+    our_map = kdist.LayoutMap(kdist.DeviceMesh((8,), ["model"]))
+    with pytest.raises(kdist.ArgumentTypeError, match=r"a value must be a kdist\.TensorLayout"):
         our_map["k"] = "model"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match=r"a value must be a kdist\.TensorLayout"):
+        our_map["k"] = 3  # type: ignore[assignment]
 
 
 # --- ModelParallel -------------------------------------------------------------------------

@@ -28,5 +28,5 @@ def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
         assert report["num_processes"] == num_processes
         assert report["fingerprint"] == reports[0]["fingerprint"]
         assert "kdist is already initialized" in str(report["second_call_error"])
-        assert report["sources"] == ENVIRONMENT_SOURCES
+        assert report["sources"] == {**ENVIRONMENT_SOURCES, "seed": "roll call: process 0's seed"}
         assert report["scheduler"] is None

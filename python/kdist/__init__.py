@@ -12,6 +12,7 @@ Example:
 """
 
 from kdist._errors import (
+    ArgumentTypeError,
     ConfigError,
     CoordinatorUnreachableError,
     InitializationOrderError,
@@ -22,6 +23,7 @@ from kdist._errors import (
 )
 
 __all__ = [
+    "ArgumentTypeError",
     "ConfigError",
     "CoordinatorUnreachableError",
     "DataParallel",

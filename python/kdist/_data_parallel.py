@@ -12,6 +12,7 @@ from kdist._distribution import (
     _own_layout,
     _variable_shape,
 )
+from kdist._errors import ArgumentTypeError
 from kdist._tensor_layout import TensorLayout
 
 TYPE_CHECKING = False
@@ -36,11 +37,15 @@ class DataParallel(Distribution):
         devices: Devices (strings such as "cpu:0" or `jax.Device`) for a 1-D
             mesh; nested sequences are flattened. Ignored, with a
             `UserWarning`, when `device_mesh` is given. Defaults to None.
-        auto_shard_dataset: Whether datasets are sharded across processes
-            automatically. Defaults to True.
+        auto_shard_dataset: Keras's flag, kept for compatibility. kdist shards
+            no dataset: in a multi-process job each process passes its own
+            part of the global batch (`data_shard_id` says which), to Keras
+            models too. Defaults to True.
 
     Raises:
-        TypeError: `device_mesh` is not a `DeviceMesh`, or `devices` has the
+        kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
+            TypeError and, as in Keras, a ValueError).
+        TypeError: `devices` has the
             wrong type.
         ValueError: `devices` is empty, or names a device that does not exist
             or one twice.
@@ -62,7 +67,7 @@ class DataParallel(Distribution):
     ) -> None:
         if device_mesh is not None:
             if not isinstance(device_mesh, DeviceMesh):
-                raise TypeError(
+                raise ArgumentTypeError(
                     "DataParallel: device_mesh must be a kdist.DeviceMesh (or None). "
                     f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
                 )

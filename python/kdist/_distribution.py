@@ -8,6 +8,7 @@ from typing import Any
 
 from kdist import _global_distribution, _jax_backend
 from kdist._device_mesh import DeviceMesh
+from kdist._errors import ArgumentTypeError
 from kdist._tensor_layout import TensorLayout
 
 
@@ -27,11 +28,15 @@ class Distribution:
         device_mesh: The `DeviceMesh` the layouts refer to.
         batch_dim_name: Name of the mesh axis the batch dimension is split
             over; one of `device_mesh.axis_names`. Defaults to None.
-        auto_shard_dataset: Whether datasets are sharded across processes
-            automatically. Defaults to True.
+        auto_shard_dataset: Keras's flag, kept for compatibility. kdist shards
+            no dataset: in a multi-process job each process passes its own
+            part of the global batch (`data_shard_id` says which), to Keras
+            models too. Defaults to True.
 
     Raises:
-        TypeError: `device_mesh` is not a `DeviceMesh`, `batch_dim_name` is
+        kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
+            TypeError and, as in Keras, a ValueError).
+        TypeError: `batch_dim_name` is
             not a string, or `auto_shard_dataset` is not a bool.
         ValueError: `batch_dim_name` is not an axis of the mesh.
 
@@ -54,7 +59,7 @@ class Distribution:
     ) -> None:
         name = type(self).__name__
         if not isinstance(device_mesh, DeviceMesh):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{name}: device_mesh must be a kdist.DeviceMesh. "
                 f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
             )
@@ -88,7 +93,8 @@ class Distribution:
 
     @property
     def auto_shard_dataset(self) -> bool:
-        """Whether datasets are sharded across processes automatically."""
+        """Keras's flag, kept for compatibility: kdist shards no dataset (each process
+        passes its own part of the global batch)."""
         return self._auto_shard_dataset
 
     @auto_shard_dataset.setter
@@ -164,16 +170,18 @@ class Distribution:
 
         Scopes nest: on exit the previous distribution is current again, even
         when the block raises. Other threads keep seeing the process-wide
-        distribution of `kdist.set_distribution()`.
+        distribution of `kdist.set_distribution()`. When the program uses Keras
+        (JAX backend), Keras models built or trained in the block are placed by
+        this distribution too, as under Keras's own `Distribution.scope()`.
 
         Yields:
             This distribution.
         """
-        _global_distribution.push_scope(self)
+        token = _global_distribution.push_scope(self)
         try:
             yield self
         finally:
-            _global_distribution.pop_scope(self)
+            _global_distribution.pop_scope(self, token)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} device_mesh={self._device_mesh!r}>"

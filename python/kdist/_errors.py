@@ -18,6 +18,17 @@ class ConfigError(KdistError, ValueError):
     """
 
 
+class ArgumentTypeError(KdistError, TypeError, ValueError):
+    """An argument of a distribution type has the wrong type.
+
+    Both a TypeError (what Python code expects for a wrong type) and a
+    ValueError (what `keras.distribution` raises for the same mistake: a
+    `device_mesh` that is not a DeviceMesh, a `layout_map` that is not a
+    LayoutMap, a LayoutMap value that is not a layout), so code written for
+    either keeps catching it.
+    """
+
+
 class InitializationOrderError(KdistError, RuntimeError):
     """initialize() was called too late: the JAX backend already started."""
 

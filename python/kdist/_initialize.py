@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from kdist import _config, _core, _devices, _jax_backend, _preflight
+from kdist import _config, _core, _devices, _jax_backend, _preflight, _seed
 from kdist._errors import ConfigError, InitializationOrderError
 
 _lock = threading.Lock()
@@ -137,6 +137,12 @@ def initialize(
             )
         coordinator = spec.coordinator_address
         timings = {"arrived": arrived}
+        # The job seed: chosen by process 0 (or this single process), shared by the roll
+        # call's "go" or, without it, by JAX's key-value store.
+        shared = _core.JobShared()
+        shared.seed = _seed.choose() if spec.process_id == 0 else 0
+        seed_source = "drawn by this process"
+        roll_call = spec.preflight and spec.num_processes > 1
         if coordinator is not None:
             # Before any side effect: a process without JAX must not join the roll
             # call (it would say hello, then fail after "go" while the others wait).
@@ -145,18 +151,22 @@ def initialize(
             started = time.monotonic()
             deadline = started + spec.timeout
             service = None
-            if spec.preflight and spec.num_processes > 1:
+            if roll_call:
                 # JAX is imported on a helper thread while the roll call waits
                 # (from the moment process 0 holds its port); joined below.
                 jax_import = _jax_backend.BackgroundImport()
                 try:
-                    service = _preflight.roll_call(spec, deadline, on_waiting=jax_import.start)
+                    outcome = _preflight.roll_call(
+                        spec, deadline, shared, on_waiting=jax_import.start
+                    )
                     roll_call_ended = time.monotonic()
                     timings["roll_call_s"] = roll_call_ended - started
                 finally:
                     jax_import.join()
                 jax_import.raise_error()
                 timings["jax_import_wait_s"] = time.monotonic() - roll_call_ended
+                service, shared = outcome.service_endpoint, outcome.shared
+                seed_source = "roll call: process 0's seed"
             if service is not None:
                 # Process 0 starts JAX's service now; connect only once it is up,
                 # so JAX's client does not sleep in its 1 s retry.
@@ -170,12 +180,28 @@ def initialize(
                 spec.local_device_ids,
             )
             timings["jax_initialize_s"] = time.monotonic() - jax_started
+            if not roll_call and spec.num_processes > 1:
+                shared.seed = _share_seed_by_key_value_store(spec, shared.seed, deadline)
+                seed_source = "key-value store: process 0's seed"
             _log_initialized(spec, time.monotonic() - started)
+        seed, seed_source = _seed.apply(shared.seed, seed_source, spec.process_id)
         timings["total_s"] = time.time() - arrived
         _devices.invalidate_device_cache()
-        _active_spec = spec
+        _active_spec = spec.with_seed(seed, seed_source)
         _last_timings.clear()
         _last_timings.update(timings)
+
+
+def _share_seed_by_key_value_store(spec: _core.ClusterSpec, seed: int, deadline: float) -> int:
+    """Without the roll call: process 0 publishes the job seed in JAX's key-value store,
+    the others read it (one key, one round trip)."""
+    if spec.process_id == 0:
+        _jax_backend.key_value_set(_seed.KEY_VALUE_STORE_KEY, str(seed))
+        return seed
+    text = _jax_backend.key_value_get(
+        _seed.KEY_VALUE_STORE_KEY, max(1.0, deadline - time.monotonic())
+    )
+    return int(text)
 
 
 def startup_timings() -> dict[str, float]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any, TypeVar, overload
 
 from kdist._device_mesh import DeviceMesh
+from kdist._errors import ArgumentTypeError
 from kdist._tensor_layout import Axis, TensorLayout
 
 _Default = TypeVar("_Default")
@@ -33,7 +34,8 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
             without a mesh get this one.
 
     Raises:
-        TypeError: `device_mesh` is not a `DeviceMesh`.
+        kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
+            TypeError and a ValueError).
 
     Example:
         >>> import kdist
@@ -50,7 +52,7 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
 
     def __init__(self, device_mesh: DeviceMesh) -> None:
         if not isinstance(device_mesh, DeviceMesh):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "LayoutMap: device_mesh must be a kdist.DeviceMesh. "
                 f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
             )
@@ -108,7 +110,8 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
                 one. A layout without a mesh gets this map's mesh.
 
         Raises:
-            TypeError: `key` is not a string, or `layout` is neither a
+            TypeError: `key` is not a string. kdist.ArgumentTypeError (a
+                TypeError and, as in Keras, a ValueError): `layout` is neither a
                 `TensorLayout` nor a tuple or list of axes.
             ValueError: `key` is already stored, is not a valid regular
                 expression, or the layout's axes are not the mesh's.
@@ -133,7 +136,7 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
         if isinstance(layout, (tuple, list)):
             layout = TensorLayout(layout)
         if not isinstance(layout, TensorLayout):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "LayoutMap: a value must be a kdist.TensorLayout, or a tuple or list of axes "
                 f"such as (None, 'model'). Received: {layout!r} of type {type(layout).__name__} "
                 f"for the key {key!r}"

@@ -10,6 +10,7 @@ from kdist._distribution import (
     _own_layout,
     _variable_shape,
 )
+from kdist._errors import ArgumentTypeError
 from kdist._layout_map import LayoutMap
 from kdist._tensor_layout import TensorLayout
 
@@ -26,8 +27,10 @@ class ModelParallel(Distribution):
         layout_map: The `LayoutMap` from variable paths to layouts.
         batch_dim_name: The mesh axis the batch is split over. Defaults to
             None: the mesh's first axis.
-        auto_shard_dataset: Whether datasets are sharded across processes
-            automatically. Defaults to True.
+        auto_shard_dataset: Keras's flag, kept for compatibility. kdist shards
+            no dataset: in a multi-process job each process passes its own
+            part of the global batch (`data_shard_id` says which), to Keras
+            models too. Defaults to True.
         device_mesh: Accepted for code written for older Keras versions; it
             must be the layout map's mesh. Defaults to None.
 
@@ -36,7 +39,8 @@ class ModelParallel(Distribution):
             of the mesh; `device_mesh` is not the layout map's mesh; or in a
             job with more processes than model replicas, the process count is
             not a multiple of the replica count.
-        TypeError: `layout_map` is not a `LayoutMap`.
+        kdist.ArgumentTypeError: `layout_map` is not a `LayoutMap` (a
+            TypeError and, as in Keras, a ValueError).
 
     Example:
         >>> import kdist
@@ -62,7 +66,7 @@ class ModelParallel(Distribution):
                 "its mesh is the distribution's). Received: layout_map=None"
             )
         if not isinstance(layout_map, LayoutMap):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "ModelParallel: layout_map must be a kdist.LayoutMap. "
                 f"Received: layout_map={layout_map!r} of type {type(layout_map).__name__}"
             )

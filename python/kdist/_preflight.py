@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from kdist import _core, _jax_backend
 
@@ -32,23 +33,37 @@ def _log_progress(line: str) -> None:
     _logger.info("%s", line)
 
 
+@dataclass(frozen=True)
+class RollCallOutcome:
+    """What a process takes from a roll call that ended in "go"."""
+
+    # The coordinator endpoint that answered (an IP literal "host:port", to probe
+    # for JAX's service); None in process 0.
+    service_endpoint: str | None
+    # What "go" carried for the whole job (process 0: what it sent).
+    shared: _core.JobShared
+
+
 def roll_call(
-    spec: _core.ClusterSpec, deadline: float, on_waiting: Callable[[], None] | None = None
-) -> str | None:
+    spec: _core.ClusterSpec,
+    deadline: float,
+    shared: _core.JobShared,
+    on_waiting: Callable[[], None] | None = None,
+) -> RollCallOutcome:
     """Runs this process's side of the roll call.
 
     Args:
         spec: The resolved configuration (at least two processes, a
             coordinator address).
         deadline: `time.monotonic()` value by which the whole start must end.
+        shared: What process 0's "go" carries to every process (the job
+            seed); ignored in the other processes, which receive it.
         on_waiting: Called once the wait begins: for process 0 after it
             holds the coordinator port (a taken port raises before), for the
             others at once. initialize() starts importing JAX there.
 
     Returns:
-        For processes other than 0, the coordinator endpoint that answered
-        (an IP literal "host:port", to probe for JAX's service); None for
-        process 0.
+        The service endpoint to probe (None in process 0) and what "go" carried.
 
     Raises:
         kdist.PortInUseError: process 0 found the coordinator port taken.
@@ -60,9 +75,10 @@ def roll_call(
 
     Example:
         >>> import time
-        >>> from kdist import _config, _preflight
+        >>> from kdist import _config, _core, _preflight
         >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
-        >>> _preflight.roll_call(spec, time.monotonic() + spec.timeout)  # doctest: +ELLIPSIS
+        >>> deadline = time.monotonic() + spec.timeout
+        >>> _preflight.roll_call(spec, deadline, _core.JobShared())  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         kdist._errors.CoordinatorUnreachableError: process 1 ...
@@ -79,6 +95,7 @@ def roll_call(
             jax_version,
             host,
             pid,
+            shared=shared,
             listener=listener,
             timeout=spec.timeout,
             elapsed=_spent(spec, deadline),
@@ -99,7 +116,7 @@ def roll_call(
             else "",
         )
         _warn_about_jax_versions(jax_version, summary["members"])
-        return None
+        return RollCallOutcome(None, shared)
     if on_waiting is not None:
         on_waiting()
     result = _core.run_worker(
@@ -127,7 +144,7 @@ def roll_call(
             jax_version,
             result["coordinator_jax_version"],
         )
-    return str(result["connected_to"])
+    return RollCallOutcome(str(result["connected_to"]), result["shared"])
 
 
 def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadline: float) -> None:

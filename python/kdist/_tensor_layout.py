@@ -7,6 +7,7 @@ from typing import Any
 
 from kdist import _jax_backend
 from kdist._device_mesh import DeviceMesh
+from kdist._errors import ArgumentTypeError
 
 # One entry per tensor dimension: a mesh axis name, several (the dimension is split over
 # their product, as in a jax PartitionSpec), or None (not split: replicated).
@@ -69,12 +70,13 @@ class TensorLayout:
         """Sets the mesh, once; the axes are checked against its axis names.
 
         Raises:
-            TypeError: `device_mesh` is not a `DeviceMesh`.
+            kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
+                TypeError and a ValueError).
             ValueError: the mesh is already set, or an axis is not one of the
                 mesh's.
         """
         if not isinstance(device_mesh, DeviceMesh):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "TensorLayout: device_mesh must be a kdist.DeviceMesh. "
                 f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
             )

@@ -1,0 +1,236 @@
+"""kdist's distributions driving Keras models, in this process (8 CPU devices).
+
+The Keras bridge makes Keras's current distribution an equivalent Keras object whenever
+kdist's changes; these tests build and train real Keras models (JAX backend) under it and
+compare with keras.distribution's own classes. Multi-process training is in
+test_keras_multiprocess.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import kdist
+from support import clean_env, run_python
+
+pytestmark = [
+    pytest.mark.compat,
+    pytest.mark.skipif(
+        importlib.util.find_spec("keras") is None,
+        reason="Keras is not installed, so the Keras integration cannot be tested",
+    ),
+]
+
+
+@pytest.fixture
+def keras(jax_cpu: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+    """Keras on its JAX backend, over this process's 8 CPU devices; Keras's and kdist's
+    distributions are cleared afterwards."""
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    import keras
+
+    if keras.backend.backend() != "jax":
+        pytest.fail(f"keras was imported earlier with the {keras.backend.backend()} backend")
+    yield keras
+    kdist.set_distribution(None)
+    keras.distribution.set_distribution(None)
+
+
+def dense_model(keras: Any, seed: int) -> Any:
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, name="hidden"), keras.layers.Dense(1, name="out")]
+    )
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    return model
+
+
+def training_data() -> tuple[np.ndarray, np.ndarray]:
+    x = np.linspace(-1.0, 1.0, 64 * 4, dtype="float32").reshape(64, 4)
+    return x, x.sum(axis=1, keepdims=True)
+
+
+def fit_losses(model: Any) -> list[float]:
+    x, y = training_data()
+    history = model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    return [float(loss) for loss in history.history["loss"]]
+
+
+def test_set_distribution_makes_keras_place_variables_by_kdist_layouts(keras: Any) -> None:
+    ours = kdist.DataParallel()
+    kdist.set_distribution(ours)
+    theirs = keras.distribution.distribution()
+    assert kdist.distribution() is ours
+    assert isinstance(theirs, keras.distribution.DataParallel)
+    assert theirs.kdist_distribution is ours
+    assert theirs.batch_dim_name == "batch"
+    assert theirs.num_model_replicas == 8
+    layer = keras.layers.Dense(4)
+    layer.build((None, 3))
+    sharding = layer.kernel.value.sharding
+    assert len(sharding.device_set) == 8
+    assert sharding.mesh is ours.device_mesh.backend_mesh
+    data_layout = theirs.get_data_layout((16, 4))
+    assert isinstance(data_layout, keras.distribution.TensorLayout)
+    assert data_layout.backend_layout == ours.get_data_layout((16, 4)).backend_layout
+
+
+def test_fit_under_kdist_trains_as_under_keras_s_own_data_parallel(keras: Any) -> None:
+    keras.distribution.set_distribution(keras.distribution.DataParallel())
+    theirs = fit_losses(dense_model(keras, seed=3))
+    keras.distribution.set_distribution(None)
+    kdist.set_distribution(kdist.DataParallel())
+    model = dense_model(keras, seed=3)
+    ours = fit_losses(model)
+    assert ours == pytest.approx(theirs, rel=1e-6)
+    assert len(model.get_layer("hidden").kernel.value.sharding.device_set) == 8
+
+
+def test_scope_makes_keras_use_the_distribution_and_restores_keras_s_own(keras: Any) -> None:
+    outer = keras.distribution.DataParallel()
+    keras.distribution.set_distribution(outer)
+    inner = kdist.DataParallel(devices=kdist.list_devices()[:4])
+    with inner.scope():
+        assert keras.distribution.distribution().kdist_distribution is inner
+        layer = keras.layers.Dense(2)
+        layer.build((None, 3))
+    assert keras.distribution.distribution() is outer
+    assert len(layer.kernel.value.sharding.device_set) == 4
+
+
+def test_model_parallel_view_splits_kernels_as_the_layout_map_says(keras: Any) -> None:
+    mesh = kdist.DeviceMesh((2, 4), ("batch", "model"))
+    layout_map = kdist.LayoutMap(mesh)
+    layout_map[".*/hidden/kernel"] = (None, "model")
+    layout_map[".*/out/kernel"] = (("batch", "model"), None)  # several mesh axes: kdist only
+    strategy = kdist.ModelParallel(layout_map=layout_map)
+    kdist.set_distribution(strategy)
+    assert isinstance(keras.distribution.distribution(), keras.distribution.ModelParallel)
+    model = dense_model(keras, seed=5)
+    hidden = model.get_layer("hidden").kernel.value
+    out = model.get_layer("out").kernel.value
+    assert tuple(hidden.sharding.spec) == (None, "model")
+    assert {shard.data.shape for shard in hidden.addressable_shards} == {(4, 2)}
+    assert tuple(out.sharding.spec) == (("batch", "model"), None)
+    assert {shard.data.shape for shard in out.addressable_shards} == {(1, 1)}
+    assert all(np.isfinite(fit_losses(model)))
+
+
+def test_keras_distributions_are_converted_and_keras_keeps_its_own_object(keras: Any) -> None:
+    keras_mesh = keras.distribution.DeviceMesh((2, 4), ["batch", "model"])
+    keras_map = keras.distribution.LayoutMap(keras_mesh)
+    keras_map[".*kernel"] = (None, "model")
+    theirs = keras.distribution.ModelParallel(layout_map=keras_map, auto_shard_dataset=False)
+    kdist.set_distribution(theirs)
+    ours = kdist.distribution()
+    assert isinstance(ours, kdist.ModelParallel)
+    assert keras.distribution.distribution() is theirs
+    assert ours.device_mesh.shape == (2, 4)
+    assert ours.device_mesh.devices.tolist() == np.asarray(keras_mesh.devices).tolist()
+    assert ours.layout_map["dense/kernel"].axes == (None, "model")
+    assert ours.auto_shard_dataset is False
+
+    kdist.set_distribution(keras.distribution.DataParallel())
+    assert isinstance(kdist.distribution(), kdist.DataParallel)
+    assert kdist.distribution().num_model_replicas == 8
+
+
+def test_a_keras_distribution_kdist_cannot_convert_is_refused_with_the_way_out(
+    keras: Any,
+) -> None:
+    class Custom(keras.distribution.DataParallel.__mro__[1]):  # Keras's base Distribution
+        pass
+
+    custom = Custom(keras.distribution.DeviceMesh((8,), ["batch"]))
+    with pytest.raises(kdist.ArgumentTypeError, match=r"keras\.distribution\.set_distribution"):
+        kdist.set_distribution(custom)
+    with pytest.raises(TypeError, match=r"expects a kdist\.Distribution"):
+        kdist.set_distribution("DataParallel")  # type: ignore[arg-type]
+
+
+def test_private_keras_api_the_bridge_relies_on_is_still_there(keras: Any) -> None:
+    """Pins the two places without a public Keras API (see kdist/_keras_bridge.py)."""
+    from kdist import _keras_bridge
+
+    keras.utils.set_random_seed(11)
+    assert _keras_bridge.program_seed() == 11
+    mesh = keras.distribution.DeviceMesh((8,), ["model"])
+    layout_map = keras.distribution.LayoutMap(mesh)
+    strategy = keras.distribution.ModelParallel(layout_map=layout_map)
+    assert strategy._layout_map is layout_map
+    base = next(c for c in keras.distribution.DataParallel.__mro__ if c.__name__ == "Distribution")
+    assert issubclass(keras.distribution.ModelParallel, base)
+
+
+def test_keras_imported_after_set_distribution_gets_it() -> None:
+    code = (
+        "import sys, kdist\n"
+        "ours = kdist.DataParallel()\n"
+        "kdist.set_distribution(ours)\n"
+        "assert 'keras' not in sys.modules\n"
+        "import keras\n"
+        "assert keras.distribution.distribution().kdist_distribution is ours\n"
+        "layer = keras.layers.Dense(2)\n"
+        "layer.build((None, 3))\n"
+        "print(len(layer.kernel.value.sharding.device_set))\n"
+    )
+    finished = run_python(code, env=clean_env(devices=2, KERAS_BACKEND="jax"), timeout=120)
+    assert finished.returncode == 0, finished.describe()
+    assert finished.stdout.split() == ["2"]
+
+
+def test_initialize_leaves_keras_unimported_and_seeds_what_keras_draws_from() -> None:
+    """Keras draws its default seeds from Python's random (and programs from NumPy's
+    global generator): initialize() seeds both with the job seed, without Keras."""
+    code = (
+        "import random, sys, numpy, kdist\n"
+        "kdist.initialize(num_processes=1)\n"
+        "assert 'keras' not in sys.modules, 'initialize imported keras'\n"
+        "spec = kdist.cluster_spec()\n"
+        "drawn = (random.random(), numpy.random.random())\n"
+        "random.seed(spec.seed)\n"
+        "numpy.random.seed(spec.seed)\n"
+        "assert drawn == (random.random(), numpy.random.random()), 'not seeded'\n"
+        "print(spec.sources['seed'])\n"
+    )
+    finished = run_python(code, env=clean_env(devices=1), timeout=120)
+    assert finished.returncode == 0, finished.describe()
+    assert finished.stdout.strip() == "drawn by this process"
+
+
+def test_initialize_keeps_the_program_s_own_keras_seed(keras: Any, kdist_reset: None) -> None:
+    keras.utils.set_random_seed(1234)
+    kdist.initialize(num_processes=1)
+    spec = kdist.cluster_spec()
+    assert spec is not None
+    assert spec.seed == 1234
+    assert spec.sources["seed"] == "keras.utils.set_random_seed (the program's own, kept)"
+
+
+def test_initialize_seeds_keras_when_the_program_did_not(keras: Any, kdist_reset: None) -> None:
+    from keras.src.utils import rng_utils
+
+    keras.utils.set_random_seed(1)  # then forget it, as a fresh program would have none
+    from keras.src.backend.common import global_state
+
+    global_state.set_global_attribute(rng_utils.GLOBAL_RANDOM_SEED, None)
+    kdist.initialize(num_processes=1)
+    spec = kdist.cluster_spec()
+    assert spec is not None and spec.seed is not None
+    assert rng_utils.get_random_seed() == spec.seed
+    assert 0 <= spec.seed < 2**32
+
+
+def test_argument_type_errors_are_value_errors_too() -> None:
+    assert issubclass(kdist.ArgumentTypeError, TypeError)
+    assert issubclass(kdist.ArgumentTypeError, ValueError)
+    assert issubclass(kdist.ArgumentTypeError, kdist.KdistError)
+    with pytest.raises(ValueError, match=r"device_mesh must be a kdist\.DeviceMesh"):
+        kdist.DataParallel(device_mesh=(8,))  # type: ignore[arg-type]
