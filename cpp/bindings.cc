@@ -688,8 +688,14 @@ NB_MODULE(_core, m) {
       .def(nb::init<>())
       .def_rw("seed", &JobShared::seed,
               "The job-wide random seed, in [0, 2**32) (Keras's initialize agrees on one).")
-      .def("__repr__",
-           [](const JobShared& s) { return "JobShared(seed=" + std::to_string(s.seed) + ")"; });
+      .def_rw("liveness_port", &JobShared::liveness_port,
+              "Process 0's liveness channel port; 0: no channel.")
+      .def_rw("liveness_nonce", &JobShared::liveness_nonce,
+              "What a process presents to join the liveness channel (never printed).")
+      .def("__repr__", [](const JobShared& s) {
+        return "JobShared(seed=" + std::to_string(s.seed) +
+               ", liveness_port=" + std::to_string(s.liveness_port) + ")";
+      });
 
   m.def("run_coordinator", &RunCoordinatorPy,
         nb::sig("def run_coordinator(spec: ClusterSpec, jax_version: str, host: str, pid: int, "

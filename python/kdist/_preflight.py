@@ -42,6 +42,9 @@ class RollCallOutcome:
     service_endpoint: str | None
     # What "go" carried for the whole job (process 0: what it sent).
     shared: _core.JobShared
+    # Process 0's host name and pid as it said them in "go" (this process's own in 0).
+    coordinator_host: str = ""
+    coordinator_pid: int = 0
 
 
 def roll_call(
@@ -116,7 +119,7 @@ def roll_call(
             else "",
         )
         _warn_about_jax_versions(jax_version, summary["members"])
-        return RollCallOutcome(None, shared)
+        return RollCallOutcome(None, shared, host, pid)
     if on_waiting is not None:
         on_waiting()
     result = _core.run_worker(
@@ -144,7 +147,12 @@ def roll_call(
             jax_version,
             result["coordinator_jax_version"],
         )
-    return RollCallOutcome(str(result["connected_to"]), result["shared"])
+    return RollCallOutcome(
+        str(result["connected_to"]),
+        result["shared"],
+        str(result["coordinator_host"]),
+        int(result["coordinator_pid"]),
+    )
 
 
 def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadline: float) -> None:
