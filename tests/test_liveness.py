@@ -9,10 +9,12 @@ barrier, so a test that passes cannot be JAX's own timeouts at work.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
-from support import Finished, clean_env, run_cluster, run_python
+from support import KDIST_SCRIPT, WORKERS, Finished, clean_env, run_cluster, run_python
 
 # Far below JAX's 100 s heartbeat timeout and 300 s shutdown barrier.
 JOB_TIMEOUT = 60.0
@@ -211,3 +213,74 @@ def test_a_jax_without_the_keyword_is_a_clear_config_error(monkeypatch: pytest.M
     ):
         _jax_backend.check_lifetime_keywords({"heartbeat_timeout_seconds": 5})
     _jax_backend.check_lifetime_keywords({})  # nothing asked: nothing to check
+
+
+def launch(fault: str, n: int, faulty: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            str(KDIST_SCRIPT),
+            "launch",
+            "-n",
+            str(n),
+            "--devices-per-process",
+            "1",
+            "--timeout",
+            str(int(JOB_TIMEOUT)),
+            "--",
+            sys.executable,
+            str(WORKERS / "liveness_fault.py"),
+            fault,
+            str(faulty),
+        ],
+        env=clean_env(1),
+        capture_output=True,
+        text=True,
+        timeout=JOB_TIMEOUT + 30,
+        check=False,
+    )
+
+
+def summary_rows(stderr: str) -> dict[int, str]:
+    rows = {}
+    for line in stderr.splitlines()[stderr.splitlines().index("kdist launch: summary:") + 2 :]:
+        if m := re.match(r"^(\*?)\s*(\d+)\s", line):
+            rows[int(m.group(2))] = line
+    return rows
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_launch_blames_the_exception_not_the_first_exit_and_prints_a_summary(n: int) -> None:
+    result = launch("exception", n, faulty=1)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert "kdist launch: timed out" not in result.stderr, out
+    assert re.search(
+        r"kdist launch: process 1 failed first \(exit 1\): kdist: process 1 \(host [^,]+, "
+        r"pid \d+\) failed: RuntimeError: injected failure",
+        result.stderr,
+    ), out
+    rows = summary_rows(result.stderr)
+    assert sorted(rows) == list(range(n)), out
+    assert rows[1].startswith("*") and "exit 1" in rows[1], out
+    for me in set(range(n)) - {1}:
+        assert not rows[me].startswith("*"), out
+        assert "exit 1" in rows[me] and "stopped by the launcher" not in rows[me], out
+        assert "failed first: RuntimeError: injected failure" in rows[me], out
+
+
+def test_launch_names_the_signal_of_a_killed_process() -> None:
+    result = launch("sigkill", 2, faulty=1)
+    out = result.stdout + result.stderr
+    assert result.returncode == 128 + 9, out
+    assert "kdist launch: process 1 failed first (killed by SIGKILL)" in result.stderr, out
+    rows = summary_rows(result.stderr)
+    assert rows[1].startswith("*") and "killed by SIGKILL" in rows[1], out
+    assert (
+        "exit 1" in rows[0] and "died (its connection closed without a finish message)" in rows[0]
+    )
+
+
+def test_launch_of_a_job_whose_process_leaves_with_os_exit_0_succeeds() -> None:
+    result = launch("exit0", 2, faulty=1)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "summary" not in result.stderr

@@ -62,11 +62,14 @@ _LAST_OUT_SECONDS = 2.0
 # job (the channel's thread calls _exit within about a second).
 _EXIT_WAIT_SECONDS = 10.0
 _MAX_MESSAGE_CHARS = 2000
-# A JAX runtime error (a collective that lost its peer) is often the consequence of
-# another process's death, which the channel learns at the same moment: this process
-# waits this long for that news before it reports the error as the job's failure.
-CONSEQUENCE_WAIT_SECONDS = 1.0
+# An error raised inside JAX (a collective that lost its peer: JaxRuntimeError, or a
+# ValueError from Gloo) is often the consequence of another process's death, which
+# the channel learns at the same moment (both are the same closed connections): this
+# process waits this long for that news before it reports the error as the job's
+# failure. Errors raised elsewhere are reported at once.
+CONSEQUENCE_WAIT_SECONDS = 0.5
 _JAX_RUNTIME_ERRORS = ("JaxRuntimeError", "XlaRuntimeError")
+_JAX_PACKAGES = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}")
 
 _real_exit = os._exit
 
@@ -223,7 +226,22 @@ def _flush() -> None:
             pass
 
 
-def _fail(message: str, status: int, exc_type: type[BaseException] | None = None) -> None:
+def _maybe_a_consequence(exc_type: type[BaseException] | None, tb: TracebackType | None) -> bool:
+    """Whether an exception came out of JAX (its type, or its innermost frames)."""
+    if exc_type is None:
+        return False
+    if any(k.__name__ in _JAX_RUNTIME_ERRORS for k in exc_type.__mro__):
+        return True
+    frames = traceback.extract_tb(tb)[-3:] if tb is not None else []
+    return any(package in frame.filename for frame in frames for package in _JAX_PACKAGES)
+
+
+def _fail(
+    message: str,
+    status: int,
+    exc_type: type[BaseException] | None = None,
+    tb: TracebackType | None = None,
+) -> None:
     """Tells every process that this one failed, says so, and leaves with `status`
     without JAX's shutdown barrier (which would wait for processes that are leaving).
 
@@ -235,7 +253,7 @@ def _fail(message: str, status: int, exc_type: type[BaseException] | None = None
     state = _installed
     if state is None:
         return
-    if exc_type is not None and any(k.__name__ in _JAX_RUNTIME_ERRORS for k in exc_type.__mro__):
+    if _maybe_a_consequence(exc_type, tb):
         deadline = time.monotonic() + CONSEQUENCE_WAIT_SECONDS
         while time.monotonic() < deadline and not state.channel.reported:
             time.sleep(0.01)
@@ -259,7 +277,7 @@ def _excepthook(
     else:
         sys.__excepthook__(exc_type, exc, tb)
     status = 128 + 2 if issubclass(exc_type, KeyboardInterrupt) else 1
-    _fail(_describe(exc_type, exc), status, exc_type)
+    _fail(_describe(exc_type, exc), status, exc_type, tb)
 
 
 def _threading_excepthook(args: threading.ExceptHookArgs) -> None:
@@ -271,7 +289,8 @@ def _threading_excepthook(args: threading.ExceptHookArgs) -> None:
     if args.exc_type is SystemExit:
         return  # a thread that calls sys.exit() just ends, as in plain Python
     name = args.thread.name if args.thread is not None else "?"
-    _fail(f"{_describe(args.exc_type, args.exc_value)} (in thread {name!r})", 1, args.exc_type)
+    message = f"{_describe(args.exc_type, args.exc_value)} (in thread {name!r})"
+    _fail(message, 1, args.exc_type, args.exc_traceback)
 
 
 def finish(barrier: bool) -> bool:
