@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +47,21 @@ class RollCallOutcome:
     # Process 0's host name and pid as it said them in "go" (this process's own in 0).
     coordinator_host: str = ""
     coordinator_pid: int = 0
+
+
+def _note_if_ctrl_c_cannot_interrupt() -> None:
+    """Says once, before the wait, when Ctrl-C cannot stop it: SIGINT ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread sees KeyboardInterrupt; it is not waiting here
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        return
+    _logger.warning(
+        "SIGINT is ignored in this process (inherited from what started it: nohup, or a "
+        "background job of a non-interactive shell), so Ctrl-C cannot interrupt kdist's "
+        "wait for the other processes; it ends at its deadline or by SIGTERM. Start the "
+        "process in the foreground, or call signal.signal(signal.SIGINT, "
+        "signal.default_int_handler) before kdist.initialize()."
+    )
 
 
 def roll_call(
@@ -86,6 +103,7 @@ def roll_call(
         ...
         kdist._errors.CoordinatorUnreachableError: process 1 ...
     """
+    _note_if_ctrl_c_cannot_interrupt()
     jax_version = _jax_backend.jax_version()
     host = os.uname().nodename
     pid = os.getpid()
