@@ -366,7 +366,8 @@ def cluster_spec() -> _core.ClusterSpec | None:
 
     Each value remembers where it came from: `cluster_spec().sources` maps
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
-    "cluster_detection" and "local_device_ids" to "argument", an environment
+    "cluster_detection", "local_device_ids", "heartbeat_timeout",
+    "shutdown_timeout" and "on_peer_failure" to "argument", an environment
     variable's name, a detector with its variables ("slurm (SLURM_PROCID)"),
     "job_addresses" (counted from the list) or "default".
     `cluster_spec().scheduler` names the detected scheduler (or is None);
