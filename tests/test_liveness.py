@@ -134,6 +134,12 @@ def test_a_normal_end_still_goes_through_jax_and_process_0_says_whom_it_waits_fo
     for r in results:
         assert events(r, "done"), ended(results)
         assert "kdist: process" not in r.stderr, ended(results)
+    assert re.search(
+        r"kdist INFO: process 0 finished; waiting for processes \[1\] \(host [^)]+\)",
+        results[0].stderr,
+    ), ended(results)
+    # Process 0 finished first, and waited for process 1 (whose end came later).
+    assert events(results[0], "done")[0]["at"] < events(results[1], "done")[0]["at"]
 
 
 def test_on_peer_failure_ignore_reports_and_goes_on() -> None:
