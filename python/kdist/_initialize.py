@@ -270,7 +270,10 @@ def startup_timings() -> dict[str, float]:
     the other processes) and "jax_import_wait_s" (importing JAX beyond what
     overlapped the roll call) only when the roll call ran (preflight on, more
     than one process); "jax_initialize_s" (jax.distributed.initialize itself,
-    including importing JAX when no roll call ran) only with a coordinator.
+    including importing JAX when no roll call ran) only with a coordinator;
+    "liveness_s" (joining the liveness channel after JAX started: connecting to
+    process 0's hub and being admitted; about 0 in process 0) only when the
+    channel was set up.
     Phases that did not run are absent; empty before the first initialize().
     """
     return dict(_last_timings)
