@@ -15,6 +15,7 @@ from benchmarks import (
     device_listing,
     import_cost,
     keras_first_step,
+    liveness,
     misconfig,
     rollcall,
     spawn_ready,
@@ -35,6 +36,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "misconfig": misconfig.measure,
     "rollcall": rollcall.measure,
     "keras": keras_first_step.measure,
+    "liveness": liveness.measure,
 }
 
 

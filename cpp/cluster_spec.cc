@@ -10,7 +10,11 @@ std::optional<Address> ClusterSpec::coordinator() const {
 std::string ClusterSpec::Fingerprint() const {
   const std::optional<Address> coord = coordinator();
   const std::string canonical = "kdist-job-v1;coordinator=" + (coord ? coord->ToString() : "") +
-                                ";num_processes=" + std::to_string(num_processes.value);
+                                ";num_processes=" + std::to_string(num_processes.value) +
+                                ";heartbeat_timeout=" +
+                                std::to_string(heartbeat_timeout_seconds.value) +
+                                ";shutdown_timeout=" +
+                                std::to_string(shutdown_timeout_seconds.value);
   return HexDigest(canonical);
 }
 

@@ -28,6 +28,13 @@ struct ClusterSpec {
   Sourced<double> timeout_seconds;
   Sourced<bool> preflight;
   Sourced<std::string> cluster_detection;
+  // JAX's heartbeat timeout (a process silent this long is dead) and
+  // shutdown timeout (the bound of its shutdown barrier), whole seconds; part
+  // of the fingerprint, so every process agrees on them.
+  Sourced<int64_t> heartbeat_timeout_seconds;
+  Sourced<int64_t> shutdown_timeout_seconds;
+  // What this process does when another fails or dies: "exit" or "ignore".
+  Sourced<std::string> on_peer_failure;
   // KDIST_RENDEZVOUS_TOKEN: a secret every process of the roll call must
   // present; empty when unset. Never printed, not part of the fingerprint.
   Sourced<std::string> rendezvous_token;
@@ -55,7 +62,8 @@ struct ClusterSpec {
   std::optional<Address> coordinator() const;
 
   // A short hex digest of the settings every process of the job must share
-  // (coordinator address and process count), for comparing processes.
+  // (coordinator address, process count, JAX's heartbeat and shutdown
+  // timeouts), for comparing processes.
   std::string Fingerprint() const;
 
   // Whether two specs describe the same process of the same job: the same

@@ -22,6 +22,8 @@ enum Tag : uint8_t {
   kTagCode = 11,
   kTagMessage = 12,
   kTagSeed = 13,
+  kTagLivenessPort = 14,
+  kTagLivenessNonce = 15,
 };
 
 void PutU16(std::string& out, uint16_t value) {
@@ -206,7 +208,13 @@ std::string EncodeReply(const Reply& reply) {
   w.String(kTagHost, reply.host, kMaxHostBytes);
   w.Integer(kTagPid, reply.pid);
   w.String(kTagJaxVersion, reply.jax_version, kMaxShortFieldBytes);
-  if (reply.type == FrameType::kGo) w.Integer(kTagSeed, reply.shared.seed);
+  if (reply.type == FrameType::kGo) {
+    w.Integer(kTagSeed, reply.shared.seed);
+    if (reply.shared.liveness_port != 0) {
+      w.Integer(kTagLivenessPort, reply.shared.liveness_port);
+      w.String(kTagLivenessNonce, reply.shared.liveness_nonce, kMaxTokenBytes);
+    }
+  }
   return w.Frame(reply.type);
 }
 
@@ -308,6 +316,20 @@ Result<Reply> DecodeReply(std::string_view frame) {
       case kTagSeed:
         KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
         KDIST_RETURN_IF_ERROR(ReadInteger(f, "seed", reply.shared.seed));
+        break;
+      case kTagLivenessPort:
+        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
+        KDIST_RETURN_IF_ERROR(ReadInteger(f, "liveness_port", reply.shared.liveness_port));
+        if (reply.shared.liveness_port < 1 || reply.shared.liveness_port > 65535) {
+          return InvalidArgument("the go reply's liveness port " +
+                                 std::to_string(reply.shared.liveness_port) +
+                                 " is outside 1-65535");
+        }
+        break;
+      case kTagLivenessNonce:
+        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
+        KDIST_RETURN_IF_ERROR(
+            ReadString(f, kMaxTokenBytes, "liveness_nonce", reply.shared.liveness_nonce));
         break;
       default: break;  // unknown: skip
     }

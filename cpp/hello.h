@@ -59,6 +59,10 @@ struct Hello {
 // What process 0 decides for the whole job and "go" carries to every process.
 struct JobShared {
   int64_t seed = 0;  // the job-wide random seed, in [0, 2^32) (Keras's initialize agrees on one)
+  // The liveness channel (liveness.h): process 0's hub port (0: none) and the
+  // nonce a process presents to be admitted. Optional on the wire.
+  int64_t liveness_port = 0;
+  std::string liveness_nonce;
 };
 
 struct Reply {

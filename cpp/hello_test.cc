@@ -224,6 +224,27 @@ TEST(Reply, GoWithoutSeedIsAnError) {
                      StatusCode::kInvalidArgument, "appears twice");
 }
 
+TEST(Reply, GoCarriesTheLivenessChannel) {
+  Reply in;
+  in.type = FrameType::kGo;
+  in.shared.seed = 1;
+  in.shared.liveness_port = 40001;
+  in.shared.liveness_nonce = "0123abcd";
+  Result<Reply> out = DecodeReply(EncodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->shared.liveness_port, int64_t{40001});
+  EXPECT_EQ(out->shared.liveness_nonce, std::string("0123abcd"));
+  in.shared.liveness_port = 0;  // no channel: neither field is sent
+  Result<Reply> none = DecodeReply(EncodeReply(in));
+  KDIST_ASSERT_OK(none);
+  EXPECT_EQ(none->shared.liveness_port, int64_t{0});
+  EXPECT_EQ(none->shared.liveness_nonce, std::string(""));
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2,
+                                          Field(11, Int(0)) + Field(13, Int(7)) +
+                                              Field(14, Int(70000)))),
+                     StatusCode::kInvalidArgument, "liveness port 70000 is outside 1-65535");
+}
+
 TEST(Reply, BadRepliesAreErrors) {
   KDIST_EXPECT_ERROR(DecodeReply(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
                      "not a reply");

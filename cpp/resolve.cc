@@ -86,6 +86,34 @@ Result<Sourced<double>> ResolveTimeout(const Request& request, const Environment
   return Sourced<double>{*value, raw->source};
 }
 
+// JAX's heartbeat or shutdown timeout: whole seconds, as JAX takes them.
+Result<Sourced<int64_t>> ResolveJaxTimeout(const std::optional<std::string>& argument,
+                                           std::string_view name, const Environment& env,
+                                           std::string_view variable, int64_t fallback) {
+  const std::optional<Raw> raw = Pick(argument, name, env, variable, false);
+  if (!raw) return Sourced<int64_t>{fallback, "default"};
+  const std::string expected = "expected a whole number of seconds from 1 to " +
+                               std::to_string(kMaxJaxTimeoutSeconds) +
+                               " (JAX takes whole seconds)";
+  Result<int64_t> value = ParseInteger(raw->text);
+  if (!value.ok()) return Invalid(*raw, value.status().message() + "; " + expected);
+  if (*value < 1 || *value > kMaxJaxTimeoutSeconds) return Invalid(*raw, expected);
+  return Sourced<int64_t>{*value, raw->source};
+}
+
+Result<Sourced<std::string>> ResolveOnPeerFailure(const Request& request,
+                                                  const Environment& env) {
+  const std::optional<Raw> raw =
+      Pick(request.on_peer_failure, "on_peer_failure", env, kEnvOnPeerFailure);
+  if (!raw) return Sourced<std::string>{"exit", "default"};
+  const std::string value = Lower(Trim(raw->text));
+  if (value != "exit" && value != "ignore") {
+    return Invalid(*raw, "expected \"exit\" (every process stops when one fails or dies) or "
+                         "\"ignore\" (the program handles it)");
+  }
+  return Sourced<std::string>{value, raw->source};
+}
+
 Result<Sourced<bool>> ResolvePreflight(const Request& request, const Environment& env) {
   const std::optional<Raw> raw = Pick(request.preflight, "preflight", env, kEnvPreflight, false);
   if (!raw) return Sourced<bool>{true, "default"};
@@ -234,6 +262,19 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   Result<Sourced<bool>> preflight = ResolvePreflight(request, env);
   if (!preflight.ok()) return preflight.status();
   spec.preflight = *preflight;
+  Result<Sourced<int64_t>> heartbeat =
+      ResolveJaxTimeout(request.heartbeat_timeout, "heartbeat_timeout", env,
+                        kEnvHeartbeatTimeout, kDefaultHeartbeatTimeoutSeconds);
+  if (!heartbeat.ok()) return heartbeat.status();
+  spec.heartbeat_timeout_seconds = *heartbeat;
+  Result<Sourced<int64_t>> shutdown =
+      ResolveJaxTimeout(request.shutdown_timeout, "shutdown_timeout", env, kEnvShutdownTimeout,
+                        kDefaultShutdownTimeoutSeconds);
+  if (!shutdown.ok()) return shutdown.status();
+  spec.shutdown_timeout_seconds = *shutdown;
+  Result<Sourced<std::string>> on_peer_failure = ResolveOnPeerFailure(request, env);
+  if (!on_peer_failure.ok()) return on_peer_failure.status();
+  spec.on_peer_failure = *on_peer_failure;
   Result<Sourced<std::string>> detection_mode = ResolveClusterDetection(request, env);
   if (!detection_mode.ok()) return detection_mode.status();
   spec.cluster_detection = *detection_mode;

@@ -23,6 +23,13 @@ inline constexpr std::string_view kEnvInitTimeout = "KDIST_INIT_TIMEOUT";
 inline constexpr std::string_view kEnvClusterDetection = "KDIST_CLUSTER_DETECTION";
 inline constexpr std::string_view kEnvPreflight = "KDIST_PREFLIGHT";
 inline constexpr std::string_view kEnvRendezvousToken = "KDIST_RENDEZVOUS_TOKEN";
+// After the start (the liveness channel, JAX's heartbeat and shutdown barrier).
+inline constexpr std::string_view kEnvHeartbeatTimeout = "KDIST_HEARTBEAT_TIMEOUT";
+inline constexpr std::string_view kEnvShutdownTimeout = "KDIST_SHUTDOWN_TIMEOUT";
+inline constexpr std::string_view kEnvOnPeerFailure = "KDIST_ON_PEER_FAILURE";
+inline constexpr int64_t kDefaultHeartbeatTimeoutSeconds = 100;  // JAX's own default
+inline constexpr int64_t kDefaultShutdownTimeoutSeconds = 300;   // JAX's own default
+inline constexpr int64_t kMaxJaxTimeoutSeconds = 1000000;
 inline constexpr size_t kMaxRendezvousTokenBytes = 1024;
 
 inline constexpr int64_t kMaxProcesses = int64_t{1} << 20;
@@ -39,6 +46,9 @@ struct Request {
   std::optional<std::string> timeout;
   std::optional<std::string> cluster_detection;
   std::optional<std::string> preflight;
+  std::optional<std::string> heartbeat_timeout;
+  std::optional<std::string> shutdown_timeout;
+  std::optional<std::string> on_peer_failure;
 };
 
 // The values cluster_detection accepts, in the order they are listed:

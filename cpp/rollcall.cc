@@ -111,7 +111,8 @@ RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello) {
                                " has configuration fingerprint " + SafeText(hello.fingerprint) +
                                " but " + Self() + " has " + SafeText(own_.fingerprint) +
                                "; check that every process runs the same kdist version with "
-                               "the same job settings")};
+                               "the same job settings (KDIST_HEARTBEAT_TIMEOUT and "
+                               "KDIST_SHUTDOWN_TIMEOUT included)")};
   }
   if (hello.process_id < 0 || hello.process_id >= own_.num_processes) {
     return {Outcome::kFailed,

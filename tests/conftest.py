@@ -9,6 +9,22 @@ import pytest
 IN_PROCESS_CPU_DEVICES = 8
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Processes the tests start must take Ctrl-C (SIGINT) as a terminal would give it.
+
+    A process started with SIGINT ignored (by nohup, or as a background job of a
+    non-interactive shell: how CI runners and `cmd &` start things) passes SIG_IGN
+    on to every child it executes, and Python keeps it: os.kill(pid, SIGINT) then does
+    nothing (issue 13: a worker "ignored SIGINT for 10 s" in one full run). A caught
+    handler is reset to the default at exec, so installing Python's own handler here
+    gives every child the default disposition, however pytest was started.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _no_cluster_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts without KERAS_DISTRIBUTION_* / KDIST_* settings."""

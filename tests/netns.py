@@ -84,6 +84,26 @@ class Host:
             "{ type filter hook input priority 0; policy drop; }",
         )
 
+    def allow_only_incoming_tcp_port(self, port: int) -> None:
+        """Drops every packet that arrives at this host except replies to its own
+        connections and TCP to `port` (a firewall that opens only the coordinator's port)."""
+        self.run("nft", "add", "table", "inet", "kdist_test")
+        self.run(
+            "nft",
+            "add",
+            "chain",
+            "inet",
+            "kdist_test",
+            "input",
+            "{ type filter hook input priority 0; policy drop; }",
+        )
+        for rule in (
+            ("iifname", "lo", "accept"),
+            ("ct", "state", "established,related", "accept"),
+            ("tcp", "dport", str(port), "accept"),
+        ):
+            self.run("nft", "add", "rule", "inet", "kdist_test", "input", *rule)
+
 
 @contextlib.contextmanager
 def hosts(count: int) -> Iterator[list[Host]]:

@@ -52,6 +52,9 @@ ENVIRONMENT_SOURCES = {
     "preflight": "default",
     "cluster_detection": "default",
     "local_device_ids": "default",
+    "heartbeat_timeout": "default",
+    "shutdown_timeout": "default",
+    "on_peer_failure": "default",
 }
 
 

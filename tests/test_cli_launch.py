@@ -243,7 +243,13 @@ def test_a_failing_process_stops_the_others_and_its_status_propagates(
         clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     assert launcher.wait(timeout=90) == 3, launcher.describe()
-    assert "kdist launch: process 1 exited with status 3; stopping the others" in launcher.stderr
+    assert (
+        "kdist launch: process 1 exited with status 3; giving the others 3 s to leave, then "
+        "stopping them" in launcher.stderr
+    )
+    assert (
+        "kdist launch: process 1 failed first (exit 3): stderr line of process 1" in launcher.stderr
+    )
     assert "[0] got SIGTERM" in launcher.stdout  # stopped, not killed
     pids = launcher.started_pids()
     assert len(pids) == 2

@@ -188,6 +188,9 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         "preflight": "default",
         "cluster_detection": "default",
         "local_device_ids": "default",
+        "heartbeat_timeout": "default",
+        "shutdown_timeout": "default",
+        "on_peer_failure": "default",
     }
 
 
@@ -284,3 +287,47 @@ def test_cluster_detection_names_the_valid_modes() -> None:
         r'expected one of "auto", "none"',
     ):
         resolve(num_processes=1, cluster_detection="nope")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        (
+            "KDIST_HEARTBEAT_TIMEOUT",
+            "0",
+            r'KDIST_HEARTBEAT_TIMEOUT="0" \(from the environment\): '
+            r"expected a whole number of seconds from 1 to 1000000 \(JAX takes whole seconds\)",
+        ),
+        ("KDIST_SHUTDOWN_TIMEOUT", "2.5", r'KDIST_SHUTDOWN_TIMEOUT="2.5" \(from the environment\)'),
+        (
+            "KDIST_ON_PEER_FAILURE",
+            "abort",
+            r'KDIST_ON_PEER_FAILURE="abort" \(from the environment\): '
+            r'expected "exit"',
+        ),
+    ],
+)
+def test_after_start_settings_are_checked_before_any_side_effect(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(kdist.ConfigError, match=message):
+        resolve("127.0.0.1:1", 2, 0)
+
+
+def test_after_start_settings_resolve_with_their_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KDIST_SHUTDOWN_TIMEOUT", "30")
+    monkeypatch.setenv("KDIST_ON_PEER_FAILURE", " Ignore ")
+    spec = resolve("127.0.0.1:1", 2, 0, heartbeat_timeout=12)
+    assert (spec.heartbeat_timeout, spec.shutdown_timeout, spec.on_peer_failure) == (
+        12,
+        30,
+        "ignore",
+    )
+    assert spec.sources["heartbeat_timeout"] == "argument"
+    assert spec.sources["shutdown_timeout"] == "KDIST_SHUTDOWN_TIMEOUT"
+    assert spec.sources["on_peer_failure"] == "KDIST_ON_PEER_FAILURE"
+    with pytest.raises(TypeError, match=r"heartbeat_timeout=1\.5 .*expected an int"):
+        resolve("127.0.0.1:1", 2, 0, heartbeat_timeout=1.5)
+    # Part of what every process must agree on.
+    assert spec.fingerprint != resolve("127.0.0.1:1", 2, 0).fingerprint

@@ -173,3 +173,25 @@ def test_workers_are_told_the_coordinator_is_unreachable_when_its_host_drops_tra
     # The coordinator itself is up but hears nobody: it names who is missing.
     assert reports[0]["error"] == "RendezvousTimeoutError"
     assert "1 of 3" in str(reports[0]["message"]) and "[1, 2]" in str(reports[0]["message"])
+
+
+def test_a_firewall_that_opens_only_the_coordinator_port_falls_back_to_jax_heartbeat() -> None:
+    """Process 0's host accepts TCP only on the coordinator's port: its liveness
+    channel's ephemeral port is unreachable. The others say so once, fall back to
+    JAX's heartbeat, and the job still starts and ends normally."""
+    reason = netns.nft_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with netns.hosts(3) as hosts:
+        hosts[0].allow_only_incoming_tcp_port(PORT)
+        coordinator = f"{hosts[0].address}:{PORT}"
+        results = run_hosts(hosts, coordinator, timeout=60, limit=90)
+    assert_global_devices(results, coordinator)
+    fallback = "runs without kdist's liveness channel"
+    for pid in (1, 2):
+        stderr = results[pid].stderr
+        assert stderr.count(fallback) == 1, results[pid].describe()
+        assert f"process {pid} {fallback}: no answer from process 0's liveness channel" in stderr
+        assert "Falling back to JAX's heartbeat" in stderr
+        assert "heartbeat_timeout (100 s, from default)" in stderr
+    assert fallback not in results[0].stderr

@@ -384,6 +384,45 @@ def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
     assert_nothing_left(report)
 
 
+def test_ctrl_c_cannot_reach_a_process_started_with_sigint_ignored_and_kdist_says_so(
+    tmp_path: Path,
+) -> None:
+    """The window of issue 13 on purpose: a process started with SIGINT ignored (as
+    nohup or a background job of a non-interactive shell start it) keeps ignoring it,
+    so a Ctrl-C during the roll call's wait goes missing and the wait goes on. kdist
+    cannot tell an intended ignore from an accidental one, so it leaves the
+    disposition alone and says so before the wait; SIGTERM still ends the process."""
+    port = free_port()
+    ignoring = ["sh", "-c", 'trap \'\' INT; exec "$0" "$@"', sys.executable, SCRIPT]
+    with Spawned(tmp_path) as spawned:
+        worker = spawned.start(ignoring, env_for(1, 2, port, timeout=60, progress_interval=0.2))
+        assert worker.wait_for_stderr("waiting for coordinator", 20), worker.stderr()
+        assert "SIGINT is ignored in this process" in worker.stderr()
+        os.kill(worker.pid, signal.SIGINT)
+        lines = worker.stderr().count("waiting for coordinator")
+        # Still waiting: more progress lines come after the SIGINT.
+        deadline = time.monotonic() + 10
+        while worker.stderr().count("waiting for coordinator") < lines + 2:
+            assert worker.proc.poll() is None, worker.stderr()
+            assert time.monotonic() < deadline, worker.stderr()
+            time.sleep(0.05)
+        os.kill(worker.pid, signal.SIGTERM)
+        result = worker.finish(timeout=10)
+    assert result.returncode == -signal.SIGTERM, result.describe()
+    assert result.stderr.count("SIGINT is ignored in this process") == 1
+
+
+def test_a_process_with_the_default_sigint_gets_no_note(tmp_path: Path) -> None:
+    port = free_port()
+    with Spawned(tmp_path) as spawned:
+        worker = spawned.start(
+            [sys.executable, SCRIPT], env_for(1, 2, port, timeout=2, progress_interval=0.2)
+        )
+        result = worker.finish(timeout=20)
+    assert result.returncode == 1, result.describe()
+    assert "SIGINT is ignored" not in result.stderr
+
+
 def test_preflight_off_starts_plain_jax() -> None:
     port = free_port()
     envs = [env_for(i, 2, port, timeout=60, KDIST_PREFLIGHT="0") for i in range(2)]

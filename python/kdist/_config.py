@@ -69,6 +69,9 @@ def resolve(
     timeout: object = None,
     cluster_detection: object = None,
     preflight: object = None,
+    heartbeat_timeout: object = None,
+    shutdown_timeout: object = None,
+    on_peer_failure: object = None,
 ) -> _core.ClusterSpec:
     """Resolves and validates every setting; raises before any side effect.
 
@@ -84,4 +87,7 @@ def resolve(
         cluster_detection=_string_text("cluster_detection", cluster_detection),
         preflight=_bool_text("preflight", preflight),
         environment=dict(os.environ),
+        heartbeat_timeout=_integer_text("heartbeat_timeout", heartbeat_timeout),
+        shutdown_timeout=_integer_text("shutdown_timeout", shutdown_timeout),
+        on_peer_failure=_string_text("on_peer_failure", on_peer_failure),
     )

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from kdist import _config, _core, _devices, _jax_backend, _preflight, _seed
+from kdist import _config, _core, _devices, _jax_backend, _liveness, _preflight, _seed
 from kdist._errors import ConfigError, InitializationOrderError
 
 _lock = threading.Lock()
@@ -26,6 +26,9 @@ def initialize(
     timeout: float | None = None,
     cluster_detection: str | None = None,
     preflight: bool | None = None,
+    heartbeat_timeout: int | None = None,
+    shutdown_timeout: int | None = None,
+    on_peer_failure: str | None = None,
 ) -> None:
     """Starts this process's part of a multi-process JAX job.
 
@@ -83,6 +86,24 @@ def initialize(
             Set `KDIST_RENDEZVOUS_TOKEN` to the same secret in every process
             to keep processes of other jobs out of the roll call. Defaults
             to None: `KDIST_PREFLIGHT`, else True.
+        heartbeat_timeout: Whole seconds after which JAX declares a silent
+            process dead (JAX's `heartbeat_timeout_seconds`). Every process
+            must use the same value (the roll call checks it). Defaults to
+            None: `KDIST_HEARTBEAT_TIMEOUT`, else JAX's default (100); JAX
+            receives it only when set.
+        shutdown_timeout: Whole seconds JAX's shutdown barrier waits for
+            every process (JAX's `shutdown_timeout_seconds`); also how long
+            process 0 waits at its end for the others to finish. Every
+            process must use the same value. Defaults to None:
+            `KDIST_SHUTDOWN_TIMEOUT`, else JAX's default (300).
+        on_peer_failure: What this process does when another process of the
+            job fails (an uncaught exception) or dies (killed, crashed):
+            "exit" prints one line naming the first failure and leaves with
+            status 1, at once, even while waiting in a collective; "ignore"
+            prints the line and goes on, for programs that handle failures
+            themselves. Needs the roll call (preflight), which announces the
+            liveness channel. Defaults to None: `KDIST_ON_PEER_FAILURE`, else
+            "exit".
 
     Raises:
         TypeError: an argument has the wrong type (a float or bool where an
@@ -125,6 +146,9 @@ def initialize(
         timeout=timeout,
         cluster_detection=cluster_detection,
         preflight=preflight,
+        heartbeat_timeout=heartbeat_timeout,
+        shutdown_timeout=shutdown_timeout,
+        on_peer_failure=on_peer_failure,
     )
     with _lock:
         if _active_spec is not None:
@@ -151,35 +175,58 @@ def initialize(
             started = time.monotonic()
             deadline = started + spec.timeout
             service = None
-            if roll_call:
-                # JAX is imported on a helper thread while the roll call waits
-                # (from the moment process 0 holds its port); joined below.
-                jax_import = _jax_backend.BackgroundImport()
-                try:
-                    outcome = _preflight.roll_call(
-                        spec, deadline, shared, on_waiting=jax_import.start
+            coordinator_host, coordinator_pid = "", 0
+            hub: _core.LivenessChannel | None = None
+            if roll_call and spec.process_id == 0:
+                # Before the roll call: "go" announces the hub's port and nonce.
+                hub = _liveness.start_hub(spec, shared)
+            try:
+                if roll_call:
+                    # JAX is imported on a helper thread while the roll call waits
+                    # (from the moment process 0 holds its port); joined below.
+                    jax_import = _jax_backend.BackgroundImport()
+                    try:
+                        outcome = _preflight.roll_call(
+                            spec, deadline, shared, on_waiting=jax_import.start
+                        )
+                        roll_call_ended = time.monotonic()
+                        timings["roll_call_s"] = roll_call_ended - started
+                    finally:
+                        jax_import.join()
+                    jax_import.raise_error()
+                    timings["jax_import_wait_s"] = time.monotonic() - roll_call_ended
+                    service, shared = outcome.service_endpoint, outcome.shared
+                    coordinator_host = outcome.coordinator_host
+                    coordinator_pid = outcome.coordinator_pid
+                    seed_source = "roll call: process 0's seed"
+                if service is not None:
+                    # Process 0 starts JAX's service now; connect only once it is up,
+                    # so JAX's client does not sleep in its 1 s retry.
+                    _preflight.wait_for_coordinator_service(spec, service, deadline)
+                jax_started = time.monotonic()
+                _jax_backend.initialize_distributed(
+                    coordinator,
+                    spec.num_processes,
+                    spec.process_id,
+                    max(0.0, deadline - time.monotonic()),
+                    spec.local_device_ids,
+                    lifetime_timeouts=_lifetime_timeouts(spec),
+                )
+                timings["jax_initialize_s"] = time.monotonic() - jax_started
+                channel = hub
+                if roll_call and service is not None:
+                    channel = _liveness.join(
+                        spec, service, shared, coordinator_host, coordinator_pid
                     )
-                    roll_call_ended = time.monotonic()
-                    timings["roll_call_s"] = roll_call_ended - started
-                finally:
-                    jax_import.join()
-                jax_import.raise_error()
-                timings["jax_import_wait_s"] = time.monotonic() - roll_call_ended
-                service, shared = outcome.service_endpoint, outcome.shared
-                seed_source = "roll call: process 0's seed"
-            if service is not None:
-                # Process 0 starts JAX's service now; connect only once it is up,
-                # so JAX's client does not sleep in its 1 s retry.
-                _preflight.wait_for_coordinator_service(spec, service, deadline)
-            jax_started = time.monotonic()
-            _jax_backend.initialize_distributed(
-                coordinator,
-                spec.num_processes,
-                spec.process_id,
-                max(0.0, deadline - time.monotonic()),
-                spec.local_device_ids,
-            )
-            timings["jax_initialize_s"] = time.monotonic() - jax_started
+                if channel is not None:
+                    _liveness.install(channel, spec)
+                    timings["liveness_s"] = (
+                        time.monotonic() - jax_started - timings["jax_initialize_s"]
+                    )
+            except BaseException:
+                if hub is not None:
+                    hub.stop()  # the start failed: leave no thread or listener behind
+                raise
             if not roll_call and spec.num_processes > 1:
                 shared.seed = _share_seed_by_key_value_store(spec, shared.seed, deadline)
                 seed_source = "key-value store: process 0's seed"
@@ -190,6 +237,17 @@ def initialize(
         _active_spec = spec.with_seed(seed, seed_source)
         _last_timings.clear()
         _last_timings.update(timings)
+
+
+def _lifetime_timeouts(spec: _core.ClusterSpec) -> dict[str, int]:
+    """JAX's heartbeat and shutdown timeouts, for the keywords that were set (JAX's own
+    defaults otherwise, so a JAX without the keywords still works when they are not)."""
+    out: dict[str, int] = {}
+    if spec.sources["heartbeat_timeout"] != "default":
+        out["heartbeat_timeout_seconds"] = spec.heartbeat_timeout
+    if spec.sources["shutdown_timeout"] != "default":
+        out["shutdown_timeout_seconds"] = spec.shutdown_timeout
+    return out
 
 
 def _share_seed_by_key_value_store(spec: _core.ClusterSpec, seed: int, deadline: float) -> int:
@@ -212,7 +270,10 @@ def startup_timings() -> dict[str, float]:
     the other processes) and "jax_import_wait_s" (importing JAX beyond what
     overlapped the roll call) only when the roll call ran (preflight on, more
     than one process); "jax_initialize_s" (jax.distributed.initialize itself,
-    including importing JAX when no roll call ran) only with a coordinator.
+    including importing JAX when no roll call ran) only with a coordinator;
+    "liveness_s" (joining the liveness channel after JAX started: connecting to
+    process 0's hub and being admitted; about 0 in process 0) only when the
+    channel was set up.
     Phases that did not run are absent; empty before the first initialize().
     """
     return dict(_last_timings)
@@ -276,8 +337,18 @@ def shutdown() -> None:
     with _lock:
         if _active_spec is None:
             return
+        barrier = _liveness.finish(barrier=True)
+        channel = _liveness.uninstall()
         if _active_spec.coordinator_address is not None:
-            _jax_backend.shutdown_distributed()
+            if barrier:
+                _jax_backend.shutdown_distributed()
+            else:
+                _logger.warning(
+                    "a process left the job with os._exit() without JAX's shutdown barrier; "
+                    "skipping the barrier (it could never complete)"
+                )
+        if channel is not None:
+            channel.stop()
         _active_spec = None
         _devices.invalidate_device_cache()
 
@@ -298,7 +369,8 @@ def cluster_spec() -> _core.ClusterSpec | None:
 
     Each value remembers where it came from: `cluster_spec().sources` maps
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
-    "cluster_detection" and "local_device_ids" to "argument", an environment
+    "cluster_detection", "local_device_ids", "heartbeat_timeout",
+    "shutdown_timeout" and "on_peer_failure" to "argument", an environment
     variable's name, a detector with its variables ("slurm (SLURM_PROCID)"),
     "job_addresses" (counted from the list) or "default".
     `cluster_spec().scheduler` names the detected scheduler (or is None);

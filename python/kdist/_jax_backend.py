@@ -92,14 +92,21 @@ def initialize_distributed(
     process_id: int,
     timeout_seconds: float,
     local_device_ids: list[int] | None = None,
+    *,
+    lifetime_timeouts: dict[str, int] | None = None,
 ) -> None:
     """Calls jax.distributed.initialize with every value explicit, detection off.
 
     `local_device_ids=None` keeps every device the process sees (JAX would
     otherwise pick one per process by itself under Slurm and Open MPI).
+    `lifetime_timeouts` maps JAX's keyword names ("heartbeat_timeout_seconds",
+    "shutdown_timeout_seconds") to whole seconds; each is passed only when
+    set, after checking that this JAX takes it (see `check_lifetime_keywords`).
     """
     import jax
 
+    extra: dict[str, Any] = dict(lifetime_timeouts or {})
+    check_lifetime_keywords(extra)
     jax.distributed.initialize(
         coordinator_address=coordinator_address,
         num_processes=num_processes,
@@ -107,7 +114,38 @@ def initialize_distributed(
         local_device_ids=local_device_ids,
         cluster_detection_method="deactivate",
         initialization_timeout=max(1, math.ceil(timeout_seconds)),
+        **extra,
     )
+
+
+# --- Heartbeat and shutdown timeouts (issue 13): detected by feature, not version -------
+
+
+def check_lifetime_keywords(wanted: dict[str, int]) -> None:
+    """Raises ConfigError when this JAX's `jax.distributed.initialize` lacks a keyword
+    of `wanted` (JAX's heartbeat and shutdown timeouts), naming the setting and what
+    to do. Looks at the signature, not the version number."""
+    if not wanted:
+        return
+    import inspect
+
+    import jax
+
+    try:
+        accepted = set(inspect.signature(jax.distributed.initialize).parameters)
+    except (TypeError, ValueError):
+        return  # no signature to inspect: let JAX itself judge
+    missing = sorted(name for name in wanted if name not in accepted)
+    if missing:
+        from kdist._errors import ConfigError
+
+        settings = ", ".join(f"{name.removesuffix('_seconds')}={wanted[name]}" for name in missing)
+        raise ConfigError(
+            f"{settings} was set, but jax.distributed.initialize of the installed JAX "
+            f"{jax.__version__} has no keyword {', '.join(missing)}. Expected a JAX that "
+            "takes it; received one without it. Unset the setting (the "
+            "argument, KDIST_HEARTBEAT_TIMEOUT or KDIST_SHUTDOWN_TIMEOUT) or upgrade JAX."
+        )
 
 
 def shutdown_distributed() -> None:

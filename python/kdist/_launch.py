@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -35,6 +36,15 @@ EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# After the first failure, how long the others get to leave by themselves (kdist's
+# liveness channel ends them within about a second) before they are signalled.
+SETTLE_SECONDS = 3.0
+# The lines kdist's liveness channel prints that name the job's first failure:
+# "kdist: process 1 (host h, pid 9) failed first: ...", "... died (...) while the job
+# was running", and the failing process's own "... failed: ...; told the other processes".
+_BLAME = re.compile(
+    rb"^kdist: process (\d+) \(.*?\) (?:failed first: |died \(|failed: .*; told the other)"
+)
 
 
 # errnos that mean "no IPv6 here" (as the coordinator's bind in cpp/socket.cc treats them).
@@ -165,14 +175,23 @@ class _Output:
         self.write(self.err, f"kdist launch: {message}\n".encode())
 
 
-def _copy_lines(source: BinaryIO, output: _Output, stream: BinaryIO, prefix: bytes) -> None:
-    """Copies `source` to `stream` until EOF, each line prefixed with `prefix`."""
+def _copy_lines(
+    source: BinaryIO,
+    output: _Output,
+    stream: BinaryIO,
+    prefix: bytes,
+    on_line: Callable[[bytes], None] | None = None,
+) -> None:
+    """Copies `source` to `stream` until EOF, each line prefixed with `prefix`;
+    `on_line` sees each whole line."""
     at_line_start = True
     try:
         while True:
             chunk = source.readline(_READ_CHUNK)
             if not chunk:
                 break
+            if on_line is not None and at_line_start:
+                on_line(chunk)
             output.write(stream, (prefix if at_line_start else b"") + chunk)
             at_line_start = chunk.endswith(b"\n")
         if not at_line_start:
@@ -187,6 +206,9 @@ class _Process:
     popen: subprocess.Popen[bytes]
     status: int | None = None  # shell-style exit status once it has exited
     readers: list[threading.Thread] = field(default_factory=list)
+    exited_at: float | None = None  # time.monotonic() when the launcher saw it exit
+    last_error: str = ""  # its last non-empty stderr line
+    signalled: bool = False  # the launcher stopped it
 
     @property
     def pid(self) -> int:
@@ -203,10 +225,24 @@ class _Process:
                 return self.status
             if info is not None:
                 self.status = _shell_status(info)
+        if self.status is not None and self.exited_at is None:
+            self.exited_at = time.monotonic()
         return self.status
+
+    def ended_how(self) -> str:
+        """'exit 0', 'exit 1', 'killed by SIGKILL' (and 'stopped by the launcher')."""
+        if self.status is None:
+            return "running"
+        if self.status > 128 and self.status - 128 in {s.value for s in signal.Signals}:
+            how = f"killed by {signal.Signals(self.status - 128).name}"
+        else:
+            how = f"exit {self.status}"
+        return how + (" (stopped by the launcher)" if self.signalled else "")
 
     def signal_group(self, signum: int) -> None:
         """Sends `signum` to the process's group (its children included)."""
+        if self.poll() is None:
+            self.signalled = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signum)
 
@@ -216,6 +252,59 @@ class _Job:
         self.processes = processes
         self.output = output
         self.received = received
+        self.started = time.monotonic()
+        # The process that kdist's liveness channel named as the first failure.
+        self.blamed: int | None = None
+        self._lock = threading.Lock()
+
+    def on_stderr_line(self, process: _Process, line: bytes) -> None:
+        """Remembers a process's last error line and the first failure kdist names."""
+        text = line.rstrip(b"\r\n")
+        if text.strip():
+            process.last_error = text.decode(errors="replace")
+        match = _BLAME.match(text)
+        if match is not None:
+            named = int(match.group(1))
+            with self._lock:
+                if self.blamed is None and 0 <= named < len(self.processes):
+                    self.blamed = named
+
+    def first_failure(self) -> _Process | None:
+        """The process kdist named first, else the first to exit with a non-zero status."""
+        with self._lock:
+            blamed = self.blamed
+        if blamed is not None and self.processes[blamed].poll() not in (None, 0):
+            return self.processes[blamed]
+        failed = [p for p in self.processes if p.poll() not in (None, 0) and not p.signalled]
+        failed = failed or [p for p in self.processes if p.poll() not in (None, 0)]
+        return min(failed, key=lambda p: p.exited_at or 0.0) if failed else None
+
+    def settle(self, seconds: float) -> None:
+        """Waits up to `seconds` for every process to leave by itself."""
+        deadline = time.monotonic() + seconds
+        while self.running() and time.monotonic() < deadline and not self.received:
+            time.sleep(_POLL_SECONDS)
+
+    def summary(self) -> str:
+        """One line per process: id, host, pid, how it ended, when, its last error line."""
+        first = self.first_failure()
+        host = socket.gethostname()
+        rows = [("", "process", "host", "pid", "ended", "after", "last error line")]
+        for p in self.processes:
+            p.poll()
+            after = "" if p.exited_at is None else f"{p.exited_at - self.started:.2f} s"
+            mark = "*" if p is first else ""
+            error = p.last_error if p.status not in (None, 0) or p is first else ""
+            error = error if len(error) <= 160 else error[:157] + "..."
+            rows.append((mark, str(p.process_id), host, str(p.pid), p.ended_how(), after, error))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+        lines = [
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[-1]
+            for row in rows
+        ]
+        return "\n".join(line.rstrip() for line in lines) + "\n(* the first failure)"
 
     def running(self) -> list[_Process]:
         return [p for p in self.processes if p.poll() is None]
@@ -243,10 +332,17 @@ class _Job:
                 reader.join(_READER_JOIN_SECONDS)
 
 
+def _bind_line_hook(
+    hook: Callable[[_Process, bytes], None], process: _Process
+) -> Callable[[bytes], None]:
+    return lambda line: hook(process, line)
+
+
 def _start(
     command: Sequence[str],
     envs: Sequence[Mapping[str, str]],
     output: _Output,
+    on_stderr_line: Callable[[_Process, bytes], None] | None = None,
 ) -> list[_Process]:
     """Starts every process, then the threads that copy their output (threads
     only after the last fork, so the fork-to-exec hook runs in a single-threaded
@@ -275,11 +371,17 @@ def _start(
         raise
     for process in processes:
         prefix = f"[{process.process_id}] ".encode()
-        pipes = ((process.popen.stdout, output.out), (process.popen.stderr, output.err))
-        for source, stream in pipes:
+        pipes = (
+            (process.popen.stdout, output.out, None),
+            (process.popen.stderr, output.err, process),
+        )
+        for source, stream, watched in pipes:
             assert source is not None
+            on_line = None
+            if watched is not None and on_stderr_line is not None:
+                on_line = _bind_line_hook(on_stderr_line, watched)
             reader = threading.Thread(
-                target=_copy_lines, args=(source, output, stream, prefix), daemon=True
+                target=_copy_lines, args=(source, output, stream, prefix, on_line), daemon=True
             )
             reader.start()
             process.readers.append(reader)
@@ -317,8 +419,15 @@ def launch(
         err: Where their stderr lines and the launcher's notes go. Defaults
             to stderr.
 
+    After the first non-zero exit the others get SETTLE_SECONDS to leave by
+    themselves (kdist's liveness channel ends them at once), then SIGTERM and,
+    after `grace`, SIGKILL. The launcher then names the first failure (the
+    process kdist's channel named, else the first to exit non-zero) and prints
+    a summary table: process, host, pid, how it ended, when, its last error
+    line, with the first failure marked.
+
     Returns:
-        0 when every process exited with 0; else the first non-zero status
+        0 when every process exited with 0; else the first failure's status
         (128 + N for a process killed by signal N); 128 + N when the
         launcher received signal N; 124 on timeout; 127 (126) when the
         command cannot be found (executed).
@@ -346,9 +455,11 @@ def launch(
         for s in _FORWARDED_SIGNALS
     }
     job: _Job | None = None
+    # Made before the start so that the output readers can feed it the kdist lines.
+    pending = _Job([], output, received)
     try:
         try:
-            processes = _start(command, envs, output)
+            processes = _start(command, envs, output, pending.on_stderr_line)
         except FileNotFoundError:
             output.note(f"cannot run {command[0]!r}: no such file or command")
             return EXIT_NOT_FOUND
@@ -358,7 +469,8 @@ def launch(
         except OSError as error:  # ENOEXEC (not a program nor a #! script), ENOTDIR, ...
             output.note(f"cannot run {command[0]!r}: {error.strerror or error}")
             return EXIT_CANNOT_EXECUTE
-        job = _Job(processes, output, received)
+        pending.processes, pending.started = processes, time.monotonic()
+        job = pending
         output.note(
             f"started {num_processes} process{'es' if num_processes != 1 else ''} "
             f"(pids {', '.join(str(p.pid) for p in processes)}), coordinator 127.0.0.1:{port}"
@@ -369,6 +481,35 @@ def launch(
             job.finish()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _end_after_failure(job: _Job, failed: _Process, grace: float) -> int:
+    """The first non-zero exit: lets the others leave by themselves (kdist's liveness
+    channel ends them within about a second; a SIGTERM would be caught by JAX's
+    preemption notifier and only waste the grace), stops what is left, then blames
+    the first failure (the one kdist named, else the first non-zero exit), prints the
+    summary table and returns that failure's status."""
+    assert failed.status is not None
+    others = [p for p in job.processes if p is not failed and p.poll() is None]
+    job.output.note(
+        f"process {failed.process_id} exited with status {failed.status}"
+        + (
+            f"; giving the others {SETTLE_SECONDS:g} s to leave, then stopping them"
+            if others
+            else ""
+        )
+    )
+    job.settle(SETTLE_SECONDS)
+    if job.running():
+        job.stop(signal.SIGTERM, grace)
+    first = job.first_failure() or failed
+    assert first.status is not None
+    job.output.note(
+        f"process {first.process_id} failed first ({first.ended_how()})"
+        + (f": {first.last_error}" if first.last_error else "")
+    )
+    job.output.note("summary:\n" + job.summary())
+    return first.status
 
 
 def _supervise(job: _Job, timeout: float | None, grace: float) -> int:
@@ -384,14 +525,7 @@ def _supervise(job: _Job, timeout: float | None, grace: float) -> int:
             return 128 + signum
         failed = next((p for p in job.processes if p.poll() not in (None, 0)), None)
         if failed is not None:
-            assert failed.status is not None
-            others = [p for p in job.processes if p is not failed and p.poll() is None]
-            job.output.note(
-                f"process {failed.process_id} exited with status {failed.status}"
-                + ("; stopping the others" if others else "")
-            )
-            job.stop(signal.SIGTERM, grace)
-            return failed.status
+            return _end_after_failure(job, failed, grace)
         if not job.running():
             return 0
         if deadline is not None and time.monotonic() >= deadline:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +44,24 @@ class RollCallOutcome:
     service_endpoint: str | None
     # What "go" carried for the whole job (process 0: what it sent).
     shared: _core.JobShared
+    # Process 0's host name and pid as it said them in "go" (this process's own in 0).
+    coordinator_host: str = ""
+    coordinator_pid: int = 0
+
+
+def _note_if_ctrl_c_cannot_interrupt() -> None:
+    """Says once, before the wait, when Ctrl-C cannot stop it: SIGINT ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread sees KeyboardInterrupt; it is not waiting here
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        return
+    _logger.warning(
+        "SIGINT is ignored in this process (inherited from what started it: nohup, or a "
+        "background job of a non-interactive shell), so Ctrl-C cannot interrupt kdist's "
+        "wait for the other processes; it ends at its deadline or by SIGTERM. Start the "
+        "process in the foreground, or call signal.signal(signal.SIGINT, "
+        "signal.default_int_handler) before kdist.initialize()."
+    )
 
 
 def roll_call(
@@ -83,6 +103,7 @@ def roll_call(
         ...
         kdist._errors.CoordinatorUnreachableError: process 1 ...
     """
+    _note_if_ctrl_c_cannot_interrupt()
     jax_version = _jax_backend.jax_version()
     host = os.uname().nodename
     pid = os.getpid()
@@ -116,7 +137,7 @@ def roll_call(
             else "",
         )
         _warn_about_jax_versions(jax_version, summary["members"])
-        return RollCallOutcome(None, shared)
+        return RollCallOutcome(None, shared, host, pid)
     if on_waiting is not None:
         on_waiting()
     result = _core.run_worker(
@@ -144,7 +165,12 @@ def roll_call(
             jax_version,
             result["coordinator_jax_version"],
         )
-    return RollCallOutcome(str(result["connected_to"]), result["shared"])
+    return RollCallOutcome(
+        str(result["connected_to"]),
+        result["shared"],
+        str(result["coordinator_host"]),
+        int(result["coordinator_pid"]),
+    )
 
 
 def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadline: float) -> None:

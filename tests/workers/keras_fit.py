@@ -64,10 +64,13 @@ def build() -> "keras.Model":
 
 
 def fit(model: "keras.Model") -> list[float]:
+    """Trains, then evaluates (under the same distribution): the epoch losses, then the
+    evaluation's loss."""
     history = model.fit(
         features[mine], targets[mine], batch_size=4, epochs=3, shuffle=False, verbose=0
     )
-    return [float(loss) for loss in history.history["loss"]]
+    evaluated = model.evaluate(features[mine], targets[mine], batch_size=4, verbose=0)
+    return [float(loss) for loss in history.history["loss"]] + [float(evaluated)]
 
 
 keras_distribution_type = None
@@ -112,7 +115,7 @@ elif scenario == "kdist_mp":
 else:
     raise SystemExit(f"unknown scenario {scenario!r}")
 
-evaluate_loss = float(model.evaluate(features[mine], targets[mine], batch_size=4, verbose=0))
+*losses, evaluate_loss = losses
 kernel = model.get_layer("dense_in").kernel.value
 replicated = {}
 for variable in model.weights:

@@ -1,0 +1,779 @@
+#include "liveness.h"
+
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "rendezvous.h"
+#include "text.h"
+#include "worker.h"
+
+namespace kdist {
+namespace {
+
+// Field tags of the liveness frames (each decoder knows its own; these match
+// the roll call's meanings where they overlap).
+enum LiveTag : uint8_t {
+  kLiveTagProcessId = 1,
+  kLiveTagHost = 8,
+  kLiveTagPid = 9,
+  kLiveTagNonce = 10,
+  kLiveTagMessage = 12,
+  kLiveTagKind = 16,
+  kLiveTagBarrier = 17,
+};
+
+constexpr size_t kMaxNonceBytes = 128;
+
+void PutBigEndian(std::string& out, uint64_t value, int bytes) {
+  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) {
+    out += static_cast<char>((value >> shift) & 0xff);
+  }
+}
+
+uint64_t GetBigEndian(std::string_view bytes) {
+  uint64_t value = 0;
+  for (unsigned char c : bytes) value = (value << 8) | c;
+  return value;
+}
+
+class FieldWriter {
+ public:
+  void String(uint8_t tag, std::string_view value, size_t limit) {
+    if (value.size() > limit) value = value.substr(0, limit);
+    payload_ += static_cast<char>(tag);
+    PutBigEndian(payload_, value.size(), 2);
+    payload_ += value;
+  }
+  void Integer(uint8_t tag, int64_t value) {
+    payload_ += static_cast<char>(tag);
+    PutBigEndian(payload_, 8, 2);
+    PutBigEndian(payload_, static_cast<uint64_t>(value), 8);
+  }
+  std::string Frame(uint16_t type) const {
+    std::string out(kFrameMagic);
+    PutBigEndian(out, kProtocolVersion, 2);
+    PutBigEndian(out, type, 2);
+    PutBigEndian(out, payload_.size(), 4);
+    return out + payload_;
+  }
+
+ private:
+  std::string payload_;
+};
+
+// Calls `on_field(tag, value)` for every field of a whole frame of `type`;
+// rejects duplicates of known tags (bit set in `known`).
+Status ForEachField(std::string_view frame, uint16_t type, uint64_t known,
+                    const std::function<Status(uint8_t, std::string_view)>& on_field) {
+  Result<FrameHeader> header = DecodeFrameHeader(frame);
+  if (!header.ok()) return header.status();
+  if (header->version != kProtocolVersion) {
+    return FailedPrecondition("the liveness frame is of protocol version " +
+                              std::to_string(header->version) + ", this process speaks " +
+                              std::to_string(kProtocolVersion));
+  }
+  if (header->type != type) {
+    return InvalidArgument("expected liveness frame type " + std::to_string(type) +
+                           ", received type " + std::to_string(header->type));
+  }
+  if (frame.size() != header->frame_size()) {
+    return InvalidArgument("the frame is " + std::to_string(frame.size()) +
+                           " bytes, its header says " + std::to_string(header->frame_size()));
+  }
+  std::string_view rest = frame.substr(kFrameHeaderSize);
+  uint64_t seen = 0;
+  while (!rest.empty()) {
+    if (rest.size() < 3) return InvalidArgument("a field header is cut off");
+    const uint8_t tag = static_cast<uint8_t>(rest[0]);
+    const size_t size = GetBigEndian(rest.substr(1, 2));
+    rest.remove_prefix(3);
+    if (size > rest.size()) return InvalidArgument("field " + std::to_string(tag) + " is cut off");
+    const uint64_t bit = uint64_t{1} << (tag & 63);
+    if ((known & bit) != 0) {
+      if ((seen & bit) != 0) {
+        return InvalidArgument("field " + std::to_string(tag) + " appears twice");
+      }
+      seen |= bit;
+      KDIST_RETURN_IF_ERROR(on_field(tag, rest.substr(0, size)));
+    }
+    rest.remove_prefix(size);
+  }
+  return Status::Ok();
+}
+
+Status ReadInt(std::string_view value, int64_t& out) {
+  if (value.size() != 8) return InvalidArgument("an integer field is not 8 bytes");
+  out = static_cast<int64_t>(GetBigEndian(value));
+  return Status::Ok();
+}
+
+Status ReadText(std::string_view value, size_t limit, std::string& out) {
+  if (value.size() > limit) return InvalidArgument("a text field is over its limit");
+  out = std::string(value);
+  return Status::Ok();
+}
+
+constexpr uint64_t Bit(uint8_t tag) { return uint64_t{1} << tag; }
+
+std::string WithHost(const std::string& host, int64_t pid) {
+  std::string out = "host " + (host.empty() ? std::string("unknown") : RelayText(host));
+  if (pid > 0) out += ", pid " + std::to_string(pid);
+  return out;
+}
+
+}  // namespace
+
+const char* LiveKindName(LiveKind kind) {
+  switch (kind) {
+    case LiveKind::kFailed: return "failed";
+    case LiveKind::kDied: return "died";
+    case LiveKind::kFinished: return "finished";
+    case LiveKind::kLeft: return "left";
+    case LiveKind::kAllDone: return "all done";
+    case LiveKind::kAdmitted: return "admitted";
+  }
+  return "unknown";
+}
+
+std::string EncodeLiveJoin(const LiveJoin& join) {
+  FieldWriter w;
+  w.Integer(kLiveTagProcessId, join.process_id);
+  w.String(kLiveTagNonce, join.nonce, kMaxNonceBytes);
+  w.String(kLiveTagHost, join.host, kMaxHostBytes);
+  w.Integer(kLiveTagPid, join.pid);
+  return w.Frame(kFrameLiveJoin);
+}
+
+std::string EncodeLiveNotice(const LiveNotice& notice) {
+  FieldWriter w;
+  w.Integer(kLiveTagKind, static_cast<int64_t>(notice.kind));
+  w.Integer(kLiveTagProcessId, notice.process_id);
+  w.String(kLiveTagHost, notice.host, kMaxHostBytes);
+  w.Integer(kLiveTagPid, notice.pid);
+  w.String(kLiveTagMessage, notice.message, kMaxMessageBytes);
+  w.Integer(kLiveTagBarrier, notice.barrier ? 1 : 0);
+  return w.Frame(kFrameLiveNotice);
+}
+
+Result<LiveJoin> DecodeLiveJoin(std::string_view frame) {
+  LiveJoin join;
+  uint64_t got = 0;
+  const uint64_t known =
+      Bit(kLiveTagProcessId) | Bit(kLiveTagNonce) | Bit(kLiveTagHost) | Bit(kLiveTagPid);
+  Status status = ForEachField(frame, kFrameLiveJoin, known, [&](uint8_t tag, std::string_view v) {
+    got |= Bit(tag);
+    switch (tag) {
+      case kLiveTagProcessId: return ReadInt(v, join.process_id);
+      case kLiveTagNonce: return ReadText(v, kMaxNonceBytes, join.nonce);
+      case kLiveTagHost: return ReadText(v, kMaxHostBytes, join.host);
+      case kLiveTagPid: return ReadInt(v, join.pid);
+      default: return Status::Ok();
+    }
+  });
+  KDIST_RETURN_IF_ERROR(status);
+  if ((got & (Bit(kLiveTagProcessId) | Bit(kLiveTagNonce))) !=
+      (Bit(kLiveTagProcessId) | Bit(kLiveTagNonce))) {
+    return InvalidArgument("a liveness join lacks its process id or nonce");
+  }
+  return join;
+}
+
+Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
+  LiveNotice notice;
+  uint64_t got = 0;
+  int64_t kind = 0, barrier = 1;
+  const uint64_t known = Bit(kLiveTagKind) | Bit(kLiveTagProcessId) | Bit(kLiveTagHost) |
+                         Bit(kLiveTagPid) | Bit(kLiveTagMessage) | Bit(kLiveTagBarrier);
+  Status status =
+      ForEachField(frame, kFrameLiveNotice, known, [&](uint8_t tag, std::string_view v) {
+        got |= Bit(tag);
+        switch (tag) {
+          case kLiveTagKind: return ReadInt(v, kind);
+          case kLiveTagProcessId: return ReadInt(v, notice.process_id);
+          case kLiveTagHost: return ReadText(v, kMaxHostBytes, notice.host);
+          case kLiveTagPid: return ReadInt(v, notice.pid);
+          case kLiveTagMessage: return ReadText(v, kMaxMessageBytes, notice.message);
+          case kLiveTagBarrier: return ReadInt(v, barrier);
+          default: return Status::Ok();
+        }
+      });
+  KDIST_RETURN_IF_ERROR(status);
+  if ((got & Bit(kLiveTagKind)) == 0) return InvalidArgument("a liveness notice lacks its kind");
+  if (kind < static_cast<int64_t>(LiveKind::kFailed) ||
+      kind > static_cast<int64_t>(LiveKind::kAdmitted)) {
+    return InvalidArgument("a liveness notice has unknown kind " + std::to_string(kind));
+  }
+  notice.kind = static_cast<LiveKind>(kind);
+  notice.barrier = barrier != 0;
+  return notice;
+}
+
+// --- LivenessBook -----------------------------------------------------------------------
+
+LivenessBook::LivenessBook(int64_t num_processes, LiveMember self)
+    : num_processes_(num_processes) {
+  states_[self.process_id] = State::kRunning;
+  members_[self.process_id] = std::move(self);
+}
+
+Status LivenessBook::Admit(const LiveJoin& join, std::string_view nonce) {
+  if (!ConstantTimeEquals(join.nonce, nonce)) {
+    return FailedPrecondition("its nonce is not this job's (a process of another job, or of "
+                              "an earlier run of this one)");
+  }
+  if (join.process_id < 1 || join.process_id >= num_processes_) {
+    return InvalidArgument("process id " + std::to_string(join.process_id) +
+                           " is outside [1, " + std::to_string(num_processes_) + ")");
+  }
+  if (states_.count(join.process_id) != 0) {
+    return FailedPrecondition("process " + std::to_string(join.process_id) +
+                              " is already watched");
+  }
+  if (first_failure_ || all_done_) {
+    return FailedPrecondition("the job already ended");
+  }
+  states_[join.process_id] = State::kRunning;
+  members_[join.process_id] = LiveMember{join.process_id, join.host, join.pid};
+  return Status::Ok();
+}
+
+std::optional<LiveNotice> LivenessBook::OnNotice(int64_t from, LiveNotice notice) {
+  auto state = states_.find(from);
+  if (state == states_.end()) return std::nullopt;
+  const LiveMember& member = members_[from];
+  notice.process_id = from;
+  notice.host = member.host;
+  notice.pid = member.pid;
+  switch (notice.kind) {
+    case LiveKind::kFailed:
+      if (state->second == State::kFailed || state->second == State::kDied) return std::nullopt;
+      state->second = State::kFailed;
+      if (first_failure_ || all_done_) return std::nullopt;
+      first_failure_ = notice;
+      return notice;
+    case LiveKind::kFinished:
+    case LiveKind::kLeft:
+      if (state->second != State::kRunning) return std::nullopt;
+      state->second = notice.kind == LiveKind::kFinished ? State::kFinished : State::kLeft;
+      return CheckAllDone();
+    default:
+      return std::nullopt;  // not something a process says about itself
+  }
+}
+
+std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id) {
+  auto state = states_.find(id);
+  if (state == states_.end()) return std::nullopt;
+  const bool ended = state->second == State::kRunning ||
+                     (state->second == State::kFinished && !all_done_);
+  if (!ended) return std::nullopt;
+  const bool had_finished = state->second == State::kFinished;
+  state->second = State::kDied;
+  if (first_failure_ || all_done_) return std::nullopt;
+  const LiveMember& member = members_[id];
+  LiveNotice notice{LiveKind::kDied, id, member.host, member.pid,
+                    had_finished ? "it said it finished, then its connection closed before "
+                                   "the others finished (it did not wait in JAX's shutdown "
+                                   "barrier)"
+                                 : "its connection closed without a finish message",
+                    true};
+  first_failure_ = notice;
+  return notice;
+}
+
+std::optional<LiveNotice> LivenessBook::CheckAllDone() {
+  if (first_failure_ || all_done_) return std::nullopt;
+  bool barrier = true;
+  for (const auto& [id, state] : states_) {
+    if (state == State::kRunning) return std::nullopt;
+    if (state != State::kFinished) barrier = false;
+  }
+  all_done_ = barrier;
+  LiveNotice notice;
+  notice.kind = LiveKind::kAllDone;
+  notice.barrier = barrier;
+  return notice;
+}
+
+std::vector<LiveMember> LivenessBook::Waiting() const {
+  std::vector<LiveMember> out;
+  if (first_failure_ || all_done_) return out;
+  for (const auto& [id, state] : states_) {
+    if (state == State::kRunning) out.push_back(members_.at(id));
+  }
+  return out;
+}
+
+LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bool finishing) {
+  switch (notice.kind) {
+    case LiveKind::kFailed:
+    case LiveKind::kDied:
+      return policy == PeerFailurePolicy::kExit ? LiveAction::kExitFailure : LiveAction::kReport;
+    case LiveKind::kAllDone:
+      return !notice.barrier && finishing ? LiveAction::kExitSuccess : LiveAction::kNone;
+    default:
+      return LiveAction::kNone;
+  }
+}
+
+std::string DescribeFailure(const LiveNotice& notice, int64_t self, LiveAction action) {
+  std::string out = "kdist: process " + std::to_string(notice.process_id) + " (" +
+                    WithHost(notice.host, notice.pid) + ") ";
+  if (notice.kind == LiveKind::kFailed) {
+    out += "failed first: " + RelayText(notice.message);
+  } else {
+    out += "died (" + RelayText(notice.message) + ") while the job was running";
+  }
+  if (action == LiveAction::kExitFailure) {
+    out += "; stopping process " + std::to_string(self);
+  } else if (action == LiveAction::kReport) {
+    out += "; process " + std::to_string(self) +
+           " goes on (KDIST_ON_PEER_FAILURE=ignore); JAX collectives with that process "
+           "will fail or hang";
+  }
+  return out;
+}
+
+LivenessOptions LivenessOptionsFor(Nanos heartbeat_timeout) {
+  using std::chrono::seconds;
+  LivenessOptions options;
+  const Nanos third = std::max<Nanos>(seconds(1), heartbeat_timeout / 3);
+  options.keepalive_idle = third;
+  options.keepalive_interval = std::max<Nanos>(seconds(1), third / 3);
+  options.keepalive_count = 3;
+  return options;
+}
+
+void SetKeepalive(int fd, const LivenessOptions& options) {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  const int one = 1;
+  const int idle = static_cast<int>(std::max<int64_t>(1, duration_cast<seconds>(options.keepalive_idle).count()));
+  const int interval =
+      static_cast<int>(std::max<int64_t>(1, duration_cast<seconds>(options.keepalive_interval).count()));
+  const int count = std::max(1, options.keepalive_count);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // Unacknowledged data (a notice to a vanished host) fails after the same bound.
+  const unsigned user_timeout = static_cast<unsigned>(
+      std::min<int64_t>(INT32_MAX, 1000LL * (idle + int64_t{interval} * count)));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+namespace {
+
+// A non-blocking pipe whose read end wakes a poll loop.
+Status MakeWakePipe(Fd& read_end, Fd& write_end) {
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+    return Internal("cannot create the liveness channel's wake pipe: " + ErrorText(errno));
+  }
+  read_end = Fd(fds[0]);
+  write_end = Fd(fds[1]);
+  return Status::Ok();
+}
+
+void Wake(const Fd& write_end) {
+  const char byte = 1;
+  [[maybe_unused]] ssize_t n = write(write_end.get(), &byte, 1);
+}
+
+void DrainWake(const Fd& read_end) {
+  char buffer[64];
+  while (read(read_end.get(), buffer, sizeof buffer) > 0) {
+  }
+}
+
+// Writes all of `bytes`, waiting for room at most `bound` in all.
+Status SendAll(int fd, std::string_view bytes, Nanos bound, Clock& clock) {
+  const Nanos deadline = clock.Now() + bound;
+  while (!bytes.empty()) {
+    Io io = WriteSome(fd, bytes);
+    if (io.state == IoState::kDone) {
+      bytes.remove_prefix(io.bytes);
+      continue;
+    }
+    if (io.state != IoState::kWouldBlock) {
+      return Unavailable("sending on the liveness channel failed: " + ErrorText(io.error));
+    }
+    const Nanos left = deadline - clock.Now();
+    if (left.count() <= 0) return DeadlineExceeded("the liveness channel's peer reads nothing");
+    std::vector<pollfd> fds{{fd, POLLOUT, 0}};
+    if (Poll(fds, left) < 0) return Internal("poll failed on the liveness channel");
+  }
+  return Status::Ok();
+}
+
+// Reads what is there; frames go to `on_frame`. false: EOF, error or garbage.
+bool ReadFrames(int fd, FrameAssembler& in, const std::function<bool(const std::string&)>& on_frame) {
+  char buffer[4096];
+  for (int round = 0; round < 16; ++round) {
+    Io io = ReadSome(fd, buffer, sizeof buffer);
+    if (io.state == IoState::kWouldBlock) break;
+    if (io.state != IoState::kDone) return false;
+    if (!in.Append(std::string_view(buffer, io.bytes)).ok()) return false;
+    for (std::string frame = in.TakeFrame(); !frame.empty(); frame = in.TakeFrame()) {
+      if (!on_frame(frame)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// --- LivenessHub ------------------------------------------------------------------------
+
+struct LivenessHub::Peer {
+  Fd fd;
+  FrameAssembler in;
+  int64_t process_id = -1;  // -1 until admitted
+  Nanos join_by{0};
+};
+
+Result<std::unique_ptr<LivenessHub>> LivenessHub::Start(int64_t num_processes, LiveMember self,
+                                                        std::string nonce,
+                                                        LivenessOptions options,
+                                                        NoticeHandler on_notice) {
+  Result<Listener> listener = ListenOnAllInterfaces(0, 1024);
+  if (!listener.ok()) return listener.status();
+  std::unique_ptr<LivenessHub> hub(new LivenessHub(std::move(*listener), num_processes,
+                                                   std::move(self), std::move(nonce), options,
+                                                   std::move(on_notice)));
+  KDIST_RETURN_IF_ERROR(MakeWakePipe(hub->wake_read_, hub->wake_write_));
+  hub->thread_ = std::thread([h = hub.get()] { h->Run(); });
+  return hub;
+}
+
+LivenessHub::LivenessHub(Listener listener, int64_t num_processes, LiveMember self,
+                         std::string nonce, LivenessOptions options, NoticeHandler on_notice)
+    : listener_(std::move(listener)),
+      port_(listener_.port),
+      nonce_(std::move(nonce)),
+      options_(options),
+      on_notice_(std::move(on_notice)),
+      book_(num_processes, std::move(self)) {}
+
+LivenessHub::~LivenessHub() { Stop(); }
+
+void LivenessHub::Stop() {
+  if (stop_.exchange(true)) return;
+  if (wake_write_.valid()) Wake(wake_write_);
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  peers_.clear();
+  listener_.fd.Close();
+  changed_.notify_all();
+}
+
+void LivenessHub::Broadcast(const LiveNotice& notice) {
+  // Called with mutex_ held, on the hub's thread or an own-event caller.
+  const std::string frame = EncodeLiveNotice(notice);
+  RealClock clock;
+  for (auto& [key, peer] : peers_) {
+    if (peer->process_id < 0 || peer->process_id == notice.process_id) continue;
+    (void)SendAll(peer->fd.get(), frame, options_.send_timeout, clock);
+  }
+}
+
+void LivenessHub::Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local) {
+  // Called with mutex_ held: tells every other process, then queues the
+  // notice for process 0's own handler (called without the lock).
+  if (!notice) return;
+  Broadcast(*notice);
+  changed_.notify_all();
+  local.push_back(*notice);
+}
+
+Status LivenessHub::ReportFailure(const std::string& message) {
+  LiveNotice notice;
+  notice.kind = LiveKind::kFailed;
+  notice.message = message;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stop_) return FailedPrecondition("the liveness channel is closed");
+  std::optional<LiveNotice> out = book_.OnNotice(0, notice);
+  if (out) {
+    Broadcast(*out);
+    changed_.notify_all();
+  }
+  return Status::Ok();
+}
+
+Status LivenessHub::Finish(bool barrier) {
+  LiveNotice notice;
+  notice.kind = barrier ? LiveKind::kFinished : LiveKind::kLeft;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stop_) return FailedPrecondition("the liveness channel is closed");
+  std::optional<LiveNotice> out = book_.OnNotice(0, notice);
+  if (out) {
+    Broadcast(*out);
+    changed_.notify_all();
+  }
+  return Status::Ok();
+}
+
+std::vector<int64_t> LivenessHub::Watched() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int64_t> out;
+  for (const auto& [key, peer] : peers_) {
+    if (peer->process_id >= 0) out.push_back(peer->process_id);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<bool> LivenessHub::WaitAllDone(Nanos timeout, Nanos progress_interval,
+                                      const std::function<void(const std::string&)>& progress,
+                                      const std::function<Status()>& interrupted) {
+  RealClock clock;
+  const Nanos start = clock.Now();
+  const Nanos deadline = start + timeout;
+  const Nanos interval = std::max<Nanos>(progress_interval, std::chrono::milliseconds(1));
+  Nanos next_progress = start;
+  while (true) {
+    std::vector<LiveMember> waiting;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (book_.all_done()) return *book_.all_done();
+      if (book_.first_failure()) {
+        return FailedPrecondition("process " + std::to_string(book_.first_failure()->process_id) +
+                                  " " + LiveKindName(book_.first_failure()->kind));
+      }
+      if (stop_) return FailedPrecondition("the liveness channel is closed");
+      waiting = book_.Waiting();
+    }
+    const Nanos now = clock.Now();
+    if (now >= deadline) {
+      return DeadlineExceeded("the others did not finish within " + FormatTimeout(timeout));
+    }
+    if (progress && now >= next_progress) {
+      std::string ids, hosts;
+      for (const LiveMember& m : waiting) {
+        if (m.process_id == 0) continue;
+        ids += (ids.empty() ? "" : ", ") + std::to_string(m.process_id);
+        const std::string host = RelayText(m.host);
+        if (hosts.find(host) == std::string::npos) hosts += (hosts.empty() ? "" : ", ") + host;
+      }
+      if (!ids.empty()) {
+        progress("process 0 finished; waiting for processes [" + ids + "] (host" +
+                 (hosts.find(',') == std::string::npos ? " " : "s ") + hosts + ")");
+      }
+      next_progress = now + interval;
+    }
+    if (interrupted) KDIST_RETURN_IF_ERROR(interrupted());
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, std::min<Nanos>({deadline - now, next_progress - now,
+                                             Nanos(std::chrono::milliseconds(100))}));
+  }
+}
+
+void LivenessHub::Run() {
+  RealClock clock;
+  while (!stop_) {
+    std::vector<pollfd> fds{{wake_read_.get(), POLLIN, 0}, {listener_.fd.get(), POLLIN, 0}};
+    std::vector<uint64_t> keys;
+    Nanos next_expiry = std::chrono::seconds(1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const Nanos now = clock.Now();
+      for (auto it = peers_.begin(); it != peers_.end();) {
+        Peer& p = *it->second;
+        if (p.process_id < 0 && now >= p.join_by) {
+          it->second->fd.CloseWithReset();
+          it = peers_.erase(it);
+          continue;
+        }
+        if (p.process_id < 0) next_expiry = std::min(next_expiry, p.join_by - now);
+        fds.push_back({p.fd.get(), POLLIN, 0});
+        keys.push_back(it->first);
+        ++it;
+      }
+    }
+    if (Poll(fds, next_expiry) < 0) {
+      clock.Sleep(std::chrono::milliseconds(10));  // EBADF cannot happen; never spin
+      continue;
+    }
+    if (stop_) break;
+    if (fds[0].revents) DrainWake(wake_read_);
+    std::vector<LiveNotice> local;
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (fds[1].revents & POLLIN) {
+      for (int i = 0; i < 64; ++i) {
+        Accepted a = AcceptOne(listener_.fd.get());
+        if (a.io.state != IoState::kDone) break;
+        SetKeepalive(a.fd.get(), options_);
+        auto peer = std::make_unique<Peer>();
+        peer->fd = std::move(a.fd);
+        peer->join_by = clock.Now() + options_.join_timeout;
+        peers_[next_key_++] = std::move(peer);
+      }
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (fds[i + 2].revents == 0) continue;
+      auto it = peers_.find(keys[i]);
+      if (it == peers_.end()) continue;
+      Peer& p = *it->second;
+      bool drop = false;
+      const bool open = ReadFrames(p.fd.get(), p.in, [&](const std::string& frame) {
+        if (p.process_id < 0) {
+          Result<LiveJoin> join = DecodeLiveJoin(frame);
+          if (!join.ok() || !book_.Admit(*join, nonce_).ok()) {
+            drop = true;
+            return false;
+          }
+          p.process_id = join->process_id;
+          LiveNotice admitted;
+          admitted.kind = LiveKind::kAdmitted;
+          admitted.process_id = join->process_id;
+          (void)SendAll(p.fd.get(), EncodeLiveNotice(admitted), options_.send_timeout, clock);
+          return true;
+        }
+        Result<LiveNotice> notice = DecodeLiveNotice(frame);
+        if (!notice.ok()) return false;
+        Act(book_.OnNotice(p.process_id, *notice), local);
+        return true;
+      });
+      if (open) continue;
+      const int64_t id = p.process_id;
+      if (drop || id < 0) {
+        p.fd.CloseWithReset();
+      }
+      peers_.erase(it);
+      if (id >= 0) Act(book_.OnClosed(id), local);
+    }
+    lock.unlock();
+    if (on_notice_) {
+      for (const LiveNotice& notice : local) on_notice_(notice);
+    }
+  }
+}
+
+// --- LivenessSpoke ----------------------------------------------------------------------
+
+Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
+                                                           const LiveJoin& join,
+                                                           LiveMember coordinator,
+                                                           LivenessOptions options,
+                                                           NoticeHandler on_notice,
+                                                           Clock& clock) {
+  const Nanos deadline = clock.Now() + options.join_timeout;
+  const std::string where = "process 0's liveness channel at " + hub.ToString();
+  Connecting c = StartConnect(hub);
+  if (c.io.state == IoState::kError) {
+    return Unavailable("cannot connect to " + where + ": " + ErrorText(c.io.error));
+  }
+  if (c.io.state == IoState::kWouldBlock) {
+    std::vector<pollfd> fds{{c.fd.get(), POLLOUT, 0}};
+    const int ready = Poll(fds, deadline - clock.Now());
+    if (ready <= 0) {
+      return Unavailable("no answer from " + where + " within " +
+                         FormatTimeout(options.join_timeout) +
+                         " (a firewall that drops the port looks like this)");
+    }
+    const int error = ConnectResult(c.fd.get());
+    if (error != 0) return Unavailable("cannot connect to " + where + ": " + ErrorText(error));
+  }
+  SetKeepalive(c.fd.get(), options);
+  KDIST_RETURN_IF_ERROR(SendAll(c.fd.get(), EncodeLiveJoin(join), options.send_timeout, clock));
+  FrameAssembler in;
+  std::optional<Status> verdict;
+  while (!verdict) {
+    const Nanos left = deadline - clock.Now();
+    if (left.count() <= 0) {
+      return Unavailable(where + " accepted the connection but did not admit this process "
+                         "within " + FormatTimeout(options.join_timeout));
+    }
+    std::vector<pollfd> fds{{c.fd.get(), POLLIN, 0}};
+    if (Poll(fds, left) < 0) return Internal("poll failed joining " + where);
+    if (fds[0].revents == 0) continue;
+    const bool open = ReadFrames(c.fd.get(), in, [&](const std::string& frame) {
+      Result<LiveNotice> notice = DecodeLiveNotice(frame);
+      if (notice.ok() && notice->kind == LiveKind::kAdmitted) verdict = Status::Ok();
+      return false;  // only the admission comes first; stop reading here
+    });
+    if (!verdict && !open) {
+      return Unavailable(where + " refused this process (wrong nonce, id or a job that "
+                         "already ended) or is not kdist's");
+    }
+  }
+  std::unique_ptr<LivenessSpoke> spoke(new LivenessSpoke(std::move(c.fd), join,
+                                                         std::move(coordinator), options,
+                                                         std::move(on_notice)));
+  KDIST_RETURN_IF_ERROR(MakeWakePipe(spoke->wake_read_, spoke->wake_write_));
+  spoke->thread_ = std::thread([s = spoke.get()] { s->Run(); });
+  return spoke;
+}
+
+LivenessSpoke::LivenessSpoke(Fd fd, LiveJoin join, LiveMember coordinator,
+                             LivenessOptions options, NoticeHandler on_notice)
+    : fd_(std::move(fd)),
+      join_(std::move(join)),
+      coordinator_(std::move(coordinator)),
+      options_(options),
+      on_notice_(std::move(on_notice)) {}
+
+LivenessSpoke::~LivenessSpoke() { Stop(); }
+
+void LivenessSpoke::Stop() {
+  if (stop_.exchange(true)) return;
+  if (wake_write_.valid()) Wake(wake_write_);
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(send_mutex_);
+  fd_.Close();
+}
+
+Status LivenessSpoke::Send(const LiveNotice& notice) {
+  std::lock_guard<std::mutex> lock(send_mutex_);
+  if (!fd_.valid() || stop_) return FailedPrecondition("the liveness channel is closed");
+  RealClock clock;
+  return SendAll(fd_.get(), EncodeLiveNotice(notice), options_.send_timeout, clock);
+}
+
+Status LivenessSpoke::ReportFailure(const std::string& message) {
+  LiveNotice notice;
+  notice.kind = LiveKind::kFailed;
+  notice.process_id = join_.process_id;
+  notice.message = message;
+  return Send(notice);
+}
+
+Status LivenessSpoke::Finish(bool barrier) {
+  LiveNotice notice;
+  notice.kind = barrier ? LiveKind::kFinished : LiveKind::kLeft;
+  notice.process_id = join_.process_id;
+  return Send(notice);
+}
+
+void LivenessSpoke::Run() {
+  FrameAssembler in;
+  bool all_done = false;
+  while (!stop_) {
+    std::vector<pollfd> fds{{wake_read_.get(), POLLIN, 0}, {fd_.get(), POLLIN, 0}};
+    if (Poll(fds, std::chrono::seconds(1)) < 0) continue;
+    if (stop_) break;
+    if (fds[0].revents) DrainWake(wake_read_);
+    if (fds[1].revents == 0) continue;
+    const bool open = ReadFrames(fd_.get(), in, [&](const std::string& frame) {
+      Result<LiveNotice> notice = DecodeLiveNotice(frame);
+      if (!notice.ok()) return true;  // a later version's frame: skip
+      if (notice->kind == LiveKind::kAllDone) all_done = true;
+      if (on_notice_) on_notice_(*notice);
+      return true;
+    });
+    if (open) continue;
+    if (!all_done && !stop_ && on_notice_) {
+      on_notice_(LiveNotice{LiveKind::kDied, 0, coordinator_.host, coordinator_.pid,
+                            "its liveness connection closed without a finish message", true});
+    }
+    break;
+  }
+}
+
+}  // namespace kdist

@@ -1,0 +1,354 @@
+"""After the start: the liveness channel, and how this process leaves the job.
+
+Process 0 listens for the others' liveness connections before its roll call
+and announces the port and a nonce in "go"; every other process joins after
+JAX has started. The compiled core watches the connections on its own thread
+without the GIL: a process that fails or dies is named to every other process
+at once, and each of them prints one line and leaves with status 1 (policy
+"exit") even while its main thread waits in a collective.
+
+What a process tells the others, and when:
+
+- an uncaught exception (main thread: `sys.excepthook`; any other thread:
+  `threading.excepthook`; each chained to the hook that was set before
+  `initialize()`): "failed", with the exception's last line, sent after the
+  traceback is printed; then the process leaves with status 1 (130 for
+  KeyboardInterrupt) without JAX's shutdown barrier;
+- a normal end (the program returns, `sys.exit()`): "finished", from an
+  `atexit` handler that runs before JAX's own shutdown; process 0 then waits
+  until every process has finished, logging whom it waits for, so it leaves
+  last;
+- `os._exit(0)` (wrapped while the channel is up): "finished, leaving without
+  JAX's barrier"; once every process finished, the others skip the barrier
+  too, instead of waiting in it until JAX's shutdown timeout; `os._exit(N)`
+  with N != 0 is a failure;
+- `kdist.shutdown()`: "finished", then JAX's shutdown as usual.
+
+What cannot be told: a SIGKILL, a segfault, or `_exit` called from C. The
+kernel still closes the process's connection at once, and the others report
+that it died ("its connection closed without a finish message"); `kdist
+launch` names the signal in its summary. A host that vanishes without closing
+anything is caught by TCP keepalive, sized from the heartbeat timeout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import secrets
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, NoReturn
+
+from kdist import _core
+from kdist._errors import KdistError, RendezvousError, RendezvousTimeoutError
+
+_logger = logging.getLogger("kdist")
+
+# Seconds between "waiting for processes [...]" lines while process 0 waits at the end.
+PROGRESS_INTERVAL_SECONDS = 5.0
+# How long another process tries to join process 0's hub before falling back.
+JOIN_TIMEOUT_SECONDS = 5.0
+# How long process 0 waits, once every process finished, for their connections to
+# close before it leaves without JAX's barrier (so it leaves last).
+_LAST_OUT_SECONDS = 2.0
+# A bound on the wait for this process's own exit after a peer's failure ended the
+# job (the channel's thread calls _exit within about a second).
+_EXIT_WAIT_SECONDS = 10.0
+_MAX_MESSAGE_CHARS = 2000
+# An error raised inside JAX (a collective that lost its peer: JaxRuntimeError, or a
+# ValueError from Gloo) is often the consequence of another process's death, which
+# the channel learns at the same moment (both are the same closed connections): this
+# process waits this long for that news before it reports the error as the job's
+# failure. Errors raised elsewhere are reported at once.
+CONSEQUENCE_WAIT_SECONDS = 0.5
+_JAX_RUNTIME_ERRORS = ("JaxRuntimeError", "XlaRuntimeError")
+_JAX_PACKAGES = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}")
+
+_real_exit = os._exit
+
+
+@dataclass
+class _Installed:
+    channel: _core.LivenessChannel
+    process_id: int
+    host: str
+    pid: int
+    shutdown_timeout: float
+    on_peer_failure: str
+    previous_excepthook: Any
+    previous_threading_excepthook: Any
+
+
+_installed: _Installed | None = None
+_lock = threading.Lock()
+
+
+def start_hub(spec: _core.ClusterSpec, shared: _core.JobShared) -> _core.LivenessChannel | None:
+    """Process 0, before its roll call: listens for the others' liveness connections
+    and writes the port and nonce into `shared`, which "go" carries.
+
+    Returns None (after logging why, once) where it cannot listen; the job then
+    runs on JAX's heartbeat alone.
+    """
+    nonce = secrets.token_hex(16)
+    try:
+        channel = _core.start_liveness_hub(
+            spec.num_processes,
+            os.uname().nodename,
+            os.getpid(),
+            nonce,
+            float(spec.heartbeat_timeout),
+            spec.on_peer_failure,
+        )
+    except KdistError as error:
+        _log_fallback(spec, f"process 0 cannot listen for it: {error}")
+        return None
+    shared.liveness_port = channel.port
+    shared.liveness_nonce = nonce
+    return channel
+
+
+def join(
+    spec: _core.ClusterSpec,
+    service_endpoint: str,
+    shared: _core.JobShared,
+    coordinator_host: str,
+    coordinator_pid: int,
+) -> _core.LivenessChannel | None:
+    """Another process, after JAX started: joins process 0's hub at the address
+    that answered the roll call, on the port "go" announced.
+
+    Returns None (after logging why, once) where it cannot; the job then runs on
+    JAX's heartbeat alone for this process.
+    """
+    if shared.liveness_port == 0:
+        _log_fallback(spec, "process 0 announced none (it could not listen)")
+        return None
+    host = service_endpoint.rsplit(":", 1)[0]
+    endpoint = f"{host}:{shared.liveness_port}"
+    try:
+        return _core.join_liveness(
+            endpoint,
+            spec.process_id,
+            os.uname().nodename,
+            os.getpid(),
+            shared.liveness_nonce,
+            coordinator_host,
+            coordinator_pid,
+            float(spec.heartbeat_timeout),
+            spec.on_peer_failure,
+            join_timeout=JOIN_TIMEOUT_SECONDS,
+        )
+    except KdistError as error:
+        _log_fallback(spec, str(error))
+        return None
+
+
+def _log_fallback(spec: _core.ClusterSpec, why: str) -> None:
+    _logger.warning(
+        "process %d runs without kdist's liveness channel: %s. Falling back to JAX's "
+        "heartbeat: a process that fails or dies is noticed only after heartbeat_timeout "
+        "(%d s, from %s), and the others then end by JAX's own abort. Allow TCP between "
+        "the processes and process 0 on any port, not only the coordinator's, to get it back.",
+        spec.process_id,
+        why,
+        spec.heartbeat_timeout,
+        spec.sources["heartbeat_timeout"],
+    )
+
+
+def install(channel: _core.LivenessChannel, spec: _core.ClusterSpec) -> None:
+    """Hooks this process's exits to the channel (see the module docstring)."""
+    global _installed
+    with _lock:
+        _installed = _Installed(
+            channel,
+            spec.process_id,
+            os.uname().nodename,
+            os.getpid(),
+            float(spec.shutdown_timeout),
+            spec.on_peer_failure,
+            sys.excepthook,
+            threading.excepthook,
+        )
+        sys.excepthook = _excepthook
+        threading.excepthook = _threading_excepthook
+        os._exit = _exit_wrapper
+        atexit.register(_at_exit)
+
+
+def uninstall() -> _core.LivenessChannel | None:
+    """Undoes install() (hooks the program set since are left alone); returns the channel."""
+    global _installed
+    with _lock:
+        state, _installed = _installed, None
+        if state is None:
+            return None
+        if sys.excepthook is _excepthook:
+            sys.excepthook = state.previous_excepthook
+        if threading.excepthook is _threading_excepthook:
+            threading.excepthook = state.previous_threading_excepthook
+        if os._exit is _exit_wrapper:
+            os._exit = _real_exit
+        atexit.unregister(_at_exit)
+        return state.channel
+
+
+def active() -> bool:
+    """Whether this process is watched by (or watches, in process 0) the channel."""
+    return _installed is not None
+
+
+def reported_failures() -> list[str]:
+    """The lines printed about peers' failures under on_peer_failure="ignore"."""
+    state = _installed
+    return list(state.channel.reported) if state is not None else []
+
+
+def _describe(exc_type: type[BaseException], exc: BaseException | None) -> str:
+    text = traceback.format_exception_only(exc_type, exc)[-1].strip()
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _maybe_a_consequence(exc_type: type[BaseException] | None, tb: TracebackType | None) -> bool:
+    """Whether an exception came out of JAX (its type, or its innermost frames)."""
+    if exc_type is None:
+        return False
+    if any(k.__name__ in _JAX_RUNTIME_ERRORS for k in exc_type.__mro__):
+        return True
+    frames = traceback.extract_tb(tb)[-3:] if tb is not None else []
+    return any(package in frame.filename for frame in frames for package in _JAX_PACKAGES)
+
+
+def _fail(
+    message: str,
+    status: int,
+    exc_type: type[BaseException] | None = None,
+    tb: TracebackType | None = None,
+) -> None:
+    """Tells every process that this one failed, says so, and leaves with `status`
+    without JAX's shutdown barrier (which would wait for processes that are leaving).
+
+    A JAX runtime error first waits (CONSEQUENCE_WAIT_SECONDS) for news of a peer's
+    death or failure: a collective fails as soon as its peer's connection drops, and
+    the first failure to name is the peer's, not this consequence. When the news
+    comes, the channel's thread ends this process with the peer's line.
+    """
+    state = _installed
+    if state is None:
+        return
+    if _maybe_a_consequence(exc_type, tb):
+        deadline = time.monotonic() + CONSEQUENCE_WAIT_SECONDS
+        while time.monotonic() < deadline and not state.channel.reported:
+            time.sleep(0.01)
+    state.channel.report_failure(message)
+    _flush()
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(
+            f"kdist: process {state.process_id} (host {state.host}, pid {state.pid}) failed: "
+            f"{message}; told the other processes; stopping process {state.process_id}\n"
+        )
+    _flush()
+    _real_exit(status)
+
+
+def _excepthook(
+    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    state = _installed
+    if state is not None:
+        state.previous_excepthook(exc_type, exc, tb)
+    else:
+        sys.__excepthook__(exc_type, exc, tb)
+    status = 128 + 2 if issubclass(exc_type, KeyboardInterrupt) else 1
+    _fail(_describe(exc_type, exc), status, exc_type, tb)
+
+
+def _threading_excepthook(args: threading.ExceptHookArgs) -> None:
+    state = _installed
+    if state is not None:
+        state.previous_threading_excepthook(args)
+    else:
+        threading.__excepthook__(args)
+    if args.exc_type is SystemExit:
+        return  # a thread that calls sys.exit() just ends, as in plain Python
+    name = args.thread.name if args.thread is not None else "?"
+    message = f"{_describe(args.exc_type, args.exc_value)} (in thread {name!r})"
+    _fail(message, 1, args.exc_type, args.exc_traceback)
+
+
+def finish(barrier: bool) -> bool:
+    """Says this process finished. In process 0, waits (bounded by shutdown_timeout,
+    logging whom it waits for) until every process has, so that it leaves last.
+
+    Returns whether JAX's shutdown barrier can still complete (False when a
+    process left without it).
+    """
+    state = _installed
+    if state is None:
+        return True
+    state.channel.finish(barrier)
+    if state.process_id != 0:
+        # Under "ignore", a peer that failed never reaches JAX's barrier.
+        return not state.channel.reported
+    try:
+        all_barrier = state.channel.wait_all_done(
+            state.shutdown_timeout,
+            progress=_log_progress,
+            progress_interval=PROGRESS_INTERVAL_SECONDS,
+        )
+    except RendezvousTimeoutError as error:
+        _logger.warning("process 0 finished, but %s (shutdown_timeout); leaving anyway", str(error))
+        return True
+    except RendezvousError:
+        if state.on_peer_failure == "ignore":
+            return False  # the failed process never reaches JAX's barrier
+        # A failure ended the job meanwhile: the channel's thread prints its line
+        # and ends this process within about a second.
+        time.sleep(_EXIT_WAIT_SECONDS)
+        return True
+    if not all_barrier:
+        deadline = time.monotonic() + _LAST_OUT_SECONDS
+        while state.channel.watched and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return bool(all_barrier)
+
+
+def _log_progress(line: str) -> None:
+    _logger.info("%s", line)
+
+
+def _at_exit() -> None:
+    """Runs before JAX's own atexit shutdown (registered after JAX's import)."""
+    if finish(barrier=True):
+        return
+    # A process left without JAX's barrier: the barrier can never complete.
+    _flush()
+    _real_exit(0)
+
+
+def _exit_wrapper(status: int) -> NoReturn:
+    """os._exit while the channel is up: says why this process leaves, then leaves."""
+    state = _installed
+    if state is not None:
+        if status == 0:
+            finish(barrier=False)
+        else:
+            state.channel.report_failure(f"it left with os._exit({status})")
+    _real_exit(status)
