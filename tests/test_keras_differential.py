@@ -16,6 +16,9 @@ import pytest
 
 import kdist
 
+# Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
+pytestmark = pytest.mark.compat
+
 
 @pytest.fixture
 def kd(jax_cpu: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:

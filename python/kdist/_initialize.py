@@ -168,6 +168,7 @@ def initialize(
                 spec.process_id,
                 max(0.0, deadline - time.monotonic()),
                 spec.local_device_ids,
+                coordinator_bind_address=spec.coordinator_bind_address,
             )
             timings["jax_initialize_s"] = time.monotonic() - jax_started
             _log_initialized(spec, time.monotonic() - started)
