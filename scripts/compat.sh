@@ -9,14 +9,15 @@
 #                                      saying why (tests/test_launchers.py).
 #   scripts/compat.sh floor WHEEL      the `compat` tests at the oldest JAX and Keras
 #                                      pyproject.toml declares, in build/venvs/floor.
-#   scripts/compat.sh abi3             the cp312-abi3 wheel built with Python 3.12, that
-#                                      same file installed into Python 3.13, and the
-#                                      single-process tests run there.
+#   scripts/compat.sh abi3-wheel       builds the cp312-abi3 wheel with Python 3.12 and
+#                                      prints its path (tests/test_packaging.py checks it).
+#   scripts/compat.sh abi3 WHEEL       installs that same file into Python 3.13 and runs
+#                                      the single-process tests there.
 #
 # Extra arguments after the mode go to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-mode="${1:?usage: scripts/compat.sh launchers|floor WHEEL|abi3}"
+mode="${1:?usage: scripts/compat.sh launchers|floor WHEEL|abi3-wheel|abi3 WHEEL}"
 shift
 
 # A fresh virtual environment at $1 made with the interpreter $2, unless it exists.
@@ -41,14 +42,19 @@ else:
 EOF
 }
 
-# An interpreter of version $1 (3.12): $PYTHON312-style override, the PATH, or pyenv.
+# An interpreter of version $1 (3.12) that runs: $PYTHON312-style override, pyenv's
+# versions, or the PATH (a pyenv shim on the PATH may refuse to run).
 python_of() {
-  local override="PYTHON${1/./}"
-  if [ -n "${!override:-}" ]; then echo "${!override}"; return; fi
-  if command -v "python$1" > /dev/null; then command -v "python$1"; return; fi
-  local found
-  found=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/python3 2> /dev/null | tail -n 1)
-  [ -n "$found" ] && echo "$found"
+  local override="PYTHON${1/./}" candidate
+  for candidate in ${!override:-} \
+    $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/python3 2> /dev/null | sort -rV) \
+    $(command -v "python$1" || true); do
+    if "$candidate" -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '$1'.split('.'))))" \
+      2> /dev/null; then
+      echo "$candidate"
+      return
+    fi
+  done
 }
 
 case "$mode" in
@@ -80,27 +86,35 @@ case "$mode" in
       'import jax, keras; print(f"jax {jax.__version__}, keras {keras.__version__}")')"
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider "$@"
     ;;
-  abi3)
+  abi3-wheel)
     py312=$(python_of 3.12) || true
-    py313=$(python_of 3.13) || true
-    if [ -z "$py312" ] || [ -z "$py313" ]; then
-      echo "compat: abi3 check needs Python 3.12 and 3.13 (found: '${py312}' '${py313}')" >&2
+    if [ -z "$py312" ]; then
+      echo "compat: the abi3 wheel needs Python 3.12 (none runs here)" >&2
       exit 1
     fi
-    make_venv build/venvs/py312 "$py312"
+    make_venv build/venvs/py312 "$py312" > /dev/null
     rm -rf build/wheelhouse-abi3
     build/venvs/py312/bin/python -m pip wheel --quiet --no-deps \
-      --wheel-dir build/wheelhouse-abi3 .
-    wheel=$(ls build/wheelhouse-abi3/kdist-*-cp312-abi3-*.whl)
+      --wheel-dir build/wheelhouse-abi3 . >&2
+    ls "$PWD"/build/wheelhouse-abi3/kdist-*-cp312-abi3-*.whl
+    ;;
+  abi3)
+    wheel="${1:?scripts/compat.sh abi3 needs the cp312-abi3 wheel (scripts/compat.sh abi3-wheel)}"
+    shift
+    py313=$(python_of 3.13) || true
+    if [ -z "$py313" ]; then
+      echo "compat: the abi3 check needs Python 3.13 (none runs here)" >&2
+      exit 1
+    fi
     make_venv build/venvs/py313 "$py313"
     build/venvs/py313/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"
     build/venvs/py313/bin/python -m pip install --quiet "$wheel[test]"
     echo "== single-process tests on $(build/venvs/py313/bin/python -V) with $(basename "$wheel")"
-    KDIST_TEST_WHEEL="$PWD/$wheel" build/venvs/py313/bin/python -m pytest \
+    KDIST_TEST_WHEEL="$wheel" build/venvs/py313/bin/python -m pytest \
       -m "not multiprocess and not launcher" -p no:cacheprovider "$@"
     ;;
   *)
-    echo "usage: scripts/compat.sh launchers|floor WHEEL|abi3" >&2
+    echo "usage: scripts/compat.sh launchers|floor WHEEL|abi3-wheel|abi3 WHEEL" >&2
     exit 2
     ;;
 esac

@@ -295,3 +295,16 @@ def test_a_taken_coordinator_port_stops_the_job_naming_it(name: str) -> None:
     output = result.stdout + result.stderr
     assert "PortInUseError" in output, result.describe()
     assert f"process 0 cannot use coordinator port {port}" in output, result.describe()
+
+
+def test_mpich_without_an_address_stops_every_rank_saying_what_to_set(tmp_path: Path) -> None:
+    """Hydra publishes nothing about rank 0's host: with nothing to go on, the job stops at
+    once with the ConfigError that says what to set, instead of guessing."""
+    launcher = launcher_or_skip("mpich")
+    worker = [sys.executable, str(WORKERS / "report_cluster.py")]
+    result = run_launcher(launcher, 2, per_rank(launcher, tmp_path, worker), {}, timeout=120)
+    assert result.returncode not in (0, None), result.describe()
+    assert reports(tmp_path) == {}
+    assert "ConfigError" in result.stderr, result.describe()
+    assert 'PMI_SIZE="2" (detected: mpich) needs the coordinator\'s address' in result.stderr
+    assert "mpiexec -genv KERAS_DISTRIBUTION_JOB_ADDRESSES" in result.stderr

@@ -273,9 +273,12 @@ def cluster_spec() -> _core.ClusterSpec | None:
 
     Each value remembers where it came from: `cluster_spec().sources` maps
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
-    "cluster_detection" and "local_device_ids" to "argument", an environment
-    variable's name, a detector with its variables ("slurm (SLURM_PROCID)"),
-    "job_addresses" (counted from the list) or "default".
+    "cluster_detection", "local_device_ids" and "coordinator_bind_address" to
+    "argument", an environment variable's name (JAX's own JAX_COORDINATOR_ADDRESS,
+    JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS and
+    JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its
+    variables ("slurm (SLURM_PROCID)"), "job_addresses" (counted from the list)
+    or "default".
     `cluster_spec().scheduler` names the detected scheduler (or is None);
     `local_device_ids` are the device ids handed to JAX (None: all),
     `suggested_local_device_ids` and `local_devices_reason` what the scheduler
