@@ -86,6 +86,7 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"preflight", spec.preflight.source},
       {"cluster_detection", spec.cluster_detection.source},
       {"local_device_ids", spec.local_device_ids.source},
+      {"coordinator_bind_address", spec.coordinator_bind_address.source},
       {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
       {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
       {"on_peer_failure", spec.on_peer_failure.source}};
@@ -245,11 +246,28 @@ const char* FrameTypeName(FrameType type) {
   return "unknown";
 }
 
+// Where process 0 binds: JAX_COORDINATOR_BIND_ADDRESS's endpoint, or nullopt
+// (every interface, on the coordinator's port).
+std::optional<Endpoint> BindEndpoint(const ClusterSpec& spec) {
+  const std::optional<Address>& bind = spec.coordinator_bind_address.value;
+  if (!bind) return std::nullopt;
+  Result<Endpoint> endpoint = EndpointFromLiteral(bind->host, bind->port);
+  RaiseIfError(endpoint.status());
+  return *endpoint;
+}
+
+// The port process 0 listens on.
+uint16_t BindPort(const ClusterSpec& spec, const Address& coordinator) {
+  const std::optional<Address>& bind = spec.coordinator_bind_address.value;
+  return bind ? bind->port : coordinator.port;
+}
+
 Listener BindCoordinatorPortPy(const ClusterSpec& spec) {
   const Address coordinator = CoordinatorOrRaise(spec);
   RendezvousOptions options;
   RealClock clock;
-  Result<Listener> listener = BindCoordinatorPort(coordinator.port, options, clock);
+  Result<Listener> listener =
+      BindCoordinatorPort(coordinator.port, options, clock, BindEndpoint(spec));
   RaiseIfError(listener.status());
   return std::move(listener).value();
 }
@@ -261,21 +279,25 @@ nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_versio
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RendezvousOptions options = Options(timeout, elapsed, progress_interval);
-  if (listener != nullptr && (!listener->fd.valid() || listener->port != coordinator.port)) {
+  const uint16_t bind_port = BindPort(spec, coordinator);
+  if (listener != nullptr && (!listener->fd.valid() || listener->port != bind_port)) {
     RaiseIfError(InvalidArgument("the listener passed to run_coordinator is closed or on port " +
                                  std::to_string(listener->port) + " instead of " +
-                                 std::to_string(coordinator.port)));
+                                 std::to_string(bind_port)));
   }
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
   RealClock clock;
+  const std::optional<Endpoint> bind_at = BindEndpoint(spec);
   Result<RollCallSummary> result = Internal("not run");
   {
     nb::gil_scoped_release release;
     if (listener != nullptr) {
       result = RunCoordinatorOn(std::move(*listener), own, shared, options, clock);
     } else {
-      result = RunCoordinator(own, shared, coordinator.port, options, clock);
+      Result<Listener> bound = BindCoordinatorPort(coordinator.port, options, clock, bind_at);
+      result = bound.ok() ? RunCoordinatorOn(std::move(bound).value(), own, shared, options, clock)
+                          : Result<RollCallSummary>(bound.status());
     }
   }
   hooks.Finish(result.status());
@@ -566,6 +588,13 @@ NB_MODULE(_core, m) {
                      return std::nullopt;
                    },
                    "The coordinator's host:port, or None.")
+      .def_prop_ro("coordinator_bind_address",
+                   [](const ClusterSpec& s) -> std::optional<std::string> {
+                     if (const auto& b = s.coordinator_bind_address.value) return b->ToString();
+                     return std::nullopt;
+                   },
+                   "Where process 0 binds the coordinator port (JAX_COORDINATOR_BIND_ADDRESS), "
+                   "or None: every interface, on the coordinator's port.")
       .def_prop_ro("num_processes", [](const ClusterSpec& s) { return s.num_processes.value; })
       .def_prop_ro("process_id", [](const ClusterSpec& s) { return s.process_id.value; })
       .def_prop_ro("timeout", [](const ClusterSpec& s) { return s.timeout_seconds.value; },

@@ -39,6 +39,13 @@ struct ClusterSpec {
   // present; empty when unset. Never printed, not part of the fingerprint.
   Sourced<std::string> rendezvous_token;
 
+  // Where process 0 binds the coordinator port, for the roll call and JAX's
+  // service, when that is not every interface on the coordinator's port
+  // (JAX_COORDINATOR_BIND_ADDRESS: a host that binds one address and
+  // advertises another). An IP literal; nullopt: every interface. Source
+  // "default" or "JAX_COORDINATOR_BIND_ADDRESS".
+  Sourced<std::optional<Address>> coordinator_bind_address;
+
   // The scheduler detector that recognised this environment ("slurm"), even
   // when explicit settings left it nothing to fill; nullopt when none did.
   std::optional<std::string> scheduler;

@@ -410,8 +410,10 @@ Result<RollCallSummary> Coordinator::Run() {
 }  // namespace
 
 Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& options,
-                                     Clock& clock) {
-  Result<Listener> listener = ListenOnAllInterfaces(port, options.listen_backlog);
+                                     Clock& clock, const std::optional<Endpoint>& bind_at) {
+  if (bind_at) port = bind_at->port();
+  Result<Listener> listener = bind_at ? ListenOn(*bind_at, options.listen_backlog)
+                                      : ListenOnAllInterfaces(port, options.listen_backlog);
   if (listener.ok() || listener.status().code() != StatusCode::kAlreadyExists) return listener;
   const std::string owner = DescribePortOwner(FindPortOwner(port, clock, milliseconds(300)));
   return AlreadyExists(

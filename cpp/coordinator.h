@@ -10,6 +10,7 @@
 #define KDIST_COORDINATOR_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,13 @@ struct RollCallSummary {
 };
 
 // Binds the coordinator port as JAX will (listener on every interface,
-// SO_REUSEADDR, never SO_REUSEPORT). A taken port is kAlreadyExists naming
-// the port and, where /proc allows, the pid and command holding it.
+// SO_REUSEADDR, never SO_REUSEPORT), or only `bind_at` when set (JAX's
+// coordinator_bind_address; its port is then the one bound). A taken port
+// is kAlreadyExists naming the port and, where /proc allows, the pid and
+// command holding it.
 Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& options,
-                                     Clock& clock);
+                                     Clock& clock,
+                                     const std::optional<Endpoint>& bind_at = std::nullopt);
 
 // Runs the roll call on a bound listener, which is closed before the
 // verdict is sent. `own` is process 0's hello; `shared` is what "go" carries.

@@ -159,6 +159,63 @@ DetectResult DetectTorchrun(const Environment& env) {
 
 // ---------------------------------------------------------------- Open MPI
 
+// "node01" of "node01.cluster.example": host names compared as short names.
+std::string_view ShortName(std::string_view host) { return host.substr(0, host.find('.')); }
+
+// Open MPI 5 (PRRTE): mpirun's host name and pid, from PMIX_NAMESPACE. Rank 0
+// runs on mpirun's host unless a host file or --map-by says otherwise; rank 0
+// checks that with PMIX_HOSTNAME, so a job whose rank 0 runs elsewhere stops
+// with the hint instead of waiting for a coordinator nobody serves.
+DetectResult OmpiFromPmixNamespace(const Environment& env, std::string_view rank,
+                                   Detection d) {
+  constexpr std::string_view kName = "ompi";
+  const std::string explicit_way =
+      "set KERAS_DISTRIBUTION_JOB_ADDRESSES to the host of rank 0 and a free port in every "
+      "process, e.g. `mpirun -x KERAS_DISTRIBUTION_JOB_ADDRESSES=node01:12345 ...`";
+  const std::string* ns_text = Lookup(env, "PMIX_NAMESPACE");
+  Result<PrrteNamespace> ns =
+      ns_text ? ParsePrrteNamespace(*ns_text) : Result<PrrteNamespace>(NotFound(""));
+  if (!ns.ok()) {
+    d.job_addresses_hint =
+        "Open MPI 5 (PRRTE) does not publish the address of mpirun's host (Open MPI 4 did, in "
+        "OMPI_MCA_orte_hnp_uri), and " +
+        (ns_text ? Shown("PMIX_NAMESPACE", *ns_text) + " is not in mpirun's form "
+                                                       "prterun-<host>-<pid>@<job>"
+                 : std::string("PMIX_NAMESPACE is not set")) +
+        "; " + explicit_way;
+    return std::optional<Detection>(std::move(d));
+  }
+  const std::string* own_host = Lookup(env, "PMIX_HOSTNAME");
+  if (rank == "0" && own_host != nullptr && ShortName(*own_host) != ShortName(ns->host)) {
+    d.job_addresses_hint = "rank 0 runs on " + Shown("PMIX_HOSTNAME", *own_host) +
+                           ", not on mpirun's host " + Quote(ns->host) + " (" +
+                           Shown("PMIX_NAMESPACE", *ns_text) +
+                           "), so the coordinator cannot be derived; " + explicit_way;
+    return std::optional<Detection>(std::move(d));
+  }
+  Result<std::optional<PortChoice>> port_override = PortOverride(kName, env);
+  if (!port_override.ok()) return port_override.status();
+  // A port in JAX's derived range, from mpirun's pid and job number: every
+  // process of the job computes the same one.
+  PortChoice port{static_cast<uint16_t>(kDerivedPortBase + (ns->pid * 16 + ns->job) % 4096),
+                  "PMIX_NAMESPACE"};
+  std::string shown = Shown("PMIX_NAMESPACE", *ns_text);
+  if (port_override->has_value()) {
+    port = **port_override;
+    shown += ", " + Shown(port.variable, std::to_string(port.port));
+  }
+  Result<Address> coordinator = HostPort(ns->host, port.port);
+  if (!coordinator.ok()) {
+    return Malformed(kName, "PMIX_NAMESPACE", *ns_text,
+                     "names host " + Quote(ns->host) + ", which " +
+                         coordinator.status().message());
+  }
+  const std::string variables =
+      port.variable == "PMIX_NAMESPACE" ? port.variable : "PMIX_NAMESPACE, " + port.variable;
+  d.job_addresses = DetectedValue{coordinator->ToString(), variables, shown};
+  return std::optional<Detection>(std::move(d));
+}
+
 DetectResult DetectOmpi(const Environment& env) {
   constexpr std::string_view kName = "ompi";
   const std::string* size = Lookup(env, "OMPI_COMM_WORLD_SIZE");
@@ -185,14 +242,7 @@ DetectResult DetectOmpi(const Environment& env) {
   if (const std::string* v = Lookup(env, "OMPI_COMM_WORLD_LOCAL_SIZE")) {
     d.local_size = Copy("OMPI_COMM_WORLD_LOCAL_SIZE", *v);
   }
-  if (hnp_uri == nullptr) {
-    d.job_addresses_hint =
-        "Open MPI 5 (PRRTE) does not publish the address of mpirun's host (Open MPI 4 did, in "
-        "OMPI_MCA_orte_hnp_uri); set KERAS_DISTRIBUTION_JOB_ADDRESSES to the host of rank 0 "
-        "and a free port in every process, e.g. `mpirun -x "
-        "KERAS_DISTRIBUTION_JOB_ADDRESSES=node01:12345 ...`";
-    return std::optional<Detection>(std::move(d));
-  }
+  if (hnp_uri == nullptr) return OmpiFromPmixNamespace(env, *rank, std::move(d));
   Result<OmpiHnpUri> uri = ParseOmpiHnpUri(*hnp_uri);
   if (!uri.ok()) {
     return Malformed(kName, "OMPI_MCA_orte_hnp_uri", *hnp_uri, uri.status().message());
@@ -445,6 +495,88 @@ DetectResult DetectTfConfig(const Environment& env) {
 
 // ---------------------------------------------------------------- Kubernetes
 
+// A JobSet of several jobs: JOB_COMPLETION_INDEX restarts at 0 in each job,
+// so the process id is job_global_index * completions + completion index.
+// Fills the process id (and the count, when the number of jobs is given);
+// the coordinator is left to KERAS_DISTRIBUTION_JOB_ADDRESSES.
+Result<bool> DetectJobSet(const Environment& env, const std::string& index, uint64_t completion,
+                          Detection& d) {
+  constexpr std::string_view kName = "kubernetes";
+  const std::string* global = Lookup(env, kEnvK8sJobGlobalIndex);
+  const std::string* completions = Lookup(env, kEnvK8sJobCompletions);
+  const std::string* replicas = Lookup(env, kEnvK8sGlobalReplicas);
+  if (!global && !completions && !replicas) return false;
+  if (!global || !completions) {
+    return Incomplete(kName, env,
+                      {kEnvK8sJobGlobalIndex, kEnvK8sJobCompletions, "JOB_COMPLETION_INDEX"},
+                      "In a JobSet of several jobs, JOB_COMPLETION_INDEX restarts at 0 in each "
+                      "job: set KDIST_K8S_JOB_GLOBAL_INDEX from the pod label "
+                      "jobset.sigs.k8s.io/job-global-index (downward API) and "
+                      "KDIST_K8S_JOB_COMPLETIONS to each job's spec.completions. ");
+  }
+  Result<uint64_t> job = ParseDigits(*global);
+  if (!job.ok()) {
+    return Malformed(kName, kEnvK8sJobGlobalIndex, *global,
+                     "is not a job index (" + job.status().message() +
+                         "); expected a non-negative integer");
+  }
+  Result<uint64_t> per_job = ParseDigits(*completions);
+  if (!per_job.ok() || *per_job == 0 || *per_job > (uint64_t{1} << 20)) {
+    return Malformed(kName, kEnvK8sJobCompletions, *completions,
+                     "is not a number of pods per job; expected a positive integer (each "
+                     "job's spec.completions)");
+  }
+  if (completion >= *per_job) {
+    return Malformed(kName, "JOB_COMPLETION_INDEX", index,
+                     "is not below " + Shown(kEnvK8sJobCompletions, *completions) +
+                         "; every job of the JobSet must have that many completions");
+  }
+  std::optional<uint64_t> jobs;
+  if (replicas) {
+    Result<uint64_t> count = ParseDigits(*replicas);
+    if (!count.ok() || *count == 0 || *count > (uint64_t{1} << 20)) {
+      return Malformed(kName, kEnvK8sGlobalReplicas, *replicas,
+                       "is not a number of jobs; expected a positive integer (the annotation "
+                       "jobset.sigs.k8s.io/global-replicas)");
+    }
+    if (*job >= *count) {
+      return Malformed(kName, kEnvK8sJobGlobalIndex, *global,
+                       "is not below " + Shown(kEnvK8sGlobalReplicas, *replicas) +
+                           ", the number of jobs of the JobSet");
+    }
+    jobs = *count;
+  }
+  if (*job > (uint64_t{1} << 20)) {
+    return Malformed(kName, kEnvK8sJobGlobalIndex, *global, "is too large");
+  }
+  const std::string shown = Shown(kEnvK8sJobGlobalIndex, *global) + ", " +
+                            Shown(kEnvK8sJobCompletions, *completions) + ", " +
+                            Shown("JOB_COMPLETION_INDEX", index);
+  d.process_id = DetectedValue{
+      std::to_string(*job * *per_job + completion),
+      std::string(kEnvK8sJobGlobalIndex) + ", " + std::string(kEnvK8sJobCompletions) +
+          ", JOB_COMPLETION_INDEX",
+      shown};
+  if (jobs) {
+    d.num_processes = DetectedValue{
+        std::to_string(*jobs * *per_job),
+        std::string(kEnvK8sGlobalReplicas) + ", " + std::string(kEnvK8sJobCompletions),
+        Shown(kEnvK8sGlobalReplicas, *replicas) + ", " +
+            Shown(kEnvK8sJobCompletions, *completions)};
+  } else {
+    d.num_processes_hint =
+        "set KDIST_K8S_GLOBAL_REPLICAS from the annotation jobset.sigs.k8s.io/global-replicas "
+        "(downward API), or KERAS_DISTRIBUTION_NUM_PROCESSES to the JobSet's total number of "
+        "pods";
+  }
+  d.job_addresses_hint =
+      "in a JobSet of several jobs the coordinator is pod 0 of the first job, whose name this "
+      "pod cannot derive; set KERAS_DISTRIBUTION_JOB_ADDRESSES to "
+      "<jobset>-<first replicated job>-0-0.<subdomain>:<port> in the pod template (the "
+      "subdomain is the JobSet's name unless its network section says otherwise)";
+  return true;
+}
+
 DetectResult DetectKubernetes(const Environment& env) {
   constexpr std::string_view kName = "kubernetes";
   const std::string* index = Lookup(env, "JOB_COMPLETION_INDEX");
@@ -457,6 +589,9 @@ DetectResult DetectKubernetes(const Environment& env) {
   }
   Detection d;
   d.detector = std::string(kName);
+  Result<bool> jobset = DetectJobSet(env, *index, *parsed, d);
+  if (!jobset.ok()) return jobset.status();
+  if (*jobset) return std::optional<Detection>(std::move(d));
   d.process_id = Copy("JOB_COMPLETION_INDEX", *index);
   d.num_processes_hint =
       "Kubernetes does not publish the size of an Indexed Job in the pod's environment; set "
@@ -514,11 +649,12 @@ const std::vector<Detector>& Detectors() {
        {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
         "TORCHELASTIC_USE_AGENT_STORE", kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
        &DetectTorchrun},
-      {"ompi", "Open MPI's mpirun (4: coordinator from OMPI_MCA_orte_hnp_uri; 5: no coordinator)",
+      {"ompi", "Open MPI's mpirun (coordinator on mpirun's host: 4 from OMPI_MCA_orte_hnp_uri, "
+       "5 from PMIX_NAMESPACE)",
        "OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK or OMPI_MCA_orte_hnp_uri",
        {"OMPI_MCA_orte_hnp_uri", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
         "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK",
-        kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
+        "PMIX_NAMESPACE", "PMIX_HOSTNAME", kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
        &DetectOmpi},
       {"mpich", "MPICH, Intel MPI and MVAPICH mpiexec (Hydra; no coordinator)",
        "MPI_LOCALRANKID, or PMI_RANK or PMI_SIZE outside a Slurm step",
@@ -535,7 +671,8 @@ const std::vector<Detector>& Detectors() {
       {"kubernetes", "Kubernetes Indexed Jobs (no process count; coordinator needs "
        "KDIST_K8S_SUBDOMAIN)",
        "JOB_COMPLETION_INDEX",
-       {"JOB_COMPLETION_INDEX", "HOSTNAME", kEnvK8sSubdomain, kEnvCoordinatorPort,
+       {"JOB_COMPLETION_INDEX", "HOSTNAME", kEnvK8sSubdomain, kEnvK8sJobGlobalIndex,
+        kEnvK8sJobCompletions, kEnvK8sGlobalReplicas, kEnvCoordinatorPort,
         kEnvJaxCoordinatorPort},
        &DetectKubernetes},
   };

@@ -16,7 +16,9 @@
 //   slurm       SLURM_JOB_ID, SLURM_STEP_NODELIST, SLURM_STEP_NUM_TASKS
 //               (or SLURM_NTASKS), SLURM_PROCID, SLURM_LOCALID
 //   tf_config   TF_CONFIG (cluster + task JSON)
-//   kubernetes  JOB_COMPLETION_INDEX, HOSTNAME, KDIST_K8S_SUBDOMAIN
+//   kubernetes  JOB_COMPLETION_INDEX, HOSTNAME, KDIST_K8S_SUBDOMAIN; in a JobSet
+//               of several jobs, KDIST_K8S_JOB_GLOBAL_INDEX and
+//               KDIST_K8S_JOB_COMPLETIONS (and KDIST_K8S_GLOBAL_REPLICAS)
 //
 // Every detector is a pure function of the snapshot: no network, no files,
 // no Kubernetes API. It reports nothing when its variables are absent, an
@@ -46,6 +48,14 @@ inline constexpr std::string_view kEnvCoordinatorPort = "KDIST_COORDINATOR_PORT"
 inline constexpr std::string_view kEnvJaxCoordinatorPort = "JAX_COORDINATOR_PORT";
 // The subdomain (headless Service name) of a Kubernetes Indexed Job's pods.
 inline constexpr std::string_view kEnvK8sSubdomain = "KDIST_K8S_SUBDOMAIN";
+// A JobSet's pods, exposed through the downward API in the pod template:
+// the job's index among all jobs of the JobSet (the pod label
+// jobset.sigs.k8s.io/job-global-index), the pods of each job (the Job
+// template's spec.completions, written as a literal) and, optionally, the
+// number of jobs (the annotation jobset.sigs.k8s.io/global-replicas).
+inline constexpr std::string_view kEnvK8sJobGlobalIndex = "KDIST_K8S_JOB_GLOBAL_INDEX";
+inline constexpr std::string_view kEnvK8sJobCompletions = "KDIST_K8S_JOB_COMPLETIONS";
+inline constexpr std::string_view kEnvK8sGlobalReplicas = "KDIST_K8S_GLOBAL_REPLICAS";
 // The port JAX uses for Kubernetes jobs.
 inline constexpr uint16_t kKubernetesCoordinatorPort = 55527;
 

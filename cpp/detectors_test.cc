@@ -345,15 +345,50 @@ TEST(Detectors, OpenMpi4) {
                   std::string("OMPI_MCA_orte_hnp_uri, KDIST_COORDINATOR_PORT"));
 }
 
-TEST(Detectors, OpenMpi5HasNoCoordinatorAndSaysWhatToSet) {
+TEST(Detectors, OpenMpi5CoordinatorOnMpirunsHostFromPmixNamespace) {
   Detection d = Detect("auto", OpenMpi5());
+  EXPECT_EQ(d.detector, std::string("ompi"));
+  // 61440 + (12345 * 16 + 1) % 4096
+  EXPECT_EQ(Text(d.job_addresses), std::string("node01:62353"));
+  EXPECT_EQ(Vars(d.job_addresses), std::string("PMIX_NAMESPACE"));
+  Environment env = OpenMpi5();
+  env["KDIST_COORDINATOR_PORT"] = "4000";
+  d = Detect("auto", env);
+  EXPECT_EQ(Text(d.job_addresses), std::string("node01:4000"));
+  EXPECT_EQ(Vars(d.job_addresses), std::string("PMIX_NAMESPACE, KDIST_COORDINATOR_PORT"));
+  // Rank 0 on mpirun's host (a long or short name) confirms it.
+  env = OpenMpi5();
+  env["OMPI_COMM_WORLD_RANK"] = "0";
+  env["PMIX_HOSTNAME"] = "node01.cluster.example";
+  EXPECT_EQ(Text(Detect("auto", env).job_addresses), std::string("node01:62353"));
+}
+
+TEST(Detectors, OpenMpi5Rank0ElsewhereSaysWhatToSet) {
+  Environment env = OpenMpi5();
+  env["OMPI_COMM_WORLD_RANK"] = "0";
+  env["PMIX_HOSTNAME"] = "node02";
+  Detection d = Detect("auto", env);
+  EXPECT_FALSE(d.job_addresses.has_value());
+  EXPECT_TRUE(d.job_addresses_hint.find("rank 0 runs on PMIX_HOSTNAME=\"node02\", not on "
+                                              "mpirun's host \"node01\"") != std::string::npos);
+}
+
+TEST(Detectors, OpenMpi5WithoutMpirunsNamespaceSaysWhatToSet) {
+  Environment env = OpenMpi5();
+  env["PMIX_NAMESPACE"] = "prte-dvm-7@2";
+  Detection d = Detect("auto", env);
   EXPECT_EQ(d.detector, std::string("ompi"));
   EXPECT_FALSE(d.job_addresses.has_value());
   EXPECT_TRUE(d.job_addresses_hint.find("Open MPI 5 (PRRTE) does not publish") !=
                     std::string::npos);
   EXPECT_TRUE(d.job_addresses_hint.find("mpirun -x KERAS_DISTRIBUTION_JOB_ADDRESSES=") !=
                     std::string::npos);
+  EXPECT_TRUE(d.job_addresses_hint.find("PMIX_NAMESPACE=\"prte-dvm-7@2\" is not in "
+                                              "mpirun's form") != std::string::npos);
   EXPECT_EQ(Text(d.process_id), std::string("1"));
+  env.erase("PMIX_NAMESPACE");
+  EXPECT_TRUE(Detect("auto", env).job_addresses_hint.find("PMIX_NAMESPACE is not set") !=
+                    std::string::npos);
   Environment pmix_only_rank = OpenMpi5();
   pmix_only_rank.erase("OMPI_COMM_WORLD_RANK");
   EXPECT_EQ(Vars(Detect("ompi", pmix_only_rank).process_id), std::string("PMIX_RANK"));
@@ -553,6 +588,77 @@ TEST(Detectors, SurviveArbitraryValues) {
       EXPECT_TRUE(report.status.ok() || report.status.code() == StatusCode::kInvalidArgument);
     }
   }
+}
+
+// A JobSet of 2 jobs x 3 pods: pod 1 of job 1 (completion index 1) is process 4.
+Environment JobSetPod() {
+  return {{"JOB_COMPLETION_INDEX", "1"},
+          {"HOSTNAME", "js-slice-1-1"},
+          {"KDIST_K8S_SUBDOMAIN", "js"},
+          {"KDIST_K8S_JOB_GLOBAL_INDEX", "1"},
+          {"KDIST_K8S_JOB_COMPLETIONS", "3"},
+          {"KDIST_K8S_GLOBAL_REPLICAS", "2"}};
+}
+
+TEST(Detectors, KubernetesJobSetGlobalIdFromJobIndexAndCompletionIndex) {
+  Detection d = Detect("auto", JobSetPod());
+  EXPECT_EQ(d.detector, std::string("kubernetes"));
+  EXPECT_EQ(Text(d.process_id), std::string("4"));
+  EXPECT_EQ(Vars(d.process_id),
+                  std::string("KDIST_K8S_JOB_GLOBAL_INDEX, KDIST_K8S_JOB_COMPLETIONS, "
+                              "JOB_COMPLETION_INDEX"));
+  EXPECT_EQ(Text(d.num_processes), std::string("6"));
+  EXPECT_EQ(Vars(d.num_processes),
+                  std::string("KDIST_K8S_GLOBAL_REPLICAS, KDIST_K8S_JOB_COMPLETIONS"));
+  // Pod 0 of this job is not the job's coordinator: nothing is derived from the host name.
+  EXPECT_FALSE(d.job_addresses.has_value());
+  EXPECT_TRUE(d.job_addresses_hint.find("<jobset>-<first replicated job>-0-0") !=
+                    std::string::npos);
+
+  // Every pod of the JobSet gets a distinct id in [0, 6).
+  std::vector<std::string> ids;
+  for (int job = 0; job < 2; ++job) {
+    for (int pod = 0; pod < 3; ++pod) {
+      Environment env = JobSetPod();
+      env["KDIST_K8S_JOB_GLOBAL_INDEX"] = std::to_string(job);
+      env["JOB_COMPLETION_INDEX"] = std::to_string(pod);
+      ids.push_back(Text(Detect("auto", env).process_id));
+    }
+  }
+  EXPECT_EQ(Join(ids, ","), std::string("0,1,2,3,4,5"));
+}
+
+TEST(Detectors, KubernetesJobSetWithoutTheNumberOfJobsSaysWhatToSet) {
+  Environment env = JobSetPod();
+  env.erase("KDIST_K8S_GLOBAL_REPLICAS");
+  Detection d = Detect("auto", env);
+  EXPECT_EQ(Text(d.process_id), std::string("4"));
+  EXPECT_FALSE(d.num_processes.has_value());
+  EXPECT_TRUE(d.num_processes_hint.find("jobset.sigs.k8s.io/global-replicas") !=
+                    std::string::npos);
+}
+
+TEST(Detectors, KubernetesJobSetPartialOrMalformed) {
+  Environment env = JobSetPod();
+  env.erase("KDIST_K8S_JOB_COMPLETIONS");
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "KDIST_K8S_JOB_COMPLETIONS is not");
+  env = JobSetPod();
+  env["JOB_COMPLETION_INDEX"] = "3";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "JOB_COMPLETION_INDEX=\"3\" is not below KDIST_K8S_JOB_COMPLETIONS=\"3\"");
+  env = JobSetPod();
+  env["KDIST_K8S_JOB_GLOBAL_INDEX"] = "2";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "KDIST_K8S_JOB_GLOBAL_INDEX=\"2\" is not below KDIST_K8S_GLOBAL_REPLICAS=\"2\"");
+  env = JobSetPod();
+  env["KDIST_K8S_JOB_COMPLETIONS"] = "0";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "KDIST_K8S_JOB_COMPLETIONS=\"0\" is not a number of pods per job");
+  env = JobSetPod();
+  env["KDIST_K8S_JOB_GLOBAL_INDEX"] = "x";
+  KDIST_EXPECT_ERROR(DetectCluster("auto", env), StatusCode::kInvalidArgument,
+                     "KDIST_K8S_JOB_GLOBAL_INDEX=\"x\" is not a job index");
 }
 
 }  // namespace

@@ -25,6 +25,8 @@ namespace kdist {
 // "all" (every device the process sees; the default), "auto" (the detected
 // scheduler's suggestion), or device ids "0,1".
 inline constexpr std::string_view kEnvLocalDeviceIds = "KDIST_LOCAL_DEVICE_IDS";
+// JAX's own variable ("0,1"), read after kdist's.
+inline constexpr std::string_view kEnvJaxLocalDeviceIds = "JAX_LOCAL_DEVICE_IDS";
 inline constexpr size_t kMaxLocalDeviceIds = 4096;
 
 // Variables through which a scheduler or user already limits what a process sees.

@@ -93,4 +93,25 @@ Result<OmpiHnpUri> ParseOmpiHnpUri(std::string_view text) {
   return uri;
 }
 
+Result<PrrteNamespace> ParsePrrteNamespace(std::string_view text) {
+  constexpr std::string_view kPrefix = "prterun-";
+  const auto not_found = [&] {
+    return NotFound("PMIX_NAMESPACE=" + Quote(text) +
+                    " is not prterun-<host>-<pid>@<job>, the form mpirun gives it");
+  };
+  if (text.substr(0, kPrefix.size()) != kPrefix) return not_found();
+  const std::string_view rest = text.substr(kPrefix.size());
+  const size_t at = rest.rfind('@');
+  if (at == std::string_view::npos) return not_found();
+  const std::string_view named = rest.substr(0, at);
+  const size_t dash = named.rfind('-');
+  if (dash == std::string_view::npos || dash == 0) return not_found();
+  Result<uint64_t> pid = ParseDigits(named.substr(dash + 1));
+  Result<uint64_t> job = ParseDigits(rest.substr(at + 1));
+  if (!pid.ok() || !job.ok()) return not_found();
+  const std::string_view host = named.substr(0, dash);
+  if (!ParseHost(host).ok()) return not_found();
+  return PrrteNamespace{std::string(host), *pid, *job};
+}
+
 }  // namespace kdist

@@ -12,6 +12,7 @@
 #define KDIST_OMPI_URI_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,23 @@ struct OmpiHnpUri {
 // failure is kInvalidArgument with a reason to be placed after the variable's
 // name.
 Result<OmpiHnpUri> ParseOmpiHnpUri(std::string_view text);
+
+// Open MPI 5 (PRRTE) names each job's PMIx namespace after the mpirun that
+// started it, and publishes it to every process in PMIX_NAMESPACE:
+//
+//   prterun-node01-8504@1
+//
+// that is "prterun-<mpirun's host name>-<mpirun's pid>@<job number>".
+struct PrrteNamespace {
+  std::string host;  // the host name as mpirun's host knows itself
+  uint64_t pid = 0;
+  uint64_t job = 0;
+};
+
+// Parses PMIX_NAMESPACE's value; kNotFound when it is not in mpirun's form
+// (a namespace made by a persistent DVM or another PMIx server), which is not
+// an error: the host is then unknown.
+Result<PrrteNamespace> ParsePrrteNamespace(std::string_view text);
 
 }  // namespace kdist
 

@@ -98,5 +98,25 @@ TEST(OmpiHnpUri, SurvivesArbitraryInput) {
   }
 }
 
+TEST(PrrteNamespace, MpirunsForm) {
+  Result<PrrteNamespace> ns = ParsePrrteNamespace("prterun-node-01-8504@1");
+  KDIST_ASSERT_OK(ns);
+  EXPECT_EQ(ns->host, std::string("node-01"));
+  EXPECT_EQ(ns->pid, uint64_t{8504});
+  EXPECT_EQ(ns->job, uint64_t{1});
+  ns = ParsePrrteNamespace("prterun-n1.cluster.example-17@3");
+  KDIST_ASSERT_OK(ns);
+  EXPECT_EQ(ns->host, std::string("n1.cluster.example"));
+}
+
+TEST(PrrteNamespace, OtherFormsAreNotFound) {
+  for (const char* text : {"", "prterun-", "prterun-host@1", "prterun--12@1", "prterun-h-x@1",
+                           "prterun-h-12@", "prterun-h-12", "prte-h-12@1", "1304494081",
+                           "prterun-bad host-12@1"}) {
+    KDIST_EXPECT_ERROR(ParsePrrteNamespace(text), StatusCode::kNotFound,
+                       "is not prterun-<host>-<pid>@<job>");
+  }
+}
+
 }  // namespace
 }  // namespace kdist

@@ -31,6 +31,14 @@ std::optional<Raw> Pick(const std::optional<std::string>& argument, std::string_
   return std::nullopt;
 }
 
+// Pick, then JAX's own variable for the same setting.
+std::optional<Raw> PickWithJax(const std::optional<std::string>& argument, std::string_view name,
+                               const Environment& env, std::string_view variable,
+                               std::string_view jax_variable, bool quote_argument = true) {
+  std::optional<Raw> raw = Pick(argument, name, env, variable, quote_argument);
+  return raw ? raw : Pick(std::nullopt, name, env, jax_variable);
+}
+
 std::optional<Raw> FromDetection(const std::optional<DetectedValue>& value,
                                  const std::string& detector) {
   if (!value) return std::nullopt;
@@ -193,7 +201,8 @@ Status NothingConfigured(const Sourced<std::string>& mode) {
       "  - pass job_addresses=\"10.0.0.1:1234\", num_processes=2, process_id=0 "
       "(the coordinator's address, the number of processes, this process's id);\n"
       "  - set KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_NUM_PROCESSES and "
-      "KERAS_DISTRIBUTION_PROCESS_ID in each process's environment;\n"
+      "KERAS_DISTRIBUTION_PROCESS_ID (or JAX's JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and "
+      "JAX_PROCESS_ID) in each process's environment;\n"
       "  - start the processes with `kdist launch -n 2 -- python your_script.py`, which sets "
       "those variables;\n"
       "  - start them under a launcher or scheduler kdist detects (torchrun, Open MPI's mpirun, "
@@ -206,12 +215,36 @@ Status NothingConfigured(const Sourced<std::string>& mode) {
 // KDIST_LOCAL_DEVICE_IDS against the detected scheduler's suggestion.
 Status ResolveLocalDevices(const Environment& env, const std::optional<Detection>& detection,
                            ClusterSpec& spec) {
-  const std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvLocalDeviceIds);
+  std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvLocalDeviceIds);
+  const std::optional<Raw> jax_raw = Pick(std::nullopt, "", env, kEnvJaxLocalDeviceIds);
   std::optional<LocalDeviceSetting> setting;
   if (raw) {
     Result<LocalDeviceSetting> parsed = ParseLocalDeviceSetting(raw->text);
     if (!parsed.ok()) return Invalid(*raw, parsed.status().message());
     setting = *parsed;
+  }
+  if (jax_raw) {
+    Result<LocalDeviceSetting> parsed = ParseLocalDeviceSetting(jax_raw->text);
+    const std::string expected =
+        "expected device ids separated by commas, such as \"0,1\" (JAX's format)";
+    if (!parsed.ok()) return Invalid(*jax_raw, parsed.status().message() + "; " + expected);
+    if (parsed->kind != LocalDeviceSetting::Kind::kList) {
+      return Invalid(*jax_raw, expected + "; \"all\" and \"auto\" are values of " +
+                                   std::string(kEnvLocalDeviceIds));
+    }
+    // JAX reads its variable whenever no ids are passed, so kdist's "all" or
+    // "auto" could not win over it: refuse the contradiction.
+    if (setting && setting->kind != LocalDeviceSetting::Kind::kList) {
+      return InvalidArgument(
+          Describe(*raw) + " contradicts " + Describe(*jax_raw) +
+          ", which JAX applies whenever no device ids are passed; unset " +
+          std::string(kEnvJaxLocalDeviceIds) + ", or give the ids in " +
+          std::string(kEnvLocalDeviceIds));
+    }
+    if (!setting) {
+      raw = jax_raw;
+      setting = *parsed;
+    }
   }
   const bool apply_suggestion = setting && setting->kind == LocalDeviceSetting::Kind::kAuto;
 
@@ -240,6 +273,26 @@ Status ResolveLocalDevices(const Environment& env, const std::optional<Detection
     spec.local_device_ids = {suggestion->ids, suggestion->source};
     spec.local_devices_suggestion_applied = true;
   }
+  return Status::Ok();
+}
+
+// JAX_COORDINATOR_BIND_ADDRESS: process 0 binds there instead of every interface.
+Status ResolveBindAddress(const Environment& env, ClusterSpec& spec) {
+  spec.coordinator_bind_address = {std::nullopt, "default"};
+  const std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvJaxCoordinatorBindAddress);
+  if (!raw) return Status::Ok();
+  const std::string expected =
+      "expected an IP address and port to bind, such as \"0.0.0.0:1234\" or \"[::]:1234\"";
+  Result<Address> address = ParseAddress(raw->text);
+  if (!address.ok()) return Invalid(*raw, address.status().message() + "; " + expected);
+  if (address->kind == HostKind::kName) {
+    return Invalid(*raw, "names a host, not an IP address; " + expected);
+  }
+  if (!spec.coordinator()) {
+    return Invalid(*raw, "applies to a job with a coordinator, and this process has none "
+                         "(a single process); unset it or configure the job");
+  }
+  spec.coordinator_bind_address = {*address, raw->source};
   return Status::Ok();
 }
 
@@ -282,11 +335,19 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   if (!token.ok()) return token.status();
   spec.rendezvous_token = *token;
 
-  std::optional<Raw> addresses_raw =
-      Pick(request.job_addresses, "job_addresses", env, kEnvJobAddresses);
-  std::optional<Raw> count_raw =
-      Pick(request.num_processes, "num_processes", env, kEnvNumProcesses, false);
-  std::optional<Raw> id_raw = Pick(request.process_id, "process_id", env, kEnvProcessId, false);
+  std::optional<Raw> addresses_raw = PickWithJax(request.job_addresses, "job_addresses", env,
+                                                  kEnvJobAddresses, kEnvJaxCoordinatorAddress);
+  std::optional<Raw> count_raw = PickWithJax(request.num_processes, "num_processes", env,
+                                              kEnvNumProcesses, kEnvJaxNumProcesses, false);
+  std::optional<Raw> id_raw = PickWithJax(request.process_id, "process_id", env, kEnvProcessId,
+                                           kEnvJaxProcessId, false);
+  if (addresses_raw && addresses_raw->source == kEnvJaxCoordinatorAddress &&
+      Split(addresses_raw->text, ',').size() > 1) {
+    return Invalid(*addresses_raw,
+                   "names more than one address; JAX's variable holds only the coordinator's "
+                   "\"host:port\" (list every process's address in "
+                   "KERAS_DISTRIBUTION_JOB_ADDRESSES instead)");
+  }
 
   // A detector fills only what explicit settings leave out. An explicit
   // single process needs nothing from it: no coordinator, and id 0.
@@ -371,6 +432,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   }
 
   KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, *detected, spec));
+  KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   return spec;
 }
 

@@ -19,6 +19,12 @@ namespace kdist {
 inline constexpr std::string_view kEnvJobAddresses = "KERAS_DISTRIBUTION_JOB_ADDRESSES";
 inline constexpr std::string_view kEnvNumProcesses = "KERAS_DISTRIBUTION_NUM_PROCESSES";
 inline constexpr std::string_view kEnvProcessId = "KERAS_DISTRIBUTION_PROCESS_ID";
+// JAX's own variables (a job written for plain JAX, a Kubeflow JAX runtime),
+// read after the KERAS_DISTRIBUTION_* ones.
+inline constexpr std::string_view kEnvJaxCoordinatorAddress = "JAX_COORDINATOR_ADDRESS";
+inline constexpr std::string_view kEnvJaxNumProcesses = "JAX_NUM_PROCESSES";
+inline constexpr std::string_view kEnvJaxProcessId = "JAX_PROCESS_ID";
+inline constexpr std::string_view kEnvJaxCoordinatorBindAddress = "JAX_COORDINATOR_BIND_ADDRESS";
 inline constexpr std::string_view kEnvInitTimeout = "KDIST_INIT_TIMEOUT";
 inline constexpr std::string_view kEnvClusterDetection = "KDIST_CLUSTER_DETECTION";
 inline constexpr std::string_view kEnvPreflight = "KDIST_PREFLIGHT";
@@ -55,10 +61,12 @@ struct Request {
 // "auto", "none", then every detector's name in table order.
 std::vector<std::string> ClusterDetectionModes();
 
-// Resolves and validates. A detected scheduler fills only the cluster
-// settings (job addresses, process count, process id) that neither an
-// argument nor a KERAS_DISTRIBUTION_* variable gives, and nothing when the
-// explicit process count is 1. Failure is kInvalidArgument with a message
+// Resolves and validates. Each cluster setting comes from the argument,
+// else its KERAS_DISTRIBUTION_* variable, else JAX's own variable
+// (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID). A detected
+// scheduler fills only the cluster settings (job addresses, process count,
+// process id) that none of those gives, and nothing when the explicit
+// process count is 1. Failure is kInvalidArgument with a message
 // that names the value, where it came from, and the expected form.
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env);
 

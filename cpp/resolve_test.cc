@@ -415,5 +415,150 @@ TEST(ClusterSpec, HexDigestIsFnv1a) {
   EXPECT_EQ(HexDigest("a"), std::string("af63dc4c8601ec8c"));
 }
 
+// ---------------------------------------------------------------- JAX's own variables
+
+TEST(ResolveJaxVariables, FillWhatKerasVariablesLeaveOut) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "3"},
+                  {"JAX_PROCESS_ID", "2"}};
+  auto spec = Resolve({}, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->coordinator()->ToString(), std::string("10.0.0.5:7000"));
+  EXPECT_EQ(spec->job_addresses.source, std::string("JAX_COORDINATOR_ADDRESS"));
+  EXPECT_EQ(spec->num_processes.value, int64_t{3});
+  EXPECT_EQ(spec->num_processes.source, std::string("JAX_NUM_PROCESSES"));
+  EXPECT_EQ(spec->process_id.value, int64_t{2});
+  EXPECT_EQ(spec->process_id.source, std::string("JAX_PROCESS_ID"));
+}
+
+TEST(ResolveJaxVariables, KerasVariablesAndArgumentsComeFirst) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "3"},
+                  {"JAX_PROCESS_ID", "2"},
+                  {"KERAS_DISTRIBUTION_JOB_ADDRESSES", "h:1"},
+                  {"KERAS_DISTRIBUTION_NUM_PROCESSES", "4"}};
+  auto spec = Resolve(Args(std::nullopt, std::nullopt, "1"), env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->coordinator()->ToString(), std::string("h:1"));
+  EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
+  EXPECT_EQ(spec->num_processes.source, std::string("KERAS_DISTRIBUTION_NUM_PROCESSES"));
+  EXPECT_EQ(spec->process_id.value, int64_t{1});
+  EXPECT_EQ(spec->process_id.source, std::string("argument"));
+}
+
+TEST(ResolveJaxVariables, ComeBeforeADetectedScheduler) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"OMPI_COMM_WORLD_SIZE", "2"},
+                  {"OMPI_COMM_WORLD_RANK", "1"}};
+  auto spec = Resolve({}, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->job_addresses.source, std::string("JAX_COORDINATOR_ADDRESS"));
+  EXPECT_EQ(spec->num_processes.source, std::string("ompi (OMPI_COMM_WORLD_SIZE)"));
+  EXPECT_EQ(spec->process_id.source, std::string("ompi (OMPI_COMM_WORLD_RANK)"));
+}
+
+TEST(ResolveJaxVariables, MalformedValuesNameTheVariable) {
+  KDIST_EXPECT_ERROR(Resolve({}, {{"JAX_COORDINATOR_ADDRESS", "h:1"}, {"JAX_NUM_PROCESSES", "two"}}),
+                     StatusCode::kInvalidArgument,
+                     "JAX_NUM_PROCESSES=\"two\" (from the environment)");
+  KDIST_EXPECT_ERROR(Resolve({}, {{"JAX_COORDINATOR_ADDRESS", "h:1"},
+                                  {"JAX_NUM_PROCESSES", "2"},
+                                  {"JAX_PROCESS_ID", "2"}}),
+                     StatusCode::kInvalidArgument,
+                     "JAX_PROCESS_ID=\"2\" (from the environment): expected an integer in [0, 2) "
+                     "because num_processes=2 (JAX_NUM_PROCESSES)");
+  KDIST_EXPECT_ERROR(Resolve({}, {{"JAX_COORDINATOR_ADDRESS", "a:1,b:2"}, {"JAX_PROCESS_ID", "0"}}),
+                     StatusCode::kInvalidArgument,
+                     "JAX_COORDINATOR_ADDRESS=\"a:1,b:2\" (from the environment): names more than "
+                     "one address");
+}
+
+TEST(ResolveJaxVariables, LocalDeviceIdsFromJax) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "h:1"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "0"},
+                  {"JAX_LOCAL_DEVICE_IDS", "1,0"}};
+  auto spec = Resolve({}, env);
+  KDIST_ASSERT_OK(spec);
+  ASSERT_TRUE(spec->local_device_ids.value.has_value());
+  EXPECT_TRUE(*spec->local_device_ids.value == (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(spec->local_device_ids.source, std::string("JAX_LOCAL_DEVICE_IDS"));
+}
+
+TEST(ResolveJaxVariables, KdistLocalDeviceIdsComeFirst) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "h:1"},       {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "0"},                  {"JAX_LOCAL_DEVICE_IDS", "1"},
+                  {"KDIST_LOCAL_DEVICE_IDS", "0"}};
+  auto spec = Resolve({}, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_TRUE(*spec->local_device_ids.value == (std::vector<int64_t>{0}));
+  EXPECT_EQ(spec->local_device_ids.source, std::string("KDIST_LOCAL_DEVICE_IDS"));
+}
+
+TEST(ResolveJaxVariables, AllOrAutoContradictsJaxLocalDeviceIds) {
+  for (const char* mode : {"all", "auto"}) {
+    Environment env{{"JAX_COORDINATOR_ADDRESS", "h:1"},       {"JAX_NUM_PROCESSES", "2"},
+                    {"JAX_PROCESS_ID", "0"},                  {"JAX_LOCAL_DEVICE_IDS", "1"},
+                    {"KDIST_LOCAL_DEVICE_IDS", mode}};
+    KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                       "contradicts JAX_LOCAL_DEVICE_IDS=\"1\" (from the environment), which JAX "
+                       "applies whenever no device ids are passed");
+  }
+}
+
+TEST(ResolveJaxVariables, JaxLocalDeviceIdsMustBeIds) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "h:1"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "0"},
+                  {"JAX_LOCAL_DEVICE_IDS", "auto"}};
+  KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                     "JAX_LOCAL_DEVICE_IDS=\"auto\" (from the environment): expected device ids "
+                     "separated by commas");
+  env["JAX_LOCAL_DEVICE_IDS"] = "0,x";
+  KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                     "JAX_LOCAL_DEVICE_IDS=\"0,x\" (from the environment)");
+}
+
+TEST(ResolveJaxVariables, BindAddress) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "0"}};
+  auto plain = Resolve({}, env);
+  KDIST_ASSERT_OK(plain);
+  EXPECT_FALSE(plain->coordinator_bind_address.value.has_value());
+  EXPECT_EQ(plain->coordinator_bind_address.source, std::string("default"));
+
+  env["JAX_COORDINATOR_BIND_ADDRESS"] = "[::]:7001";
+  auto spec = Resolve({}, env);
+  KDIST_ASSERT_OK(spec);
+  ASSERT_TRUE(spec->coordinator_bind_address.value.has_value());
+  EXPECT_EQ(spec->coordinator_bind_address.value->ToString(), std::string("[::]:7001"));
+  EXPECT_EQ(spec->coordinator_bind_address.source,
+                  std::string("JAX_COORDINATOR_BIND_ADDRESS"));
+  // Where process 0 binds is its own business: not part of what processes compare.
+  EXPECT_EQ(spec->Fingerprint(), plain->Fingerprint());
+}
+
+TEST(ResolveJaxVariables, BindAddressMustBeAnIpAndPort) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "0"},
+                  {"JAX_COORDINATOR_BIND_ADDRESS", "node01:7000"}};
+  KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                     "JAX_COORDINATOR_BIND_ADDRESS=\"node01:7000\" (from the environment): names a "
+                     "host, not an IP address");
+  env["JAX_COORDINATOR_BIND_ADDRESS"] = "0.0.0.0";
+  KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                     "JAX_COORDINATOR_BIND_ADDRESS=\"0.0.0.0\" (from the environment)");
+  KDIST_EXPECT_ERROR(Resolve(Args(std::nullopt, "1", std::nullopt),
+                             {{"JAX_COORDINATOR_BIND_ADDRESS", "0.0.0.0:1"}}),
+                     StatusCode::kInvalidArgument, "applies to a job with a coordinator");
+}
+
+TEST(ResolveJaxVariables, NothingConfiguredMentionsThem) {
+  KDIST_EXPECT_ERROR(Resolve({}, {}), StatusCode::kInvalidArgument,
+                     "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID");
+}
+
 }  // namespace
 }  // namespace kdist

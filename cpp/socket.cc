@@ -30,38 +30,44 @@ Status BindError(int error, uint16_t port, const std::string& what) {
                      ErrorText(error) + ")");
 }
 
-// One listener of `family` on the wildcard address; errno in `error`.
-Fd TryListen(int family, uint16_t port, int backlog, int& error) {
-  Fd fd(socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+// One listener on `endpoint` (an IPv6 one also accepts IPv4); errno in `error`.
+Fd TryListenAt(const Endpoint& endpoint, int backlog, int& error) {
+  Fd fd(socket(endpoint.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
     error = errno;
     return Fd();
   }
   const int one = 1, zero = 0;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_storage storage{};
-  socklen_t size = 0;
-  if (family == AF_INET6) {
+  if (endpoint.family() == AF_INET6) {
     setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    auto* a = reinterpret_cast<sockaddr_in6*>(&storage);
-    a->sin6_family = AF_INET6;
-    a->sin6_addr = in6addr_any;
-    a->sin6_port = htons(port);
-    size = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&storage);
-    a->sin_family = AF_INET;
-    a->sin_addr.s_addr = htonl(INADDR_ANY);
-    a->sin_port = htons(port);
-    size = sizeof *a;
   }
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), size) != 0 ||
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&endpoint.storage), endpoint.size) != 0 ||
       listen(fd.get(), backlog) != 0) {
     error = errno;
     return Fd();
   }
   error = 0;
   return fd;
+}
+
+// One listener of `family` on the wildcard address; errno in `error`.
+Fd TryListen(int family, uint16_t port, int backlog, int& error) {
+  Result<Endpoint> wildcard = EndpointFromLiteral(family == AF_INET6 ? "::" : "0.0.0.0", port);
+  return TryListenAt(*wildcard, backlog, error);
+}
+
+// The port a bound listener got (port 0 picks one).
+Result<uint16_t> BoundPort(const Fd& fd) {
+  sockaddr_storage storage{};
+  socklen_t size = sizeof storage;
+  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&storage), &size) != 0) {
+    return Internal("getsockname on the listener failed: " + ErrorText(errno));
+  }
+  Endpoint endpoint;
+  endpoint.storage = storage;
+  endpoint.size = size;
+  return endpoint.port();
 }
 
 }  // namespace
@@ -158,17 +164,30 @@ Result<Listener> ListenOnAllInterfaces(uint16_t port, int backlog) {
     bound = "0.0.0.0";
     if (!fd.valid()) return BindError(error, port, "0.0.0.0:" + std::to_string(port));
   }
-  sockaddr_storage storage{};
-  socklen_t size = sizeof storage;
-  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&storage), &size) != 0) {
-    return Internal("getsockname on the listener failed: " + ErrorText(errno));
-  }
-  Endpoint endpoint;
-  endpoint.storage = storage;
-  endpoint.size = size;
+  Result<uint16_t> bound_port = BoundPort(fd);
+  if (!bound_port.ok()) return bound_port.status();
   Listener listener;
-  listener.port = endpoint.port();
+  listener.port = *bound_port;
   listener.bound = bound + ":" + std::to_string(listener.port);
+  listener.fd = std::move(fd);
+  return listener;
+}
+
+Result<Listener> ListenOn(const Endpoint& endpoint, int backlog) {
+  int error = 0;
+  Fd fd = TryListenAt(endpoint, backlog, error);
+  if (!fd.valid()) return BindError(error, endpoint.port(), endpoint.ToString());
+  Result<uint16_t> bound_port = BoundPort(fd);
+  if (!bound_port.ok()) return bound_port.status();
+  Listener listener;
+  listener.port = *bound_port;
+  Endpoint shown = endpoint;
+  if (shown.family() == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(&shown.storage)->sin6_port = htons(listener.port);
+  } else {
+    reinterpret_cast<sockaddr_in*>(&shown.storage)->sin_port = htons(listener.port);
+  }
+  listener.bound = shown.ToString();
   listener.fd = std::move(fd);
   return listener;
 }

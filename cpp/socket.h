@@ -73,6 +73,10 @@ struct Listener {
 // privileged one kInvalidArgument; port 0 picks a free port (tests).
 Result<Listener> ListenOnAllInterfaces(uint16_t port, int backlog);
 
+// Listens on one address only (JAX_COORDINATOR_BIND_ADDRESS): an IPv6 one
+// ("::" included) also accepts IPv4. Errors as ListenOnAllInterfaces.
+Result<Listener> ListenOn(const Endpoint& endpoint, int backlog);
+
 enum class IoState { kDone, kWouldBlock, kEof, kError };
 struct Io {
   IoState state = IoState::kError;

@@ -176,5 +176,37 @@ TEST(Socket, PollTimesOutWithinItsBound) {
   EXPECT_EQ(Poll(none, Nanos(-1)), 0);
 }
 
+TEST(Socket, ListenOnOneAddressOnly) {
+  Result<Endpoint> loopback = EndpointFromLiteral("127.0.0.1", 0);
+  KDIST_ASSERT_OK(loopback);
+  Result<Listener> listener = ListenOn(*loopback, 8);
+  KDIST_ASSERT_OK(listener);
+  EXPECT_TRUE(listener->port != 0);
+  EXPECT_EQ(listener->bound, "127.0.0.1:" + std::to_string(listener->port));
+  KDIST_EXPECT_OK(Connect(*listener, "127.0.0.1"));
+  // Bound to 127.0.0.1 only: another loopback address finds nobody there.
+  EXPECT_FALSE(Connect(*listener, "127.0.0.2").ok());
+}
+
+TEST(Socket, ListenOnATakenPortIsAlreadyExists) {
+  Result<Endpoint> any = EndpointFromLiteral("127.0.0.1", 0);
+  KDIST_ASSERT_OK(any);
+  Result<Listener> first = ListenOn(*any, 8);
+  KDIST_ASSERT_OK(first);
+  Result<Endpoint> same = EndpointFromLiteral("127.0.0.1", first->port);
+  KDIST_ASSERT_OK(same);
+  KDIST_EXPECT_ERROR(ListenOn(*same, 8), StatusCode::kAlreadyExists,
+                     "port " + std::to_string(first->port) + " is already in use (binding 127.0.0.1:");
+}
+
+TEST(Socket, ListenOnIPv6WildcardAcceptsIPv4) {
+  Result<Endpoint> wildcard = EndpointFromLiteral("::", 0);
+  KDIST_ASSERT_OK(wildcard);
+  Result<Listener> listener = ListenOn(*wildcard, 8);
+  if (!listener.ok()) return;  // no IPv6 stack here: nothing to check
+  EXPECT_EQ(listener->bound, "[::]:" + std::to_string(listener->port));
+  KDIST_EXPECT_OK(Connect(*listener, "127.0.0.1"));
+}
+
 }  // namespace
 }  // namespace kdist

@@ -3,7 +3,9 @@
 # $KDIST_VENV); builds kdist's wheel and installs it with its test dependencies;
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
-# package. Extra arguments go to pytest.
+# package (with real MPI launchers), then the compatibility runs of
+# scripts/compat.sh (oldest JAX and Keras; the abi3 wheel on Python 3.13).
+# Extra arguments go to the main pytest run.
 source "$(dirname "$0")/venv.sh"
 
 # System tools some tests need: GoogleTest (the C++ unit tests), clang/libFuzzer (fuzz
@@ -43,5 +45,16 @@ echo "== Static checks: ruff, and mypy --strict on the installed package (with i
 "$venv/bin/ruff" format --check python/kdist
 "$venv/bin/mypy" --strict -p kdist
 
+echo "== MPI launchers for tests/test_launchers.py (scripts/compat.sh: own environments)"
+bash scripts/compat.sh launchers
+export KDIST_TEST_MPI_ROOT="$PWD/build/mpi"
+echo "== The cp312-abi3 wheel, built with Python 3.12"
+abi3_wheel=$(bash scripts/compat.sh abi3-wheel | tail -n 1)
+export KDIST_TEST_ABI3_WHEEL="$abi3_wheel"
+
 echo "== Python tests (against the installed package)"
 "$venv/bin/python" -m pytest "$@"
+
+echo "== Compatibility: the compat tests at the oldest supported JAX and Keras; the abi3 wheel"
+bash scripts/compat.sh floor "$wheel"
+bash scripts/compat.sh abi3 "$abi3_wheel"

@@ -7,6 +7,16 @@ from collections.abc import Iterator
 import pytest
 
 IN_PROCESS_CPU_DEVICES = 8
+# JAX's own job variables, which kdist also reads.
+_JAX_JOB_VARIABLES = frozenset(
+    {
+        "JAX_COORDINATOR_ADDRESS",
+        "JAX_NUM_PROCESSES",
+        "JAX_PROCESS_ID",
+        "JAX_LOCAL_DEVICE_IDS",
+        "JAX_COORDINATOR_BIND_ADDRESS",
+    }
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -27,11 +37,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_cluster_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts without KERAS_DISTRIBUTION_* / KDIST_* settings."""
+    """Each test starts without KERAS_DISTRIBUTION_* / KDIST_* / JAX job settings."""
     import os
 
     for name in list(os.environ):
-        if name.startswith(("KERAS_DISTRIBUTION_", "KDIST_")):
+        if name.startswith(("KERAS_DISTRIBUTION_", "KDIST_")) or name in _JAX_JOB_VARIABLES:
             monkeypatch.delenv(name)
 
 

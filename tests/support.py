@@ -40,6 +40,12 @@ SCHEDULER_VARIABLES: frozenset[str] = frozenset(
         "TPU_VISIBLE_CHIPS",
         "KDIST_COORDINATOR_PORT",
         "JAX_COORDINATOR_PORT",
+        # JAX's own job variables, which kdist reads after KERAS_DISTRIBUTION_*.
+        "JAX_COORDINATOR_ADDRESS",
+        "JAX_NUM_PROCESSES",
+        "JAX_PROCESS_ID",
+        "JAX_LOCAL_DEVICE_IDS",
+        "JAX_COORDINATOR_BIND_ADDRESS",
     }
 )
 # cluster_spec().sources of a process configured by the environment that
@@ -52,6 +58,7 @@ ENVIRONMENT_SOURCES = {
     "preflight": "default",
     "cluster_detection": "default",
     "local_device_ids": "default",
+    "coordinator_bind_address": "default",
     "heartbeat_timeout": "default",
     "shutdown_timeout": "default",
     "on_peer_failure": "default",

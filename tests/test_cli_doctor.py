@@ -115,6 +115,10 @@ def test_bad_configuration_exits_non_zero(settings: dict[str, str], message: str
     assert text.returncode == 1
     assert "configuration: INVALID" in text.stdout
     assert message in text.stdout
+    # --exit-zero (for launchers that stop every rank when one fails): the same report, 0.
+    kept = doctor("--exit-zero", env=env)
+    assert kept.returncode == 0
+    assert kept.stdout == text.stdout
 
 
 def test_detected_scheduler_and_local_devices() -> None:

@@ -144,6 +144,7 @@ def start(launchers: list[Launcher], args: Sequence[str], env: dict[str, str]) -
 
 
 @pytest.mark.multiprocess
+@pytest.mark.compat
 def test_two_process_job_runs_initialize_and_prints_devices(tmp_path: Path) -> None:
     env = clean_env(2, LAUNCH_TEST_DIR=str(tmp_path))
     result = subprocess.run(

@@ -188,6 +188,7 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         "preflight": "default",
         "cluster_detection": "default",
         "local_device_ids": "default",
+        "coordinator_bind_address": "default",
         "heartbeat_timeout": "default",
         "shutdown_timeout": "default",
         "on_peer_failure": "default",

@@ -136,16 +136,6 @@ RESOLVED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "suggested_local_device_ids": [1],
         },
     ),
-    "openmpi5": (
-        {"job_addresses": "node01:12345"},
-        {
-            "scheduler": "ompi",
-            "job_addresses": ["node01:12345"],
-            "num_processes": 4,
-            "process_id": 1,
-            "sources": {"job_addresses": "argument", "process_id": "ompi (OMPI_COMM_WORLD_RANK)"},
-        },
-    ),
     "mpich_hydra": (
         {"job_addresses": "node01:12345"},
         {
@@ -165,6 +155,50 @@ RESOLVED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "suggested_local_device_ids": None,  # CUDA_VISIBLE_DEVICES already binds the rank
             "local_devices_reason": 'CUDA_VISIBLE_DEVICES="1" already limits the devices this '
             "process sees",
+        },
+    ),
+    "openmpi5": (
+        {},
+        {
+            "scheduler": "ompi",
+            "job_addresses": ["node01:62353"],  # 61440 + (12345 * 16 + 1) % 4096
+            "num_processes": 4,
+            "process_id": 1,
+            "sources": {
+                "job_addresses": "ompi (PMIX_NAMESPACE)",
+                "num_processes": "ompi (OMPI_COMM_WORLD_SIZE)",
+                "process_id": "ompi (OMPI_COMM_WORLD_RANK)",
+            },
+        },
+    ),
+    "kubernetes_jobset_multislice": (
+        {},
+        {
+            "scheduler": "kubernetes",
+            "job_addresses": ["js-slice-0-0.js:55527"],
+            "num_processes": 4,
+            "process_id": 3,  # job 1 x 2 pods per job + completion index 1
+            "sources": {
+                "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+                "num_processes": "kubernetes (KDIST_K8S_GLOBAL_REPLICAS, "
+                "KDIST_K8S_JOB_COMPLETIONS)",
+                "process_id": "kubernetes (KDIST_K8S_JOB_GLOBAL_INDEX, "
+                "KDIST_K8S_JOB_COMPLETIONS, JOB_COMPLETION_INDEX)",
+            },
+        },
+    ),
+    "kubeflow_jax_runtime": (
+        {},
+        {
+            "scheduler": "kubernetes",  # recognised, but JAX's variables leave it nothing to fill
+            "job_addresses": ["jax-job-node-0-0.jax-job:6666"],
+            "num_processes": 2,
+            "process_id": 1,
+            "sources": {
+                "job_addresses": "JAX_COORDINATOR_ADDRESS",
+                "num_processes": "JAX_NUM_PROCESSES",
+                "process_id": "JAX_PROCESS_ID",
+            },
         },
     ),
     "tf_config": (
@@ -236,11 +270,13 @@ REJECTED: dict[str, tuple[dict[str, Any], str]] = {
         ),
     ),
     "openmpi4_partial": ({}, "OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_RANK are not"),
-    "openmpi5": (
+    "openmpi5_dvm": (
         {},
         re.escape('OMPI_COMM_WORLD_SIZE="4" (detected: ompi) needs the coordinator\'s address')
         + ".*"
-        + re.escape("Open MPI 5 (PRRTE) does not publish the address of mpirun's host"),
+        + re.escape("Open MPI 5 (PRRTE) does not publish the address of mpirun's host")
+        + ".*"
+        + re.escape('PMIX_NAMESPACE="prte-node01-4242@2" is not in mpirun\'s form'),
     ),
     "mpich_hydra": (
         {},

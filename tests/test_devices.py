@@ -7,6 +7,9 @@ import pytest
 import kdist
 from kdist import _devices
 
+# Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
+pytestmark = pytest.mark.compat
+
 
 def test_lists_keras_strings(jax_cpu: object) -> None:
     import jax

@@ -15,6 +15,9 @@ import pytest
 import kdist
 from support import clean_env, run_python
 
+# Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
+pytestmark = pytest.mark.compat
+
 
 @dataclass
 class Var:
@@ -782,7 +785,9 @@ def test_distribute_batch_errors(mesh_2x4: kdist.DeviceMesh) -> None:
         kdist.distribute_batch(np.ones((8, 2)), "batch")
     with pytest.raises(TypeError, match=r"every leaf of the batch must be an array with a shape"):
         kdist.distribute_batch([1.0, 2.0], dist)
-    with pytest.raises(ValueError, match=r"dimension size is 5"):
+    # JAX refuses 5 rows over 8 devices; its wording changes between versions, so only
+    # the type is asserted.
+    with pytest.raises(ValueError):
         kdist.distribute_batch(np.ones((5, 2)), dist)
 
 

@@ -9,6 +9,9 @@ import pytest
 
 from support import clean_env, free_port, run_python
 
+# Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
+pytestmark = pytest.mark.compat
+
 
 def run_json(code: str, devices: int = 2) -> dict[str, object]:
     result = run_python(code, env=clean_env(devices))

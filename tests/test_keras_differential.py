@@ -17,6 +17,7 @@ import pytest
 
 import kdist
 
+# Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
 pytestmark = [
     pytest.mark.compat,
     pytest.mark.skipif(

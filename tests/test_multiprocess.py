@@ -6,7 +6,7 @@ import pytest
 
 from support import ENVIRONMENT_SOURCES, run_cluster
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = [pytest.mark.multiprocess, pytest.mark.compat]
 
 
 @pytest.mark.parametrize("num_processes", [2, 4])

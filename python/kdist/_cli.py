@@ -68,6 +68,7 @@ examples:
   KERAS_DISTRIBUTION_JOB_ADDRESSES=10.0.0.1:1234 KERAS_DISTRIBUTION_NUM_PROCESSES=2 \\
     KERAS_DISTRIBUTION_PROCESS_ID=1 kdist doctor
   srun --ntasks=2 kdist doctor --no-probe      # what each Slurm task would resolve
+  mpirun -n 4 kdist doctor --exit-zero          # every rank reports, valid or not
   kdist doctor --json | python -m json.tool
   kdist doctor --devices                        # also ask JAX which devices it sees
 """
@@ -174,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="give up connecting to the coordinator after S seconds (default: 2)",
     )
+    doctor.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 once the report is printed, even when the configuration is invalid: "
+        "under mpirun, mpiexec or srun a rank that exits non-zero gets the others killed "
+        "before they report",
+    )
 
     launch = commands.add_parser(
         "launch",
@@ -275,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with_devices=args.devices,
             probe=not args.no_probe,
             probe_timeout=args.probe_timeout,
+            exit_zero=args.exit_zero,
         )
     if args.command_name == "launch":
         command = list(args.command)

@@ -211,6 +211,7 @@ def initialize(
                     max(0.0, deadline - time.monotonic()),
                     spec.local_device_ids,
                     lifetime_timeouts=_lifetime_timeouts(spec),
+                    coordinator_bind_address=spec.coordinator_bind_address,
                 )
                 timings["jax_initialize_s"] = time.monotonic() - jax_started
                 channel = hub
@@ -369,9 +370,12 @@ def cluster_spec() -> _core.ClusterSpec | None:
 
     Each value remembers where it came from: `cluster_spec().sources` maps
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
-    "cluster_detection", "local_device_ids", "heartbeat_timeout",
-    "shutdown_timeout" and "on_peer_failure" to "argument", an environment
-    variable's name, a detector with its variables ("slurm (SLURM_PROCID)"),
+    "cluster_detection", "local_device_ids", "coordinator_bind_address",
+    "heartbeat_timeout", "shutdown_timeout" and "on_peer_failure" (and, after
+    initialize(), "seed") to "argument", an environment variable's name (JAX's
+    own JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID,
+    JAX_LOCAL_DEVICE_IDS and JAX_COORDINATOR_BIND_ADDRESS are read after
+    kdist's), a detector with its variables ("slurm (SLURM_PROCID)"),
     "job_addresses" (counted from the list) or "default".
     `cluster_spec().scheduler` names the detected scheduler (or is None);
     `local_device_ids` are the device ids handed to JAX (None: all),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import threading
@@ -24,6 +25,12 @@ def distributed_started() -> bool:
         return False
     import jax
 
+    if not hasattr(jax.distributed, "is_initialized"):
+        # A JAX older than kdist supports (initialize_distributed refuses it):
+        # answer from the state that is_initialized() reads in later versions.
+        from jax._src import distributed
+
+        return distributed.global_state.client is not None
     return bool(jax.distributed.is_initialized())
 
 
@@ -86,6 +93,38 @@ class BackgroundImport:
             raise self._error
 
 
+# The oldest JAX whose features kdist relies on; named in the error that refuses an older one.
+# Which JAX is supported is decided by the features it has (check_jax_features), never by
+# comparing this number.
+OLDEST_SUPPORTED_JAX = "0.5.1"
+
+
+def check_jax_features(jax: Any) -> None:
+    """Refuses a JAX that lacks what kdist needs to start a job, naming what is missing.
+
+    kdist needs `jax.distributed.is_initialized` (added in JAX 0.5.1). JAX versions that
+    have it also have the others kdist relies on: `cluster_detection_method="deactivate"`
+    (0.4.36), `JAX_NUM_CPU_DEVICES` (0.5.0) and CPU computations across processes.
+
+    Raises:
+        RuntimeError: something is missing; the message says what and how to upgrade.
+    """
+    missing = []
+    if not hasattr(jax.distributed, "is_initialized"):
+        missing.append("jax.distributed.is_initialized")
+    parameters = inspect.signature(jax.distributed.initialize).parameters
+    for name in ("cluster_detection_method", "coordinator_bind_address"):
+        if name not in parameters:
+            missing.append(f"jax.distributed.initialize({name}=...)")
+    if missing:
+        raise RuntimeError(
+            f"kdist.initialize() needs JAX {OLDEST_SUPPORTED_JAX} or later, but this Python "
+            f"({sys.executable}) has JAX {getattr(jax, '__version__', 'unknown')}, which lacks "
+            f"{', '.join(missing)}. Install a supported JAX on every host of the job "
+            f'({sys.executable} -m pip install "jax>={OLDEST_SUPPORTED_JAX}").'
+        )
+
+
 def initialize_distributed(
     coordinator_address: str,
     num_processes: int,
@@ -94,6 +133,7 @@ def initialize_distributed(
     local_device_ids: list[int] | None = None,
     *,
     lifetime_timeouts: dict[str, int] | None = None,
+    coordinator_bind_address: str | None = None,
 ) -> None:
     """Calls jax.distributed.initialize with every value explicit, detection off.
 
@@ -102,9 +142,15 @@ def initialize_distributed(
     `lifetime_timeouts` maps JAX's keyword names ("heartbeat_timeout_seconds",
     "shutdown_timeout_seconds") to whole seconds; each is passed only when
     set, after checking that this JAX takes it (see `check_lifetime_keywords`).
+    `coordinator_bind_address=None` lets process 0's service bind every
+    interface on the coordinator's port.
+
+    Raises:
+        RuntimeError: this JAX lacks a feature kdist needs (see check_jax_features).
     """
     import jax
 
+    check_jax_features(jax)
     extra: dict[str, Any] = dict(lifetime_timeouts or {})
     check_lifetime_keywords(extra)
     jax.distributed.initialize(
@@ -114,6 +160,7 @@ def initialize_distributed(
         local_device_ids=local_device_ids,
         cluster_detection_method="deactivate",
         initialization_timeout=max(1, math.ceil(timeout_seconds)),
+        coordinator_bind_address=coordinator_bind_address,
         **extra,
     )
 
