@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,6 +62,24 @@ def jax_cpu() -> Iterator[object]:
 
     kdist.set_distribution(None)
     kdist.shutdown()
+
+
+@pytest.fixture
+def keras_on_jax(jax_cpu: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+    """Keras on its JAX backend, over this process's 8 CPU devices (`jax_cpu`); Keras's
+    and kdist's distributions are cleared afterwards.
+
+    KERAS_BACKEND and KERAS_HOME only matter at keras's first import (which also keeps
+    keras from writing ~/.keras); later tests reuse the imported module.
+    """
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    import keras
+
+    if keras.backend.backend() != "jax":
+        pytest.fail(f"keras was imported earlier with the {keras.backend.backend()} backend")
+    yield keras
+    keras.distribution.set_distribution(None)
 
 
 @pytest.fixture

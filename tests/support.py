@@ -6,6 +6,7 @@ the helper returns, whatever happened.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -16,9 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from kdist import _core
 
 WORKERS = Path(__file__).parent / "workers"
+# Marks a test module that needs Keras: it skips, saying so, where Keras is not installed.
+NEEDS_KERAS = pytest.mark.skipif(
+    importlib.util.find_spec("keras") is None,
+    reason="Keras is not installed, so kdist's Keras integration cannot be tested",
+)
 # The `kdist` console script installed next to this interpreter.
 KDIST_SCRIPT = Path(sys.executable).parent / "kdist"
 _SETTING_PREFIXES = ("KERAS_DISTRIBUTION_", "KDIST_", "JAX_", "XLA_")

@@ -8,39 +8,21 @@ test_keras_multiprocess.py.
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import kdist
-from support import clean_env, run_python
+from support import NEEDS_KERAS, clean_env, run_python
 
-pytestmark = [
-    pytest.mark.compat,
-    pytest.mark.skipif(
-        importlib.util.find_spec("keras") is None,
-        reason="Keras is not installed, so the Keras integration cannot be tested",
-    ),
-]
+pytestmark = [pytest.mark.compat, NEEDS_KERAS]
 
 
 @pytest.fixture
-def keras(jax_cpu: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
-    """Keras on its JAX backend, over this process's 8 CPU devices; Keras's and kdist's
-    distributions are cleared afterwards."""
-    monkeypatch.setenv("KERAS_BACKEND", "jax")
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
-    import keras
-
-    if keras.backend.backend() != "jax":
-        pytest.fail(f"keras was imported earlier with the {keras.backend.backend()} backend")
-    yield keras
-    kdist.set_distribution(None)
-    keras.distribution.set_distribution(None)
+def keras(keras_on_jax: Any) -> Any:
+    """Keras on JAX (conftest's keras_on_jax; kdist's distribution is cleared by jax_cpu)."""
+    return keras_on_jax
 
 
 def dense_model(keras: Any, seed: int) -> Any:

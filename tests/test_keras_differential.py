@@ -7,43 +7,23 @@ purpose, the test asserts both behaviours, so each difference is documented by a
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import kdist
+from support import NEEDS_KERAS
 
 # Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
-pytestmark = [
-    pytest.mark.compat,
-    pytest.mark.skipif(
-        importlib.util.find_spec("keras") is None,
-        reason="Keras is not installed, so kdist cannot be compared with it",
-    ),
-]
+pytestmark = [pytest.mark.compat, NEEDS_KERAS]
 
 
 @pytest.fixture
-def kd(jax_cpu: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    """`keras.distribution` with the JAX backend, on the same 8 CPU devices as kdist.
-
-    KERAS_BACKEND and KERAS_HOME only matter at keras's first import (which also keeps
-    keras from writing ~/.keras); later tests reuse the imported module.
-    """
-    monkeypatch.setenv("KERAS_BACKEND", "jax")
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
-    import keras
-
-    if keras.backend.backend() != "jax":
-        pytest.fail(f"keras was imported earlier with the {keras.backend.backend()} backend")
-    from keras import distribution
-
-    yield distribution
-    distribution.set_distribution(None)
+def kd(keras_on_jax: Any) -> Any:
+    """`keras.distribution` with the JAX backend, on the same 8 CPU devices as kdist."""
+    return keras_on_jax.distribution
 
 
 @pytest.fixture

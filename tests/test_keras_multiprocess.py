@@ -7,21 +7,13 @@ same replicated weights, which needs the job-wide seed that kdist.initialize() a
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import pytest
 
-from support import run_cluster
+from support import NEEDS_KERAS, run_cluster
 
-pytestmark = [
-    pytest.mark.multiprocess,
-    pytest.mark.compat,
-    pytest.mark.skipif(
-        importlib.util.find_spec("keras") is None,
-        reason="Keras is not installed, so the Keras integration cannot be tested",
-    ),
-]
+pytestmark = [pytest.mark.multiprocess, pytest.mark.compat, NEEDS_KERAS]
 
 # Seconds for a whole 2-process job: two Keras imports and compilations on two cores.
 JOB_TIMEOUT = 240
