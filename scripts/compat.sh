@@ -82,7 +82,7 @@ case "$mode" in
     "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
     "$venv/bin/python" -m pip install --quiet "$wheel[test]" "jax==$jax" "jaxlib==$jax" \
       "keras==$keras.*"
-    echo "== compat tests at the floor: $("$venv/bin/python" -c \
+    echo "== compat tests at the floor: $(KERAS_BACKEND=jax "$venv/bin/python" -c \
       'import jax, keras; print(f"jax {jax.__version__}, keras {keras.__version__}")')"
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider "$@"
     ;;
