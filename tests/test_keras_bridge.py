@@ -220,6 +220,12 @@ def test_initialize_seeds_keras_when_the_program_did_not(keras: Any, kdist_reset
     assert spec is not None and spec.seed is not None
     assert rng_utils.get_random_seed() == spec.seed
     assert 0 <= spec.seed < 2**32
+    # The seed kdist gave Keras is not mistaken for the program's own the next time.
+    kdist.shutdown()
+    kdist.initialize(num_processes=1)
+    again = kdist.cluster_spec()
+    assert again is not None
+    assert again.sources["seed"] == "drawn by this process"
 
 
 def test_argument_type_errors_are_value_errors_too() -> None:

@@ -27,11 +27,19 @@ from kdist import _keras_bridge
 # The key of the seed in JAX's key-value store (when the roll call is off).
 KEY_VALUE_STORE_KEY = "kdist/job_seed"
 _SEED_RANGE = 2**32  # Keras's seeds are uint32 (as its initialize_rng makes them)
+# The seed kdist last gave Keras: Keras then reports it as set, but it is not the program's.
+_applied_to_keras: int | None = None
+
+
+def _program_seed() -> int | None:
+    """The seed the program itself set with keras.utils.set_random_seed, if any."""
+    seed = _keras_bridge.program_seed()
+    return None if seed is None or seed == _applied_to_keras else seed
 
 
 def choose() -> int:
     """Process 0's choice of the job seed: the program's own Keras seed, else a fresh one."""
-    own = _keras_bridge.program_seed()
+    own = _program_seed()
     return own if own is not None else secrets.randbelow(_SEED_RANGE)
 
 
@@ -42,7 +50,8 @@ def apply(seed: int, source: str, process_id: int) -> tuple[int, str]:
         (seed in force, its source): the program's own seed when it set one
         with `keras.utils.set_random_seed`, else `(seed, source)`.
     """
-    own = _keras_bridge.program_seed()
+    global _applied_to_keras
+    own = _program_seed()
     if own is not None:
         if own != seed:
             warnings.warn(
@@ -55,7 +64,9 @@ def apply(seed: int, source: str, process_id: int) -> tuple[int, str]:
                 stacklevel=3,
             )
         return own, "keras.utils.set_random_seed (the program's own, kept)"
-    if not _keras_bridge.set_random_seed(seed):
+    if _keras_bridge.set_random_seed(seed):
+        _applied_to_keras = seed
+    else:
         import numpy as np
 
         random.seed(seed)
