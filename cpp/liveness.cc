@@ -34,6 +34,9 @@ void PutBigEndian(std::string& out, uint64_t value, int bytes) {
   }
 }
 
+// The bit of a known tag in a 64-bit set; 0 for tags of 64 and above, which no frame knows.
+constexpr uint64_t Bit(uint8_t tag) { return tag < 64 ? uint64_t{1} << tag : 0; }
+
 uint64_t GetBigEndian(std::string_view bytes) {
   uint64_t value = 0;
   for (unsigned char c : bytes) value = (value << 8) | c;
@@ -92,7 +95,8 @@ Status ForEachField(std::string_view frame, uint16_t type, uint64_t known,
     const size_t size = GetBigEndian(rest.substr(1, 2));
     rest.remove_prefix(3);
     if (size > rest.size()) return InvalidArgument("field " + std::to_string(tag) + " is cut off");
-    const uint64_t bit = uint64_t{1} << (tag & 63);
+    // Tags of 64 and above are never known (they would alias a known tag's bit).
+    const uint64_t bit = Bit(tag);
     if ((known & bit) != 0) {
       if ((seen & bit) != 0) {
         return InvalidArgument("field " + std::to_string(tag) + " appears twice");
@@ -117,7 +121,6 @@ Status ReadText(std::string_view value, size_t limit, std::string& out) {
   return Status::Ok();
 }
 
-constexpr uint64_t Bit(uint8_t tag) { return uint64_t{1} << tag; }
 
 std::string WithHost(const std::string& host, int64_t pid) {
   std::string out = "host " + (host.empty() ? std::string("unknown") : RelayText(host));

@@ -41,6 +41,23 @@ TEST(Liveness, JoinAndNoticeRoundTrip) {
   EXPECT_FALSE(back->barrier);
 }
 
+TEST(Liveness, TagsAbove63AreUnknownNotAliasesOfKnownOnes) {
+  // Tag 81 is 64 + 17 (the barrier's tag): skipped as unknown, not read as a barrier
+  // (found by fuzz/liveness: the shift past 63 was undefined behaviour).
+  LiveNotice failed = Self(LiveKind::kFailed);
+  failed.barrier = false;
+  const std::string frame = EncodeLiveNotice(failed);
+  std::string payload = frame.substr(kFrameHeaderSize) + std::string("\x51\x00\x08", 3) +
+                        std::string(7, '\0') + std::string(1, '\1');
+  std::string header = frame.substr(0, kFrameHeaderSize);
+  const size_t size = payload.size();
+  for (int i = 0; i < 4; ++i) header[8 + i] = static_cast<char>((size >> (8 * (3 - i))) & 0xff);
+  Result<LiveNotice> notice = DecodeLiveNotice(header + payload);
+  KDIST_ASSERT_OK(notice);
+  EXPECT_FALSE(notice->barrier);
+  EXPECT_TRUE(notice->kind == LiveKind::kFailed);
+}
+
 TEST(Liveness, DecodersRefuseOtherFramesAndGarbage) {
   KDIST_EXPECT_ERROR(DecodeLiveNotice(EncodeLiveJoin(JoinOf(1))), StatusCode::kInvalidArgument,
                      "expected liveness frame type 6");
