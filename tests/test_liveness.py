@@ -281,9 +281,14 @@ def test_launch_names_the_signal_of_a_killed_process() -> None:
     assert "kdist launch: process 1 failed first (killed by SIGKILL)" in result.stderr, out
     rows = summary_rows(result.stderr)
     assert rows[1].startswith("*") and "killed by SIGKILL" in rows[1], out
+    # Process 0's row shows kdist's verdict, not a traceback line printed around it: the
+    # death it was told of, or (when the news took longer than the 0.5 s it waits on a
+    # loaded machine) its own collective's error, which it reported itself.
+    assert "exit 1" in rows[0], out
     assert (
-        "exit 1" in rows[0] and "died (its connection closed without a finish message)" in rows[0]
-    )
+        "died (its connection closed without a finish message)" in rows[0]
+        or "told the other processes" in rows[0]
+    ), out
 
 
 def test_launch_of_a_job_whose_process_leaves_with_os_exit_0_succeeds() -> None:

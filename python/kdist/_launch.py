@@ -208,7 +208,14 @@ class _Process:
     readers: list[threading.Thread] = field(default_factory=list)
     exited_at: float | None = None  # time.monotonic() when the launcher saw it exit
     last_error: str = ""  # its last non-empty stderr line
+    kdist_line: str = ""  # its last verdict line from kdist's channel (see _BLAME), if any
     signalled: bool = False  # the launcher stopped it
+
+    @property
+    def error_line(self) -> str:
+        """The line that says how it ended: kdist's own verdict when it printed one
+        (a traceback may still be flushing around it), else its last stderr line."""
+        return self.kdist_line or self.last_error
 
     @property
     def pid(self) -> int:
@@ -264,6 +271,7 @@ class _Job:
             process.last_error = text.decode(errors="replace")
         match = _BLAME.match(text)
         if match is not None:
+            process.kdist_line = text.decode(errors="replace")
             named = int(match.group(1))
             with self._lock:
                 if self.blamed is None and 0 <= named < len(self.processes):
@@ -294,7 +302,7 @@ class _Job:
             p.poll()
             after = "" if p.exited_at is None else f"{p.exited_at - self.started:.2f} s"
             mark = "*" if p is first else ""
-            error = p.last_error if p.status not in (None, 0) or p is first else ""
+            error = p.error_line if p.status not in (None, 0) or p is first else ""
             error = error if len(error) <= 160 else error[:157] + "..."
             rows.append((mark, str(p.process_id), host, str(p.pid), p.ended_how(), after, error))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -506,7 +514,7 @@ def _end_after_failure(job: _Job, failed: _Process, grace: float) -> int:
     assert first.status is not None
     job.output.note(
         f"process {first.process_id} failed first ({first.ended_how()})"
-        + (f": {first.last_error}" if first.last_error else "")
+        + (f": {first.error_line}" if first.error_line else "")
     )
     job.output.note("summary:\n" + job.summary())
     return first.status
