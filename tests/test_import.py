@@ -26,10 +26,14 @@ def kdist_imports(module: Path) -> set[str]:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             pending.extend(node.orelse)
             continue
-        if isinstance(node, ast.ImportFrom) and node.module == "kdist":
-            found.update(alias.name for alias in node.names if alias.name.startswith("_"))
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kdist."):
-            found.add(str(node.module).split(".")[1])
+        if isinstance(node, ast.ImportFrom):
+            # "from . import _x" and "from ._x import y" are kdist's too.
+            base = node.module or ""
+            target = ("kdist." + base).rstrip(".") if node.level else base
+            if target == "kdist":
+                found.update(alias.name for alias in node.names if alias.name.startswith("_"))
+            elif target.startswith("kdist."):
+                found.add(target.split(".")[1])
         elif isinstance(node, ast.Import):
             found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("kdist."))
         pending.extend(ast.iter_child_nodes(node))

@@ -52,7 +52,7 @@ _lock = threading.RLock()
 _views: weakref.WeakKeyDictionary[object, Any] = weakref.WeakKeyDictionary()
 # The Keras distribution a kdist one was converted from: Keras gets its own object back.
 _converted_from: weakref.WeakKeyDictionary[object, Any] = weakref.WeakKeyDictionary()
-_classes: dict[int, _ViewClasses] = {}  # by id() of the keras module
+_classes: _ViewClasses | None = None  # for the keras module imported (made once)
 _warned_backend: set[str] = set()
 _watching_import = False
 
@@ -138,14 +138,14 @@ class _ViewClasses:
             very same `jax.sharding.NamedSharding` (so a dimension split over several
             mesh axes, which Keras cannot express, still works)."""
 
-            def __init__(self, layout: TensorLayout, mesh: Any) -> None:
+            def __init__(self, layout: TensorLayout) -> None:
                 super().__init__(layout.axes)  # no mesh here: Keras would reject tuple axes
                 self.kdist_layout = layout
-                self._mesh_view = mesh
 
             @property
             def device_mesh(self) -> Any:
-                return self._mesh_view
+                mesh = self.kdist_layout.device_mesh
+                return None if mesh is None else view_of_mesh(mesh)
 
             @property
             def backend_layout(self) -> Any:
@@ -211,11 +211,11 @@ class _ViewClasses:
 
 
 def _view_classes(keras: ModuleType) -> _ViewClasses:
+    global _classes
     with _lock:
-        classes = _classes.get(id(keras))
-        if classes is None or classes.keras is not keras:
-            classes = _classes[id(keras)] = _ViewClasses(keras)
-        return classes
+        if _classes is None or _classes.keras is not keras:
+            _classes = _ViewClasses(keras)
+        return _classes
 
 
 def _cached(source: object, make: Any) -> Any:
@@ -238,8 +238,7 @@ def view_of_layout(layout: Any) -> Any:
     if not isinstance(layout, TensorLayout):
         return layout
     classes = _view_classes(_require_keras())
-    mesh = layout.device_mesh
-    return _cached(layout, lambda: classes.layout(layout, view_of_mesh(mesh)))  # type: ignore[arg-type]
+    return _cached(layout, lambda: classes.layout(layout))
 
 
 def view_of_distribution(distribution: Distribution) -> Any:
@@ -328,27 +327,31 @@ def remember_original(converted: Distribution, original: object) -> None:
 # --- keeping Keras's current distribution in step with kdist's ----------------------------
 
 
+def _keras_or_watch(needed: bool) -> ModuleType | None:
+    """Keras on its JAX backend, or None; when Keras is not imported yet and `needed`,
+    arranges for kdist's current distribution to reach it once it is."""
+    keras = _keras_on_jax()
+    if keras is None and needed and keras_module() is None:
+        _watch_keras_import()
+    return keras
+
+
 def publish(distribution: Distribution | None) -> None:
     """Makes Keras's current distribution (Keras keeps one per thread: this thread's) the
     view of `distribution`. Before Keras is imported, arranges for that to happen
     as soon as it is."""
-    keras = _keras_on_jax()
-    if keras is None:
-        if distribution is not None and keras_module() is None:
-            _watch_keras_import()
-        return
-    keras.distribution.set_distribution(
-        None if distribution is None else view_of_distribution(distribution)
-    )
+    keras = _keras_or_watch(needed=distribution is not None)
+    if keras is not None:
+        keras.distribution.set_distribution(
+            None if distribution is None else view_of_distribution(distribution)
+        )
 
 
 def enter_scope(distribution: Distribution) -> tuple[bool, Any]:
     """Makes the view of `distribution` Keras's current one for this thread; returns
     what `exit_scope` needs to restore the previous one."""
-    keras = _keras_on_jax()
+    keras = _keras_or_watch(needed=True)
     if keras is None:
-        if keras_module() is None:
-            _watch_keras_import()
         return (False, None)
     previous = keras.distribution.distribution()
     keras.distribution.set_distribution(view_of_distribution(distribution))
