@@ -4,7 +4,7 @@
 # detectors' is tests/fixtures/schedulers, through a link). New inputs go to a scratch
 # folder, not into the repository. Needs clang and libclang-rt (Debian:
 # apt-get install clang libclang-rt-14-dev); installs them when run as root.
-# Usage: scripts/fuzz.sh [SECONDS] [NAME...]   (NAME: address, detectors, hello, ...)
+# Usage: scripts/fuzz.sh [SECONDS] [NAME...]   (NAME: address, detectors, roll_call_wire, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-5}"; shift || true

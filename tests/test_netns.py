@@ -147,7 +147,7 @@ def test_cluster_through_a_100ms_delay(mechanism: str) -> None:
 def test_deadline_is_honoured_through_a_100ms_delay(mechanism: str) -> None:
     with netns.hosts(3) as hosts, delayed_path(mechanism, hosts) as coordinator:
         (lone,) = run_hosts(
-            hosts, coordinator, timeout=3, ids=[1], worker="preflight_report.py", limit=30
+            hosts, coordinator, timeout=3, ids=[1], worker="roll_call_report.py", limit=30
         )
     report = lone.report()
     assert lone.returncode == 1, lone.describe()
@@ -163,7 +163,7 @@ def test_workers_are_told_the_coordinator_is_unreachable_when_its_host_drops_tra
     with netns.hosts(3) as hosts:
         hosts[0].drop_all_incoming()
         coordinator = f"{hosts[0].address}:{PORT}"
-        results = run_hosts(hosts, coordinator, timeout=3, worker="preflight_report.py", limit=30)
+        results = run_hosts(hosts, coordinator, timeout=3, worker="roll_call_report.py", limit=30)
     reports = [r.report() for r in results]
     for result, report in zip(results[1:], reports[1:], strict=True):
         assert result.returncode == 1, result.describe()

@@ -117,7 +117,7 @@ def _port(text: str) -> int:
     return value
 
 
-# The longest timeout the compiled core accepts (kMaxTimeoutSeconds in cpp/resolve.h); every
+# The longest timeout the compiled core accepts (kMaxTimeoutSeconds in cpp/core/resolve.h); every
 # duration option takes the same range.
 _MAX_SECONDS = 1e6
 

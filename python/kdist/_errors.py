@@ -2,7 +2,7 @@
 
 Each class also subclasses the built-in exception a Keras or JAX user already
 catches, so existing `except ValueError:` / `except TimeoutError:` code keeps
-working. The compiled core raises these by name (see cpp/bindings.cc).
+working. The compiled core raises these by name (see cpp/bindings/core_module.cc).
 """
 
 

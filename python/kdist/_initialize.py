@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from kdist import _config, _core, _devices, _jax_backend, _liveness, _preflight, _seed
+from kdist import _config, _core, _devices, _jax_backend, _liveness, _roll_call, _seed
 from kdist._errors import ConfigError, InitializationOrderError
 
 _lock = threading.Lock()
@@ -186,7 +186,7 @@ def initialize(
                     # (from the moment process 0 holds its port); joined below.
                     jax_import = _jax_backend.BackgroundImport()
                     try:
-                        outcome = _preflight.roll_call(
+                        outcome = _roll_call.roll_call(
                             spec, deadline, shared, on_waiting=jax_import.start
                         )
                         roll_call_ended = time.monotonic()
@@ -202,7 +202,7 @@ def initialize(
                 if service is not None:
                     # Process 0 starts JAX's service now; connect only once it is up,
                     # so JAX's client does not sleep in its 1 s retry.
-                    _preflight.wait_for_coordinator_service(spec, service, deadline)
+                    _roll_call.wait_for_coordinator_service(spec, service, deadline)
                 jax_started = time.monotonic()
                 _jax_backend.initialize_distributed(
                     coordinator,

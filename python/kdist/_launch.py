@@ -47,7 +47,7 @@ _BLAME = re.compile(
 )
 
 
-# errnos that mean "no IPv6 here" (as the coordinator's bind in cpp/socket.cc treats them).
+# errnos that mean "no IPv6 here" (as the coordinator's bind in cpp/core/socket.cc treats them).
 _NO_IPV6 = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
 
 

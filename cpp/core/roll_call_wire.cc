@@ -1,4 +1,4 @@
-#include "hello.h"
+#include "roll_call_wire.h"
 
 #include <optional>
 

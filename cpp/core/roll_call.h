@@ -10,8 +10,8 @@
 //      difference fails the roll call for every process, naming both values.
 //   5. process id out of [0, num_processes), 6. an id already present
 //      (process 0 included): fail the roll call, naming both claimants.
-#ifndef KDIST_ROLLCALL_H_
-#define KDIST_ROLLCALL_H_
+#ifndef KDIST_ROLL_CALL_H_
+#define KDIST_ROLL_CALL_H_
 
 #include <cstdint>
 #include <map>
@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hello.h"
+#include "roll_call_wire.h"
 #include "status.h"
 
 namespace kdist {
@@ -87,4 +87,4 @@ class RollCall {
 
 }  // namespace kdist
 
-#endif  // KDIST_ROLLCALL_H_
+#endif  // KDIST_ROLL_CALL_H_

@@ -5,7 +5,7 @@ exception's type and message, how long initialize() took, and what it left
 behind (threads, kernel tasks, child processes), then re-raises so the
 process ends with the traceback like any Python program.
 
-PREFLIGHT_TEST_PROGRESS_INTERVAL (seconds) lowers the progress interval.
+ROLL_CALL_TEST_PROGRESS_INTERVAL (seconds) lowers the progress interval.
 """
 
 import json
@@ -16,14 +16,14 @@ import threading
 import time
 
 import kdist
-import kdist._preflight
+import kdist._roll_call
 
 logging.basicConfig(
     level=logging.INFO, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s"
 )
-interval = os.environ.get("PREFLIGHT_TEST_PROGRESS_INTERVAL")
+interval = os.environ.get("ROLL_CALL_TEST_PROGRESS_INTERVAL")
 if interval:
-    kdist._preflight.PROGRESS_INTERVAL_SECONDS = float(interval)
+    kdist._roll_call.PROGRESS_INTERVAL_SECONDS = float(interval)
 
 
 def tasks() -> int:

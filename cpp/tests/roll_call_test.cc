@@ -1,4 +1,4 @@
-#include "rollcall.h"
+#include "roll_call.h"
 
 #include "testing/status_matchers.h"
 

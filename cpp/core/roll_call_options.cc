@@ -1,4 +1,4 @@
-#include "rendezvous.h"
+#include "roll_call_options.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -45,7 +45,7 @@ std::string FormatTimeout(Nanos timeout) {
   return buffer;
 }
 
-Waiter::Waiter(Clock& clock, const RendezvousOptions& options)
+Waiter::Waiter(Clock& clock, const RollCallOptions& options)
     : clock_(clock),
       options_(options),
       start_(clock.Now() - std::max(options.already_elapsed, Nanos(0))),

@@ -1,6 +1,6 @@
 """The pre-flight roll call with real processes on loopback (issue 3, behaviours 1-10).
 
-Every process runs tests/workers/preflight_report.py under a hard timeout and
+Every process runs tests/workers/roll_call_report.py under a hard timeout and
 is killed by its pid when the test ends. A failing process must end like any
 Python program (traceback, exit code 1) and leave nothing behind: no thread,
 no child process, and a coordinator port that a plain socket can bind at once.
@@ -26,7 +26,7 @@ from support import WORKERS, Finished, Running, Spawned, clean_env, free_port, r
 
 pytestmark = pytest.mark.multiprocess
 
-SCRIPT = str(WORKERS / "preflight_report.py")
+SCRIPT = str(WORKERS / "roll_call_report.py")
 
 
 def env_for(
@@ -47,7 +47,7 @@ def env_for(
         KDIST_INIT_TIMEOUT=str(timeout),
     )
     if progress_interval is not None:
-        env["PREFLIGHT_TEST_PROGRESS_INTERVAL"] = str(progress_interval)
+        env["ROLL_CALL_TEST_PROGRESS_INTERVAL"] = str(progress_interval)
     env.update(extra)
     return env
 

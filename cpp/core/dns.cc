@@ -1,4 +1,4 @@
-#include "resolver.h"
+#include "dns.h"
 
 #include <netdb.h>
 #include <pthread.h>

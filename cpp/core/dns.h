@@ -9,8 +9,8 @@
 // still blocked at the deadline is abandoned: its detached thread owns all it
 // touches and ends when the resolver gives up; the caller gets
 // kDeadlineExceeded at once.
-#ifndef KDIST_RESOLVER_H_
-#define KDIST_RESOLVER_H_
+#ifndef KDIST_DNS_H_
+#define KDIST_DNS_H_
 
 #include <netdb.h>
 
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "address.h"
-#include "rendezvous.h"
+#include "roll_call_options.h"
 #include "socket.h"
 #include "status.h"
 
@@ -40,4 +40,4 @@ Result<std::vector<Endpoint>> ResolveEndpointsWith(const Address& address, Waite
 
 }  // namespace kdist
 
-#endif  // KDIST_RESOLVER_H_
+#endif  // KDIST_DNS_H_

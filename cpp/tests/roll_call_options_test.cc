@@ -1,4 +1,4 @@
-#include "rendezvous.h"
+#include "roll_call_options.h"
 
 #include <vector>
 
@@ -62,7 +62,7 @@ TEST(Rendezvous, TimesReadWell) {
 TEST(Waiter, SleepStopsAtTheDeadlineAndLogsAtTheInterval) {
   FakeClock clock;
   std::vector<std::string> lines;
-  RendezvousOptions options;
+  RollCallOptions options;
   options.timeout = seconds(300);
   options.progress_interval = seconds(5);
   options.progress = [&](const std::string& line) { lines.push_back(line); };
@@ -80,7 +80,7 @@ TEST(Waiter, SleepStopsAtTheDeadlineAndLogsAtTheInterval) {
 TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
   FakeClock clock;
   int asked = 0;
-  RendezvousOptions options;
+  RollCallOptions options;
   options.timeout = seconds(60);
   options.check_interval = milliseconds(100);
   options.interrupted = [&]() -> Status {
@@ -97,7 +97,7 @@ TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
 
 TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
   FakeClock clock;
-  RendezvousOptions options;
+  RollCallOptions options;
   options.timeout = seconds(3);
   options.progress_interval = seconds(1);
   options.progress = [](const std::string&) {};
@@ -114,7 +114,7 @@ TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
 
 TEST(Waiter, TimeSpentBeforeTheCallCountsAgainstTheDeadline) {
   FakeClock clock(seconds(1000));
-  RendezvousOptions options;
+  RollCallOptions options;
   options.timeout = seconds(3);
   options.already_elapsed = milliseconds(500);
   Waiter waiter(clock, options);
@@ -128,7 +128,7 @@ TEST(Waiter, TimeSpentBeforeTheCallCountsAgainstTheDeadline) {
 TEST(Waiter, ProgressKeepsItsCadenceAcrossCalls) {
   FakeClock clock;
   std::vector<std::string> lines;
-  RendezvousOptions options;
+  RollCallOptions options;
   options.timeout = seconds(10);
   options.already_elapsed = milliseconds(1700);  // an earlier phase used 1.7 s
   options.progress_interval = milliseconds(500);
@@ -145,7 +145,7 @@ TEST(Waiter, ProgressKeepsItsCadenceAcrossCalls) {
 TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
   FakeClock clock;
   int lines = 0;
-  RendezvousOptions options;
+  RollCallOptions options;
   options.progress_interval = seconds(1);
   options.progress = [&](const std::string&) { ++lines; };
   Waiter waiter(clock, options);
@@ -160,7 +160,7 @@ TEST(Waiter, ZeroOrNegativeIntervalsDoNotSpin) {
     FakeClock clock;
     int64_t lines = 0;
     int64_t asked = 0;
-    RendezvousOptions options;
+    RollCallOptions options;
     options.timeout = seconds(10);
     options.progress_interval = interval;
     options.check_interval = interval;

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "hello.h"
+#include "roll_call_wire.h"
 
 namespace {
 

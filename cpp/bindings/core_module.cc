@@ -26,9 +26,9 @@
 #include "detectors.h"
 #include "device_cache.h"
 #include "environment.h"
-#include "hello.h"
+#include "roll_call_wire.h"
 #include "liveness.h"
-#include "rendezvous.h"
+#include "roll_call_options.h"
 #include "resolve.h"
 #include "status.h"
 #include "text.h"
@@ -180,7 +180,7 @@ class PythonHooks {
  public:
   explicit PythonHooks(std::optional<nb::callable> progress) : progress_(std::move(progress)) {}
 
-  void Install(RendezvousOptions& options) {
+  void Install(RollCallOptions& options) {
     if (progress_) {
       options.progress = [this](const std::string& line) {
         if (error_) return;
@@ -219,8 +219,8 @@ class PythonHooks {
   std::optional<nb::python_error> error_;
 };
 
-RendezvousOptions Options(double timeout, double elapsed, double progress_interval) {
-  RendezvousOptions options;
+RollCallOptions Options(double timeout, double elapsed, double progress_interval) {
+  RollCallOptions options;
   options.timeout = SecondsToNanos(timeout);
   options.already_elapsed = SecondsToNanos(elapsed);
   options.progress_interval = SecondsToNanos(progress_interval);
@@ -264,7 +264,7 @@ uint16_t BindPort(const ClusterSpec& spec, const Address& coordinator) {
 
 Listener BindCoordinatorPortPy(const ClusterSpec& spec) {
   const Address coordinator = CoordinatorOrRaise(spec);
-  RendezvousOptions options;
+  RollCallOptions options;
   RealClock clock;
   Result<Listener> listener =
       BindCoordinatorPort(coordinator.port, options, clock, BindEndpoint(spec));
@@ -278,7 +278,7 @@ nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_versio
                           double progress_interval) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
-  RendezvousOptions options = Options(timeout, elapsed, progress_interval);
+  RollCallOptions options = Options(timeout, elapsed, progress_interval);
   const uint16_t bind_port = BindPort(spec, coordinator);
   if (listener != nullptr && (!listener->fd.valid() || listener->port != bind_port)) {
     RaiseIfError(InvalidArgument("the listener passed to run_coordinator is closed or on port " +
@@ -324,7 +324,7 @@ nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
                      double progress_interval, std::optional<uint64_t> seed) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
-  RendezvousOptions options = Options(timeout, elapsed, progress_interval);
+  RollCallOptions options = Options(timeout, elapsed, progress_interval);
   options.backoff = WorkerBackoff(own.num_processes);
   options.seed = seed ? *seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   PythonHooks hooks(std::move(progress));
@@ -354,7 +354,7 @@ void WaitForServicePy(const std::string& endpoint_text, double timeout, double e
   RaiseIfError(address.status());
   Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
   RaiseIfError(endpoint.status());
-  RendezvousOptions options = Options(timeout, elapsed, progress_interval);
+  RollCallOptions options = Options(timeout, elapsed, progress_interval);
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
   RealClock clock;
@@ -554,7 +554,7 @@ LivenessChannelPy* JoinLivenessPy(const std::string& hub_endpoint, int64_t proce
 bool WaitAllDonePy(LivenessChannelPy& channel, double timeout,
                    std::optional<nb::callable> progress, double progress_interval) {
   if (!channel.hub) return true;
-  RendezvousOptions options;
+  RollCallOptions options;
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
   Result<bool> result = Internal("not run");

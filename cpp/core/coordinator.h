@@ -1,5 +1,5 @@
 // Process 0's side of the roll call: listen on the coordinator port, collect
-// a hello from every other process, decide (rollcall.h), tell every process
+// a hello from every other process, decide (roll_call.h), tell every process
 // the verdict, wait (bounded) for the others to close their connections
 // first, and give the port back before JAX binds it.
 //
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "clock.h"
-#include "hello.h"
-#include "rendezvous.h"
+#include "roll_call_wire.h"
+#include "roll_call_options.h"
 #include "socket.h"
 #include "status.h"
 
@@ -34,7 +34,7 @@ struct RollCallSummary {
 // coordinator_bind_address; its port is then the one bound). A taken port
 // is kAlreadyExists naming the port and, where /proc allows, the pid and
 // command holding it.
-Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& options,
+Result<Listener> BindCoordinatorPort(uint16_t port, const RollCallOptions& options,
                                      Clock& clock,
                                      const std::optional<Endpoint>& bind_at = std::nullopt);
 
@@ -47,11 +47,11 @@ Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& opt
 //   the interrupt hook's status, when it stopped the roll call.
 Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
                                          const JobShared& shared,
-                                         const RendezvousOptions& options, Clock& clock);
+                                         const RollCallOptions& options, Clock& clock);
 
 // BindCoordinatorPort, then RunCoordinatorOn.
 Result<RollCallSummary> RunCoordinator(const Hello& own, const JobShared& shared, uint16_t port,
-                                       const RendezvousOptions& options, Clock& clock);
+                                       const RollCallOptions& options, Clock& clock);
 
 }  // namespace kdist
 

@@ -1,6 +1,6 @@
-#include "rollcall.h"
+#include "roll_call.h"
 
-#include "rendezvous.h"
+#include "roll_call_options.h"
 #include "text.h"
 
 namespace kdist {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "backoff.h"
-#include "resolver.h"
-#include "rollcall.h"
+#include "dns.h"
+#include "roll_call.h"
 #include "text.h"
 
 namespace kdist {
@@ -73,7 +73,7 @@ struct Attempt {
 
 class Worker {
  public:
-  Worker(const Hello& own, const Address& coordinator, const RendezvousOptions& options,
+  Worker(const Hello& own, const Address& coordinator, const RollCallOptions& options,
          Clock& clock)
       : own_(own),
         coordinator_(coordinator),
@@ -93,7 +93,7 @@ class Worker {
 
   const Hello& own_;
   const Address& coordinator_;
-  const RendezvousOptions& options_;
+  const RollCallOptions& options_;
   Waiter waiter_;
   const std::string hello_;
   std::string last_error_ = "not tried yet";
@@ -290,12 +290,12 @@ std::string RelayText(std::string_view text) {
 }
 
 Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
-                               const RendezvousOptions& options, Clock& clock) {
+                               const RollCallOptions& options, Clock& clock) {
   Worker worker(own, coordinator, options, clock);
   return worker.Run();
 }
 
-Status WaitForCoordinatorService(const Endpoint& endpoint, const RendezvousOptions& options,
+Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions& options,
                                  Clock& clock) {
   Waiter waiter(clock, options);
   std::string last_error = "not tried yet";

@@ -10,10 +10,10 @@
 // required field makes the frame invalid.
 //
 // Everything here is a pure function of its bytes: decoding must survive any
-// input (fuzz/hello/hello_fuzz.cc feeds it anything) and never reads past what it
+// input (fuzz/roll_call_wire/roll_call_wire_fuzz.cc feeds it anything) and never reads past what it
 // was given.
-#ifndef KDIST_HELLO_H_
-#define KDIST_HELLO_H_
+#ifndef KDIST_ROLL_CALL_WIRE_H_
+#define KDIST_ROLL_CALL_WIRE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -119,4 +119,4 @@ class FrameAssembler {
 
 }  // namespace kdist
 
-#endif  // KDIST_HELLO_H_
+#endif  // KDIST_ROLL_CALL_WIRE_H_

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "rendezvous.h"
+#include "roll_call_options.h"
 #include "text.h"
 #include "worker.h"
 

@@ -8,7 +8,7 @@
 
 #include "coordinator.h"
 #include "testing/status_matchers.h"
-#include "testing/rollcall_helpers.h"
+#include "testing/roll_call_helpers.h"
 
 namespace kdist {
 namespace {
@@ -30,7 +30,7 @@ TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
   // port is refused at once, so 300 s of retries run in milliseconds.
   FakeClock clock;
   const uint16_t port = ClosedPort();
-  RendezvousOptions options;
+  RollCallOptions options;
   options.timeout = seconds(300);
   options.seed = 7;
   std::vector<std::string> lines;
@@ -63,7 +63,7 @@ TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
 TEST(Worker, GivesUpAtTheDeadlineOnARealClock) {
   RealClock clock;
   const uint16_t port = ClosedPort();
-  RendezvousOptions options = FastOptions(milliseconds(300));
+  RollCallOptions options = FastOptions(milliseconds(300));
   const Nanos start = clock.Now();
   Result<WorkerResult> result = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock);
   const Nanos took = clock.Now() - start;
@@ -80,7 +80,7 @@ TEST(Worker, WaitsForACoordinatorThatStartsLate) {
   reserve->fd.Close();
   std::mutex mutex;
   std::vector<std::string> lines;
-  RendezvousOptions options = FastOptions(milliseconds(5000));
+  RollCallOptions options = FastOptions(milliseconds(5000));
   options.progress_interval = milliseconds(50);
   options.progress = [&](const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -89,7 +89,7 @@ TEST(Worker, WaitsForACoordinatorThatStartsLate) {
   Result<WorkerResult> worker = Internal("not run");
   std::thread thread([&] { worker = RunWorker(TestHello(1, 2, port), Loopback(port), options, clock); });
   usleep(300 * 1000);
-  RendezvousOptions coordinator_options = FastOptions(milliseconds(5000));
+  RollCallOptions coordinator_options = FastOptions(milliseconds(5000));
   Result<RollCallSummary> summary =
       RunCoordinator(TestHello(0, 2, port), JobShared{77}, port, coordinator_options, clock);
   thread.join();
@@ -107,7 +107,7 @@ TEST(Worker, WaitsForACoordinatorThatStartsLate) {
 
 TEST(Worker, ResolvesLocalhost) {
   RealClock clock;
-  RendezvousOptions options = FastOptions(milliseconds(5000));
+  RollCallOptions options = FastOptions(milliseconds(5000));
   Result<Listener> listener = BindCoordinatorPort(0, options, clock);
   KDIST_ASSERT_OK(listener);
   const uint16_t port = listener->port;
@@ -177,7 +177,7 @@ TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
   // Process 0 acknowledges the hello at once, so the worker knows it was heard
   // even when the deadline comes before any progress line.
   RealClock clock;
-  RendezvousOptions options = FastOptions(milliseconds(600));
+  RollCallOptions options = FastOptions(milliseconds(600));
   options.progress_interval = seconds(60);
   Result<Listener> listener = BindCoordinatorPort(0, options, clock);
   KDIST_ASSERT_OK(listener);
@@ -186,7 +186,7 @@ TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
   std::thread thread([&] {
     summary = RunCoordinatorOn(std::move(listener).value(), TestHello(0, 3, port), JobShared{77}, options, clock);
   });
-  RendezvousOptions worker_options = FastOptions(milliseconds(400));
+  RollCallOptions worker_options = FastOptions(milliseconds(400));
   worker_options.progress_interval = seconds(60);
   Result<WorkerResult> worker = RunWorker(TestHello(1, 3, port), Loopback(port), worker_options,
                                           clock);
@@ -200,7 +200,7 @@ TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
 TEST(Worker, InterruptStopsTheRetries) {
   RealClock clock;
   const uint16_t port = ClosedPort();
-  RendezvousOptions options = FastOptions(milliseconds(30000));
+  RollCallOptions options = FastOptions(milliseconds(30000));
   options.check_interval = milliseconds(10);
   const Nanos start = clock.Now();
   options.interrupted = [&]() -> Status {

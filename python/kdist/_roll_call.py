@@ -95,10 +95,10 @@ def roll_call(
 
     Example:
         >>> import time
-        >>> from kdist import _config, _core, _preflight
+        >>> from kdist import _config, _core, _roll_call
         >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
         >>> deadline = time.monotonic() + spec.timeout
-        >>> _preflight.roll_call(spec, deadline, _core.JobShared())  # doctest: +ELLIPSIS
+        >>> _roll_call.roll_call(spec, deadline, _core.JobShared())  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         kdist._errors.CoordinatorUnreachableError: process 1 ...
@@ -190,11 +190,11 @@ def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadlin
 
     Example:
         >>> import socket, time
-        >>> from kdist import _config, _preflight
+        >>> from kdist import _config, _roll_call
         >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=1)
         >>> with socket.create_server(("127.0.0.1", 0)) as server:
         ...     port = server.getsockname()[1]
-        ...     _preflight.wait_for_coordinator_service(
+        ...     _roll_call.wait_for_coordinator_service(
         ...         spec, f"127.0.0.1:{port}", time.monotonic() + 1)
     """
     _core.wait_for_coordinator_service(

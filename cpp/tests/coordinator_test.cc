@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "testing/status_matchers.h"
-#include "testing/rollcall_helpers.h"
+#include "testing/roll_call_helpers.h"
 #include "worker.h"
 
 namespace kdist {
@@ -25,7 +25,7 @@ using testing::TestHello;
 // Process 0 on a free port, run on its own thread.
 class CoordinatorThread {
  public:
-  CoordinatorThread(int64_t n, RendezvousOptions options, std::string token = "")
+  CoordinatorThread(int64_t n, RollCallOptions options, std::string token = "")
       : options_(std::move(options)), result_(Internal("not finished")) {
     Result<Listener> listener = BindCoordinatorPort(0, options_, clock_);
     if (!listener.ok()) return;
@@ -47,7 +47,7 @@ class CoordinatorThread {
 
  private:
   RealClock clock_;
-  RendezvousOptions options_;
+  RollCallOptions options_;
   uint16_t port_ = 0;
   Hello own_;
   JobShared shared_{20260427};
@@ -58,7 +58,7 @@ class CoordinatorThread {
 // A worker on its own thread.
 class WorkerThread {
  public:
-  WorkerThread(Hello hello, uint16_t port, RendezvousOptions options)
+  WorkerThread(Hello hello, uint16_t port, RollCallOptions options)
       : hello_(std::move(hello)), options_(std::move(options)), result_(Internal("not finished")) {
     thread_ = std::thread([this, port] {
       RealClock clock;
@@ -73,7 +73,7 @@ class WorkerThread {
 
  private:
   Hello hello_;
-  RendezvousOptions options_;
+  RollCallOptions options_;
   Result<WorkerResult> result_;
   std::thread thread_;
 };
@@ -136,7 +136,7 @@ TEST(Coordinator, AloneItTimesOutNamingOneOfTwo) {
 }
 
 TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
-  RendezvousOptions options = FastOptions(milliseconds(5000));
+  RollCallOptions options = FastOptions(milliseconds(5000));
   CoordinatorThread coordinator(2, options);
   const uint16_t port = coordinator.port();
   RawClient http(port), noise(port), silent(port), huge(port), quitter(port);
@@ -174,7 +174,7 @@ TEST(Coordinator, AJaxClientWithoutPreflightIsNamedAsSuch) {
 }
 
 TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
-  RendezvousOptions options = FastOptions(milliseconds(5000));
+  RollCallOptions options = FastOptions(milliseconds(5000));
   options.hello_timeout = milliseconds(150);
   CoordinatorThread coordinator(2, options);
   RawClient silent(coordinator.port());
@@ -194,7 +194,7 @@ TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
 }
 
 TEST(Coordinator, PendingConnectionsAreBounded) {
-  RendezvousOptions options = FastOptions(milliseconds(5000));
+  RollCallOptions options = FastOptions(milliseconds(5000));
   options.max_pending = 2;
   options.hello_timeout = milliseconds(200);
   CoordinatorThread coordinator(2, options);
@@ -289,7 +289,7 @@ class Lines {
 };
 
 TEST(Coordinator, ALeaverIsMissingUntilItsIdComesBack) {
-  RendezvousOptions options = FastOptions(milliseconds(30000));
+  RollCallOptions options = FastOptions(milliseconds(30000));
   Lines lines;
   options.progress_interval = milliseconds(20);
   options.progress = lines.Sink();
@@ -348,11 +348,11 @@ TEST(Coordinator, OtherProtocolVersionIsAnsweredAndRefused) {
 }
 
 TEST(Coordinator, WaitingWorkersHearProcessZerosProgress) {
-  RendezvousOptions coordinator_options = FastOptions(milliseconds(800));
+  RollCallOptions coordinator_options = FastOptions(milliseconds(800));
   coordinator_options.progress_interval = milliseconds(50);
   coordinator_options.progress = [](const std::string&) {};
   CoordinatorThread coordinator(3, coordinator_options);
-  RendezvousOptions worker_options = FastOptions(milliseconds(3000));
+  RollCallOptions worker_options = FastOptions(milliseconds(3000));
   std::mutex mutex;
   std::vector<std::string> lines;
   worker_options.progress_interval = milliseconds(100);
@@ -377,7 +377,7 @@ TEST(Coordinator, WaitingWorkersHearProcessZerosProgress) {
 
 TEST(Coordinator, TakenPortNamesThePortAndItsHolder) {
   RealClock clock;
-  RendezvousOptions options = FastOptions(milliseconds(1000));
+  RollCallOptions options = FastOptions(milliseconds(1000));
   Result<Listener> holder = ListenOnAllInterfaces(0, 4);
   KDIST_ASSERT_OK(holder);
   const Nanos start = clock.Now();
@@ -392,7 +392,7 @@ TEST(Coordinator, TakenPortNamesThePortAndItsHolder) {
 }
 
 TEST(Coordinator, InterruptStopsAtOnceAndFreesThePort) {
-  RendezvousOptions options = FastOptions(milliseconds(30000));
+  RollCallOptions options = FastOptions(milliseconds(30000));
   options.check_interval = milliseconds(10);
   std::atomic<bool> stop{false};
   options.interrupted = [&]() -> Status {
@@ -437,7 +437,7 @@ TEST(Coordinator, AThousandWorkersOnOneCoordinator) {
 
 TEST(Coordinator, BindsOnlyTheBindAddressWhenGiven) {
   RealClock clock;
-  RendezvousOptions options = FastOptions(milliseconds(1000));
+  RollCallOptions options = FastOptions(milliseconds(1000));
   Result<Endpoint> bind_at = EndpointFromLiteral("127.0.0.1", 0);
   KDIST_ASSERT_OK(bind_at);
   // The coordinator's own port (12345) is not what is bound: the bind address's is.
@@ -449,7 +449,7 @@ TEST(Coordinator, BindsOnlyTheBindAddressWhenGiven) {
 
 TEST(Coordinator, ATakenBindAddressNamesThePort) {
   RealClock clock;
-  RendezvousOptions options = FastOptions(milliseconds(1000));
+  RollCallOptions options = FastOptions(milliseconds(1000));
   Result<Listener> holder = ListenOnAllInterfaces(0, 4);
   KDIST_ASSERT_OK(holder);
   Result<Endpoint> bind_at = EndpointFromLiteral("127.0.0.1", holder->port);

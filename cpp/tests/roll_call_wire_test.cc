@@ -1,4 +1,4 @@
-#include "hello.h"
+#include "roll_call_wire.h"
 
 #include "backoff.h"  // SplitMix64 for random bytes
 #include "testing/status_matchers.h"

@@ -11,8 +11,8 @@
 
 #include "address.h"
 #include "clock.h"
-#include "hello.h"
-#include "rendezvous.h"
+#include "roll_call_wire.h"
+#include "roll_call_options.h"
 #include "socket.h"
 #include "status.h"
 
@@ -35,12 +35,12 @@ struct WorkerResult {
 //   on the coordinator port (e.g. process 0 runs without pre-flight).
 // the interrupt hook's status, when it stopped the wait.
 Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
-                               const RendezvousOptions& options, Clock& clock);
+                               const RollCallOptions& options, Clock& clock);
 
 // Connects to `endpoint` every probe_interval until it accepts (then closes
 // at once) or the deadline passes (kDeadlineExceeded, with the last error).
 // kInternal when poll fails; the interrupt hook's status when it stops the wait.
-Status WaitForCoordinatorService(const Endpoint& endpoint, const RendezvousOptions& options,
+Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions& options,
                                  Clock& clock);
 
 // Text that came off the wire, fit for a message: as is when it is all

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "port_owner.h"
-#include "rollcall.h"
+#include "roll_call.h"
 #include "text.h"
 
 namespace kdist {
@@ -55,7 +55,7 @@ std::string NoFilesMessage(size_t open_connections) {
 class Coordinator {
  public:
   Coordinator(Listener listener, const Hello& own, const JobShared& shared,
-              const RendezvousOptions& options, Clock& clock)
+              const RollCallOptions& options, Clock& clock)
       : listener_(std::move(listener)),
         own_(own),
         shared_(shared),
@@ -97,7 +97,7 @@ class Coordinator {
   Listener listener_;
   const Hello& own_;
   const JobShared& shared_;
-  const RendezvousOptions& options_;
+  const RollCallOptions& options_;
   Waiter waiter_;
   RollCall call_;
   std::map<uint64_t, Connection> connections_;
@@ -409,7 +409,7 @@ Result<RollCallSummary> Coordinator::Run() {
 
 }  // namespace
 
-Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& options,
+Result<Listener> BindCoordinatorPort(uint16_t port, const RollCallOptions& options,
                                      Clock& clock, const std::optional<Endpoint>& bind_at) {
   if (bind_at) port = bind_at->port();
   Result<Listener> listener = bind_at ? ListenOn(*bind_at, options.listen_backlog)
@@ -425,13 +425,13 @@ Result<Listener> BindCoordinatorPort(uint16_t port, const RendezvousOptions& opt
 
 Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
                                          const JobShared& shared,
-                                         const RendezvousOptions& options, Clock& clock) {
+                                         const RollCallOptions& options, Clock& clock) {
   Coordinator coordinator(std::move(listener), own, shared, options, clock);
   return coordinator.Run();
 }
 
 Result<RollCallSummary> RunCoordinator(const Hello& own, const JobShared& shared, uint16_t port,
-                                       const RendezvousOptions& options, Clock& clock) {
+                                       const RollCallOptions& options, Clock& clock) {
   Result<Listener> listener = BindCoordinatorPort(port, options, clock);
   if (!listener.ok()) return listener.status();
   return RunCoordinatorOn(std::move(listener).value(), own, shared, options, clock);

@@ -5,8 +5,8 @@
 //
 // Process 0 runs RunCoordinator (coordinator.h); every other process runs
 // RunWorker and then WaitForCoordinatorService (worker.h).
-#ifndef KDIST_RENDEZVOUS_H_
-#define KDIST_RENDEZVOUS_H_
+#ifndef KDIST_ROLL_CALL_OPTIONS_H_
+#define KDIST_ROLL_CALL_OPTIONS_H_
 
 #include <cstdint>
 #include <functional>
@@ -15,7 +15,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "cluster_spec.h"
-#include "hello.h"
+#include "roll_call_wire.h"
 #include "status.h"
 
 namespace kdist {
@@ -27,7 +27,7 @@ struct Identity {
   int64_t pid = 0;
 };
 
-struct RendezvousOptions {
+struct RollCallOptions {
   // The deadline: `timeout` after the start of initialize(), of which the
   // caller had used `already_elapsed` before this call. Messages and progress
   // lines count from that start ("12 s of 300 s").
@@ -85,7 +85,7 @@ inline constexpr Nanos kMinWaiterInterval = std::chrono::milliseconds(1);
 // One deadline, cut into bounded waits. Not thread-safe; one per call.
 class Waiter {
  public:
-  Waiter(Clock& clock, const RendezvousOptions& options);
+  Waiter(Clock& clock, const RollCallOptions& options);
 
   Clock& clock() { return clock_; }
   Nanos Elapsed() const;
@@ -112,7 +112,7 @@ class Waiter {
   Nanos NextProgressAfter(Nanos now) const;
 
   Clock& clock_;
-  const RendezvousOptions& options_;
+  const RollCallOptions& options_;
   Nanos start_;
   Nanos deadline_;
   Nanos next_progress_;
@@ -124,4 +124,4 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 }  // namespace kdist
 
-#endif  // KDIST_RENDEZVOUS_H_
+#endif  // KDIST_ROLL_CALL_OPTIONS_H_

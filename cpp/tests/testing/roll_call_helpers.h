@@ -1,7 +1,7 @@
 // Helpers shared by the coordinator and worker tests: hellos, fast options,
 // and a raw loopback client for speaking (or not speaking) the protocol.
-#ifndef KDIST_TESTING_ROLLCALL_HELPERS_H_
-#define KDIST_TESTING_ROLLCALL_HELPERS_H_
+#ifndef KDIST_TESTING_ROLL_CALL_HELPERS_H_
+#define KDIST_TESTING_ROLL_CALL_HELPERS_H_
 
 #include <unistd.h>
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "address.h"
-#include "hello.h"
-#include "rendezvous.h"
+#include "roll_call_wire.h"
+#include "roll_call_options.h"
 #include "socket.h"
 
 namespace kdist::testing {
@@ -39,8 +39,8 @@ inline Address Loopback(uint16_t port) {
 }
 
 // Short deadlines so failures show in milliseconds.
-inline RendezvousOptions FastOptions(std::chrono::milliseconds timeout) {
-  RendezvousOptions o;
+inline RollCallOptions FastOptions(std::chrono::milliseconds timeout) {
+  RollCallOptions o;
   o.timeout = timeout;
   o.hello_timeout = std::chrono::milliseconds(2000);
   o.close_grace = std::chrono::milliseconds(1000);
@@ -133,4 +133,4 @@ class RawClient {
 
 }  // namespace kdist::testing
 
-#endif  // KDIST_TESTING_ROLLCALL_HELPERS_H_
+#endif  // KDIST_TESTING_ROLL_CALL_HELPERS_H_
