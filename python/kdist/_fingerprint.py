@@ -1,0 +1,192 @@
+"""This process's environment fingerprint: what must match across the job's processes.
+
+Processes can agree on every setting of the job and still not be the same program: a
+different jax on one host, a different `XLA_FLAGS`, an old copy of the script, one host with
+fewer devices. Each process collects its fingerprint here, without importing JAX, Keras or
+the compiled core, and sends it in its hello; process 0 compares them (the roll call) and
+`kdist doctor` shows them.
+
+Each entry says whether a difference must stop the job (`must_match`: it crashes or
+silently corrupts it) or deserves a warning. `KDIST_CONSISTENCY` chooses what process 0 does
+with each kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# JAX_* variables that name this process, its place in the job or its diagnostics: they
+# differ between processes of one healthy job, so they are left out of the comparison.
+# Every other JAX_* variable (JAX_ENABLE_X64, JAX_DEFAULT_MATMUL_PRECISION, ...) can change
+# what the program computes and is compared.
+_PER_PROCESS_JAX_VARIABLES = frozenset(
+    {
+        "JAX_COORDINATOR_ADDRESS",
+        "JAX_COORDINATOR_BIND_ADDRESS",
+        "JAX_COORDINATOR_PORT",
+        "JAX_NUM_PROCESSES",
+        "JAX_PROCESS_ID",
+        "JAX_LOCAL_DEVICE_IDS",
+        "JAX_COMPILATION_CACHE_DIR",
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",
+        "JAX_LOGGING_LEVEL",
+        "JAX_DEBUG_LOG_MODULES",
+        "JAX_TRACEBACK_FILTERING",
+        "JAX_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS",
+        "JAX_EXPLAIN_CACHE_MISSES",
+        "JAX_LOG_COMPILES",
+    }
+)
+
+# Distribution names of the packages whose versions are compared.
+_PACKAGES = (("jax", True), ("jaxlib", True), ("keras", False), ("kdist", False))
+
+_NOT_INSTALLED = "not installed"
+_FORCED_CPU_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One compared property of a process.
+
+    Attributes:
+        name: What it is, as messages name it: "jax", "XLA_FLAGS", "script".
+        value: Its value in this process, as text ("0.10.2", "cpu", "not installed").
+        must_match: Whether a difference between processes stops the job by default
+            (it would crash or corrupt it); otherwise a difference is a warning.
+    """
+
+    name: str
+    value: str
+    must_match: bool
+
+
+def package_version(distribution: str) -> str:
+    """The installed version of `distribution`, read from its metadata, without importing it.
+
+    Example:
+        >>> package_version("no-such-distribution-kdist-test")
+        'not installed'
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return _NOT_INSTALLED
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _script(argv: Sequence[str]) -> tuple[str, str]:
+    """The main script's content hash and its arguments' hash (or why there is none)."""
+    main = argv[0] if argv else ""
+    arguments = "none" if len(argv) <= 1 else _digest("\0".join(argv[1:]).encode())
+    if not main or main == "-c":
+        return "no script file (python -c or interactive)", arguments
+    try:
+        return f"{Path(main).name} sha256:{_digest(Path(main).read_bytes())}", arguments
+    except OSError:
+        return f"{Path(main).name} (unreadable)", arguments
+
+
+def _listed(value: str) -> list[str]:
+    return [item for item in (part.strip() for part in value.split(",")) if item]
+
+
+def _devices(
+    environ: Mapping[str, str], dev_dir: Path, local_device_ids: Sequence[int] | None
+) -> tuple[str, str]:
+    """The device platform this process will use and how many devices, without JAX."""
+    from kdist._doctor import find_accelerators
+
+    found = find_accelerators(dev_dir=dev_dir, environ=environ)
+    requested = _listed(environ.get("JAX_PLATFORMS", "").lower())
+    first = requested[0] if requested else ""
+    if first in ("cuda", "rocm", "gpu"):
+        kind = "gpu"
+    elif first:
+        kind = first
+    elif found["nvidia_gpus"] or found["amd_kfd"]:
+        kind = "gpu"
+    elif found["tpu_chips"]:
+        kind = "tpu"
+    else:
+        kind = "cpu"
+
+    count: int | str
+    if local_device_ids is not None:
+        count = len(local_device_ids)
+    elif kind == "cpu":
+        forced = _FORCED_CPU_COUNT.findall(environ.get("XLA_FLAGS", ""))
+        count = environ.get("JAX_NUM_CPU_DEVICES") or (forced[-1] if forced else "1")
+    elif kind == "gpu":
+        visible = environ.get("CUDA_VISIBLE_DEVICES", environ.get("HIP_VISIBLE_DEVICES"))
+        if visible is not None:
+            count = len(_listed(visible))
+        else:
+            count = len(found["nvidia_gpus"]) or len(found["render_nodes"])
+    elif kind == "tpu":
+        visible = environ.get("TPU_VISIBLE_CHIPS")
+        count = len(_listed(visible)) if visible is not None else len(found["tpu_chips"])
+    else:
+        count = "unknown"
+    return kind, str(count).strip()
+
+
+def collect(
+    environ: Mapping[str, str] | None = None,
+    argv: Sequence[str] | None = None,
+    *,
+    local_device_ids: Sequence[int] | None = None,
+    dev_dir: Path = Path("/dev"),
+) -> tuple[Entry, ...]:
+    """This process's fingerprint, in the order messages list it.
+
+    Args:
+        environ: The environment snapshot. Defaults to None: `os.environ`.
+        argv: The program's arguments. Defaults to None: `sys.argv`.
+        local_device_ids: The devices this process was told to use (the resolved
+            `local_device_ids`), when it was. Defaults to None: every device it sees.
+        dev_dir: Where device nodes live. Defaults to `/dev`.
+
+    Returns:
+        The entries: the versions of jax, jaxlib, keras, kdist and Python; the device
+        platform and the number of local devices; the operating system and machine;
+        `XLA_FLAGS`; the other `JAX_*` settings; the main script's hash and its
+        arguments' hash.
+
+    Example:
+        >>> entries = collect({"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": "2"}, ["-c"])
+        >>> [(e.name, e.value) for e in entries if e.name in ("device platform", "local devices")]
+        [('device platform', 'cpu'), ('local devices', '2')]
+    """
+    environ = os.environ if environ is None else environ
+    argv = sys.argv if argv is None else argv
+    entries = [Entry(name, package_version(name), fatal) for name, fatal in _PACKAGES]
+    entries.append(Entry("python", platform.python_version(), False))
+    kind, count = _devices(environ, dev_dir, local_device_ids)
+    entries.append(Entry("device platform", kind, True))
+    entries.append(Entry("local devices", count, True))
+    entries.append(Entry("platform", f"{platform.system()} {platform.machine()}", False))
+    entries.append(Entry("XLA_FLAGS", environ.get("XLA_FLAGS", "").strip() or "unset", False))
+    settings = sorted(
+        f"{name}={value}"
+        for name, value in environ.items()
+        if name.startswith("JAX_") and name not in _PER_PROCESS_JAX_VARIABLES
+    )
+    entries.append(Entry("JAX settings", " ".join(settings) or "none", False))
+    script, arguments = _script(argv)
+    entries.append(Entry("script", script, False))
+    entries.append(Entry("arguments", arguments, False))
+    return tuple(entries)
