@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <functional>
-#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
 
+#include "event_poller.h"
 #include "port_owner.h"
 #include "roll_call.h"
 #include "text.h"
@@ -19,6 +22,8 @@ using std::chrono::milliseconds;
 constexpr size_t kReadChunk = 4096;
 constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0";
 constexpr size_t kMaxReadPerRound = 64 * 1024;
+// The listener's key in the poller; connections count from 1.
+constexpr uint64_t kListenerKey = 0;
 
 enum class Phase { kPending, kMember, kClosing };
 
@@ -31,6 +36,7 @@ struct Connection {
   FrameAssembler in;
   std::string out;  // queued bytes not yet fully written; emptied once all are sent
   size_t sent = 0;  // of `out`
+  bool watching_write = false;  // whether the poller reports it writable
   bool wants_write() const { return sent < out.size(); }
 };
 
@@ -54,9 +60,10 @@ std::string NoFilesMessage(size_t open_connections) {
 
 class Coordinator {
  public:
-  Coordinator(Listener listener, const Hello& own, const JobShared& shared,
+  Coordinator(Listener listener, EventPoller poller, const Hello& own, const JobShared& shared,
               const RollCallOptions& options, Clock& clock)
       : listener_(std::move(listener)),
+        poller_(std::move(poller)),
         own_(own),
         shared_(shared),
         options_(options),
@@ -72,35 +79,45 @@ class Coordinator {
   void AcceptAll();
   void OnReadable(uint64_t id, Connection& c);
   void OnHelloFrame(uint64_t id, Connection& c, const std::string& frame);
-  void Flush(Connection& c);
-  // One poll over the connections (and the listener when `accepting`) of at
+  void Flush(uint64_t id, Connection& c);
+  // One wait for ready connections (and the listener when `accepting`) of at
   // most `wait`: flushes the writable ones and hands the readable ones to
   // `on_readable`, stopping early when it returns false. Returns whether the
-  // listener is readable (false after a stop); kInternal when poll fails.
+  // listener is readable (false after a stop); kInternal when epoll fails.
   Result<bool> PollRound(bool accepting, Nanos wait,
                          const std::function<bool(uint64_t, Connection&)>& on_readable);
   // Drain's reading: the connection's close (or failure) removes it.
   void OnReadableWhileClosing(uint64_t id, Connection& c);
   void Drop(uint64_t id, const std::string& reason);
   void Remove(uint64_t id, bool reset);
-  void SendVerdict(Connection& c, FrameType type, const Status& status);
+  void SendVerdict(uint64_t id, Connection& c, FrameType type, const Status& status);
+  // Queues the last frame of a connection (a verdict) and starts its close grace.
+  void SendLast(uint64_t id, Connection& c, const std::string& frame);
+  // A connection that is not a member (pending or closing) has a deadline.
+  void SetDeadline(uint64_t id, Connection& c, Nanos expires);
+  void ClearDeadline(uint64_t id, const Connection& c);
+  void Listen(bool accepting);
   void ExpireStale();
   void BroadcastStatus(const std::string& line);
   Reply MakeReply(FrameType type, StatusCode code, const std::string& message) const;
   std::string StatusFrame(const std::string& line) const;
   // Queues a progress frame for one member (skipped when its output is backed up).
-  void SendStatus(Connection& c, const std::string& frame);
+  void SendStatus(uint64_t id, Connection& c, const std::string& frame);
   void Drain();
   void ResetAll();
-  size_t NonMembers() const;
 
   Listener listener_;
+  EventPoller poller_;
+  bool listening_ = false;  // whether the listener is in the poller
   const Hello& own_;
   const JobShared& shared_;
   const RollCallOptions& options_;
   Waiter waiter_;
   RollCall call_;
-  std::map<uint64_t, Connection> connections_;
+  std::unordered_map<uint64_t, Connection> connections_;
+  // Connections that are not members (pending or closing), by deadline.
+  std::set<std::pair<Nanos, uint64_t>> deadlines_;
+  size_t non_members_ = 0;
   uint64_t next_id_ = 1;
   Status failure_;               // set when the roll call failed for everybody
   uint64_t offender_ = 0;        // the connection whose hello failed it
@@ -109,16 +126,26 @@ class Coordinator {
 
 std::string Coordinator::Line() { return call_.ProgressLine(waiter_.Progress()); }
 
-size_t Coordinator::NonMembers() const {
-  size_t n = 0;
-  for (const auto& [id, c] : connections_) n += c.phase != Phase::kMember;
-  return n;
+void Coordinator::SetDeadline(uint64_t id, Connection& c, Nanos expires) {
+  ClearDeadline(id, c);
+  c.expires = expires;
+  deadlines_.emplace(expires, id);
+}
+
+void Coordinator::ClearDeadline(uint64_t id, const Connection& c) {
+  deadlines_.erase({c.expires, id});
 }
 
 void Coordinator::Remove(uint64_t id, bool reset) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
-  if (it->second.phase == Phase::kMember) call_.Leave(id);
+  if (it->second.phase == Phase::kMember) {
+    call_.Leave(id);
+  } else {
+    ClearDeadline(id, it->second);
+    --non_members_;
+  }
+  poller_.Remove(it->second.fd.get());
   if (reset) {
     it->second.fd.CloseWithReset();
   } else {
@@ -144,26 +171,48 @@ Reply Coordinator::MakeReply(FrameType type, StatusCode code, const std::string&
   return reply;
 }
 
-void Coordinator::SendVerdict(Connection& c, FrameType type, const Status& status) {
-  c.out += EncodeReply(MakeReply(type, status.code(), status.message()));
-  c.phase = Phase::kClosing;
-  c.expires = Now() + options_.close_grace;
-  Flush(c);
+void Coordinator::SendVerdict(uint64_t id, Connection& c, FrameType type, const Status& status) {
+  SendLast(id, c, EncodeReply(MakeReply(type, status.code(), status.message())));
 }
 
-void Coordinator::Flush(Connection& c) {
+void Coordinator::SendLast(uint64_t id, Connection& c, const std::string& frame) {
+  c.out += frame;
+  if (c.phase == Phase::kMember) ++non_members_;
+  c.phase = Phase::kClosing;
+  SetDeadline(id, c, Now() + options_.close_grace);
+  Flush(id, c);
+}
+
+void Coordinator::Flush(uint64_t id, Connection& c) {
   while (c.wants_write()) {
     const Io io = WriteSome(c.fd.get(), std::string_view(c.out).substr(c.sent));
-    if (io.state != IoState::kDone) return;  // would block, or the reader reports the error
+    if (io.state != IoState::kDone) break;  // would block, or the reader reports the error
     c.sent += io.bytes;
   }
-  // All sent: drop the written bytes instead of keeping them for the whole roll call.
-  c.out.clear();
-  c.sent = 0;
+  if (!c.wants_write()) {
+    // All sent: drop the written bytes instead of keeping them for the whole roll call.
+    c.out.clear();
+    c.out.shrink_to_fit();
+    c.sent = 0;
+  }
+  if (c.watching_write != c.wants_write() &&
+      poller_.WatchWrite(c.fd.get(), id, c.wants_write()).ok()) {
+    c.watching_write = c.wants_write();
+  }
+}
+
+void Coordinator::Listen(bool accepting) {
+  if (accepting == listening_) return;
+  if (accepting) {
+    if (!poller_.Add(listener_.fd.get(), kListenerKey, false).ok()) return;  // next round
+  } else {
+    poller_.Remove(listener_.fd.get());
+  }
+  listening_ = accepting;
 }
 
 void Coordinator::AcceptAll() {
-  for (size_t open = NonMembers(); open < options_.max_pending; ++open) {
+  while (non_members_ < options_.max_pending) {
     Accepted a = AcceptOne(listener_.fd.get());
     if (a.io.state == IoState::kWouldBlock) return;
     if (a.io.state == IoState::kError) {
@@ -172,10 +221,15 @@ void Coordinator::AcceptAll() {
       }
       return;  // other errors (ENOBUFS, ...): try again next round
     }
-    Connection c;
+    const uint64_t id = next_id_++;
+    if (const Status added = poller_.Add(a.fd.get(), id, false); !added.ok()) {
+      failure_ = Internal(added.message() + " (" + NoFilesMessage(connections_.size()) + ")");
+      return;
+    }
+    Connection& c = connections_[id];
     c.fd = std::move(a.fd);
-    c.expires = Now() + options_.hello_timeout;
-    connections_.emplace(next_id_++, std::move(c));
+    ++non_members_;
+    SetDeadline(id, c, Now() + options_.hello_timeout);
   }
 }
 
@@ -184,7 +238,7 @@ void Coordinator::OnHelloFrame(uint64_t id, Connection& c, const std::string& fr
   if (!hello.ok()) {
     if (hello.status().code() == StatusCode::kFailedPrecondition) {  // another protocol version
       call_.NoteDropped("a process " + hello.status().message());
-      SendVerdict(c, FrameType::kReject,
+      SendVerdict(id, c, FrameType::kReject,
                   FailedPrecondition("process 0 (host " + SafeText(own_.host) + ", pid " +
                                      std::to_string(own_.pid) + ") refused this hello: " +
                                      hello.status().message()));
@@ -201,12 +255,16 @@ void Coordinator::OnHelloFrame(uint64_t id, Connection& c, const std::string& fr
   const RollCall::Verdict verdict = call_.Offer(id, *hello);
   switch (verdict.outcome) {
     case RollCall::Outcome::kJoined:
+      ClearDeadline(id, c);
+      --non_members_;
       c.phase = Phase::kMember;
-      // Acknowledge at once, so the worker knows process 0 itself heard it.
-      SendStatus(c, StatusFrame(Line()));
+      c.in = FrameAssembler();  // a member sends nothing more: keep no buffer for it
+      // Acknowledge at once, so the worker knows process 0 itself heard it. The
+      // line is the short one: the missing ids cost O(processes) to list.
+      SendStatus(id, c, StatusFrame(call_.JoinedLine(waiter_.Progress())));
       return;
     case RollCall::Outcome::kRefused:
-      SendVerdict(c, FrameType::kReject, verdict.status);
+      SendVerdict(id, c, FrameType::kReject, verdict.status);
       return;
     case RollCall::Outcome::kFailed:
       failure_ = verdict.status;
@@ -256,9 +314,9 @@ void Coordinator::OnReadable(uint64_t id, Connection& c) {
 void Coordinator::ExpireStale() {
   const Nanos now = Now();
   std::vector<uint64_t> expired_pending, expired_closing;
-  for (const auto& [id, c] : connections_) {
-    if (c.phase == Phase::kMember || now < c.expires) continue;
-    (c.phase == Phase::kPending ? expired_pending : expired_closing).push_back(id);
+  for (auto it = deadlines_.begin(); it != deadlines_.end() && it->first <= now; ++it) {
+    const Connection& c = connections_.at(it->second);
+    (c.phase == Phase::kPending ? expired_pending : expired_closing).push_back(it->second);
   }
   for (uint64_t id : expired_pending) {
     Drop(id, "it sent no complete hello within " + FormatTimeout(options_.hello_timeout));
@@ -270,39 +328,34 @@ std::string Coordinator::StatusFrame(const std::string& line) const {
   return EncodeReply(MakeReply(FrameType::kStatus, StatusCode::kOk, line));
 }
 
-void Coordinator::SendStatus(Connection& c, const std::string& frame) {
+void Coordinator::SendStatus(uint64_t id, Connection& c, const std::string& frame) {
   if (c.phase != Phase::kMember || c.out.size() - c.sent > 4 * frame.size()) return;
   c.out += frame;
-  Flush(c);
+  Flush(id, c);
 }
 
 void Coordinator::BroadcastStatus(const std::string& line) {
   const std::string frame = StatusFrame(line);
-  for (auto& [id, c] : connections_) SendStatus(c, frame);
+  for (auto& [id, c] : connections_) SendStatus(id, c, frame);
 }
 
 Result<bool> Coordinator::PollRound(
     bool accepting, Nanos wait, const std::function<bool(uint64_t, Connection&)>& on_readable) {
-  std::vector<pollfd> fds;
-  std::vector<uint64_t> ids;
-  if (accepting) fds.push_back({listener_.fd.get(), POLLIN, 0});
-  for (const auto& [id, c] : connections_) {
-    fds.push_back({c.fd.get(), static_cast<short>(POLLIN | (c.wants_write() ? POLLOUT : 0)), 0});
-    ids.push_back(id);
-  }
-  const int ready = Poll(fds, wait);
-  if (ready < 0) return Internal("poll failed in the roll call: " + ErrorText(-ready));
-  if (ready == 0) return false;
-  const size_t first = accepting ? 1 : 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const short revents = fds[first + i].revents;
-    if (revents == 0) continue;
-    auto it = connections_.find(ids[i]);
+  Listen(accepting);
+  Result<std::vector<EventPoller::Event>> events = poller_.Wait(wait);
+  if (!events.ok()) return Internal("the roll call's wait failed: " + events.status().message());
+  bool listener_ready = false;
+  for (const EventPoller::Event& event : *events) {
+    if (event.key == kListenerKey) {
+      listener_ready = accepting;
+      continue;
+    }
+    auto it = connections_.find(event.key);
     if (it == connections_.end()) continue;  // removed by an earlier event this round
-    if (revents & POLLOUT) Flush(it->second);
-    if ((revents & (POLLIN | POLLHUP | POLLERR)) && !on_readable(ids[i], it->second)) return false;
+    if (event.writable) Flush(event.key, it->second);
+    if (event.readable && !on_readable(event.key, it->second)) return false;
   }
-  return accepting && (fds[0].revents & POLLIN);
+  return listener_ready;
 }
 
 Status Coordinator::Collect() {
@@ -313,12 +366,9 @@ Status Coordinator::Collect() {
   while (!call_.complete() && failure_.ok()) {
     if (waiter_.Expired()) return call_.TimedOut(FormatTimeout(options_.timeout), listener_.bound);
 
-    const bool accepting = NonMembers() < options_.max_pending;
-    Nanos next_expiry = options_.timeout;
-    const Nanos now = Now();
-    for (const auto& [id, c] : connections_) {
-      if (c.phase != Phase::kMember) next_expiry = std::min(next_expiry, c.expires - now);
-    }
+    const bool accepting = non_members_ < options_.max_pending;
+    const Nanos next_expiry =
+        deadlines_.empty() ? options_.timeout : deadlines_.begin()->first - Now();
     Result<bool> listener_ready =
         PollRound(accepting, waiter_.Slice(std::max(next_expiry, Nanos(0))), on_readable);
     if (!listener_ready.ok()) return listener_ready.status();
@@ -370,14 +420,20 @@ void Coordinator::Drain() {
 }
 
 void Coordinator::ResetAll() {
-  for (auto& [id, c] : connections_) c.fd.CloseWithReset();
+  for (auto& [id, c] : connections_) {
+    poller_.Remove(c.fd.get());
+    c.fd.CloseWithReset();
+  }
   connections_.clear();
+  deadlines_.clear();
+  non_members_ = 0;
 }
 
 Result<RollCallSummary> Coordinator::Run() {
   Status status = Collect();
   // No new connection from here on: a worker's probe for JAX's service must
   // never reach this listener.
+  Listen(false);
   listener_.fd.Close();
 
   if (interrupted_) {
@@ -391,10 +447,11 @@ Result<RollCallSummary> Coordinator::Run() {
   }
   for (uint64_t id : pending) Remove(id, /*reset=*/true);
 
+  // One verdict for all, encoded once.
+  const std::string verdict = EncodeReply(
+      MakeReply(status.ok() ? FrameType::kGo : FrameType::kReject, status.code(), status.message()));
   for (auto& [id, c] : connections_) {
-    if (c.phase == Phase::kMember || id == offender_) {
-      SendVerdict(c, status.ok() ? FrameType::kGo : FrameType::kReject, status);
-    }
+    if (c.phase == Phase::kMember || id == offender_) SendLast(id, c, verdict);
   }
   Drain();
   if (!status.ok()) return status;
@@ -426,7 +483,10 @@ Result<Listener> BindCoordinatorPort(uint16_t port, const RollCallOptions& optio
 Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
                                          const JobShared& shared,
                                          const RollCallOptions& options, Clock& clock) {
-  Coordinator coordinator(std::move(listener), own, shared, options, clock);
+  Result<EventPoller> poller = EventPoller::Create();
+  if (!poller.ok()) return poller.status();
+  Coordinator coordinator(std::move(listener), std::move(poller).value(), own, shared, options,
+                          clock);
   return coordinator.Run();
 }
 

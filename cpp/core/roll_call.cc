@@ -193,6 +193,11 @@ std::string RollCall::ProgressLine(const std::string& times) const {
   return line;
 }
 
+std::string RollCall::JoinedLine(const std::string& times) const {
+  return std::to_string(joined()) + " of " + std::to_string(own_.num_processes) +
+         " processes joined; " + times;
+}
+
 Status RollCall::TimedOut(const std::string& timeout_text, const std::string& where) const {
   const std::vector<int64_t> missing = MissingIds();
   return DeadlineExceeded(
