@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "event_poller.h"
+#include "file_limit.h"
 #include "port_owner.h"
 #include "roll_call.h"
 #include "text.h"
@@ -483,6 +484,10 @@ Result<Listener> BindCoordinatorPort(uint16_t port, const RollCallOptions& optio
 Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
                                          const JobShared& shared,
                                          const RollCallOptions& options, Clock& clock) {
+  // Room for a connection from every process before the first is accepted.
+  if (Result<FileLimits> limits = EnsureFileLimit(own.num_processes); !limits.ok()) {
+    return limits.status();
+  }
   Result<EventPoller> poller = EventPoller::Create();
   if (!poller.ok()) return poller.status();
   Coordinator coordinator(std::move(listener), std::move(poller).value(), own, shared, options,
