@@ -49,7 +49,10 @@ class Generator {
   void OnReadable(size_t index);
   void Finish(size_t index);
   void Fail(size_t index, const std::string& why);
+  // A refused connect is retried until the first verdict (process 0 not yet
+  // listening); after it, the port is closed for good.
   void Retry(size_t index);
+  int64_t Verdicts() const { return report_.went + report_.rejected; }
 
   const RollCallLoad& load_;
   Clock& clock_;
@@ -86,6 +89,10 @@ void Generator::Fail(size_t index, const std::string& why) {
 
 void Generator::Retry(size_t index) {
   Simulated& s = sims_[index];
+  if (Verdicts() > 0) {
+    // Process 0 listened and has closed its port since: it will not come back.
+    return Fail(index, "connection refused after process 0 gave its verdict");
+  }
   poller_.Remove(s.fd.get());
   s.fd.Close();
   --in_flight_;
@@ -98,7 +105,7 @@ void Generator::Start(size_t index) {
   Simulated& s = sims_[index];
   Connecting c = StartConnect(load_.coordinator);
   if (c.io.state == IoState::kError) {
-    if (c.io.error == ECONNREFUSED) {
+    if (c.io.error == ECONNREFUSED && Verdicts() == 0) {
       ++report_.refused_connects;
       retries_.emplace_back(clock_.Now() + kRefusedRetry, index);
       return;
