@@ -23,9 +23,17 @@ Hello MakeHello(const ClusterSpec& spec, const Identity& identity) {
 
 BackoffPolicy WorkerBackoff(int64_t num_processes) {
   constexpr Nanos kCapPerProcess = std::chrono::microseconds(250);
-  const Nanos cap = std::clamp<Nanos>(kCapPerProcess * std::max<int64_t>(num_processes, 1),
-                                      std::chrono::milliseconds(50), std::chrono::seconds(1));
-  return BackoffPolicy{std::chrono::milliseconds(10), cap, 2.0, 0.5};
+  constexpr double kJitter = 0.5;
+  const int64_t n = std::max<int64_t>(num_processes, 1);
+  // Every delay, even with the most jitter taken off, is at least
+  // n / kMaxRefusedConnectsPerSecond, so the job as a whole stays under that rate.
+  const Nanos floor = std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(
+      static_cast<double>(n) / kMaxRefusedConnectsPerSecond / (1.0 - kJitter)));
+  const Nanos initial = std::max<Nanos>(std::chrono::milliseconds(10), floor);
+  const Nanos cap = std::max(std::clamp<Nanos>(kCapPerProcess * n, std::chrono::milliseconds(50),
+                                               std::chrono::seconds(1)),
+                             initial);
+  return BackoffPolicy{initial, cap, 2.0, kJitter};
 }
 
 std::string FormatElapsed(Nanos elapsed) {

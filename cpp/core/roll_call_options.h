@@ -65,12 +65,17 @@ struct RollCallOptions {
 // The hello this process sends (or, for process 0, compares against).
 Hello MakeHello(const ClusterSpec& spec, const Identity& identity);
 
+// The bound on the whole job's refused connection attempts at process 0's host
+// while process 0 is not listening yet, whatever the job's size.
+inline constexpr double kMaxRefusedConnectsPerSecond = 20000;
+
 // The retry schedule of a worker in a job of `num_processes`: steps from 10 ms
 // up to a cap of 0.25 ms per process, at least 50 ms and at most 1 s. A worker
 // that started before process 0 notices it within the cap (50 ms for up to 200
-// processes), while the whole job's refused connection attempts at the
-// coordinator's host stay under 8,000 per second (jitter takes up to half off
-// each delay) until the 1 s cap, reached at 4,000 processes.
+// processes). Jitter takes up to half off each delay; in jobs of more than 100
+// processes every delay is stretched to at least num_processes /
+// kMaxRefusedConnectsPerSecond (0.82 s at 16,384), so the job's refused
+// attempts stay under that rate from the first retry on.
 BackoffPolicy WorkerBackoff(int64_t num_processes);
 
 // "0.4 s", "12 s": one decimal below ten seconds, whole seconds above.

@@ -7,18 +7,21 @@
 #include <cerrno>
 #include <cstdio>
 #include <deque>
+#include <functional>
+#include <queue>
 #include <utility>
 #include <vector>
 
+#include "backoff.h"
 #include "event_poller.h"
 #include "file_limit.h"
+#include "roll_call_options.h"
 
 namespace kdist {
 namespace {
 
 using std::chrono::milliseconds;
 
-constexpr Nanos kRefusedRetry = milliseconds(10);
 constexpr Nanos kRound = milliseconds(10);
 constexpr size_t kReadChunk = 4096;
 
@@ -30,6 +33,7 @@ struct Simulated {
   Fd fd;
   size_t sent = 0;
   FrameAssembler in;
+  Backoff backoff{BackoffPolicy{}, 0};  // a refused connect waits as kdist's worker does
 };
 
 // Connections from one source address to one destination make the kernel's
@@ -87,6 +91,7 @@ class Generator {
   // A refused connect is retried until the first verdict (process 0 not yet
   // listening); after it, the port is closed for good.
   void Retry(size_t index);
+  void Refused(size_t index);
   int64_t Verdicts() const { return report_.went + report_.rejected; }
 
   const RollCallLoad& load_;
@@ -95,7 +100,10 @@ class Generator {
   Nanos start_{0};
   std::vector<Simulated> sims_;
   std::deque<size_t> queued_;
-  std::deque<std::pair<Nanos, size_t>> retries_;  // in time order: one fixed delay
+  // Refused connects waiting for their backoff delay, earliest first.
+  std::priority_queue<std::pair<Nanos, size_t>, std::vector<std::pair<Nanos, size_t>>,
+                      std::greater<>>
+      retries_;
   size_t in_flight_ = 0;  // connecting or sending
   int64_t finished_ = 0;
   int64_t hellos_sent_ = 0;
@@ -132,19 +140,21 @@ void Generator::Retry(size_t index) {
   s.fd.Close();
   --in_flight_;
   s.stage = Stage::kQueued;
-  ++report_.refused_connects;
-  retries_.emplace_back(clock_.Now() + kRefusedRetry, index);
+  Refused(index);
+}
+
+void Generator::Refused(size_t index) {
+  const Nanos now = clock_.Now();
+  if (report_.refused_connects++ == 0) report_.first_refused = now - start_;
+  report_.last_refused = now - start_;
+  retries_.emplace(now + sims_[index].backoff.Next(), index);
 }
 
 void Generator::Start(size_t index) {
   Simulated& s = sims_[index];
   Connecting c = ConnectFrom(load_.coordinator, index);
   if (c.io.state == IoState::kError) {
-    if (c.io.error == ECONNREFUSED && Verdicts() == 0) {
-      ++report_.refused_connects;
-      retries_.emplace_back(clock_.Now() + kRefusedRetry, index);
-      return;
-    }
+    if (c.io.error == ECONNREFUSED && Verdicts() == 0) return Refused(index);
     ++in_flight_;
     s.stage = Stage::kConnecting;
     Fail(index, "connect failed: " + ErrorText(c.io.error));
@@ -225,6 +235,7 @@ Result<RollCallLoadReport> Generator::Run() {
     hello.host = HostName(load_, hello.process_id);
     hello.pid = 100000 + hello.process_id;
     sims_[i].hello = EncodeHello(hello);
+    sims_[i].backoff = Backoff(WorkerBackoff(hello.num_processes), load_.seed + i);
     queued_.push_back(i);
   }
   const Nanos deadline = start_ + load_.timeout;
@@ -236,9 +247,9 @@ Result<RollCallLoadReport> Generator::Run() {
                               std::to_string(load_.count - finished_) + " of " +
                               std::to_string(load_.count) + " simulated processes without a verdict");
     }
-    while (!retries_.empty() && retries_.front().first <= now) {
-      queued_.push_back(retries_.front().second);
-      retries_.pop_front();
+    while (!retries_.empty() && retries_.top().first <= now) {
+      queued_.push_back(retries_.top().second);
+      retries_.pop();
     }
     while (in_flight_ < load_.max_connecting && !queued_.empty()) {
       const size_t index = queued_.front();

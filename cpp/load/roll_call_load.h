@@ -34,6 +34,10 @@ struct RollCallLoad {
   int64_t processes_per_host = 8;
   std::string host_prefix = "sim-";
   size_t max_connecting = 256;  // connects and hellos in flight at once
+  // A refused connect (process 0 not listening yet) is retried after the delay
+  // kdist's worker would wait (WorkerBackoff for the job's size), seeded per
+  // process from `seed`.
+  uint64_t seed = 1;
   Nanos timeout = std::chrono::seconds(60);
 };
 
@@ -43,7 +47,12 @@ struct RollCallLoadReport {
   int64_t failed = 0;    // connection failed or closed without a verdict
   std::string first_rejection;
   std::string first_failure;
-  int64_t refused_connects = 0;  // retried (process 0 not listening yet)
+  // Connects refused before process 0 listened, all retried, and when the
+  // first and the last were refused: their rate is what process 0's host sees
+  // from a job whose process 0 starts late.
+  int64_t refused_connects = 0;
+  Nanos first_refused{0};
+  Nanos last_refused{0};
   // From the start of the run: the first connect, the moment every hello was
   // written, and the last verdict read.
   Nanos all_hellos_sent{0};

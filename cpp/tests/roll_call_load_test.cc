@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "coordinator.h"
+#include "roll_call_options.h"
 #include "testing/roll_call_helpers.h"
 #include "testing/status_matchers.h"
 
@@ -76,6 +77,54 @@ TEST(RollCallLoad, AMismatchFailsEverySimulatedProcess) {
   // already waiting hear the verdict; the rest find the port closed.
   EXPECT_GE(out.load->rejected, 1);
   EXPECT_EQ(out.load->rejected + out.load->failed, 511);
+}
+
+// Process 0 starts 300 ms after the others: their refused connects are
+// retried on kdist's worker schedule, whose rate over the job is bounded.
+TEST(RollCallLoad, ALateProcessZeroIsNotFlooded) {
+  RealClock clock;
+  RollCallOptions options = FastOptions(milliseconds(60000));
+  // Reserve a free port, give it back, and listen on it again later.
+  uint16_t port = 0;
+  {
+    Result<Listener> probe = BindCoordinatorPort(0, options, clock);
+    KDIST_ASSERT_OK(probe);
+    port = probe->port;
+  }
+  const int64_t n = 1024;
+  Hello own = TestHello(0, n, port);
+  JobShared shared{7};
+  Result<RollCallSummary> summary = Internal("not run");
+  std::thread coordinator([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    RealClock thread_clock;
+    Result<Listener> listener = BindCoordinatorPort(port, options, thread_clock);
+    if (!listener.ok()) {
+      summary = listener.status();
+      return;
+    }
+    summary = RunCoordinatorOn(std::move(listener).value(), own, shared, options, thread_clock);
+  });
+  RollCallLoad load;
+  load.coordinator = *EndpointFromLiteral("127.0.0.1", port);
+  load.hello = TestHello(1, n, port);
+  load.count = n - 1;
+  load.timeout = milliseconds(60000);
+  Result<RollCallLoadReport> report = RunRollCallLoad(load, clock);
+  coordinator.join();
+  KDIST_ASSERT_OK(summary);
+  KDIST_ASSERT_OK(report);
+  EXPECT_EQ(report->went, n - 1);
+  ASSERT_GT(report->refused_connects, 0);
+  // Each process's first attempt is not delayed (they start together here);
+  // after it, the retries are bounded: n per shortest delay.
+  const BackoffPolicy policy = WorkerBackoff(n);
+  const double window_s = NanosToSeconds(report->last_refused - report->first_refused);
+  const double retries_bound =
+      static_cast<double>(n) + kMaxRefusedConnectsPerSecond * window_s * 1.05 + n;
+  EXPECT_LE(static_cast<double>(report->refused_connects), retries_bound)
+      << report->refused_connects << " refused in " << window_s << " s; shortest delay "
+      << NanosToSeconds(policy.initial) * (1 - policy.jitter) << " s";
 }
 
 TEST(RollCallLoad, ATimeoutNamesHowManyAreWaiting) {

@@ -39,7 +39,7 @@ TEST(Rendezvous, WorkerBackoffCapGrowsWithTheJob) {
   EXPECT_EQ(Ns(WorkerBackoff(200).cap), Ns(milliseconds(50)));
   EXPECT_EQ(Ns(WorkerBackoff(1000).cap), Ns(milliseconds(250)));
   EXPECT_EQ(Ns(WorkerBackoff(4000).cap), Ns(seconds(1)));
-  EXPECT_EQ(Ns(WorkerBackoff(1'000'000).cap), Ns(seconds(1)));
+  EXPECT_EQ(Ns(WorkerBackoff(1'000'000).cap), Ns(WorkerBackoff(1'000'000).initial));  // the rate bound
   EXPECT_EQ(Ns(WorkerBackoff(0).cap), Ns(milliseconds(50)));
   // The job's attempt rate at the cap stays under 8,000 per second: every
   // delay is at least half the cap.
@@ -48,6 +48,18 @@ TEST(Rendezvous, WorkerBackoffCapGrowsWithTheJob) {
     const double min_delay_s = NanosToSeconds(policy.cap) * (1.0 - policy.jitter);
     EXPECT_LE(static_cast<double>(n) / min_delay_s, 8000.0);
   }
+}
+
+TEST(Rendezvous, WorkerBackoffBoundsTheJobsRefusedConnectsFromTheFirstRetry) {
+  for (int64_t n : {1, 2, 100, 101, 1000, 4096, 16384, 1'000'000}) {
+    const BackoffPolicy policy = WorkerBackoff(n);
+    const double shortest_s = NanosToSeconds(policy.initial) * (1.0 - policy.jitter);
+    EXPECT_LE(static_cast<double>(n) / shortest_s, kMaxRefusedConnectsPerSecond * 1.0001) << n;
+    EXPECT_GE(Ns(policy.cap), Ns(policy.initial)) << n;
+  }
+  EXPECT_EQ(Ns(WorkerBackoff(100).initial), Ns(milliseconds(10)));
+  EXPECT_EQ(Ns(WorkerBackoff(16384).initial), Ns(WorkerBackoff(16384).cap));
+  EXPECT_NEAR(NanosToSeconds(WorkerBackoff(16384).initial), 1.6384, 1e-6);
 }
 
 TEST(Rendezvous, TimesReadWell) {
