@@ -276,12 +276,3 @@ def run_group(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
-
-
-def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.environment import child_env
-from benchmarks.harness import Figure, Series, free_port, interleave, run_group
+from benchmarks.harness import Figure, Series, interleave, run_group
+from kdist._core import free_port
 
 TRAINER = Path(__file__).with_name("_keras_trainer.py")
 TOOLS = ("kdist", "keras")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.environment import child_env
-from benchmarks.harness import Figure, Member, Series, free_port, run_group
+from benchmarks.harness import Figure, Member, Series, run_group
+from kdist._core import free_port
 
 MEMBER = Path(__file__).with_name("_cluster_member.py")
 TOOLS = ("kdist", "jax", "keras")

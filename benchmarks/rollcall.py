@@ -3,7 +3,7 @@
 Process 0 is the real C++ coordinator (kdist._core.run_coordinator, on its
 own thread with the GIL released); the other processes are simulated by
 plain Python sockets that send the hello a real process would send
-(kdist._core.encode_hello) and read the verdict. A run's figure is the time
+(kdist._core_bench.encode_hello) and read the verdict. A run's figure is the time
 from starting process 0's loop on a bound port until every simulated process
 has its "go" and process 0 has returned (it waits for them to close first).
 The Python clients' own cost (connect, send, read) is part of the figure.
@@ -25,8 +25,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series, free_port, interleave
-from kdist import _core
+from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series, interleave
+from kdist import _core, _core_bench
+from kdist._core import free_port
 
 WORKER_COUNTS = (1, 10, 100, 1000)
 
@@ -50,11 +51,11 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
     port = free_port()
     coordinator = _spec(port, n, 0, timeout)
     hellos = [
-        _core.encode_hello(_spec(port, n, i, timeout), "bench", "sim", 100000 + i)
+        _core_bench.encode_hello(_spec(port, n, i, timeout), "bench", "sim", 100000 + i)
         for i in range(1, n)
     ]
     listener = _core.bind_coordinator_port(coordinator)
-    outcome: dict[str, object] = {}
+    outcome: dict[str, _core.RollCallSummary | BaseException] = {}
 
     def run_process_zero() -> None:
         try:
@@ -93,16 +94,20 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
                 if not chunk:
                     raise RuntimeError("process 0 closed a connection before its verdict")
                 buffer += chunk
-                while len(buffer) >= _core.FRAME_HEADER_SIZE:
-                    size = _core.frame_size(bytes(buffer[: _core.FRAME_HEADER_SIZE]))
+                while len(buffer) >= _core_bench.FRAME_HEADER_SIZE:
+                    header = bytes(buffer[: _core_bench.FRAME_HEADER_SIZE])
+                    size = _core_bench.frame_size(header)
                     if len(buffer) < size:
                         break
-                    reply = _core.decode_reply(bytes(buffer[:size]))
+                    reply = _core_bench.decode_reply(bytes(buffer[:size]))
                     del buffer[:size]
-                    if reply["type"] == "status":
+                    if reply.type == _core.FrameType.status:
                         continue  # process 0's acknowledgement or progress line
-                    if reply["type"] != "go":
-                        raise RuntimeError(f"process 0 answered {reply}")
+                    if reply.type != _core.FrameType.go:
+                        raise RuntimeError(
+                            f"process 0 answered {reply.type.name} ({reply.code.name}): "
+                            f"{reply.message}"
+                        )
                     selector.unregister(sock)
                     sock.close()  # the simulated process closes first, as a real one does
                     waiting -= 1
@@ -119,7 +124,7 @@ def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
     if "error" in outcome:
         raise RuntimeError(f"process 0 failed: {outcome['error']}")
     summary = outcome["summary"]
-    assert isinstance(summary, dict) and len(summary["members"]) == workers, summary
+    assert isinstance(summary, _core.RollCallSummary) and len(summary.members) == workers
     return elapsed
 
 

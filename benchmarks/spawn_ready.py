@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.environment import child_env
-from benchmarks.harness import Figure, Series, free_port, interleave, run_group
+from benchmarks.harness import Figure, Series, interleave, run_group
+from kdist._core import free_port
 
 MEMBER = Path(__file__).with_name("_cluster_member.py")
 TOOLS = ("kdist", "jax", "keras")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kdist import _core
+from kdist._core import free_port
 
 WORKERS = Path(__file__).parent / "workers"
 # Marks a test module that needs Keras: it skips, saying so, where Keras is not installed.
@@ -35,7 +35,7 @@ _SETTING_PREFIXES = ("KERAS_DISTRIBUTION_", "KDIST_", "JAX_", "XLA_")
 # the local-device suggestion. (KDIST_COORDINATOR_PORT and JAX_COORDINATOR_PORT go
 # with the KDIST_ and JAX_ prefixes.)
 SCHEDULER_VARIABLES: frozenset[str] = frozenset(
-    {name for detector in _core.cluster_detectors() for name in detector["variables"]}
+    {name for detector in _core.cluster_detectors() for name in detector.variables}
     | {
         "MASTER_ADDR",
         "MASTER_PORT",
@@ -71,13 +71,6 @@ ENVIRONMENT_SOURCES = {
     "shutdown_timeout": "default",
     "on_peer_failure": "default",
 }
-
-
-def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def clean_env(devices: int = 2, **extra: str) -> dict[str, str]:

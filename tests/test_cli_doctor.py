@@ -248,10 +248,36 @@ def test_probe_is_bounded_when_nobody_answers() -> None:
         finally:
             for filler in fillers:
                 filler.close()
-    assert result["status"] == "timeout", result
-    assert result["seconds"] < 20  # bounded: a 0.5 s probe, not a hang
+    assert result.status == "timeout", result
+    assert result.seconds < 20  # bounded: a 0.5 s probe, not a hang
+    assert result.detail.startswith("no answer before the timeout")
 
 
-def test_split_address() -> None:
-    assert _doctor.split_address("[::1]:80") == ("::1", 80)
-    assert _doctor.split_address("node-1:1234") == ("node-1", 1234)
+def test_probe_states_and_their_meaning() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+        listening = _doctor.probe_coordinator(f"127.0.0.1:{port}", 2.0)
+    assert (listening.status, listening.detail) == (
+        "listening",
+        "a program accepts connections there",
+    )
+    refused = _doctor.probe_coordinator(f"127.0.0.1:{port}", 2.0)
+    assert (refused.status, refused.detail) == ("refused", "nothing listens there")
+
+
+def test_the_probe_takes_addresses_as_the_core_parses_them() -> None:
+    from kdist import ConfigError, _core
+
+    address = _core.parse_address("[::1]:80")
+    assert (address.host, address.port, address.kind, str(address)) == (
+        "::1",
+        80,
+        _core.HostKind.ipv6,
+        "[::1]:80",
+    )
+    address = _core.parse_address("node-1:1234")
+    assert (address.host, address.port, address.kind) == ("node-1", 1234, _core.HostKind.host_name)
+    with pytest.raises(ConfigError, match="has port 65536, which is out of range"):
+        _doctor.probe_coordinator("127.0.0.1:65536", 0.5)

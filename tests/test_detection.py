@@ -381,7 +381,7 @@ def test_detection_modes(
         ),
     ):
         _config.resolve(cluster_detection="pbs")
-    assert _core.cluster_detection_modes()[2:] == [d["name"] for d in _core.cluster_detectors()]
+    assert _core.cluster_detection_modes()[2:] == [d.name for d in _core.cluster_detectors()]
 
 
 def test_nothing_configured_mentions_detection(

@@ -56,3 +56,46 @@ def test_unknown_device_type_lists_what_is_present(jax_cpu: object) -> None:
 def test_device_type_must_be_a_string(jax_cpu: object) -> None:
     with pytest.raises(TypeError, match=r"device_type=3: expected a string"):
         kdist.list_devices(3)  # type: ignore[arg-type]
+
+
+# --- The cache itself ----------------------------------------------------------------------
+
+
+def test_cache_stores_per_device_type() -> None:
+    cache = _devices.DeviceCache()
+    assert cache.get("") is None
+    assert cache.put("", cache.generation, ["cpu:0", "cpu:1"])
+    assert cache.put("gpu", cache.generation, ["gpu:0"])
+    assert cache.get("") == ["cpu:0", "cpu:1"]
+    assert cache.get("gpu") == ["gpu:0"]
+    assert cache.get("tpu") is None
+    assert cache.count("") == 2
+    assert cache.count("tpu") is None
+
+
+def test_cache_invalidate_forgets_everything() -> None:
+    cache = _devices.DeviceCache()
+    assert cache.put("", cache.generation, ["cpu:0"])
+    cache.invalidate()
+    assert cache.get("") is None
+    assert cache.count("") is None
+
+
+def test_cache_does_not_store_a_list_computed_across_an_invalidate() -> None:
+    cache = _devices.DeviceCache()
+    before = cache.generation
+    cache.invalidate()  # initialize() ran while the caller asked JAX
+    assert not cache.put("", before, ["cpu:0"])
+    assert cache.get("") is None
+
+
+def test_cache_returns_copies_and_keeps_none_of_the_caller_s_list() -> None:
+    cache = _devices.DeviceCache()
+    stored = ["cpu:0"]
+    assert cache.put("", cache.generation, stored)
+    stored.append("cpu:1")
+    copy = cache.get("")
+    assert copy == ["cpu:0"]
+    assert copy is not None
+    copy.append("cpu:99")
+    assert cache.get("") == ["cpu:0"]

@@ -45,12 +45,15 @@ def test_wheel_holds_the_package_the_core_its_stubs_and_py_typed(wheel: Path) ->
     for expected in (
         "kdist/__init__.py",
         "kdist/_core.pyi",
+        "kdist/_core_bench.pyi",
         "kdist/py.typed",
         "kdist/_jax_backend.py",
     ):
         assert expected in names, f"{expected} missing from {wheel.name}"
     cores = [n for n in names if n.startswith("kdist/_core.") and n.endswith(".so")]
     assert len(cores) == 1, cores
+    benches = [n for n in names if n.startswith("kdist/_core_bench.") and n.endswith(".so")]
+    assert len(benches) == 1, benches
     assert not any(n.endswith((".cc", ".h")) for n in names)
 
 
@@ -66,6 +69,8 @@ def test_generated_stub_describes_the_core(wheel: Path) -> None:
     stub = zipfile.ZipFile(wheel).read("kdist/_core.pyi").decode()
     assert "class ClusterSpec" in stub
     assert "def resolve(" in stub
+    assert "def run_worker(" in stub and ") -> WorkerResult:" in stub
+    assert "Any" not in stub and "dict[str, Any]" not in stub
 
 
 def _python312() -> str | None:

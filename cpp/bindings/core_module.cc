@@ -1,10 +1,12 @@
-// The one file that knows about Python: converts the core's results into
-// Python objects and its Status codes into kdist's exceptions.
+// kdist._core: the core as the package sees it. Every result crosses as a
+// bound class with read-only fields (its stub is generated from this file),
+// every failed Status as a kdist exception (errors.h).
 #include <nanobind/nanobind.h>
-#include <nanobind/stl/function.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include <unistd.h>
@@ -24,12 +26,14 @@
 #include "cluster_spec.h"
 #include "coordinator.h"
 #include "detectors.h"
-#include "device_cache.h"
 #include "environment.h"
+#include "errors.h"
 #include "roll_call_wire.h"
 #include "liveness.h"
+#include "probe.h"
 #include "roll_call_options.h"
 #include "resolve.h"
+#include "socket.h"
 #include "status.h"
 #include "text.h"
 #include "worker.h"
@@ -39,36 +43,11 @@ namespace nb = nanobind;
 namespace kdist {
 namespace {
 
-// The kdist exception class for a Status code (defined in kdist/_errors.py,
-// imported only when a failure has to be raised).
-const char* ExceptionName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument: return "ConfigError";
-    case StatusCode::kAlreadyExists: return "PortInUseError";
-    case StatusCode::kUnavailable: return "CoordinatorUnreachableError";
-    case StatusCode::kDeadlineExceeded: return "RendezvousTimeoutError";
-    case StatusCode::kFailedPrecondition: return "RendezvousError";
-    case StatusCode::kNotFound:
-    case StatusCode::kInternal:
-    case StatusCode::kOk: break;
-  }
-  return "KdistError";
-}
+using bindings::RaiseIfError;
+using bindings::ValueOrRaise;
 
-// Raises the kdist exception for a failed `status`; does nothing when ok.
-void RaiseIfError(const Status& status) {
-  if (status.ok()) return;
-  nb::object errors = nb::module_::import_("kdist._errors");
-  nb::object type = errors.attr(ExceptionName(status.code()));
-  PyErr_SetString(type.ptr(), status.message().c_str());
-  throw nb::python_error();
-}
-
-template <typename T>
-T ValueOrRaise(Result<T> result) {
-  RaiseIfError(result.status());
-  return std::move(result).value();
-}
+// A progress callback: called with one line at a time.
+using ProgressCallback = nb::typed<nb::callable, void(std::string)>;
 
 std::vector<std::string> AddressStrings(const std::vector<Address>& addresses) {
   std::vector<std::string> out;
@@ -101,59 +80,33 @@ std::string IdList(const std::optional<std::vector<int64_t>>& ids) {
   return out + "]";
 }
 
-nb::dict DetectedValues(const Detection& d) {
-  nb::dict values;
+// A detection's values, in the order of its fields, by setting name.
+std::vector<std::pair<std::string, DetectedValue>> DetectedValues(const Detection& d) {
+  std::vector<std::pair<std::string, DetectedValue>> values;
   const std::pair<const char*, const std::optional<DetectedValue>*> fields[] = {
       {"job_addresses", &d.job_addresses}, {"num_processes", &d.num_processes},
       {"process_id", &d.process_id},       {"local_rank", &d.local_rank},
       {"local_size", &d.local_size}};
   for (const auto& [name, value] : fields) {
-    if (!*value) continue;
-    nb::dict entry;
-    entry["value"] = (*value)->text;
-    entry["variables"] = (*value)->variables;
-    entry["shown"] = (*value)->shown;
-    values[name] = entry;
+    if (*value) values.emplace_back(name, **value);
   }
   return values;
 }
 
-nb::dict DetectedHints(const Detection& d) {
-  nb::dict hints;
-  if (!d.job_addresses_hint.empty()) hints["job_addresses"] = d.job_addresses_hint;
-  if (!d.num_processes_hint.empty()) hints["num_processes"] = d.num_processes_hint;
-  if (!d.process_id_hint.empty()) hints["process_id"] = d.process_id_hint;
+// A detection's hints (what it cannot give and what to set), by setting name.
+std::vector<std::pair<std::string, std::string>> DetectedHints(const Detection& d) {
+  std::vector<std::pair<std::string, std::string>> hints;
+  if (!d.job_addresses_hint.empty()) hints.emplace_back("job_addresses", d.job_addresses_hint);
+  if (!d.num_processes_hint.empty()) hints.emplace_back("num_processes", d.num_processes_hint);
+  if (!d.process_id_hint.empty()) hints.emplace_back("process_id", d.process_id_hint);
   return hints;
 }
 
-nb::list DetectAllAsList(const std::map<std::string, std::string>& environment) {
-  Environment env(environment.begin(), environment.end());
-  nb::list out;
-  for (const DetectorReport& report : DetectAll(env)) {
-    nb::dict entry;
-    entry["name"] = report.name;
-    entry["present"] = !report.status.ok() || report.detection.has_value();
-    entry["error"] = report.status.ok() ? nb::none() : nb::cast(report.status.message());
-    entry["values"] = report.detection ? DetectedValues(*report.detection) : nb::dict();
-    entry["hints"] = report.detection ? DetectedHints(*report.detection) : nb::dict();
-    out.append(entry);
-  }
-  return out;
-}
-
-nb::list DetectorTable() {
-  nb::list out;
-  for (const Detector& detector : Detectors()) {
-    nb::dict entry;
-    entry["name"] = std::string(detector.name);
-    entry["summary"] = std::string(detector.summary);
-    entry["presence"] = std::string(detector.presence);
-    nb::list variables;
-    for (std::string_view v : detector.variables) variables.append(std::string(v));
-    entry["variables"] = variables;
-    out.append(entry);
-  }
-  return out;
+// The table entry of the detector that made `report`.
+Detector DetectorOf(const DetectorReport& report) {
+  const Detector* detector = FindDetector(report.name);
+  if (detector == nullptr) RaiseIfError(Internal("no detector named " + Quote(report.name)));
+  return *detector;
 }
 
 std::string Repr(const ClusterSpec& spec) {
@@ -178,7 +131,8 @@ std::string Repr(const ClusterSpec& spec) {
 // from a logging handler) stops the roll call and is re-raised by Finish().
 class PythonHooks {
  public:
-  explicit PythonHooks(std::optional<nb::callable> progress) : progress_(std::move(progress)) {}
+  explicit PythonHooks(std::optional<ProgressCallback> progress)
+      : progress_(std::move(progress)) {}
 
   void Install(RollCallOptions& options) {
     if (progress_) {
@@ -215,7 +169,7 @@ class PythonHooks {
   }
 
  private:
-  std::optional<nb::callable> progress_;
+  std::optional<ProgressCallback> progress_;
   std::optional<nb::python_error> error_;
 };
 
@@ -234,16 +188,6 @@ Address CoordinatorOrRaise(const ClusterSpec& spec) {
                                  "none (num_processes=1?)"));
   }
   return *coordinator;
-}
-
-const char* FrameTypeName(FrameType type) {
-  switch (type) {
-    case FrameType::kHello: return "hello";
-    case FrameType::kGo: return "go";
-    case FrameType::kReject: return "reject";
-    case FrameType::kStatus: return "status";
-  }
-  return "unknown";
 }
 
 // Where process 0 binds: JAX_COORDINATOR_BIND_ADDRESS's endpoint, or nullopt
@@ -272,10 +216,11 @@ Listener BindCoordinatorPortPy(const ClusterSpec& spec) {
   return std::move(listener).value();
 }
 
-nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_version,
-                          const std::string& host, int64_t pid, const JobShared& shared,
-                          Listener* listener, double timeout, double elapsed, std::optional<nb::callable> progress,
-                          double progress_interval) {
+RollCallSummary RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_version,
+                                 const std::string& host, int64_t pid, const JobShared& shared,
+                                 Listener* listener, double timeout, double elapsed,
+                                 std::optional<ProgressCallback> progress,
+                                 double progress_interval) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RollCallOptions options = Options(timeout, elapsed, progress_interval);
@@ -301,27 +246,13 @@ nb::dict RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_versio
     }
   }
   hooks.Finish(result.status());
-  nb::list members;
-  for (const Hello& m : result->members) {
-    nb::dict d;
-    d["process_id"] = m.process_id;
-    d["host"] = m.host;
-    d["pid"] = m.pid;
-    d["jax_version"] = m.jax_version;
-    members.append(d);
-  }
-  nb::dict out;
-  out["members"] = members;
-  out["dropped"] = result->dropped;
-  out["seconds"] = NanosToSeconds(result->elapsed);
-  out["listened_on"] = result->listened_on;
-  return out;
+  return std::move(result).value();
 }
 
-nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
-                     const std::string& host, int64_t pid, double timeout, double elapsed,
-                     std::optional<nb::callable> progress,
-                     double progress_interval, std::optional<uint64_t> seed) {
+WorkerResult RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
+                         const std::string& host, int64_t pid, double timeout, double elapsed,
+                         std::optional<ProgressCallback> progress, double progress_interval,
+                         std::optional<uint64_t> seed) {
   const Address coordinator = CoordinatorOrRaise(spec);
   const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RollCallOptions options = Options(timeout, elapsed, progress_interval);
@@ -336,20 +267,11 @@ nb::dict RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
     result = RunWorker(own, coordinator, options, clock);
   }
   hooks.Finish(result.status());
-  nb::dict out;
-  out["coordinator_host"] = result->go.host;
-  out["coordinator_pid"] = result->go.pid;
-  out["coordinator_jax_version"] = result->go.jax_version;
-  out["shared"] = result->go.shared;
-  out["attempts"] = result->attempts;
-  out["seconds"] = NanosToSeconds(result->elapsed);
-  out["connected_to"] = result->connected_to.ToString();
-  return out;
+  return std::move(result).value();
 }
 
 void WaitForServicePy(const std::string& endpoint_text, double timeout, double elapsed,
-                      std::optional<nb::callable> progress,
-                      double progress_interval) {
+                      std::optional<ProgressCallback> progress, double progress_interval) {
   Result<Address> address = ParseAddress(endpoint_text);
   RaiseIfError(address.status());
   Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
@@ -366,32 +288,31 @@ void WaitForServicePy(const std::string& endpoint_text, double timeout, double e
   hooks.Finish(status);
 }
 
-nb::bytes EncodeHelloPy(const ClusterSpec& spec, const std::string& jax_version,
-                        const std::string& host, int64_t pid, std::optional<std::string> token) {
-  Hello hello = MakeHello(spec, Identity{jax_version, host, pid});
-  if (token) hello.token = *token;
-  const std::string frame = EncodeHello(hello);
-  return nb::bytes(frame.data(), frame.size());
+// The address parsers and the connect probe, as the command line and `kdist
+// doctor` use them. A failure is kdist.ConfigError with the core's reason.
+
+Address ParseAddressPy(const std::string& text) { return ValueOrRaise(ParseAddress(text)); }
+
+uint16_t ParsePortPy(const std::string& text) { return ValueOrRaise(ParsePort(text)); }
+
+double ParseTimeoutSecondsPy(const std::string& text) {
+  return ValueOrRaise(ParseTimeoutSeconds(text));
 }
 
-nb::dict DecodeReplyPy(nb::bytes frame) {
-  Result<Reply> reply = DecodeReply(std::string_view(frame.c_str(), frame.size()));
-  RaiseIfError(reply.status());
-  nb::dict out;
-  out["type"] = FrameTypeName(reply->type);
-  out["code"] = StatusCodeName(reply->code);
-  out["message"] = reply->message;
-  out["host"] = reply->host;
-  out["pid"] = reply->pid;
-  out["jax_version"] = reply->jax_version;
-  out["seed"] = reply->shared.seed;
-  return out;
+ProbeResult ProbeTcpPy(const std::string& address_text, double timeout) {
+  const Address address = ValueOrRaise(ParseAddress(address_text));
+  RealClock clock;
+  nb::gil_scoped_release release;
+  return ProbeTcp(address, SecondsToNanos(timeout), clock);
 }
 
-size_t FrameSizePy(nb::bytes header) {
-  Result<FrameHeader> h = DecodeFrameHeader(std::string_view(header.c_str(), header.size()));
-  RaiseIfError(h.status());
-  return h->frame_size();
+// A TCP port that was free a moment ago where the coordinator binds: the IPv6
+// wildcard address, dual-stack (so every IPv4 and IPv6 address, loopback
+// included), or 0.0.0.0 where there is no IPv6.
+uint16_t FreePortPy() {
+  Result<Listener> listener = ListenOnAllInterfaces(0, 1);
+  RaiseIfError(listener.status());
+  return listener->port;
 }
 
 // --- The liveness channel -----------------------------------------------------------------
@@ -552,7 +473,7 @@ LivenessChannelPy* JoinLivenessPy(const std::string& hub_endpoint, int64_t proce
 }
 
 bool WaitAllDonePy(LivenessChannelPy& channel, double timeout,
-                   std::optional<nb::callable> progress, double progress_interval) {
+                   std::optional<ProgressCallback> progress, double progress_interval) {
   if (!channel.hub) return true;
   RollCallOptions options;
   PythonHooks hooks(std::move(progress));
@@ -572,8 +493,8 @@ bool WaitAllDonePy(LivenessChannelPy& channel, double timeout,
 
 NB_MODULE(_core, m) {
   using namespace kdist;
-  m.doc() = "kdist's compiled core: configuration resolution, the pre-flight roll call and the "
-            "device cache.";
+  m.doc() = "kdist's compiled core: configuration resolution, scheduler detection, the "
+            "pre-flight roll call and the liveness channel.";
 
   nb::class_<ClusterSpec>(m, "ClusterSpec",
                           "The resolved configuration of this process; each value keeps its "
@@ -688,18 +609,73 @@ NB_MODULE(_core, m) {
   m.def("cluster_detection_modes", &ClusterDetectionModes,
         "The values cluster_detection accepts: 'auto', 'none', then every detector's name.");
 
-  m.def("cluster_detectors", &DetectorTable,
-        nb::sig("def cluster_detectors() -> list[dict[str, typing.Any]]"),
-        "The scheduler detectors in the order 'auto' tries them: dicts with 'name', "
-        "'summary', 'presence' (the variables that mean it is present) and 'variables'.");
+  nb::class_<Detector>(m, "Detector", "One scheduler detector of the table 'auto' tries.")
+      .def_ro("name", &Detector::name,
+              "The public value of cluster_detection / KDIST_CLUSTER_DETECTION: 'slurm'.")
+      .def_ro("summary", &Detector::summary, "What it reads, for help texts and `kdist doctor`.")
+      .def_ro("presence", &Detector::presence,
+              "The variables whose presence means this scheduler is here.")
+      .def_ro("variables", &Detector::variables,
+              "Every variable it reads, the coordinator port overrides included.");
 
-  m.def("detect_all", &DetectAllAsList, nb::arg("environment"),
-        nb::sig("def detect_all(environment: collections.abc.Mapping[str, str]) -> "
-                "list[dict[str, typing.Any]]"),
-        "What every detector makes of an environment snapshot, in table order: dicts with "
-        "'name', 'present', 'error' (None or the message), 'values' (name -> dict of "
-        "'value', 'variables', 'shown') and 'hints' (what it cannot give and what to set).");
+  m.def(
+      "cluster_detectors", [] { return Detectors(); },
+      "The scheduler detectors, in the order 'auto' tries them.");
 
+  nb::class_<DetectedValue>(m, "DetectedValue", "One value a detector found.")
+      .def_ro("text", &DetectedValue::text,
+              "The value as text, parsed by resolve() like any other setting: '3', "
+              "'node01:61234'.")
+      .def_ro("variables", &DetectedValue::variables,
+              "Where it came from: 'SLURM_PROCID', 'SLURM_STEP_NODELIST, SLURM_JOB_ID'.")
+      .def_ro("shown", &DetectedValue::shown,
+              "How messages show it: SLURM_PROCID=\"3\".");
+
+  nb::class_<Detection>(m, "Detection", "What a present detector found.")
+      .def_ro("detector", &Detection::detector, "The detector's name: 'slurm'.")
+      .def_ro("job_addresses", &Detection::job_addresses,
+              "The coordinator's address, or every process's (the first: the coordinator).")
+      .def_ro("num_processes", &Detection::num_processes)
+      .def_ro("process_id", &Detection::process_id)
+      .def_ro("local_rank", &Detection::local_rank,
+              "This process's index among the job's processes on its host.")
+      .def_ro("local_size", &Detection::local_size,
+              "The number of the job's processes on its host.")
+      .def_ro("job_addresses_hint", &Detection::job_addresses_hint,
+              "Why job_addresses is left out and what to set instead; '' when found.")
+      .def_ro("num_processes_hint", &Detection::num_processes_hint)
+      .def_ro("process_id_hint", &Detection::process_id_hint)
+      .def_prop_ro("values", &DetectedValues,
+                   "The values found, as (setting, value) pairs in field order.")
+      .def_prop_ro("hints", &DetectedHints,
+                   "The hints, as (setting, hint) pairs in field order, for the values left "
+                   "out.");
+
+  nb::class_<DetectorReport>(m, "DetectorReport",
+                             "What one detector makes of an environment snapshot.")
+      .def_ro("name", &DetectorReport::name, "The detector's name.")
+      .def_prop_ro("detector", &DetectorOf, "The detector's table entry.")
+      .def_prop_ro(
+          "present",
+          [](const DetectorReport& r) { return !r.status.ok() || r.detection.has_value(); },
+          "Whether its variables are set (even when they are partial or malformed).")
+      .def_prop_ro(
+          "error",
+          [](const DetectorReport& r) -> std::optional<std::string> {
+            if (r.status.ok()) return std::nullopt;
+            return r.status.message();
+          },
+          "Why its variables cannot be used (partial or malformed), or None.")
+      .def_ro("detection", &DetectorReport::detection,
+              "What it found when present and valid, else None.");
+
+  m.def(
+      "detect_all",
+      [](const std::map<std::string, std::string>& environment) {
+        return DetectAll(Environment(environment.begin(), environment.end()));
+      },
+      nb::arg("environment"),
+      "What every detector makes of an environment snapshot, in table order.");
   nb::class_<Listener>(m, "CoordinatorListener",
                        "Process 0's listener on the coordinator port, bound and not yet used.")
       .def_prop_ro("port", [](const Listener& l) { return l.port; })
@@ -726,56 +702,131 @@ NB_MODULE(_core, m) {
                ", liveness_port=" + std::to_string(s.liveness_port) + ")";
       });
 
-  m.def("run_coordinator", &RunCoordinatorPy,
-        nb::sig("def run_coordinator(spec: ClusterSpec, jax_version: str, host: str, pid: int, "
-                "*, shared: JobShared, listener: CoordinatorListener | None = None, timeout: float, "
-                "elapsed: float = 0.0, progress: collections.abc.Callable[[str], None] | None "
-                "= None, progress_interval: float = 5.0) -> dict[str, typing.Any]"),
-        nb::arg("spec"), nb::arg("jax_version"),
+  nb::class_<Hello>(m, "Hello",
+                    "What a process said of itself in the roll call (its token is never shown).")
+      .def_ro("process_id", &Hello::process_id)
+      .def_ro("num_processes", &Hello::num_processes)
+      .def_ro("fingerprint", &Hello::fingerprint, "Its ClusterSpec.fingerprint.")
+      .def_ro("coordinator", &Hello::coordinator,
+              "The coordinator address as this process wrote it.")
+      .def_ro("num_processes_source", &Hello::num_processes_source)
+      .def_ro("coordinator_source", &Hello::coordinator_source)
+      .def_ro("jax_version", &Hello::jax_version)
+      .def_ro("host", &Hello::host, "Its host name.")
+      .def_ro("pid", &Hello::pid);
+
+  nb::class_<RollCallSummary>(m, "RollCallSummary", "Process 0's roll call that ended in \"go\".")
+      .def_ro("members", &RollCallSummary::members, "Every process but 0, by id.")
+      .def_ro("dropped", &RollCallSummary::dropped,
+              "Connections dropped because they did not speak the protocol.")
+      .def_prop_ro(
+          "seconds", [](const RollCallSummary& r) { return NanosToSeconds(r.elapsed); },
+          "Seconds since initialize() began, when every process was told \"go\".")
+      .def_ro("listened_on", &RollCallSummary::listened_on, "What was bound: '[::]:5000'.");
+
+  nb::enum_<FrameType>(m, "FrameType", "The kind of a roll call frame.")
+      .value("hello", FrameType::kHello, "A process to process 0: who it is.")
+      .value("go", FrameType::kGo, "Process 0 to all: every process is present.")
+      .value("reject", FrameType::kReject, "Process 0 to one or all: the roll call failed.")
+      .value("status", FrameType::kStatus, "Process 0 to waiting processes: a progress line.");
+
+  nb::enum_<StatusCode>(m, "StatusCode", "The core's failure codes.")
+      .value("ok", StatusCode::kOk)
+      .value("invalid_argument", StatusCode::kInvalidArgument)
+      .value("not_found", StatusCode::kNotFound)
+      .value("already_exists", StatusCode::kAlreadyExists)
+      .value("unavailable", StatusCode::kUnavailable)
+      .value("deadline_exceeded", StatusCode::kDeadlineExceeded)
+      .value("failed_precondition", StatusCode::kFailedPrecondition)
+      .value("internal", StatusCode::kInternal);
+
+  nb::class_<Reply>(m, "Reply", "One reply frame from process 0.")
+      .def_ro("type", &Reply::type, "go, reject or status.")
+      .def_ro("code", &Reply::code, "reject: the failure's code.")
+      .def_ro("message", &Reply::message,
+              "reject: what went wrong; status: a progress line.")
+      .def_ro("host", &Reply::host, "Process 0's host name.")
+      .def_ro("pid", &Reply::pid, "Process 0's pid.")
+      .def_ro("jax_version", &Reply::jax_version, "Process 0's JAX version.")
+      .def_ro("shared", &Reply::shared, "go: what the whole job shares.");
+
+  nb::class_<WorkerResult>(m, "WorkerResult",
+                           "Another process's roll call that ended in \"go\".")
+      .def_ro("go", &WorkerResult::go, "Process 0's \"go\": its host, pid and JAX version.")
+      .def_ro("attempts", &WorkerResult::attempts,
+              "Connection attempts, the successful one included.")
+      .def_prop_ro(
+          "seconds", [](const WorkerResult& r) { return NanosToSeconds(r.elapsed); },
+          "Seconds since initialize() began, when \"go\" arrived.")
+      .def_prop_ro(
+          "connected_to", [](const WorkerResult& r) { return r.connected_to.ToString(); },
+          "The coordinator endpoint that answered, an IP literal host:port.");
+
+  m.def("run_coordinator", &RunCoordinatorPy, nb::arg("spec"), nb::arg("jax_version"),
         nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("shared"),
-        nb::arg("listener").none() = nb::none(),
-        nb::arg("timeout"),
-        nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
+        nb::arg("listener").none() = nb::none(), nb::arg("timeout"), nb::arg("elapsed") = 0.0,
+        nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
         "Process 0's roll call on the coordinator port (on `listener` when given, which it "
         "closes; else it binds the port), GIL released while it waits; its \"go\" carries "
-        "`shared` to every process. It has "
-        "`timeout` seconds in all of which `elapsed` were spent before the call. Returns "
-        "{'members': [...], 'dropped', 'seconds', 'listened_on'}; raises PortInUseError, "
-        "RendezvousError, RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
-  m.def("run_worker", &RunWorkerPy,
-        nb::sig("def run_worker(spec: ClusterSpec, jax_version: str, host: str, pid: int, *, "
-                "timeout: float, elapsed: float = 0.0, progress: "
-                "collections.abc.Callable[[str], None] | None = None, progress_interval: float "
-                "= 5.0, seed: int | None = None) -> dict[str, typing.Any]"),
-        nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
-        nb::arg("pid"), nb::kw_only(), nb::arg("timeout"),
-        nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(), nb::arg("progress_interval") = 5.0,
-        nb::arg("seed").none() = nb::none(),
-        "Another process's side of the roll call (GIL released while it waits). Returns "
-        "{'coordinator_host', 'coordinator_pid', 'coordinator_jax_version', 'shared' (the "
-        "JobShared from \"go\"), 'attempts', "
-        "'seconds', 'connected_to'}; raises CoordinatorUnreachableError, RendezvousError, "
+        "`shared` to every process. It has `timeout` seconds in all of which `elapsed` were "
+        "spent before the call. Raises PortInUseError, RendezvousError, "
         "RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
-  m.def("wait_for_coordinator_service", &WaitForServicePy,
-        nb::sig("def wait_for_coordinator_service(endpoint: str, *, timeout: float, elapsed: "
-                "float = 0.0, progress: collections.abc.Callable[[str], None] | None = None, "
-                "progress_interval: float = 5.0) -> None"),
-        nb::arg("endpoint"), nb::kw_only(),
-        nb::arg("timeout"), nb::arg("elapsed") = 0.0, nb::arg("progress") = nb::none(),
+  m.def("run_worker", &RunWorkerPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
+        nb::arg("pid"), nb::kw_only(), nb::arg("timeout"), nb::arg("elapsed") = 0.0,
+        nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
+        nb::arg("seed").none() = nb::none(),
+        "Another process's side of the roll call (GIL released while it waits). Raises "
+        "CoordinatorUnreachableError, RendezvousError, RendezvousTimeoutError, or "
+        "KeyboardInterrupt on Ctrl-C.");
+  m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("endpoint"), nb::kw_only(),
+        nb::arg("timeout"), nb::arg("elapsed") = 0.0, nb::arg("progress").none() = nb::none(),
         nb::arg("progress_interval") = 5.0,
-        "Waits until `endpoint` (an IP literal host:port, run_worker's 'connected_to') accepts "
+        "Waits until `endpoint` (an IP literal host:port, WorkerResult.connected_to) accepts "
         "TCP connections; raises RendezvousTimeoutError at the deadline.");
-  m.def("encode_hello", &EncodeHelloPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
-        nb::arg("pid"), nb::arg("token").none() = nb::none(),
-        "The hello frame a process with this spec sends (token: the spec's unless given).");
-  m.def("decode_reply", &DecodeReplyPy,
-        nb::sig("def decode_reply(frame: bytes) -> dict[str, typing.Any]"), nb::arg("frame"),
-        "Decodes one reply frame from process 0: {'type': 'go'|'reject'|'status', 'code', "
-        "'message', 'host', 'pid', 'jax_version', 'seed'}.");
-  m.def("frame_size", &FrameSizePy, nb::arg("header"),
-        "The whole size of the frame whose header starts `header` (FRAME_HEADER_SIZE bytes).");
-  m.attr("FRAME_HEADER_SIZE") = kFrameHeaderSize;
   m.attr("PROTOCOL_VERSION") = kProtocolVersion;
+
+  nb::enum_<HostKind>(m, "HostKind", "What an address's host part is.")
+      .value("ipv4", HostKind::kIPv4)
+      .value("ipv6", HostKind::kIPv6)
+      .value("host_name", HostKind::kName);
+
+  nb::class_<Address>(m, "Address", "A parsed host:port address.")
+      .def_ro("host", &Address::host, "The host, without brackets even for IPv6.")
+      .def_ro("port", &Address::port)
+      .def_ro("kind", &Address::kind)
+      .def("__str__", &Address::ToString, "host:port, with an IPv6 host in brackets.");
+
+  m.def("parse_address", &ParseAddressPy, nb::arg("text"),
+        "Parses one address: '10.0.0.1:1234', '[fe80::1]:1234', 'node-7:1234'; raises "
+        "kdist.ConfigError with the reason.");
+  m.def("parse_port", &ParsePortPy, nb::arg("text"),
+        "Parses a port, 1..65535 in decimal digits; raises kdist.ConfigError with the reason.");
+  m.def("parse_timeout_seconds", &ParseTimeoutSecondsPy, nb::arg("text"),
+        "Parses a duration as the command line's options take one: positive seconds, at "
+        "most the longest timeout; raises kdist.ConfigError with the expected form.");
+
+  nb::enum_<ProbeState>(m, "ProbeState", "What a connect probe found.")
+      .value("listening", ProbeState::kListening, "A program accepts connections there.")
+      .value("refused", ProbeState::kRefused, "Nothing listens there.")
+      .value("timeout", ProbeState::kTimeout, "No answer before the timeout.")
+      .value("unresolved", ProbeState::kUnresolved, "The host name does not resolve.")
+      .value("unreachable", ProbeState::kUnreachable, "The network cannot reach the host.");
+
+  nb::class_<ProbeResult>(m, "ProbeResult", "One TCP connect probe.")
+      .def_ro("state", &ProbeResult::state)
+      .def_ro("detail", &ProbeResult::detail,
+              "unresolved: the resolver's message; unreachable: the error; else ''.")
+      .def_prop_ro(
+          "seconds", [](const ProbeResult& r) { return NanosToSeconds(r.elapsed); },
+          "How long the probe took.");
+
+  m.def("probe_tcp", &ProbeTcpPy, nb::arg("address"), nb::arg("timeout"),
+        "Connects once to `address` (host:port; a host name is resolved) within `timeout` "
+        "seconds, GIL released, and closes at once; raises kdist.ConfigError for a malformed "
+        "address.");
+  m.def("free_port", &FreePortPy,
+        "A TCP port that was free a moment ago on every interface (IPv4 and IPv6, loopback "
+        "included), checked as the coordinator binds it.");
 
   nb::class_<LivenessChannelPy>(
       m, "LivenessChannel",
@@ -802,9 +853,6 @@ NB_MODULE(_core, m) {
            "barrier (False: it leaves at once).")
       .def("wait_all_done", &WaitAllDonePy, nb::arg("timeout"),
            nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
-           nb::sig("def wait_all_done(self, timeout: float, progress: "
-                   "collections.abc.Callable[[str], None] | None = None, progress_interval: "
-                   "float = 5.0) -> bool"),
            "Process 0: waits until every watched process finished; returns whether all go "
            "through JAX's shutdown barrier. Raises RendezvousError when a failure ended the "
            "job, RendezvousTimeoutError after `timeout` seconds. True at once elsewhere.")
@@ -823,15 +871,4 @@ NB_MODULE(_core, m) {
         "Another process: connects to process 0's hub at `hub` (IP literal host:port) and is "
         "admitted with `nonce` (GIL released); raises CoordinatorUnreachableError when it "
         "cannot.");
-
-  nb::class_<DeviceCache>(m, "DeviceCache", "Device lists per device type, until invalidated.")
-      .def(nb::init<>())
-      .def("get", &DeviceCache::Get, nb::arg("device_type"),
-           "A new list of the cached device strings, or None.")
-      .def("count", &DeviceCache::Count, nb::arg("device_type"),
-           "The length of the cached list, or None.")
-      .def_prop_ro("generation", &DeviceCache::generation)
-      .def("put", &DeviceCache::Put, nb::arg("device_type"), nb::arg("generation"),
-           nb::arg("devices"), "Stores the list unless invalidated since `generation`.")
-      .def("invalidate", &DeviceCache::Invalidate);
 }

@@ -436,4 +436,14 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   return spec;
 }
 
+Result<double> ParseTimeoutSeconds(std::string_view text) {
+  char most[32];
+  std::snprintf(most, sizeof most, "%.0f", kMaxTimeoutSeconds);
+  const std::string expected =
+      "expected a positive number of seconds (at most " + std::string(most) + ")";
+  Result<double> value = ParseSeconds(text);
+  if (!value.ok() || *value <= 0 || *value > kMaxTimeoutSeconds) return InvalidArgument(expected);
+  return *value;
+}
+
 }  // namespace kdist

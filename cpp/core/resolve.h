@@ -70,6 +70,13 @@ std::vector<std::string> ClusterDetectionModes();
 // that names the value, where it came from, and the expected form.
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env);
 
+// A duration as the command line's options take one (`kdist launch --timeout`,
+// `kdist doctor --probe-timeout`): a positive, finite number of seconds, at
+// most kMaxTimeoutSeconds. Failure is kInvalidArgument whose message is the
+// expected form alone, "expected a positive number of seconds (at most
+// 1000000)", for the caller to follow with what it received.
+Result<double> ParseTimeoutSeconds(std::string_view text);
+
 }  // namespace kdist
 
 #endif  // KDIST_RESOLVE_H_

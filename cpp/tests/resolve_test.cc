@@ -560,5 +560,22 @@ TEST(ResolveJaxVariables, NothingConfiguredMentionsThem) {
                      "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID");
 }
 
+TEST(ParseTimeoutSeconds, TakesPositiveSecondsUpToTheMaximum) {
+  EXPECT_EQ(*ParseTimeoutSeconds("2.5"), 2.5);
+  EXPECT_EQ(*ParseTimeoutSeconds(" 30 "), 30.0);
+  EXPECT_EQ(*ParseTimeoutSeconds("1000000"), kMaxTimeoutSeconds);
+}
+
+TEST(ParseTimeoutSeconds, RefusesWithTheExpectedFormAlone) {
+  for (const char* text : {"0", "-1", "1000000.5", "nan", "inf", "soon", ""}) {
+    Result<double> value = ParseTimeoutSeconds(text);
+    ASSERT_FALSE(value.ok()) << text;
+    EXPECT_EQ(value.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(value.status().message(),
+              std::string("expected a positive number of seconds (at most 1000000)"))
+        << text;
+  }
+}
+
 }  // namespace
 }  // namespace kdist

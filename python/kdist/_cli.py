@@ -1,7 +1,8 @@
 """The `kdist` command line (also `python -m kdist`): `doctor`, `launch` and `bench`.
 
 Importing this module imports neither JAX nor the compiled core; each
-command imports what it needs when it runs.
+command imports what it needs when it runs (parsing a port or a duration
+option imports the core, which owns those rules).
 """
 
 from __future__ import annotations
@@ -108,29 +109,26 @@ def _positive_int(text: str) -> int:
 
 
 def _port(text: str) -> int:
+    """argparse's `type=` for a port: the core parses it (1..65535)."""
+    from kdist import _core
+    from kdist._errors import ConfigError
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {text!r}") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {text!r}")
-    return value
-
-
-# The longest timeout the compiled core accepts (kMaxTimeoutSeconds in cpp/core/resolve.h); every
-# duration option takes the same range.
-_MAX_SECONDS = 1e6
+        return _core.parse_port(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} {error}") from None
 
 
 def _seconds(text: str) -> float:
-    expected = f"expected a positive number of seconds (at most {_MAX_SECONDS:.0f})"
+    """argparse's `type=` for a duration: the core parses it (positive seconds, at most the
+    longest timeout it accepts)."""
+    from kdist import _core
+    from kdist._errors import ConfigError
+
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}") from None
-    if not 0 < value <= _MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
-    return value
+        return _core.parse_timeout_seconds(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

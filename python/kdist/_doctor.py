@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sys
-import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kdist import _core
 
 # Variables that choose or limit the devices a process sees.
 _DEVICE_VARIABLES = (
@@ -107,55 +108,7 @@ def find_accelerators(
     }
 
 
-def split_address(address: str) -> tuple[str, int]:
-    """("host", port) of a "host:port" or "[v6]:port" address as the core writes it."""
-    host, _, port = address.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, int(port)
-
-
-def probe_coordinator(address: str, timeout: float) -> dict[str, Any]:
-    """Tries one TCP connection to `address`, for at most `timeout` seconds.
-
-    Args:
-        address: "host:port" or "[IPv6]:port".
-        timeout: Seconds before giving up (name resolution included only as
-            far as the system resolver honours it).
-
-    Returns:
-        A dict with "address", "status" ("listening", "refused", "timeout",
-        "unresolved" or "unreachable"), "seconds" and "detail".
-
-    Example:
-        >>> from kdist._doctor import probe_coordinator
-        >>> probe_coordinator("127.0.0.1:1", 1.0)["status"]
-        'refused'
-    """
-    host, port = split_address(address)
-    started = time.monotonic()
-    detail = ""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            status = "listening"
-    except ConnectionRefusedError:
-        status = "refused"
-    except TimeoutError:
-        status = "timeout"
-    except socket.gaierror as error:
-        status, detail = "unresolved", str(error)
-    except OSError as error:  # no route, network down, ...
-        status = "unreachable"
-        detail = os.strerror(error.errno) if error.errno else str(error)
-    return {
-        "address": address,
-        "status": status,
-        "seconds": round(time.monotonic() - started, 6),
-        "detail": detail or _PROBE_MEANING[status],
-    }
-
-
-def _probe_advice(status: str, process_id: int | None) -> str:
+def _probe_advice(status: str, process_id: int) -> str:
     coordinator = process_id == 0
     if status == "listening":
         return (
@@ -174,24 +127,71 @@ def _probe_advice(status: str, process_id: int | None) -> str:
     return "the other processes will not reach the coordinator until this is fixed"
 
 
-def _spec_dict(spec: Any) -> dict[str, Any]:
-    return {
-        "job_addresses": list(spec.job_addresses),
-        "coordinator_address": spec.coordinator_address,
-        "num_processes": spec.num_processes,
-        "process_id": spec.process_id,
-        "timeout": spec.timeout,
-        "preflight": spec.preflight,
-        "cluster_detection": spec.cluster_detection,
-        "scheduler": spec.scheduler,
-        "local_device_ids": spec.local_device_ids,
-        "suggested_local_device_ids": spec.suggested_local_device_ids,
-        "local_devices_reason": spec.local_devices_reason,
-        "local_devices_suggestion_applied": spec.local_devices_suggestion_applied,
-        "coordinator_bind_address": spec.coordinator_bind_address,
-        "fingerprint": spec.fingerprint,
-        "sources": dict(spec.sources),
-    }
+@dataclass(frozen=True)
+class Probe:
+    """One TCP connect to the coordinator's address, and what it means."""
+
+    address: str
+    result: _core.ProbeResult
+
+    @property
+    def status(self) -> str:
+        """One of "listening", "refused", "timeout", "unresolved" or "unreachable"."""
+        return self.result.state.name
+
+    @property
+    def seconds(self) -> float:
+        return round(self.result.seconds, 6)
+
+    @property
+    def detail(self) -> str:
+        return self.result.detail or _PROBE_MEANING[self.status]
+
+
+def probe_coordinator(address: str, timeout: float) -> Probe:
+    """Tries one TCP connection to `address`, for at most `timeout` seconds (in the core).
+
+    Args:
+        address: "host:port" or "[IPv6]:port"; a host name is resolved.
+        timeout: Seconds before giving up, name resolution included.
+
+    Returns:
+        The probe: its `status` ("listening", "refused", "timeout",
+        "unresolved" or "unreachable"), `seconds` and `detail`.
+
+    Raises:
+        kdist.ConfigError: `address` is not a valid address.
+
+    Example:
+        >>> from kdist._doctor import probe_coordinator
+        >>> probe_coordinator("127.0.0.1:1", 1.0).status
+        'refused'
+    """
+    return Probe(address, _core.probe_tcp(address, timeout))
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything `kdist doctor` reports; `json_report` turns it into one JSON-ready dict."""
+
+    kdist_version: str | None
+    jax_version: str | None
+    spec: _core.ClusterSpec | None  # None: the configuration is invalid (see `error`)
+    error: str | None
+    detectors: list[_core.DetectorReport]
+    accelerators: dict[str, Any]
+    probe: Probe | None
+    devices: dict[str, object] | None  # None: JAX was not asked
+
+    @property
+    def ok(self) -> bool:
+        return self.spec is not None
+
+    @property
+    def scheduler(self) -> str | None:
+        # None when the configuration is invalid: which detector would apply depends on
+        # KDIST_CLUSTER_DETECTION, and the detectors list shows which are present.
+        return None if self.spec is None else self.spec.scheduler
 
 
 def _version(package: str) -> str | None:
@@ -205,8 +205,8 @@ def _version(package: str) -> str | None:
 
 def collect(
     *, with_devices: bool = False, probe: bool = True, probe_timeout: float = 2.0
-) -> dict[str, Any]:
-    """Gathers everything `kdist doctor` reports, as one JSON-ready dict.
+) -> Report:
+    """Gathers everything `kdist doctor` reports.
 
     Args:
         with_devices: Whether to import JAX and list its devices. Defaults to
@@ -215,65 +215,128 @@ def collect(
         probe_timeout: Seconds the connection may take. Defaults to 2.
 
     Returns:
-        A dict with "ok", "error", "config", "scheduler", "detectors",
-        "accelerators", "probe", "devices", "kdist_version", "jax_version".
+        The report (`json_report` makes it a JSON-ready dict, `render` text).
 
     Example:
         >>> from kdist._doctor import collect
-        >>> isinstance(collect(probe=False)["ok"], bool)
+        >>> isinstance(collect(probe=False).ok, bool)
         True
     """
-    from kdist import _config, _core, _jax_backend
+    from kdist import _config, _jax_backend
     from kdist._errors import ConfigError
 
     environment = dict(os.environ)
-    report: dict[str, Any] = {
-        "kdist_version": _version("kdist"),
-        "jax_version": _jax_backend.jax_version() if _jax_backend.jax_installed() else None,
-        "ok": True,
-        "error": None,
-        "config": None,
-    }
+    spec: _core.ClusterSpec | None = None
+    error: str | None = None
     try:
         spec = _config.resolve()
-        report["config"] = _spec_dict(spec)
-    except ConfigError as error:
-        report["ok"] = False
-        report["error"] = str(error)
+    except ConfigError as failure:
+        error = str(failure)
 
-    detectors = _core.detect_all(environment)
-    for entry, info in zip(detectors, _core.cluster_detectors(), strict=True):
-        entry["summary"] = info["summary"]
-        entry["presence"] = info["presence"]
-    report["detectors"] = detectors
-    # None when the configuration is invalid: which detector would apply depends on
-    # KDIST_CLUSTER_DETECTION, and the detectors list shows which are present.
-    report["scheduler"] = None if report["config"] is None else report["config"]["scheduler"]
-    report["accelerators"] = find_accelerators(environ=environment)
+    probed = None
+    if probe and spec is not None and spec.coordinator_address:
+        probed = probe_coordinator(spec.coordinator_address, probe_timeout)
 
-    report["probe"] = None
-    config = report["config"]
-    if probe and config is not None and config["coordinator_address"]:
-        result = probe_coordinator(config["coordinator_address"], probe_timeout)
-        result["advice"] = _probe_advice(result["status"], config["process_id"])
-        report["probe"] = result
-
-    report["devices"] = None
+    devices: dict[str, object] | None = None
     if with_devices:
-        from kdist import _jax_backend
-
         try:
-            report["devices"] = _jax_backend.device_report()
-        except Exception as error:  # JAX's own failures are reported, not raised
-            report["devices"] = {"error": f"{type(error).__name__}: {error}"}
-    return report
+            devices = _jax_backend.device_report()
+        except Exception as failure:  # JAX's own failures are reported, not raised
+            devices = {"error": f"{type(failure).__name__}: {failure}"}
+    return Report(
+        kdist_version=_version("kdist"),
+        jax_version=_jax_backend.jax_version() if _jax_backend.jax_installed() else None,
+        spec=spec,
+        error=error,
+        detectors=_core.detect_all(environment),
+        accelerators=find_accelerators(environ=environment),
+        probe=probed,
+        devices=devices,
+    )
+
+
+def json_report(report: Report) -> dict[str, Any]:
+    """The report as one JSON-ready dict: what `kdist doctor --json` prints.
+
+    Args:
+        report: What `collect` returned.
+
+    Returns:
+        A dict with "kdist_version", "jax_version", "ok", "error", "config",
+        "detectors", "scheduler", "accelerators", "probe" and "devices".
+
+    Example:
+        >>> from kdist._doctor import collect, json_report
+        >>> sorted(json_report(collect(probe=False)))[:3]
+        ['accelerators', 'config', 'detectors']
+    """
+    spec = report.spec
+    config = (
+        None
+        if spec is None
+        else {
+            "job_addresses": list(spec.job_addresses),
+            "coordinator_address": spec.coordinator_address,
+            "num_processes": spec.num_processes,
+            "process_id": spec.process_id,
+            "timeout": spec.timeout,
+            "preflight": spec.preflight,
+            "cluster_detection": spec.cluster_detection,
+            "scheduler": spec.scheduler,
+            "local_device_ids": spec.local_device_ids,
+            "suggested_local_device_ids": spec.suggested_local_device_ids,
+            "local_devices_reason": spec.local_devices_reason,
+            "local_devices_suggestion_applied": spec.local_devices_suggestion_applied,
+            "coordinator_bind_address": spec.coordinator_bind_address,
+            "fingerprint": spec.fingerprint,
+            "sources": dict(spec.sources),
+        }
+    )
+    detectors = []
+    for entry in report.detectors:
+        detection = entry.detection
+        detectors.append(
+            {
+                "name": entry.name,
+                "present": entry.present,
+                "error": entry.error,
+                "values": {
+                    name: {"value": v.text, "variables": v.variables, "shown": v.shown}
+                    for name, v in (detection.values if detection else [])
+                },
+                "hints": dict(detection.hints) if detection else {},
+                "summary": entry.detector.summary,
+                "presence": entry.detector.presence,
+            }
+        )
+    probe = report.probe
+    return {
+        "kdist_version": report.kdist_version,
+        "jax_version": report.jax_version,
+        "ok": report.ok,
+        "error": report.error,
+        "config": config,
+        "detectors": detectors,
+        "scheduler": report.scheduler,
+        "accelerators": report.accelerators,
+        "probe": None
+        if probe is None or spec is None
+        else {
+            "address": probe.address,
+            "status": probe.status,
+            "seconds": probe.seconds,
+            "detail": probe.detail,
+            "advice": _probe_advice(probe.status, spec.process_id),
+        },
+        "devices": report.devices,
+    }
 
 
 def _format_ids(ids: list[int] | None) -> str:
     return "all visible devices" if ids is None else "[" + ", ".join(str(i) for i in ids) + "]"
 
 
-def render(report: Mapping[str, Any]) -> str:
+def render(report: Report) -> str:
     """The report as text for people.
 
     Args:
@@ -282,87 +345,89 @@ def render(report: Mapping[str, Any]) -> str:
     Returns:
         Several lines of text, ending with a newline.
     """
-    jax_version = report["jax_version"] or "not installed"
-    jax_state = "imported" if report["devices"] is not None else "not imported"
-    lines = [f"kdist {report['kdist_version']}, JAX {jax_version} ({jax_state})", ""]
-    config = report["config"]
-    if config is None:
+    jax_version = report.jax_version or "not installed"
+    jax_state = "imported" if report.devices is not None else "not imported"
+    lines = [f"kdist {report.kdist_version}, JAX {jax_version} ({jax_state})", ""]
+    spec = report.spec
+    if spec is None:
         lines.append("configuration: INVALID")
-        lines.extend("  " + line for line in str(report["error"]).splitlines())
+        lines.extend("  " + line for line in str(report.error).splitlines())
     else:
         lines.append("configuration: ok")
-        sources = config["sources"]
+        sources = spec.sources
         rows = [
-            ("job_addresses", ",".join(config["job_addresses"]) or "(none)"),
-            ("num_processes", str(config["num_processes"])),
-            ("process_id", str(config["process_id"])),
-            ("timeout", f"{config['timeout']:g} s"),
-            ("preflight", str(config["preflight"])),
-            ("cluster_detection", config["cluster_detection"]),
-            ("local_device_ids", _format_ids(config["local_device_ids"])),
+            ("job_addresses", ",".join(spec.job_addresses) or "(none)"),
+            ("num_processes", str(spec.num_processes)),
+            ("process_id", str(spec.process_id)),
+            ("timeout", f"{spec.timeout:g} s"),
+            ("preflight", str(spec.preflight)),
+            ("cluster_detection", spec.cluster_detection),
+            ("local_device_ids", _format_ids(spec.local_device_ids)),
         ]
-        if config.get("coordinator_bind_address"):
-            rows.append(("coordinator_bind_address", str(config["coordinator_bind_address"])))
-        width = max(len(str(value)) for _, value in rows)
+        if spec.coordinator_bind_address:
+            rows.append(("coordinator_bind_address", spec.coordinator_bind_address))
+        width = max(len(value) for _, value in rows)
         for name, value in rows:
             lines.append(f"  {name:<18} {value:<{width}}  from {sources[name]}")
-        lines.append(f"  {'fingerprint':<18} {config['fingerprint']}")
+        lines.append(f"  {'fingerprint':<18} {spec.fingerprint}")
     lines.append("")
 
-    lines.append(f"scheduler: {report['scheduler'] or 'none detected'}")
-    for entry in report["detectors"]:
-        if entry["error"]:
-            state = "present, but: " + entry["error"]
-        elif entry["present"]:
+    lines.append(f"scheduler: {report.scheduler or 'none detected'}")
+    for entry in report.detectors:
+        detection = entry.detection
+        if entry.error:
+            state = "present, but: " + entry.error
+        elif detection is not None:
             values = ", ".join(
-                f"{name}={value['value']} ({value['variables']})"
-                for name, value in entry["values"].items()
+                f"{name}={value.text} ({value.variables})" for name, value in detection.values
             )
             state = "present: " + (values or "no values")
-            for name, hint in entry["hints"].items():
+            for name, hint in detection.hints:
                 state += f"; no {name}: {hint}"
         else:
-            state = f"not present (looks for {entry['presence']})"
-        lines.append(f"  {entry['name']:<11} {state}")
-    if config is not None:
-        suggested = config["suggested_local_device_ids"]
+            state = f"not present (looks for {entry.detector.presence})"
+        lines.append(f"  {entry.name:<11} {state}")
+    if spec is not None:
+        suggested = spec.suggested_local_device_ids
         hint = (
             " (KDIST_LOCAL_DEVICE_IDS=auto applies the suggestion)"
-            if suggested is not None and not config["local_devices_suggestion_applied"]
+            if suggested is not None and not spec.local_devices_suggestion_applied
             else ""
         )
         lines.append(
             f"  local devices: suggested {_format_ids(suggested)} "
-            f"({config['local_devices_reason']}); "
-            f"using {_format_ids(config['local_device_ids'])}{hint}"
+            f"({spec.local_devices_reason}); "
+            f"using {_format_ids(spec.local_device_ids)}{hint}"
         )
     lines.append("")
 
     lines.append("accelerators (without importing JAX):")
-    lines.extend("  " + line for line in report["accelerators"]["summary"])
+    lines.extend("  " + line for line in report.accelerators["summary"])
     lines.append("")
 
-    probe = report["probe"]
-    if probe is not None:
+    probe = report.probe
+    if probe is not None and spec is not None:
         lines.append(
-            f"coordinator {probe['address']}: {probe['status']} after {probe['seconds']:.3f} s "
-            f"({probe['detail']})"
+            f"coordinator {probe.address}: {probe.status} after {probe.seconds:.3f} s "
+            f"({probe.detail})"
         )
-        lines.append(f"  {probe['advice']}")
-    elif config is not None and not config["coordinator_address"]:
+        lines.append(f"  {_probe_advice(probe.status, spec.process_id)}")
+    elif spec is not None and not spec.coordinator_address:
         lines.append("coordinator: none (a single process)")
     else:
         lines.append("coordinator: not probed")
 
-    devices = report["devices"]
+    devices = report.devices
     if devices is not None:
         lines.append("")
         if "error" in devices:
             lines.append(f"JAX devices: failed: {devices['error']}")
         else:
+            local = devices["local_devices"]
+            assert isinstance(local, list)
             lines.append(
                 f"JAX devices (default backend {devices['default_backend']}): "
-                + ", ".join(devices["local_devices"])
+                + ", ".join(str(d) for d in local)
             )
     return "\n".join(lines) + "\n"
 
@@ -395,8 +460,8 @@ def run(
     """
     report = collect(with_devices=with_devices, probe=probe, probe_timeout=probe_timeout)
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        sys.stdout.write(json.dumps(json_report(report), indent=2) + "\n")
     else:
         sys.stdout.write(render(report))
     sys.stdout.flush()
-    return 0 if report["ok"] or exit_zero else 1
+    return 0 if report.ok or exit_zero else 1

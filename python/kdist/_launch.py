@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import os
 import re
 import signal
@@ -27,6 +26,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
+
+from kdist import _core
 
 _PR_SET_PDEATHSIG = 1
 _POLL_SECONDS = 0.05
@@ -45,43 +46,6 @@ SETTLE_SECONDS = 3.0
 _BLAME = re.compile(
     rb"^kdist: process (\d+) \(.*?\) (?:failed first: |died \(|failed: .*; told the other)"
 )
-
-
-# errnos that mean "no IPv6 here" (as the coordinator's bind in cpp/core/socket.cc treats them).
-_NO_IPV6 = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
-
-
-def free_port() -> int:
-    """A TCP port that was free on every interface a moment ago.
-
-    Checked as the coordinator binds it: on the IPv6 wildcard address,
-    dual-stack (so IPv4 too), or on 0.0.0.0 where there is no IPv6.
-
-    Returns:
-        The port number.
-
-    Example:
-        >>> from kdist._launch import free_port
-        >>> 0 < free_port() < 65536
-        True
-    """
-    try:
-        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-    except OSError as error:
-        if error.errno not in _NO_IPV6:
-            raise
-    else:
-        with sock:
-            try:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-                sock.bind(("::", 0))
-                return int(sock.getsockname()[1])
-            except OSError as error:
-                if error.errno not in _NO_IPV6:
-                    raise
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("0.0.0.0", 0))  # every interface, as the coordinator binds
-        return int(sock.getsockname()[1])
 
 
 def child_environment(
@@ -446,7 +410,7 @@ def launch(
         0
     """
     output = _Output(out or sys.stdout.buffer, err or sys.stderr.buffer)
-    port = port or free_port()
+    port = port or _core.free_port()
     envs = [
         child_environment(
             os.environ,

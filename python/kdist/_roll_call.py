@@ -123,20 +123,20 @@ def roll_call(
             progress=_log_progress,
             progress_interval=PROGRESS_INTERVAL_SECONDS,
         )
-        dropped = int(summary["dropped"])
+        dropped = summary.dropped
         _logger.info(
             "roll call complete: %d of %d processes joined on %s, %.3f s after initialize() "
             "began%s",
-            len(summary["members"]) + 1,
+            len(summary.members) + 1,
             spec.num_processes,
-            summary["listened_on"],
-            summary["seconds"],
+            summary.listened_on,
+            summary.seconds,
             f"; dropped {dropped} connection{'' if dropped == 1 else 's'} that did not speak "
             "the kdist protocol"
             if dropped
             else "",
         )
-        _warn_about_jax_versions(jax_version, summary["members"])
+        _warn_about_jax_versions(jax_version, summary.members)
         return RollCallOutcome(None, shared, host, pid)
     if on_waiting is not None:
         on_waiting()
@@ -153,24 +153,20 @@ def roll_call(
     _logger.info(
         "process %d joined the roll call at %s after %d attempt(s) in %.3f s",
         spec.process_id,
-        result["connected_to"],
-        result["attempts"],
-        result["seconds"],
+        result.connected_to,
+        result.attempts,
+        result.seconds,
     )
-    if result["coordinator_jax_version"] != jax_version:
+    go = result.go
+    if go.jax_version != jax_version:
         _logger.warning(
             "JAX versions differ: this process (%d) has %s, process 0 has %s; "
             "jax.distributed may fail or misbehave. Install the same JAX everywhere.",
             spec.process_id,
             jax_version,
-            result["coordinator_jax_version"],
+            go.jax_version,
         )
-    return RollCallOutcome(
-        str(result["connected_to"]),
-        result["shared"],
-        str(result["coordinator_host"]),
-        int(result["coordinator_pid"]),
-    )
+    return RollCallOutcome(result.connected_to, go.shared, go.host, go.pid)
 
 
 def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadline: float) -> None:
@@ -206,12 +202,8 @@ def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadlin
     )
 
 
-def _warn_about_jax_versions(own: str, members: list[dict[str, object]]) -> None:
-    others = sorted(
-        (int(str(m["process_id"])), str(m["jax_version"]))
-        for m in members
-        if m["jax_version"] != own
-    )
+def _warn_about_jax_versions(own: str, members: list[_core.Hello]) -> None:
+    others = sorted((m.process_id, m.jax_version) for m in members if m.jax_version != own)
     if others:
         listed = ", ".join(f"process {pid}: {version}" for pid, version in others[:10])
         _logger.warning(
