@@ -1,35 +1,47 @@
-"""The roll call of process 0 against many simulated processes on loopback.
+"""The roll call at scale: process 0 against up to 16,384 simulated processes on loopback.
 
-Process 0 is the real C++ coordinator (kdist._core.run_coordinator, on its
-own thread with the GIL released); the other processes are simulated by
-plain Python sockets that send the hello a real process would send
-(kdist._core_bench.encode_hello) and read the verdict. A run's figure is the time
-from starting process 0's loop on a bound port until every simulated process
-has its "go" and process 0 has returned (it waits for them to close first).
-The Python clients' own cost (connect, send, read) is part of the figure.
+Process 0 is the real C++ coordinator (kdist._core.run_coordinator) in a process of its
+own (benchmarks/_rollcall_process_zero.py), so its memory is measured alone. The other
+processes come from the load generator (cpp/load/, through kdist._core_bench): one epoll
+loop in this process, each simulated process a real TCP connection that sends the hello a
+real process would send, reads process 0's replies and closes after "go"; they connect
+from 250 loopback source addresses, as a real job's come from many hosts.
+
+A run's figures:
+  - time: from the first connect until every simulated process has its verdict ("go"
+    broadcast and the comparison of every hello included), process 0 already listening;
+  - after the last hello: from the last hello written until the last "go" read;
+  - memory: process 0's peak resident memory during the roll call above its start.
 
 Usage:
-    python -m benchmarks.rollcall [--workers 1 10 100 1000] [--runs 7]
-    python -m benchmarks.run --only rollcall      (as a figure of the harness)
+    python -m benchmarks.rollcall [--processes 1024 4096 16384] [--runs 7] [--json]
+    python -m benchmarks.run --only rollcall      (as figures of the harness)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
-import selectors
-import socket
 import statistics
-import threading
-import time
+import subprocess
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series, interleave
 from kdist import _core, _core_bench
 from kdist._core import free_port
 
-WORKER_COUNTS = (1, 10, 100, 1000)
+PROCESS_COUNTS = (1024, 4096, 16384)
+_LIMIT_S = 120.0
+
+
+@dataclass
+class RollCallRun:
+    seconds: float  # first connect to last verdict
+    after_last_hello: float  # last hello written to last verdict
+    memory_mib: float  # process 0's peak above its start
+    refused_connects: int
 
 
 def _spec(port: int, n: int, process_id: int, timeout: float) -> _core.ClusterSpec:
@@ -38,150 +50,111 @@ def _spec(port: int, n: int, process_id: int, timeout: float) -> _core.ClusterSp
     )
 
 
-def _raise_open_file_limit(needed: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-
-
-def roll_call_seconds(workers: int, timeout: float = 60.0) -> float:
-    """One roll call of process 0 and `workers` simulated processes; seconds."""
-    n = workers + 1
+def roll_call(num_processes: int, timeout: float = 60.0) -> RollCallRun:
+    """One roll call of `num_processes` (process 0 and num_processes - 1 simulated)."""
     port = free_port()
-    coordinator = _spec(port, n, 0, timeout)
-    hellos = [
-        _core_bench.encode_hello(_spec(port, n, i, timeout), "bench", "sim", 100000 + i)
-        for i in range(1, n)
-    ]
-    listener = _core.bind_coordinator_port(coordinator)
-    outcome: dict[str, _core.RollCallSummary | BaseException] = {}
-
-    def run_process_zero() -> None:
-        try:
-            outcome["summary"] = _core.run_coordinator(
-                coordinator,
-                "bench",
-                "sim",
-                1,
-                shared=_core.JobShared(),
-                listener=listener,
-                timeout=timeout,
-            )
-        except BaseException as error:  # reported by the caller
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run_process_zero, name="rollcall-bench")
-    clients: list[socket.socket] = []
-    selector = selectors.DefaultSelector()
-    start = time.perf_counter()
-    thread.start()
+    zero = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks._rollcall_process_zero", str(num_processes),
+         str(port), repr(timeout)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        for hello in hellos:
-            client = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-            client.sendall(hello)
-            client.setblocking(False)
-            selector.register(client, selectors.EVENT_READ, bytearray())
-            clients.append(client)
-        waiting = len(clients)
-        deadline = time.monotonic() + timeout
-        while waiting and time.monotonic() < deadline:
-            for key, _ in selector.select(timeout=1.0):
-                buffer: bytearray = key.data
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
-                chunk = sock.recv(4096)
-                if not chunk:
-                    raise RuntimeError("process 0 closed a connection before its verdict")
-                buffer += chunk
-                while len(buffer) >= _core_bench.FRAME_HEADER_SIZE:
-                    header = bytes(buffer[: _core_bench.FRAME_HEADER_SIZE])
-                    size = _core_bench.frame_size(header)
-                    if len(buffer) < size:
-                        break
-                    reply = _core_bench.decode_reply(bytes(buffer[:size]))
-                    del buffer[:size]
-                    if reply.type == _core.FrameType.status:
-                        continue  # process 0's acknowledgement or progress line
-                    if reply.type != _core.FrameType.go:
-                        raise RuntimeError(
-                            f"process 0 answered {reply.type.name} ({reply.code.name}): "
-                            f"{reply.message}"
-                        )
-                    selector.unregister(sock)
-                    sock.close()  # the simulated process closes first, as a real one does
-                    waiting -= 1
-                    break
-        if waiting:
-            raise RuntimeError(f"{waiting} simulated processes got no verdict")
-        thread.join(timeout)
-        elapsed = time.perf_counter() - start
+        assert zero.stdout is not None
+        ready = zero.stdout.readline()
+        if not ready:
+            raise RuntimeError(f"process 0 exited before listening (status {zero.wait(10)})")
+        report = _core_bench.run_roll_call_load(
+            _spec(port, num_processes, 1, timeout),
+            "127.0.0.1",
+            port,
+            count=num_processes - 1,
+            timeout=timeout,
+        )
+        line = zero.stdout.readline()
+        zero.wait(timeout)
     finally:
-        for client in clients:
-            client.close()
-        selector.close()
-        thread.join(timeout)
-    if "error" in outcome:
-        raise RuntimeError(f"process 0 failed: {outcome['error']}")
-    summary = outcome["summary"]
-    assert isinstance(summary, _core.RollCallSummary) and len(summary.members) == workers
-    return elapsed
+        if zero.poll() is None:
+            zero.kill()
+            zero.wait(10)
+    if report.went != num_processes - 1:
+        raise RuntimeError(
+            f"{report.went} of {num_processes - 1} simulated processes got go; "
+            f"first rejection: {report.first_rejection!r}; first failure: {report.first_failure!r}"
+        )
+    result = json.loads(line)
+    if result["members"] != num_processes - 1:
+        raise RuntimeError(f"process 0 counted {result['members']} members")
+    return RollCallRun(
+        seconds=report.last_verdict,
+        after_last_hello=report.last_verdict - report.all_hellos_sent,
+        memory_mib=(result["peak_kib"] - result["rss_before_kib"]) / 1024,
+        refused_connects=report.refused_connects,
+    )
 
 
 def samples(
-    workers: Sequence[int] = WORKER_COUNTS, runs: int = MIN_COUNTED_RUNS
-) -> dict[int, list[float]]:
-    """Seconds per roll call for each worker count: `runs` counted runs (at least
-    MIN_COUNTED_RUNS), interleaved across counts, after one discarded warm-up round."""
-    _raise_open_file_limit(2 * max(workers) + 256)
-    by_name = interleave(
-        {str(w): (lambda w=w: {"seconds": roll_call_seconds(w)}) for w in workers}, runs=runs
-    )
-    return {w: by_name[str(w)]["seconds"] for w in workers}
+    counts: Sequence[int] = PROCESS_COUNTS, runs: int = MIN_COUNTED_RUNS
+) -> dict[int, dict[str, list[float]]]:
+    """Per process count: seconds, seconds after the last hello and MiB, for `runs`
+    counted runs interleaved across counts, after one discarded warm-up round."""
+
+    def one(n: int) -> dict[str, float]:
+        run = roll_call(n)
+        return {"seconds": run.seconds, "after": run.after_last_hello, "mib": run.memory_mib}
+
+    by_name = interleave({str(n): (lambda n=n: one(n)) for n in counts}, runs=runs)
+    return {n: by_name[str(n)] for n in counts}
 
 
 def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:
-    """The harness's figure: one series per worker count, in milliseconds."""
-    by_count = samples(WORKER_COUNTS, runs)
+    """The harness's figures: time and process 0's memory, one series per process count."""
+    by_count = samples(PROCESS_COUNTS, runs)
+    largest = f"{PROCESS_COUNTS[-1]} processes"
     return [
         Figure(
             "rollcall",
-            "Roll call of process 0 (C++) with simulated processes on loopback",
-            [Series(f"{w} workers", "ms", [1000 * x for x in xs]) for w, xs in by_count.items()],
-            baseline=f"{WORKER_COUNTS[-1]} workers",
-            notes=[
-                "Target: the 1,000-worker roll call under 1 s. The simulated processes are "
-                "Python sockets in one process; their own cost is part of the figure."
+            "Roll call: first connect to the last \"go\", process 0 (C++) and simulated processes",
+            [
+                Series(f"{n} processes", "ms", [1000 * x for x in xs["seconds"]])
+                for n, xs in by_count.items()
+            ]
+            + [
+                Series(f"{n} processes, after the last hello", "ms", [1000 * x for x in xs["after"]])
+                for n, xs in by_count.items()
             ],
-        )
+            baseline=largest,
+            notes=[
+                "Target: 16,384 processes in under 1 s. The simulated processes run in one "
+                "epoll loop of the C++ load generator on the same 2 cores as process 0.",
+            ],
+        ),
+        Figure(
+            "rollcall_memory",
+            "Roll call: process 0's peak resident memory above its start",
+            [Series(f"{n} processes", "MiB", xs["mib"]) for n, xs in by_count.items()],
+            baseline=largest,
+            notes=["Target: under 64 MiB at 16,384 processes."],
+        ),
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=list(WORKER_COUNTS))
+    parser.add_argument("--processes", type=int, nargs="+", default=list(PROCESS_COUNTS))
     parser.add_argument("--runs", type=int, default=MIN_COUNTED_RUNS)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    by_count = samples(args.workers, args.runs)
+    by_count = samples(args.processes, args.runs)
     if args.json:
-        figures = {
-            str(w): {
-                "min": min(xs),
-                "median": statistics.median(xs),
-                "max": max(xs),
-                "runs": [round(x, 5) for x in xs],
-            }
-            for w, xs in by_count.items()
-        }
-        print(json.dumps(figures, indent=2))
+        print(json.dumps({str(n): xs for n, xs in by_count.items()}, indent=2))
         return
-    print(f"roll call against the C++ coordinator on loopback, {args.runs} runs (ms)")
-    print(f"{'workers':>8} {'min':>9} {'median':>9} {'max':>9}")
-    for w, xs in by_count.items():
+    print(f"roll call against the C++ coordinator on loopback, {args.runs} runs (medians)")
+    print(f"{'processes':>10} {'time ms':>9} {'after last hello ms':>20} {'process 0 MiB':>14}")
+    for n, xs in by_count.items():
         print(
-            f"{w:>8} {1000 * min(xs):9.2f} {1000 * statistics.median(xs):9.2f} "
-            f"{1000 * max(xs):9.2f}"
+            f"{n:>10} {1000 * statistics.median(xs['seconds']):9.1f} "
+            f"{1000 * statistics.median(xs['after']):20.1f} {statistics.median(xs['mib']):14.1f}"
         )
 
 

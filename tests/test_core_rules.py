@@ -82,17 +82,17 @@ def test_durations_and_ports_parse_in_the_core() -> None:
         _core.parse_port("")
 
 
-def test_the_cli_and_the_benchmark_codec_stay_out_of_import_kdist() -> None:
+def test_the_cli_and_the_load_generator_stay_out_of_import_kdist() -> None:
     result = run_python(
         "import sys, kdist._cli\nprint(sorted(m for m in sys.modules if m.startswith('kdist')))\n"
     )
     assert result.returncode == 0, result.describe()
     assert "_core" not in result.stdout and "jax" not in result.stdout
-    assert not hasattr(_core, "encode_hello")
+    assert not hasattr(_core, "run_roll_call_load")
     assert not hasattr(_core, "DeviceCache")
 
 
-def test_the_benchmark_codec_has_its_own_stub() -> None:
+def test_the_load_generator_has_its_own_stub() -> None:
     stub = subprocess.run(
         [
             sys.executable,
@@ -105,4 +105,5 @@ def test_the_benchmark_codec_has_its_own_stub() -> None:
         timeout=60,
         check=True,
     ).stdout
-    assert "def decode_reply(frame: bytes) -> kdist._core.Reply" in stub
+    assert "def run_roll_call_load(spec: kdist._core.ClusterSpec" in stub
+    assert "class RollCallLoadReport" in stub

@@ -1,4 +1,4 @@
-"""The roll-call benchmark runs against the real coordinator through kdist._core_bench."""
+"""The roll-call benchmark runs the real coordinator against the C++ load generator."""
 
 from __future__ import annotations
 
@@ -11,17 +11,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo, for be
 
 from benchmarks import rollcall
 
-from kdist import ConfigError, _core, _core_bench
+import kdist
+from kdist import _core, _core_bench
 
 
-def test_a_small_roll_call_completes() -> None:
-    assert 0 < rollcall.roll_call_seconds(3, timeout=30.0) < 30
+def test_a_small_roll_call_completes_and_measures_process_zero() -> None:
+    run = rollcall.roll_call(64, timeout=30.0)
+    assert 0 < run.seconds < 30
+    assert 0 <= run.after_last_hello <= run.seconds
+    assert run.memory_mib >= 0
 
 
-def test_the_codec_speaks_the_core_s_types() -> None:
-    spec = _core.resolve("127.0.0.1:1", "2", "1", None, None, None, {})
-    hello = _core_bench.encode_hello(spec, "bench", "sim", 1)
-    assert _core_bench.frame_size(hello[: _core_bench.FRAME_HEADER_SIZE]) == len(hello)
-    with pytest.raises(ConfigError):
-        _core_bench.decode_reply(hello)  # a hello is not a reply
+def test_the_load_generator_times_out_naming_the_waiting() -> None:
+    port = _core.free_port()  # nothing listens there
+    spec = _core.resolve(f"127.0.0.1:{port}", "4", "1", None, None, None, {})
+    with pytest.raises(kdist.RendezvousTimeoutError, match="3 of 3 simulated processes"):
+        _core_bench.run_roll_call_load(spec, "127.0.0.1", port, count=3, timeout=0.3)
+
+
+def test_the_codec_is_not_in_the_public_extension() -> None:
     assert not hasattr(_core, "decode_reply")
+    assert not hasattr(_core, "run_roll_call_load")
