@@ -54,8 +54,14 @@ def roll_call(num_processes: int, timeout: float = 60.0) -> RollCallRun:
     """One roll call of `num_processes` (process 0 and num_processes - 1 simulated)."""
     port = free_port()
     zero = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks._rollcall_process_zero", str(num_processes),
-         str(port), repr(timeout)],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks._rollcall_process_zero",
+            str(num_processes),
+            str(port),
+            repr(timeout),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -77,6 +83,8 @@ def roll_call(num_processes: int, timeout: float = 60.0) -> RollCallRun:
         if zero.poll() is None:
             zero.kill()
             zero.wait(10)
+        if zero.stdout is not None:
+            zero.stdout.close()
     if report.went != num_processes - 1:
         raise RuntimeError(
             f"{report.went} of {num_processes - 1} simulated processes got go; "
@@ -114,13 +122,15 @@ def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:
     return [
         Figure(
             "rollcall",
-            "Roll call: first connect to the last \"go\", process 0 (C++) and simulated processes",
+            'Roll call: first connect to the last "go", process 0 (C++) and simulated processes',
             [
                 Series(f"{n} processes", "ms", [1000 * x for x in xs["seconds"]])
                 for n, xs in by_count.items()
             ]
             + [
-                Series(f"{n} processes, after the last hello", "ms", [1000 * x for x in xs["after"]])
+                Series(
+                    f"{n} processes, after the last hello", "ms", [1000 * x for x in xs["after"]]
+                )
                 for n, xs in by_count.items()
             ],
             baseline=largest,

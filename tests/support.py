@@ -70,6 +70,7 @@ ENVIRONMENT_SOURCES = {
     "heartbeat_timeout": "default",
     "shutdown_timeout": "default",
     "on_peer_failure": "default",
+    "consistency": "default",
 }
 
 

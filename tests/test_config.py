@@ -192,6 +192,7 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         "heartbeat_timeout": "default",
         "shutdown_timeout": "default",
         "on_peer_failure": "default",
+        "consistency": "default",
     }
 
 

@@ -7,6 +7,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <unistd.h>
@@ -24,6 +25,7 @@
 
 #include "clock.h"
 #include "cluster_spec.h"
+#include "consistency.h"
 #include "coordinator.h"
 #include "detectors.h"
 #include "environment.h"
@@ -68,7 +70,8 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"coordinator_bind_address", spec.coordinator_bind_address.source},
       {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
       {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
-      {"on_peer_failure", spec.on_peer_failure.source}};
+      {"on_peer_failure", spec.on_peer_failure.source},
+      {"consistency", spec.consistency.source}};
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
 }
@@ -173,12 +176,27 @@ class PythonHooks {
   std::optional<nb::python_error> error_;
 };
 
+// An environment fingerprint as Python passes it: (name, value, must_match) entries.
+using EnvironmentEntries = std::vector<std::tuple<std::string, std::string, bool>>;
+
 RollCallOptions Options(double timeout, double elapsed, double progress_interval) {
   RollCallOptions options;
   options.timeout = SecondsToNanos(timeout);
   options.already_elapsed = SecondsToNanos(elapsed);
   options.progress_interval = SecondsToNanos(progress_interval);
   return options;
+}
+
+// This process's fingerprint into the options (compared by process 0 under the
+// spec's policy) and into its hello.
+void ApplyEnvironment(const ClusterSpec& spec, const EnvironmentEntries& entries,
+                      RollCallOptions& options, Hello& own) {
+  for (const auto& [name, value, must_match] : entries) {
+    options.environment.push_back({name, value, must_match});
+  }
+  RaiseIfError(ValidateFingerprint(options.environment));
+  options.consistency = ValueOrRaise(ParseConsistencyPolicy(spec.consistency.value));
+  own.environment = EncodeFingerprint(options.environment);
 }
 
 Address CoordinatorOrRaise(const ClusterSpec& spec) {
@@ -220,10 +238,11 @@ RollCallSummary RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax
                                  const std::string& host, int64_t pid, const JobShared& shared,
                                  Listener* listener, double timeout, double elapsed,
                                  std::optional<ProgressCallback> progress,
-                                 double progress_interval) {
+                                 double progress_interval, const EnvironmentEntries& environment) {
   const Address coordinator = CoordinatorOrRaise(spec);
-  const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
+  Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RollCallOptions options = Options(timeout, elapsed, progress_interval);
+  ApplyEnvironment(spec, environment, options, own);
   const uint16_t bind_port = BindPort(spec, coordinator);
   if (listener != nullptr && (!listener->fd.valid() || listener->port != bind_port)) {
     RaiseIfError(InvalidArgument("the listener passed to run_coordinator is closed or on port " +
@@ -252,10 +271,11 @@ RollCallSummary RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax
 WorkerResult RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
                          const std::string& host, int64_t pid, double timeout, double elapsed,
                          std::optional<ProgressCallback> progress, double progress_interval,
-                         std::optional<uint64_t> seed) {
+                         std::optional<uint64_t> seed, const EnvironmentEntries& environment) {
   const Address coordinator = CoordinatorOrRaise(spec);
-  const Hello own = MakeHello(spec, Identity{jax_version, host, pid});
+  Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RollCallOptions options = Options(timeout, elapsed, progress_interval);
+  ApplyEnvironment(spec, environment, options, own);
   options.backoff = WorkerBackoff(own.num_processes);
   options.seed = seed ? *seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   PythonHooks hooks(std::move(progress));
@@ -533,6 +553,11 @@ NB_MODULE(_core, m) {
                    [](const ClusterSpec& s) { return s.on_peer_failure.value; },
                    "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
                    "fails or dies; 'ignore': it prints the line and goes on.")
+      .def_prop_ro("consistency", [](const ClusterSpec& s) { return s.consistency.value; },
+                   "'warn' (default; KDIST_CONSISTENCY): the roll call stops the job when the "
+                   "processes' environments differ in a way that crashes or corrupts it (jax, "
+                   "jaxlib, device platform or count) and warns about other differences; "
+                   "'strict': any difference stops it; 'off': nothing is compared.")
       .def_prop_ro("cluster_detection",
                    [](const ClusterSpec& s) { return s.cluster_detection.value; })
       .def_prop_ro("scheduler",
@@ -570,6 +595,24 @@ NB_MODULE(_core, m) {
           },
           nb::arg("seed"), nb::arg("source"),
           "A copy of this spec with the job seed set, and where it came from.")
+      .def_ro("compared_environment", &ClusterSpec::compared_environment,
+              "This process's environment fingerprint as the roll call compared it, (name, "
+              "value) pairs; empty when nothing was compared (consistency 'off', no roll "
+              "call, or before initialize()).")
+      .def_ro("consistency_notes", &ClusterSpec::consistency_notes,
+              "The differences between the processes' environments that the roll call let "
+              "pass, one line each ('' when none).")
+      .def(
+          "with_consistency",
+          [](const ClusterSpec& s, std::vector<std::pair<std::string, std::string>> compared,
+             const std::string& notes) {
+            ClusterSpec copy = s;
+            copy.compared_environment = std::move(compared);
+            copy.consistency_notes = notes;
+            return copy;
+          },
+          nb::arg("compared"), nb::arg("notes"),
+          "A copy of this spec with what the roll call compared and let pass.")
       .def_prop_ro("sources", &Sources,
                    "Where each value came from: 'argument', an environment variable's name, "
                    "a detector and its variables ('slurm (SLURM_PROCID)'), 'job_addresses' "
@@ -588,12 +631,12 @@ NB_MODULE(_core, m) {
          const std::map<std::string, std::string>& environment,
          std::optional<std::string> heartbeat_timeout,
          std::optional<std::string> shutdown_timeout,
-         std::optional<std::string> on_peer_failure) {
+         std::optional<std::string> on_peer_failure, std::optional<std::string> consistency) {
         Request request{std::move(job_addresses),     std::move(num_processes),
                         std::move(process_id),        std::move(timeout),
                         std::move(cluster_detection), std::move(preflight),
                         std::move(heartbeat_timeout), std::move(shutdown_timeout),
-                        std::move(on_peer_failure)};
+                        std::move(on_peer_failure),   std::move(consistency)};
         Environment env(environment.begin(), environment.end());
         return ValueOrRaise(Resolve(request, env));
       },
@@ -603,6 +646,7 @@ NB_MODULE(_core, m) {
       nb::arg("heartbeat_timeout").none() = nb::none(),
       nb::arg("shutdown_timeout").none() = nb::none(),
       nb::arg("on_peer_failure").none() = nb::none(),
+      nb::arg("consistency").none() = nb::none(),
       "Resolves initialize()'s settings (as text) against an environment snapshot; raises "
       "kdist.ConfigError naming the bad value and its source.");
 
@@ -697,6 +741,9 @@ NB_MODULE(_core, m) {
               "Process 0's liveness channel port; 0: no channel.")
       .def_rw("liveness_nonce", &JobShared::liveness_nonce,
               "What a process presents to join the liveness channel (never printed).")
+      .def_rw("consistency_notes", &JobShared::consistency_notes,
+              "The differences between the processes' environments that process 0 let pass, "
+              "one line each ('' when none): every process warns with them.")
       .def("__repr__", [](const JobShared& s) {
         return "JobShared(seed=" + std::to_string(s.seed) +
                ", liveness_port=" + std::to_string(s.liveness_port) + ")";
@@ -722,7 +769,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro(
           "seconds", [](const RollCallSummary& r) { return NanosToSeconds(r.elapsed); },
           "Seconds since initialize() began, when every process was told \"go\".")
-      .def_ro("listened_on", &RollCallSummary::listened_on, "What was bound: '[::]:5000'.");
+      .def_ro("listened_on", &RollCallSummary::listened_on, "What was bound: '[::]:5000'.")
+      .def_ro("consistency_notes", &RollCallSummary::consistency_notes,
+              "The environment differences let pass (also in \"go\"), one line each.");
 
   nb::enum_<FrameType>(m, "FrameType", "The kind of a roll call frame.")
       .value("hello", FrameType::kHello, "A process to process 0: who it is.")
@@ -766,15 +815,17 @@ NB_MODULE(_core, m) {
         nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("shared"),
         nb::arg("listener").none() = nb::none(), nb::arg("timeout"), nb::arg("elapsed") = 0.0,
         nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
+        nb::arg("environment") = EnvironmentEntries{},
         "Process 0's roll call on the coordinator port (on `listener` when given, which it "
         "closes; else it binds the port), GIL released while it waits; its \"go\" carries "
-        "`shared` to every process. It has `timeout` seconds in all of which `elapsed` were "
+        "`shared` to every process. `environment`: this process's fingerprint, (name, value, "
+        "must_match) entries that every hello's is compared with under spec.consistency. It has `timeout` seconds in all of which `elapsed` were "
         "spent before the call. Raises PortInUseError, RendezvousError, "
         "RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
   m.def("run_worker", &RunWorkerPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
         nb::arg("pid"), nb::kw_only(), nb::arg("timeout"), nb::arg("elapsed") = 0.0,
         nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
-        nb::arg("seed").none() = nb::none(),
+        nb::arg("seed").none() = nb::none(), nb::arg("environment") = EnvironmentEntries{},
         "Another process's side of the roll call (GIL released while it waits). Raises "
         "CoordinatorUnreachableError, RendezvousError, RendezvousTimeoutError, or "
         "KeyboardInterrupt on Ctrl-C.");

@@ -14,7 +14,8 @@ std::string ClusterSpec::Fingerprint() const {
                                 ";heartbeat_timeout=" +
                                 std::to_string(heartbeat_timeout_seconds.value) +
                                 ";shutdown_timeout=" +
-                                std::to_string(shutdown_timeout_seconds.value);
+                                std::to_string(shutdown_timeout_seconds.value) +
+                                ";consistency=" + consistency.value;
   return HexDigest(canonical);
 }
 

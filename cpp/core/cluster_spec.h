@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "address.h"
@@ -35,6 +36,11 @@ struct ClusterSpec {
   Sourced<int64_t> shutdown_timeout_seconds;
   // What this process does when another fails or dies: "exit" or "ignore".
   Sourced<std::string> on_peer_failure;
+  Sourced<std::string> consistency;  // "strict", "warn" or "off" (consistency.h)
+  // After the roll call: this process's environment fingerprint as compared
+  // (empty when nothing was), and the differences let pass.
+  std::vector<std::pair<std::string, std::string>> compared_environment;
+  std::string consistency_notes;
   // KDIST_RENDEZVOUS_TOKEN: a secret every process of the roll call must
   // present; empty when unset. Never printed, not part of the fingerprint.
   Sourced<std::string> rendezvous_token;

@@ -1,6 +1,7 @@
 #include "consistency.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "process_list.h"
@@ -190,6 +191,19 @@ Status ConsistencyCheck::Add(int64_t id, const Fingerprint& theirs,
            : "Make the hosts' environments match, or set KDIST_CONSISTENCY=warn to start "
              "with a warning") +
       "; `kdist doctor` on each host shows its fingerprint");
+}
+
+void ConsistencyCheck::Remove(int64_t id) {
+  const auto it = std::find(recorded_.begin(), recorded_.end(), id);
+  if (it == recorded_.end()) return;
+  recorded_.erase(it);
+  for (auto& by_value : others_) {
+    for (auto value = by_value.begin(); value != by_value.end();) {
+      auto& ids = value->second;
+      ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+      value = ids.empty() ? by_value.erase(value) : std::next(value);
+    }
+  }
 }
 
 std::string ConsistencyCheck::Differences(

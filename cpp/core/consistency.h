@@ -73,6 +73,9 @@ class ConsistencyCheck {
   Status Add(int64_t id, const Fingerprint& theirs,
              const std::function<std::string(int64_t)>& host_of);
 
+  // Forgets process `id` (it left; it may come back with another hello).
+  void Remove(int64_t id);
+
   // When every process has arrived: one line per entry that differs (the
   // warnings), "" when none does. Process 0's value is listed first.
   std::string Differences(const std::function<std::string(int64_t)>& host_of) const;

@@ -69,7 +69,7 @@ class Coordinator {
         shared_(shared),
         options_(options),
         waiter_(clock, options),
-        call_(own) {}
+        call_(own, options.environment, options.consistency) {}
 
   Result<RollCallSummary> Run();
 
@@ -448,9 +448,12 @@ Result<RollCallSummary> Coordinator::Run() {
   }
   for (uint64_t id : pending) Remove(id, /*reset=*/true);
 
-  // One verdict for all, encoded once.
-  const std::string verdict = EncodeReply(
-      MakeReply(status.ok() ? FrameType::kGo : FrameType::kReject, status.code(), status.message()));
+  // One verdict for all, encoded once; "go" carries the differences let pass.
+  const std::string notes = status.ok() ? call_.ConsistencyNotes() : "";
+  Reply reply =
+      MakeReply(status.ok() ? FrameType::kGo : FrameType::kReject, status.code(), status.message());
+  reply.shared.consistency_notes = notes.substr(0, kMaxConsistencyNotesBytes);
+  const std::string verdict = EncodeReply(reply);
   for (auto& [id, c] : connections_) {
     if (c.phase == Phase::kMember || id == offender_) SendLast(id, c, verdict);
   }
@@ -462,6 +465,7 @@ Result<RollCallSummary> Coordinator::Run() {
   summary.dropped = call_.dropped();
   summary.elapsed = waiter_.Elapsed();
   summary.listened_on = listener_.bound;
+  summary.consistency_notes = notes;
   return summary;
 }
 

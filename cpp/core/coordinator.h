@@ -27,6 +27,7 @@ struct RollCallSummary {
   int64_t dropped = 0;         // connections that did not speak the protocol
   Nanos elapsed{0};
   std::string listened_on;     // "[::]:5000"
+  std::string consistency_notes;  // the environment differences let pass (also sent in "go")
 };
 
 // Binds the coordinator port as JAX will (listener on every interface,

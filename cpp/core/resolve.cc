@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "consistency.h"
 #include "detectors.h"
 #include "local_devices.h"
 #include "scalars.h"
@@ -120,6 +121,18 @@ Result<Sourced<std::string>> ResolveOnPeerFailure(const Request& request,
                          "\"ignore\" (the program handles it)");
   }
   return Sourced<std::string>{value, raw->source};
+}
+
+Result<Sourced<std::string>> ResolveConsistency(const Request& request, const Environment& env) {
+  const std::optional<Raw> raw = Pick(request.consistency, "consistency", env, kEnvConsistency);
+  if (!raw) return Sourced<std::string>{"warn", "default"};
+  Result<ConsistencyPolicy> policy = ParseConsistencyPolicy(raw->text);
+  if (!policy.ok()) {
+    return Invalid(*raw, "expected \"strict\" (any difference between the processes' "
+                         "environments stops the job), \"warn\" (only those that would crash or "
+                         "corrupt it do; the rest are warnings) or \"off\"");
+  }
+  return Sourced<std::string>{std::string(ConsistencyPolicyName(*policy)), raw->source};
 }
 
 Result<Sourced<bool>> ResolvePreflight(const Request& request, const Environment& env) {
@@ -328,6 +341,9 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   Result<Sourced<std::string>> on_peer_failure = ResolveOnPeerFailure(request, env);
   if (!on_peer_failure.ok()) return on_peer_failure.status();
   spec.on_peer_failure = *on_peer_failure;
+  Result<Sourced<std::string>> consistency = ResolveConsistency(request, env);
+  if (!consistency.ok()) return consistency.status();
+  spec.consistency = *consistency;
   Result<Sourced<std::string>> detection_mode = ResolveClusterDetection(request, env);
   if (!detection_mode.ok()) return detection_mode.status();
   spec.cluster_detection = *detection_mode;

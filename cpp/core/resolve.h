@@ -55,6 +55,7 @@ struct Request {
   std::optional<std::string> heartbeat_timeout;
   std::optional<std::string> shutdown_timeout;
   std::optional<std::string> on_peer_failure;
+  std::optional<std::string> consistency;
 };
 
 // The values cluster_detection accepts, in the order they are listed:

@@ -58,7 +58,18 @@ std::string FormatIds(const std::vector<int64_t>& ids, size_t max_groups) {
   return out + "]";
 }
 
-RollCall::RollCall(Hello own) : own_(std::move(own)) {}
+RollCall::RollCall(Hello own, Fingerprint fingerprint, ConsistencyPolicy consistency)
+    : own_(std::move(own)), consistency_(std::move(fingerprint), consistency) {}
+
+std::string RollCall::HostOf(int64_t process_id) const {
+  if (process_id == own_.process_id) return own_.host;
+  const auto it = members_.find(process_id);
+  return it == members_.end() ? std::string() : it->second.hello.host;
+}
+
+std::string RollCall::ConsistencyNotes() const {
+  return consistency_.Differences([this](int64_t id) { return HostOf(id); });
+}
 
 std::string RollCall::Self() const {
   return "process 0 (host " + SafeText(own_.host) + ", pid " + std::to_string(own_.pid) + ")";
@@ -139,10 +150,21 @@ RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello) {
                                ", pid " + std::to_string(first.pid) + ", and by the process on host " +
                                SafeText(hello.host) + ", pid " + std::to_string(hello.pid) + fix)};
   }
+  Result<Fingerprint> environment = DecodeFingerprint(hello.environment);
+  if (!environment.ok()) {
+    return {Outcome::kRefused,
+            InvalidArgument(Self() + " refused the hello of " + who + ": " +
+                            environment.status().message() + "; install the same kdist version")};
+  }
   // A connection offers one hello; a second one from it replaces the first.
   Leave(connection);
   members_[hello.process_id] = Member{connection, hello};
   by_connection_[connection] = hello.process_id;
+  if (Status consistent = consistency_.Add(hello.process_id, *environment,
+                                           [this](int64_t id) { return HostOf(id); });
+      !consistent.ok()) {
+    return {Outcome::kFailed, std::move(consistent)};
+  }
   return {Outcome::kJoined, Status::Ok()};
 }
 
@@ -152,6 +174,7 @@ std::optional<int64_t> RollCall::Leave(uint64_t connection) {
   const int64_t id = it->second;
   by_connection_.erase(it);
   members_.erase(id);
+  consistency_.Remove(id);
   return id;
 }
 

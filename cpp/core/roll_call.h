@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "consistency.h"
 #include "roll_call_wire.h"
 #include "status.h"
 
@@ -49,7 +50,10 @@ class RollCall {
   };
 
   // `own` is process 0's hello; its token is the one every hello must carry.
-  explicit RollCall(Hello own);
+  // `fingerprint` is process 0's environment fingerprint, which every hello's
+  // is compared with under `consistency` (consistency.h).
+  explicit RollCall(Hello own, Fingerprint fingerprint = {},
+                    ConsistencyPolicy consistency = ConsistencyPolicy::kOff);
 
   Verdict Offer(uint64_t connection, const Hello& hello);
   // The process on `connection` went away: its id is missing again. Returns
@@ -62,6 +66,10 @@ class RollCall {
   bool complete() const { return joined() >= own_.num_processes; }
   const std::map<int64_t, Member>& members() const { return members_; }
   std::vector<int64_t> MissingIds() const;
+
+  // The environment differences let pass, one line each ("" when none): for
+  // every process to warn with, once all have joined.
+  std::string ConsistencyNotes() const;
 
   // A connection that did not speak the protocol was dropped.
   void NoteDropped(const std::string& reason);
@@ -81,7 +89,10 @@ class RollCall {
   std::string Self() const;  // process 0 described
   std::string Notes() const;
 
+  std::string HostOf(int64_t process_id) const;
+
   Hello own_;
+  ConsistencyCheck consistency_;
   std::map<int64_t, Member> members_;          // by process id
   std::map<uint64_t, int64_t> by_connection_;  // connection -> process id
   int64_t dropped_ = 0;

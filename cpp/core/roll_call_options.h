@@ -15,6 +15,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "cluster_spec.h"
+#include "consistency.h"
 #include "roll_call_wire.h"
 #include "status.h"
 
@@ -60,6 +61,12 @@ struct RollCallOptions {
   uint64_t seed = 0;
   Nanos connect_timeout = std::chrono::seconds(3);
   Nanos probe_interval = std::chrono::milliseconds(10);
+
+  // This process's environment fingerprint (consistency.h): every process
+  // sends it in its hello; process 0 compares the others' with it under
+  // `consistency` (the resolved ClusterSpec::consistency).
+  Fingerprint environment;
+  ConsistencyPolicy consistency = ConsistencyPolicy::kOff;
 };
 
 // The hello this process sends (or, for process 0, compares against).

@@ -24,6 +24,8 @@ enum Tag : uint8_t {
   kTagSeed = 13,
   kTagLivenessPort = 14,
   kTagLivenessNonce = 15,
+  kTagEnvironment = 17,
+  kTagConsistencyNotes = 18,
 };
 
 void PutU16(std::string& out, uint16_t value) {
@@ -198,6 +200,9 @@ std::string EncodeHello(const Hello& hello) {
   w.String(kTagHost, hello.host, kMaxHostBytes);
   w.Integer(kTagPid, hello.pid);
   if (!hello.token.empty()) w.String(kTagToken, hello.token, kMaxTokenBytes);
+  if (!hello.environment.empty()) {
+    w.String(kTagEnvironment, hello.environment, kMaxEnvironmentBytes);
+  }
   return w.Frame(FrameType::kHello);
 }
 
@@ -213,6 +218,9 @@ std::string EncodeReply(const Reply& reply) {
     if (reply.shared.liveness_port != 0) {
       w.Integer(kTagLivenessPort, reply.shared.liveness_port);
       w.String(kTagLivenessNonce, reply.shared.liveness_nonce, kMaxTokenBytes);
+    }
+    if (!reply.shared.consistency_notes.empty()) {
+      w.String(kTagConsistencyNotes, reply.shared.consistency_notes, kMaxConsistencyNotesBytes);
     }
   }
   return w.Frame(reply.type);
@@ -231,7 +239,9 @@ Result<Hello> DecodeHello(std::string_view frame) {
     if (!next.ok()) return next.status();
     if (!next->has_value()) break;
     const Field& f = **next;
-    if (f.tag < kTagProcessId || f.tag > kTagToken) continue;  // unknown: skip
+    if ((f.tag < kTagProcessId || f.tag > kTagToken) && f.tag != kTagEnvironment) {
+      continue;  // unknown: skip
+    }
     KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
     switch (f.tag) {
       case kTagProcessId: KDIST_RETURN_IF_ERROR(ReadInteger(f, "process_id", hello.process_id)); break;
@@ -258,6 +268,10 @@ Result<Hello> DecodeHello(std::string_view frame) {
       case kTagHost: KDIST_RETURN_IF_ERROR(ReadString(f, kMaxHostBytes, "host", hello.host)); break;
       case kTagPid: KDIST_RETURN_IF_ERROR(ReadInteger(f, "pid", hello.pid)); break;
       case kTagToken: KDIST_RETURN_IF_ERROR(ReadString(f, kMaxTokenBytes, "token", hello.token)); break;
+      case kTagEnvironment:
+        KDIST_RETURN_IF_ERROR(
+            ReadString(f, kMaxEnvironmentBytes, "environment", hello.environment));
+        break;
       default: break;
     }
   }
@@ -330,6 +344,11 @@ Result<Reply> DecodeReply(std::string_view frame) {
         KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
         KDIST_RETURN_IF_ERROR(
             ReadString(f, kMaxTokenBytes, "liveness_nonce", reply.shared.liveness_nonce));
+        break;
+      case kTagConsistencyNotes:
+        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
+        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxConsistencyNotesBytes, "consistency_notes",
+                                         reply.shared.consistency_notes));
         break;
       default: break;  // unknown: skip
     }

@@ -42,6 +42,8 @@ inline constexpr size_t kMaxHostBytes = 255;
 inline constexpr size_t kMaxShortFieldBytes = 512;  // fingerprint, addresses, versions, sources
 inline constexpr size_t kMaxTokenBytes = 1024;
 inline constexpr size_t kMaxMessageBytes = 8192;
+inline constexpr size_t kMaxEnvironmentBytes = 8192;       // the hello's fingerprint (consistency.h)
+inline constexpr size_t kMaxConsistencyNotesBytes = 4096;  // "go"'s warnings
 
 struct Hello {
   int64_t process_id = 0;
@@ -54,6 +56,7 @@ struct Hello {
   std::string host;                  // host name of the process
   int64_t pid = 0;
   std::string token;                 // KDIST_RENDEZVOUS_TOKEN, empty when unset
+  std::string environment;           // EncodeFingerprint() of this process (consistency.h)
 };
 
 // What process 0 decides for the whole job and "go" carries to every process.
@@ -63,6 +66,9 @@ struct JobShared {
   // nonce a process presents to be admitted. Optional on the wire.
   int64_t liveness_port = 0;
   std::string liveness_nonce;
+  // The environment differences process 0 found and let pass (consistency.h),
+  // one line each; every process warns with them. Optional on the wire.
+  std::string consistency_notes;
 };
 
 struct Reply {

@@ -105,6 +105,14 @@ TEST(ConsistencyCheck, AnEntryNotSentIsADifference) {
                      StatusCode::kFailedPrecondition, "(not sent) in process 1 on host node-1");
 }
 
+TEST(ConsistencyCheck, AProcessThatLeftIsForgotten) {
+  ConsistencyCheck check(Own(), ConsistencyPolicy::kWarn);
+  KDIST_EXPECT_OK(check.Add(1, With("0.10.2", "3.12.1"), HostOf));
+  check.Remove(1);
+  KDIST_EXPECT_OK(check.Add(1, With("0.10.2"), HostOf));
+  EXPECT_EQ(check.Differences(HostOf), "");
+}
+
 TEST(ConsistencyCheck, SixteenThousandProcessesStayReadable) {
   ConsistencyCheck check(Own(), ConsistencyPolicy::kWarn);
   const auto host = [](int64_t id) {

@@ -72,6 +72,7 @@ def resolve(
     heartbeat_timeout: object = None,
     shutdown_timeout: object = None,
     on_peer_failure: object = None,
+    consistency: object = None,
 ) -> _core.ClusterSpec:
     """Resolves and validates every setting; raises before any side effect.
 
@@ -90,4 +91,5 @@ def resolve(
         heartbeat_timeout=_integer_text("heartbeat_timeout", heartbeat_timeout),
         shutdown_timeout=_integer_text("shutdown_timeout", shutdown_timeout),
         on_peer_failure=_string_text("on_peer_failure", on_peer_failure),
+        consistency=_string_text("consistency", consistency),
     )

@@ -50,6 +50,8 @@ _PER_PROCESS_JAX_VARIABLES = frozenset(
 _PACKAGES = (("jax", True), ("jaxlib", True), ("keras", False), ("kdist", False))
 
 _NOT_INSTALLED = "not installed"
+# Longer values travel as their hash (kdist doctor shows them whole).
+MAX_VALUE_BYTES = 256
 _FORCED_CPU_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 
 
@@ -189,4 +191,13 @@ def collect(
     script, arguments = _script(argv)
     entries.append(Entry("script", script, False))
     entries.append(Entry("arguments", arguments, False))
-    return tuple(entries)
+    return tuple(_shortened(entry) for entry in entries)
+
+
+def _shortened(entry: Entry) -> Entry:
+    """A value too long for a hello (and for a message) becomes its hash and length."""
+    size = len(entry.value.encode())
+    if size <= MAX_VALUE_BYTES:
+        return entry
+    digest = _digest(entry.value.encode())
+    return Entry(entry.name, f"sha256:{digest} ({size} bytes)", entry.must_match)

@@ -29,6 +29,7 @@ def initialize(
     heartbeat_timeout: int | None = None,
     shutdown_timeout: int | None = None,
     on_peer_failure: str | None = None,
+    consistency: str | None = None,
 ) -> None:
     """Starts this process's part of a multi-process JAX job.
 
@@ -104,6 +105,16 @@ def initialize(
             themselves. Needs the roll call (preflight), which announces the
             liveness channel. Defaults to None: `KDIST_ON_PEER_FAILURE`, else
             "exit".
+        consistency: What the roll call does when the processes' environments
+            differ (each sends its fingerprint: jax, jaxlib, keras, kdist and
+            Python versions, device platform and count, OS, `XLA_FLAGS`, other
+            `JAX_*` settings, the script's and its arguments' hashes; see
+            `kdist doctor`). "warn" stops the job, in every process, on a
+            difference that would crash or corrupt it (jax, jaxlib, device
+            platform or count) and warns about the rest in every process;
+            "strict" stops it on any difference; "off" compares nothing. Every
+            process must use the same value. Defaults to None:
+            `KDIST_CONSISTENCY`, else "warn".
 
     Raises:
         TypeError: an argument has the wrong type (a float or bool where an
@@ -126,7 +137,9 @@ def initialize(
             the coordinator before the deadline.
         kdist.RendezvousError: the processes disagree (duplicate or
             out-of-range ids, num_processes, coordinator address,
-            configuration, KDIST_RENDEZVOUS_TOKEN); raised in every process.
+            configuration, KDIST_RENDEZVOUS_TOKEN) or cannot work together
+            (their environments differ; see `consistency`); raised in every
+            process, with one table naming the values, process ids and hosts.
         kdist.RendezvousTimeoutError: not every process joined before the
             deadline; process 0 names the missing ids.
 
@@ -149,6 +162,7 @@ def initialize(
         heartbeat_timeout=heartbeat_timeout,
         shutdown_timeout=shutdown_timeout,
         on_peer_failure=on_peer_failure,
+        consistency=consistency,
     )
     with _lock:
         if _active_spec is not None:
@@ -199,6 +213,9 @@ def initialize(
                     coordinator_host = outcome.coordinator_host
                     coordinator_pid = outcome.coordinator_pid
                     seed_source = "roll call: process 0's seed"
+                    spec = spec.with_consistency(
+                        list(outcome.compared), outcome.shared.consistency_notes
+                    )
                 if service is not None:
                     # Process 0 starts JAX's service now; connect only once it is up,
                     # so JAX's client does not sleep in its 1 s retry.
@@ -371,8 +388,8 @@ def cluster_spec() -> _core.ClusterSpec | None:
     Each value remembers where it came from: `cluster_spec().sources` maps
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
-    "heartbeat_timeout", "shutdown_timeout" and "on_peer_failure" (and, after
-    initialize(), "seed") to "argument", an environment variable's name (JAX's
+    "heartbeat_timeout", "shutdown_timeout", "on_peer_failure" and "consistency"
+    (and, after initialize(), "seed") to "argument", an environment variable's name (JAX's
     own JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID,
     JAX_LOCAL_DEVICE_IDS and JAX_COORDINATOR_BIND_ADDRESS are read after
     kdist's), a detector with its variables ("slurm (SLURM_PROCID)"),
@@ -381,7 +398,9 @@ def cluster_spec() -> _core.ClusterSpec | None:
     `local_device_ids` are the device ids handed to JAX (None: all),
     `suggested_local_device_ids` and `local_devices_reason` what the scheduler
     suggests and why, `local_devices_suggestion_applied` whether the ids are
-    that suggestion.
+    that suggestion. After the roll call, `compared_environment` is this
+    process's environment fingerprint as the processes compared it, and
+    `consistency_notes` the differences let pass.
 
     Example:
         >>> import kdist

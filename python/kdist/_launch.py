@@ -43,8 +43,10 @@ SETTLE_SECONDS = 3.0
 # The lines kdist's liveness channel prints that name the job's first failure:
 # "kdist: process 1 (host h, pid 9) failed first: ...", "... died (...) while the job
 # was running", and the failing process's own "... failed: ...; told the other processes".
+# Searched anywhere in a line: the channel's thread can write its line while the main
+# thread is in the middle of printing a traceback ("ValueErrorkdist: process 1 ...").
 _BLAME = re.compile(
-    rb"^kdist: process (\d+) \(.*?\) (?:failed first: |died \(|failed: .*; told the other)"
+    rb"kdist: process (\d+) \(.*?\) (?:failed first: |died \(|failed: .*; told the other)"
 )
 
 
@@ -233,9 +235,9 @@ class _Job:
         text = line.rstrip(b"\r\n")
         if text.strip():
             process.last_error = text.decode(errors="replace")
-        match = _BLAME.match(text)
+        match = _BLAME.search(text)
         if match is not None:
-            process.kdist_line = text.decode(errors="replace")
+            process.kdist_line = text[match.start() :].decode(errors="replace")
             named = int(match.group(1))
             with self._lock:
                 if self.blamed is None and 0 <= named < len(self.processes):

@@ -14,10 +14,11 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kdist import _core, _jax_backend
+from kdist import _core, _fingerprint, _jax_backend
 
 # Seconds between progress lines while waiting (the first comes after one
 # interval). Tests lower it.
@@ -47,6 +48,9 @@ class RollCallOutcome:
     # Process 0's host name and pid as it said them in "go" (this process's own in 0).
     coordinator_host: str = ""
     coordinator_pid: int = 0
+    # This process's environment fingerprint as compared: (name, value) pairs; empty
+    # under consistency "off".
+    compared: tuple[tuple[str, str], ...] = ()
 
 
 def _note_if_ctrl_c_cannot_interrupt() -> None:
@@ -107,6 +111,10 @@ def roll_call(
     jax_version = _jax_backend.jax_version()
     host = os.uname().nodename
     pid = os.getpid()
+    environment = [
+        (entry.name, entry.value, entry.must_match)
+        for entry in _fingerprint.collect(local_device_ids=spec.local_device_ids)
+    ]
     if spec.process_id == 0:
         listener = _core.bind_coordinator_port(spec)
         if on_waiting is not None:
@@ -122,6 +130,7 @@ def roll_call(
             elapsed=_spent(spec, deadline),
             progress=_log_progress,
             progress_interval=PROGRESS_INTERVAL_SECONDS,
+            environment=environment,
         )
         dropped = summary.dropped
         _logger.info(
@@ -136,8 +145,9 @@ def roll_call(
             if dropped
             else "",
         )
-        _warn_about_jax_versions(jax_version, summary.members)
-        return RollCallOutcome(None, shared, host, pid)
+        shared.consistency_notes = summary.consistency_notes
+        _warn_about_differences(shared.consistency_notes)
+        return RollCallOutcome(None, shared, host, pid, _compared(spec, environment))
     if on_waiting is not None:
         on_waiting()
     result = _core.run_worker(
@@ -149,6 +159,7 @@ def roll_call(
         elapsed=_spent(spec, deadline),
         progress=_log_progress,
         progress_interval=PROGRESS_INTERVAL_SECONDS,
+        environment=environment,
     )
     _logger.info(
         "process %d joined the roll call at %s after %d attempt(s) in %.3f s",
@@ -158,15 +169,10 @@ def roll_call(
         result.seconds,
     )
     go = result.go
-    if go.jax_version != jax_version:
-        _logger.warning(
-            "JAX versions differ: this process (%d) has %s, process 0 has %s; "
-            "jax.distributed may fail or misbehave. Install the same JAX everywhere.",
-            spec.process_id,
-            jax_version,
-            go.jax_version,
-        )
-    return RollCallOutcome(result.connected_to, go.shared, go.host, go.pid)
+    _warn_about_differences(go.shared.consistency_notes)
+    return RollCallOutcome(
+        result.connected_to, go.shared, go.host, go.pid, _compared(spec, environment)
+    )
 
 
 def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadline: float) -> None:
@@ -202,13 +208,20 @@ def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadlin
     )
 
 
-def _warn_about_jax_versions(own: str, members: list[_core.Hello]) -> None:
-    others = sorted((m.process_id, m.jax_version) for m in members if m.jax_version != own)
-    if others:
-        listed = ", ".join(f"process {pid}: {version}" for pid, version in others[:10])
-        _logger.warning(
-            "JAX versions differ from process 0's %s (%s); jax.distributed may fail or "
-            "misbehave. Install the same JAX everywhere.",
-            own,
-            listed,
+def _compared(
+    spec: _core.ClusterSpec, environment: list[tuple[str, str, bool]]
+) -> tuple[tuple[str, str], ...]:
+    if spec.consistency == "off":
+        return ()
+    return tuple((name, value) for name, value, _ in environment)
+
+
+def _warn_about_differences(notes: str) -> None:
+    """Every process warns with the environment differences process 0 let pass."""
+    if notes:
+        warnings.warn(
+            "the job's processes differ (KDIST_CONSISTENCY=warn lets these pass; =strict "
+            "stops the job):\n  " + notes.replace("\n", "\n  "),
+            UserWarning,
+            stacklevel=4,
         )
