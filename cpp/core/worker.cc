@@ -284,7 +284,7 @@ Result<WorkerResult> Worker::Run() {
 
 std::string RelayText(std::string_view text) {
   for (unsigned char c : text) {
-    if (c < 0x20 || c > 0x7e) return Quote(text, kMaxMessageBytes);
+    if ((c < 0x20 && c != '\n') || c > 0x7e) return Quote(text, kMaxMessageBytes);
   }
   return std::string(text);
 }

@@ -44,7 +44,7 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions
                                  Clock& clock);
 
 // Text that came off the wire, fit for a message: as is when it is all
-// printable ASCII, otherwise Quote()d.
+// printable ASCII and line breaks (process 0's tables span lines), otherwise Quote()d.
 std::string RelayText(std::string_view text);
 
 }  // namespace kdist

@@ -92,6 +92,7 @@ report.update(
     elapsed=time.monotonic() - started,
     process_id=kdist.cluster_spec().process_id,
     device_count=kdist.get_device_count(),
+    compared=kdist.cluster_spec().compared_environment,
 )
 print(json.dumps(report), flush=True)
 kdist.shutdown()
