@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kdist import _doctor
+from kdist import _accelerators, _doctor
 from support import ENVIRONMENT_SOURCES, KDIST_SCRIPT, clean_env, free_port
 
 DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
@@ -208,7 +209,7 @@ def test_find_accelerators_reads_device_nodes(tmp_path: Path) -> None:
         (tmp_path / name).touch()
     (tmp_path / "dri").mkdir()
     (tmp_path / "dri" / "renderD128").touch()
-    found = _doctor.find_accelerators(tmp_path, {"CUDA_VISIBLE_DEVICES": "1,0", "HOME": "/x"})
+    found = _accelerators.find_accelerators(tmp_path, {"CUDA_VISIBLE_DEVICES": "1,0", "HOME": "/x"})
     assert found["nvidia_gpus"] == ["nvidia0", "nvidia1", "nvidia10"]
     assert found["tpu_chips"] == ["accel0"]
     assert found["amd_kfd"] is True
@@ -223,9 +224,9 @@ def test_find_accelerators_reads_device_nodes(tmp_path: Path) -> None:
     empty.mkdir()
     (empty / "vfio").mkdir()
     (empty / "vfio" / "3").touch()
-    tpu_vm = _doctor.find_accelerators(empty, {})
+    tpu_vm = _accelerators.find_accelerators(empty, {})
     assert tpu_vm["tpu_chips"] == ["vfio/3"]
-    assert _doctor.find_accelerators(tmp_path / "missing", {})["summary"] == [
+    assert _accelerators.find_accelerators(tmp_path / "missing", {})["summary"] == [
         "no accelerator device nodes: JAX will use the CPU"
     ]
 
@@ -281,3 +282,18 @@ def test_the_probe_takes_addresses_as_the_core_parses_them() -> None:
     assert (address.host, address.port, address.kind) == ("node-1", 1234, _core.HostKind.host_name)
     with pytest.raises(ConfigError, match="has port 65536, which is out of range"):
         _doctor.probe_coordinator("127.0.0.1:65536", 0.5)
+
+
+def test_doctor_shows_the_fingerprint_the_roll_call_compares() -> None:
+    report = _doctor.collect(probe=False)
+    names = [entry.name for entry in report.fingerprint]
+    assert names[:2] == ["jax", "jaxlib"] and "XLA_FLAGS" in names
+    text = _doctor.render(report)
+    assert "fingerprint (the roll call compares it across processes; * must match):" in text
+    assert re.search(r"^  \* jax +\S", text, re.M), text
+    as_json = _doctor.json_report(report)
+    assert as_json["fingerprint"][0] == {
+        "name": "jax",
+        "value": report.fingerprint[0].value,
+        "must_match": True,
+    }

@@ -10,30 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from kdist import _core
-
-# Variables that choose or limit the devices a process sees.
-_DEVICE_VARIABLES = (
-    "CUDA_VISIBLE_DEVICES",
-    "NVIDIA_VISIBLE_DEVICES",
-    "CUDA_DEVICE_ORDER",
-    "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-    "TPU_VISIBLE_CHIPS",
-    "TPU_PROCESS_BOUNDS",
-    "TPU_CHIPS_PER_PROCESS_BOUNDS",
-    "JAX_PLATFORMS",
-    "JAX_NUM_CPU_DEVICES",
-    "XLA_FLAGS",
-)
+from kdist import _core, _fingerprint
+from kdist._accelerators import find_accelerators
 
 _PROBE_MEANING = {
     "listening": "a program accepts connections there",
@@ -42,70 +24,6 @@ _PROBE_MEANING = {
     "unresolved": "the host name does not resolve here; check it, or use an IP address",
     "unreachable": "the network cannot reach the host",
 }
-
-
-def _numbered(directory: Path, pattern: str) -> list[str]:
-    """Names in `directory` matching `pattern` (a regex with one number group), by number."""
-    regex = re.compile(pattern)
-    try:
-        names = [entry.name for entry in directory.iterdir()]
-    except OSError:
-        return []
-    matched = [(int(m.group(1)), name) for name in names if (m := regex.fullmatch(name))]
-    return [name for _, name in sorted(matched)]
-
-
-def find_accelerators(
-    dev_dir: Path = Path("/dev"), environ: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """Finds this machine's accelerators from device nodes and variables, without JAX.
-
-    Args:
-        dev_dir: Where device nodes live. Defaults to `/dev`.
-        environ: The environment to read. Defaults to None: `os.environ`.
-
-    Returns:
-        A dict: "nvidia_gpus" (names of /dev/nvidiaN), "tpu_chips" (/dev/accelN,
-        or /dev/vfio/N on TPU VMs that use VFIO), "amd_kfd" (whether /dev/kfd
-        exists: ROCm GPUs), "render_nodes" (/dev/dri/renderDN), "environment"
-        (the device-selecting variables that are set) and "summary" (lines
-        for people).
-
-    Example:
-        >>> from kdist._doctor import find_accelerators
-        >>> sorted(find_accelerators())[:2]
-        ['amd_kfd', 'environment']
-    """
-    environ = os.environ if environ is None else environ
-    nvidia = _numbered(dev_dir, r"nvidia(\d+)")
-    accel = _numbered(dev_dir, r"accel(\d+)")
-    vfio = _numbered(dev_dir / "vfio", r"(\d+)")
-    kfd = (dev_dir / "kfd").exists()
-    render = _numbered(dev_dir / "dri", r"renderD(\d+)")
-    variables = {name: environ[name] for name in _DEVICE_VARIABLES if name in environ}
-
-    summary = []
-    if nvidia:
-        summary.append(f"NVIDIA GPUs: {len(nvidia)} ({', '.join('/dev/' + n for n in nvidia)})")
-    if accel:
-        summary.append(f"TPU chips: {len(accel)} ({', '.join('/dev/' + n for n in accel)})")
-    elif vfio:
-        summary.append(
-            f"VFIO devices (TPU VMs): {len(vfio)} (/dev/vfio/{', /dev/vfio/'.join(vfio)})"
-        )
-    if kfd:
-        summary.append(f"AMD ROCm: /dev/kfd, {len(render)} render node(s) in /dev/dri")
-    if not summary:
-        summary.append("no accelerator device nodes: JAX will use the CPU")
-    summary.extend(f"{name}={value}" for name, value in variables.items())
-    return {
-        "nvidia_gpus": nvidia,
-        "tpu_chips": accel or [f"vfio/{n}" for n in vfio],
-        "amd_kfd": kfd,
-        "render_nodes": render,
-        "environment": variables,
-        "summary": summary,
-    }
 
 
 def _probe_advice(status: str, process_id: int) -> str:
@@ -180,6 +98,9 @@ class Report:
     error: str | None
     detectors: list[_core.DetectorReport]
     accelerators: dict[str, Any]
+    # This process's environment fingerprint, as the roll call compares it: diff it
+    # across hosts (run doctor under the launcher) when processes cannot work together.
+    fingerprint: tuple[_fingerprint.Entry, ...]
     probe: Probe | None
     devices: dict[str, object] | None  # None: JAX was not asked
 
@@ -192,15 +113,6 @@ class Report:
         # None when the configuration is invalid: which detector would apply depends on
         # KDIST_CLUSTER_DETECTION, and the detectors list shows which are present.
         return None if self.spec is None else self.spec.scheduler
-
-
-def _version(package: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return None
 
 
 def collect(
@@ -244,12 +156,20 @@ def collect(
         except Exception as failure:  # JAX's own failures are reported, not raised
             devices = {"error": f"{type(failure).__name__}: {failure}"}
     return Report(
-        kdist_version=_version("kdist"),
+        kdist_version=_fingerprint.installed_version("kdist"),
         jax_version=_jax_backend.jax_version() if _jax_backend.jax_installed() else None,
         spec=spec,
         error=error,
         detectors=_core.detect_all(environment),
         accelerators=find_accelerators(environ=environment),
+        # The script and arguments entries would describe kdist doctor itself.
+        fingerprint=tuple(
+            entry
+            for entry in _fingerprint.collect(
+                environment, local_device_ids=spec.local_device_ids if spec else None
+            )
+            if entry.name not in _fingerprint.PROGRAM_ENTRIES
+        ),
         probe=probed,
         devices=devices,
     )
@@ -319,6 +239,10 @@ def json_report(report: Report) -> dict[str, Any]:
         "detectors": detectors,
         "scheduler": report.scheduler,
         "accelerators": report.accelerators,
+        "fingerprint": [
+            {"name": e.name, "value": e.value, "must_match": e.must_match}
+            for e in report.fingerprint
+        ],
         "probe": None
         if probe is None or spec is None
         else {
@@ -403,6 +327,13 @@ def render(report: Report) -> str:
 
     lines.append("accelerators (without importing JAX):")
     lines.extend("  " + line for line in report.accelerators["summary"])
+    lines.append("")
+
+    lines.append("fingerprint (the roll call compares it across processes; * must match):")
+    width = max(len(e.name) for e in report.fingerprint)
+    lines.extend(
+        f"  {'*' if e.must_match else ' '} {e.name:<{width}}  {e.value}" for e in report.fingerprint
+    )
     lines.append("")
 
     probe = report.probe

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kdist._accelerators import find_accelerators
+
 # JAX_* variables that name this process, its place in the job or its diagnostics: they
 # differ between processes of one healthy job, so they are left out of the comparison.
 # Every other JAX_* variable (JAX_ENABLE_X64, JAX_DEFAULT_MATMUL_PRECISION, ...) can change
@@ -50,6 +52,8 @@ _PER_PROCESS_JAX_VARIABLES = frozenset(
 _PACKAGES = (("jax", True), ("jaxlib", True), ("keras", False), ("kdist", False))
 
 _NOT_INSTALLED = "not installed"
+# The entries that describe the program rather than its environment.
+PROGRAM_ENTRIES = frozenset({"script", "arguments"})
 # Longer values travel as their hash (kdist doctor shows them whole).
 MAX_VALUE_BYTES = 256
 _FORCED_CPU_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
@@ -71,6 +75,21 @@ class Entry:
     must_match: bool
 
 
+def installed_version(distribution: str) -> str | None:
+    """The installed version of `distribution` from its metadata, or None.
+
+    Example:
+        >>> installed_version("no-such-distribution-kdist-test") is None
+        True
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
 def package_version(distribution: str) -> str:
     """The installed version of `distribution`, read from its metadata, without importing it.
 
@@ -78,12 +97,7 @@ def package_version(distribution: str) -> str:
         >>> package_version("no-such-distribution-kdist-test")
         'not installed'
     """
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        return _NOT_INSTALLED
+    return installed_version(distribution) or _NOT_INSTALLED
 
 
 def _digest(data: bytes) -> str:
@@ -110,8 +124,6 @@ def _devices(
     environ: Mapping[str, str], dev_dir: Path, local_device_ids: Sequence[int] | None
 ) -> tuple[str, str]:
     """The device platform this process will use and how many devices, without JAX."""
-    from kdist._doctor import find_accelerators
-
     found = find_accelerators(dev_dir=dev_dir, environ=environ)
     requested = _listed(environ.get("JAX_PLATFORMS", "").lower())
     first = requested[0] if requested else ""

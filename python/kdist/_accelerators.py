@@ -1,0 +1,93 @@
+"""This machine's accelerators, found from device nodes and variables without importing JAX.
+
+`kdist doctor` shows them; the environment fingerprint (kdist/_fingerprint.py) counts the
+devices a process will use from them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+# Variables that choose or limit the devices a process sees.
+_DEVICE_VARIABLES = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "TPU_VISIBLE_CHIPS",
+    "TPU_PROCESS_BOUNDS",
+    "TPU_CHIPS_PER_PROCESS_BOUNDS",
+    "JAX_PLATFORMS",
+    "JAX_NUM_CPU_DEVICES",
+    "XLA_FLAGS",
+)
+
+
+def _numbered(directory: Path, pattern: str) -> list[str]:
+    """Names in `directory` matching `pattern` (a regex with one number group), by number."""
+    regex = re.compile(pattern)
+    try:
+        names = [entry.name for entry in directory.iterdir()]
+    except OSError:
+        return []
+    matched = [(int(m.group(1)), name) for name in names if (m := regex.fullmatch(name))]
+    return [name for _, name in sorted(matched)]
+
+
+def find_accelerators(
+    dev_dir: Path = Path("/dev"), environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Finds this machine's accelerators from device nodes and variables, without JAX.
+
+    Args:
+        dev_dir: Where device nodes live. Defaults to `/dev`.
+        environ: The environment to read. Defaults to None: `os.environ`.
+
+    Returns:
+        A dict: "nvidia_gpus" (names of /dev/nvidiaN), "tpu_chips" (/dev/accelN,
+        or /dev/vfio/N on TPU VMs that use VFIO), "amd_kfd" (whether /dev/kfd
+        exists: ROCm GPUs), "render_nodes" (/dev/dri/renderDN), "environment"
+        (the device-selecting variables that are set) and "summary" (lines
+        for people).
+
+    Example:
+        >>> from kdist._accelerators import find_accelerators
+        >>> sorted(find_accelerators())[:2]
+        ['amd_kfd', 'environment']
+    """
+    environ = os.environ if environ is None else environ
+    nvidia = _numbered(dev_dir, r"nvidia(\d+)")
+    accel = _numbered(dev_dir, r"accel(\d+)")
+    vfio = _numbered(dev_dir / "vfio", r"(\d+)")
+    kfd = (dev_dir / "kfd").exists()
+    render = _numbered(dev_dir / "dri", r"renderD(\d+)")
+    variables = {name: environ[name] for name in _DEVICE_VARIABLES if name in environ}
+
+    summary = []
+    if nvidia:
+        summary.append(f"NVIDIA GPUs: {len(nvidia)} ({', '.join('/dev/' + n for n in nvidia)})")
+    if accel:
+        summary.append(f"TPU chips: {len(accel)} ({', '.join('/dev/' + n for n in accel)})")
+    elif vfio:
+        summary.append(
+            f"VFIO devices (TPU VMs): {len(vfio)} (/dev/vfio/{', /dev/vfio/'.join(vfio)})"
+        )
+    if kfd:
+        summary.append(f"AMD ROCm: /dev/kfd, {len(render)} render node(s) in /dev/dri")
+    if not summary:
+        summary.append("no accelerator device nodes: JAX will use the CPU")
+    summary.extend(f"{name}={value}" for name, value in variables.items())
+    return {
+        "nvidia_gpus": nvidia,
+        "tpu_chips": accel or [f"vfio/{n}" for n in vfio],
+        "amd_kfd": kfd,
+        "render_nodes": render,
+        "environment": variables,
+        "summary": summary,
+    }
