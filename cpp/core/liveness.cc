@@ -72,20 +72,19 @@ class FieldWriter {
 // rejects duplicates of known tags (bit set in `known`).
 Status ForEachField(std::string_view frame, uint16_t type, uint64_t known,
                     const std::function<Status(uint8_t, std::string_view)>& on_field) {
-  Result<FrameHeader> header = DecodeFrameHeader(frame);
-  if (!header.ok()) return header.status();
-  if (header->version != kProtocolVersion) {
+  KDIST_ASSIGN_OR_RETURN(const FrameHeader header, DecodeFrameHeader(frame));
+  if (header.version != kProtocolVersion) {
     return FailedPrecondition("the liveness frame is of protocol version " +
-                              std::to_string(header->version) + ", this process speaks " +
+                              std::to_string(header.version) + ", this process speaks " +
                               std::to_string(kProtocolVersion));
   }
-  if (header->type != type) {
+  if (header.type != type) {
     return InvalidArgument("expected liveness frame type " + std::to_string(type) +
-                           ", received type " + std::to_string(header->type));
+                           ", received type " + std::to_string(header.type));
   }
-  if (frame.size() != header->frame_size()) {
+  if (frame.size() != header.frame_size()) {
     return InvalidArgument("the frame is " + std::to_string(frame.size()) +
-                           " bytes, its header says " + std::to_string(header->frame_size()));
+                           " bytes, its header says " + std::to_string(header.frame_size()));
   }
   std::string_view rest = frame.substr(kFrameHeaderSize);
   uint64_t seen = 0;
@@ -445,9 +444,8 @@ Result<std::unique_ptr<LivenessHub>> LivenessHub::Start(int64_t num_processes, L
                                                         std::string nonce,
                                                         LivenessOptions options,
                                                         NoticeHandler on_notice) {
-  Result<Listener> listener = ListenOnAllInterfaces(0, 1024);
-  if (!listener.ok()) return listener.status();
-  std::unique_ptr<LivenessHub> hub(new LivenessHub(std::move(*listener), num_processes,
+  KDIST_ASSIGN_OR_RETURN(Listener listener, ListenOnAllInterfaces(0, 1024));
+  std::unique_ptr<LivenessHub> hub(new LivenessHub(std::move(listener), num_processes,
                                                    std::move(self), std::move(nonce), options,
                                                    std::move(on_notice)));
   KDIST_RETURN_IF_ERROR(MakeWakePipe(hub->wake_read_, hub->wake_write_));

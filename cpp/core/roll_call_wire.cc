@@ -219,18 +219,15 @@ std::string EncodeReply(const Reply& reply) {
 }
 
 Result<Hello> DecodeHello(std::string_view frame) {
-  Result<FrameHeader> header = DecodeFrameHeader(frame);
-  if (!header.ok()) return header.status();
-  Result<std::string_view> payload = Payload(frame, *header, FrameType::kHello);
-  if (!payload.ok()) return payload.status();
-  FieldReader reader(*payload);
+  KDIST_ASSIGN_OR_RETURN(const FrameHeader header, DecodeFrameHeader(frame));
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload, Payload(frame, header, FrameType::kHello));
+  FieldReader reader(payload);
   Seen seen;
   Hello hello;
   while (true) {
-    Result<std::optional<Field>> next = reader.Next();
-    if (!next.ok()) return next.status();
-    if (!next->has_value()) break;
-    const Field& f = **next;
+    KDIST_ASSIGN_OR_RETURN(const std::optional<Field> next, reader.Next());
+    if (!next.has_value()) break;
+    const Field& f = *next;
     if (f.tag < kTagProcessId || f.tag > kTagToken) continue;  // unknown: skip
     KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
     switch (f.tag) {
@@ -272,9 +269,8 @@ Result<Hello> DecodeHello(std::string_view frame) {
 }
 
 Result<Reply> DecodeReply(std::string_view frame) {
-  Result<FrameHeader> header = DecodeFrameHeader(frame);
-  if (!header.ok()) return header.status();
-  const uint16_t type = header->type;
+  KDIST_ASSIGN_OR_RETURN(const FrameHeader header, DecodeFrameHeader(frame));
+  const uint16_t type = header.type;
   if (type != static_cast<uint16_t>(FrameType::kGo) &&
       type != static_cast<uint16_t>(FrameType::kReject) &&
       type != static_cast<uint16_t>(FrameType::kStatus)) {
@@ -282,16 +278,14 @@ Result<Reply> DecodeReply(std::string_view frame) {
   }
   Reply reply;
   reply.type = static_cast<FrameType>(type);
-  Result<std::string_view> payload = Payload(frame, *header, reply.type);
-  if (!payload.ok()) return payload.status();
-  FieldReader reader(*payload);
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload, Payload(frame, header, reply.type));
+  FieldReader reader(payload);
   Seen seen;
   int64_t code = 0;
   while (true) {
-    Result<std::optional<Field>> next = reader.Next();
-    if (!next.ok()) return next.status();
-    if (!next->has_value()) break;
-    const Field& f = **next;
+    KDIST_ASSIGN_OR_RETURN(const std::optional<Field> next, reader.Next());
+    if (!next.has_value()) break;
+    const Field& f = *next;
     switch (f.tag) {
       case kTagCode:
         KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
