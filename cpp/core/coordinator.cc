@@ -370,11 +370,10 @@ Status Coordinator::Collect() {
     const bool accepting = non_members_ < options_.max_pending;
     const Nanos next_expiry =
         deadlines_.empty() ? options_.timeout : deadlines_.begin()->first - Now();
-    Result<bool> listener_ready =
-        PollRound(accepting, waiter_.Slice(std::max(next_expiry, Nanos(0))), on_readable);
-    if (!listener_ready.ok()) return listener_ready.status();
+    const Nanos slice = waiter_.Slice(std::max(next_expiry, Nanos(0)));
+    KDIST_ASSIGN_OR_RETURN(const bool listener_ready, PollRound(accepting, slice, on_readable));
     if (!failure_.ok()) return failure_;
-    if (*listener_ready) AcceptAll();
+    if (listener_ready) AcceptAll();
     ExpireStale();
 
     bool logged = false;
@@ -501,9 +500,8 @@ Result<RollCallSummary> RunCoordinatorOn(Listener listener, const Hello& own,
 
 Result<RollCallSummary> RunCoordinator(const Hello& own, const JobShared& shared, uint16_t port,
                                        const RollCallOptions& options, Clock& clock) {
-  Result<Listener> listener = BindCoordinatorPort(port, options, clock);
-  if (!listener.ok()) return listener.status();
-  return RunCoordinatorOn(std::move(listener).value(), own, shared, options, clock);
+  KDIST_ASSIGN_OR_RETURN(Listener listener, BindCoordinatorPort(port, options, clock));
+  return RunCoordinatorOn(std::move(listener), own, shared, options, clock);
 }
 
 }  // namespace kdist

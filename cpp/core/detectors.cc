@@ -94,12 +94,11 @@ Result<std::optional<PortChoice>> PortOverride(std::string_view detector,
 Result<Address> HostPort(std::string_view host, uint16_t port) {
   const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
   if (bracketed) host = host.substr(1, host.size() - 2);
-  Result<HostKind> kind = ParseHost(host);
-  if (!kind.ok()) return kind.status();
-  if (bracketed && *kind != HostKind::kIPv6) {
+  KDIST_ASSIGN_OR_RETURN(const HostKind kind, ParseHost(host));
+  if (bracketed && kind != HostKind::kIPv6) {
     return InvalidArgument("has brackets around a host that is not an IPv6 address");
   }
-  return Address{std::string(host), port, *kind};
+  return Address{std::string(host), port, kind};
 }
 
 // ---------------------------------------------------------------- torchrun
@@ -117,12 +116,11 @@ DetectResult DetectTorchrun(const Environment& env) {
   const std::string& master_addr = *Lookup(env, "MASTER_ADDR");
   const std::string& master_port = *Lookup(env, "MASTER_PORT");
 
-  Result<std::optional<PortChoice>> port_override = PortOverride(kName, env);
-  if (!port_override.ok()) return port_override.status();
+  KDIST_ASSIGN_OR_RETURN(const std::optional<PortChoice> port_override, PortOverride(kName, env));
   PortChoice port;
   std::string shown = Shown("MASTER_ADDR", master_addr);
-  if (port_override->has_value()) {
-    port = **port_override;
+  if (port_override.has_value()) {
+    port = *port_override;
     shown += ", " + Shown(port.variable, std::to_string(port.port));
   } else {
     Result<uint16_t> parsed = ParsePort(master_port);
@@ -193,15 +191,14 @@ DetectResult OmpiFromPmixNamespace(const Environment& env, std::string_view rank
                            "), so the coordinator cannot be derived; " + explicit_way;
     return std::optional<Detection>(std::move(d));
   }
-  Result<std::optional<PortChoice>> port_override = PortOverride(kName, env);
-  if (!port_override.ok()) return port_override.status();
+  KDIST_ASSIGN_OR_RETURN(const std::optional<PortChoice> port_override, PortOverride(kName, env));
   // A port in JAX's derived range, from mpirun's pid and job number: every
   // process of the job computes the same one.
   PortChoice port{static_cast<uint16_t>(kDerivedPortBase + (ns->pid * 16 + ns->job) % 4096),
                   "PMIX_NAMESPACE"};
   std::string shown = Shown("PMIX_NAMESPACE", *ns_text);
-  if (port_override->has_value()) {
-    port = **port_override;
+  if (port_override.has_value()) {
+    port = *port_override;
     shown += ", " + Shown(port.variable, std::to_string(port.port));
   }
   Result<Address> coordinator = HostPort(ns->host, port.port);
@@ -247,14 +244,13 @@ DetectResult DetectOmpi(const Environment& env) {
   if (!uri.ok()) {
     return Malformed(kName, "OMPI_MCA_orte_hnp_uri", *hnp_uri, uri.status().message());
   }
-  Result<std::optional<PortChoice>> port_override = PortOverride(kName, env);
-  if (!port_override.ok()) return port_override.status();
+  KDIST_ASSIGN_OR_RETURN(const std::optional<PortChoice> port_override, PortOverride(kName, env));
   // As JAX: ORTE job ids are multiples of 2^12; the port comes from the job family.
   PortChoice port{static_cast<uint16_t>(kDerivedPortBase + (uri->job_id >> 12) % 4096),
                   "OMPI_MCA_orte_hnp_uri"};
   std::string shown = Shown("OMPI_MCA_orte_hnp_uri", *hnp_uri);
-  if (port_override->has_value()) {
-    port = **port_override;
+  if (port_override.has_value()) {
+    port = *port_override;
     shown += ", " + Shown(port.variable, std::to_string(port.port));
   }
   Address coordinator = uri->addresses.front();
@@ -379,10 +375,9 @@ DetectResult DetectSlurm(const Environment& env) {
     }
   }
 
-  Result<std::optional<PortChoice>> port_override = PortOverride(kName, env);
-  if (!port_override.ok()) return port_override.status();
+  KDIST_ASSIGN_OR_RETURN(const std::optional<PortChoice> port_override, PortOverride(kName, env));
   PortChoice port{static_cast<uint16_t>(kDerivedPortBase + *job_number % 4096), "SLURM_JOB_ID"};
-  if (port_override->has_value()) port = **port_override;
+  if (port_override.has_value()) port = *port_override;
   Result<Address> coordinator = HostPort(hosts->front(), port.port);
   if (!coordinator.ok()) {
     return Malformed(kName, "SLURM_STEP_NODELIST", *nodelist,
@@ -400,9 +395,8 @@ DetectResult DetectSlurm(const Environment& env) {
   d.num_processes = Copy(count_name, *Lookup(env, count_name));
   d.process_id = Copy("SLURM_PROCID", *Lookup(env, "SLURM_PROCID"));
   if (const std::string* v = Lookup(env, "SLURM_LOCALID")) d.local_rank = Copy("SLURM_LOCALID", *v);
-  Result<std::optional<DetectedValue>> local_size = SlurmLocalSize(env);
-  if (!local_size.ok()) return local_size.status();
-  d.local_size = *local_size;
+  KDIST_ASSIGN_OR_RETURN(const std::optional<DetectedValue> local_size, SlurmLocalSize(env));
+  d.local_size = local_size;
   return std::optional<Detection>(std::move(d));
 }
 
@@ -589,9 +583,8 @@ DetectResult DetectKubernetes(const Environment& env) {
   }
   Detection d;
   d.detector = std::string(kName);
-  Result<bool> jobset = DetectJobSet(env, *index, *parsed, d);
-  if (!jobset.ok()) return jobset.status();
-  if (*jobset) return std::optional<Detection>(std::move(d));
+  KDIST_ASSIGN_OR_RETURN(const bool jobset, DetectJobSet(env, *index, *parsed, d));
+  if (jobset) return std::optional<Detection>(std::move(d));
   d.process_id = Copy("JOB_COMPLETION_INDEX", *index);
   d.num_processes_hint =
       "Kubernetes does not publish the size of an Indexed Job in the pod's environment; set "
@@ -621,10 +614,9 @@ DetectResult DetectKubernetes(const Environment& env) {
         "), or set KERAS_DISTRIBUTION_JOB_ADDRESSES";
     return std::optional<Detection>(std::move(d));
   }
-  Result<std::optional<PortChoice>> port_override = PortOverride(kName, env);
-  if (!port_override.ok()) return port_override.status();
+  KDIST_ASSIGN_OR_RETURN(const std::optional<PortChoice> port_override, PortOverride(kName, env));
   PortChoice port{kKubernetesCoordinatorPort, ""};
-  if (port_override->has_value()) port = **port_override;
+  if (port_override.has_value()) port = *port_override;
   Result<Address> coordinator = HostPort(pod0 + "." + *subdomain, port.port);
   if (!coordinator.ok()) {
     return Malformed(kName, "HOSTNAME", *hostname,

@@ -173,9 +173,8 @@ class Parser {
       case '{': return Object(depth + 1);
       case '[': return Array(depth + 1);
       case '"': {
-        Result<std::string> s = String();
-        if (!s.ok()) return s.status();
-        return JsonValue::String(std::move(s).value());
+        KDIST_ASSIGN_OR_RETURN(std::string s, String());
+        return JsonValue::String(std::move(s));
       }
       case 't': return Literal("true", JsonValue::Bool(true));
       case 'f': return Literal("false", JsonValue::Bool(false));
@@ -258,9 +257,8 @@ class Parser {
           case 'r': out += '\r'; break;
           case 't': out += '\t'; break;
           case 'u': {
-            Result<uint32_t> unit = Hex4();
-            if (!unit.ok()) return unit.status();
-            uint32_t code_point = *unit;
+            KDIST_ASSIGN_OR_RETURN(const uint32_t unit, Hex4());
+            uint32_t code_point = unit;
             if (code_point >= 0xDC00 && code_point <= 0xDFFF) {
               return Error("unpaired low surrogate in \\u escape");
             }
@@ -268,12 +266,11 @@ class Parser {
               if (!(Consume('\\') && Consume('u'))) {
                 return Error("unpaired high surrogate in \\u escape");
               }
-              Result<uint32_t> low = Hex4();
-              if (!low.ok()) return low.status();
-              if (*low < 0xDC00 || *low > 0xDFFF) {
+              KDIST_ASSIGN_OR_RETURN(const uint32_t low, Hex4());
+              if (low < 0xDC00 || low > 0xDFFF) {
                 return Error("high surrogate not followed by a low surrogate");
               }
-              code_point = 0x10000 + ((code_point - 0xD800) << 10) + (*low - 0xDC00);
+              code_point = 0x10000 + ((code_point - 0xD800) << 10) + (low - 0xDC00);
             }
             AppendUtf8(code_point, out);
             break;
@@ -335,18 +332,17 @@ class Parser {
         return Error("expected a string key but found " + Show());
       }
       const size_t key_at = pos_;
-      Result<std::string> key = String();
-      if (!key.ok()) return key.status();
-      if (!keys.insert(*key).second) {
+      KDIST_ASSIGN_OR_RETURN(std::string key, String());
+      if (!keys.insert(key).second) {
         pos_ = key_at;
-        return Error("duplicate key " + Quote(*key));
+        return Error("duplicate key " + Quote(key));
       }
       SkipSpace();
       if (!Consume(':')) return Error("expected ':' but found " + Show());
       SkipSpace();
       Result<JsonValue> value = Value(depth);
       if (!value.ok()) return value;
-      members.emplace_back(std::move(key).value(), std::move(value).value());
+      members.emplace_back(std::move(key), std::move(value).value());
       SkipSpace();
       if (Consume('}')) return JsonValue::Object(std::move(members));
       if (!Consume(',')) return Error("expected ',' or '}' but found " + Show());

@@ -28,99 +28,11 @@ enum LiveTag : uint8_t {
 
 constexpr size_t kMaxNonceBytes = 128;
 
-void PutBigEndian(std::string& out, uint64_t value, int bytes) {
-  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) {
-    out += static_cast<char>((value >> shift) & 0xff);
-  }
-}
+constexpr TagSet kJoinTags = {kLiveTagProcessId, kLiveTagNonce, kLiveTagHost, kLiveTagPid};
+constexpr TagSet kNoticeTags = {kLiveTagKind, kLiveTagProcessId, kLiveTagHost,
+                                kLiveTagPid,  kLiveTagMessage,   kLiveTagBarrier};
 
-// The bit of a known tag in a 64-bit set; 0 for tags of 64 and above, which no frame knows.
-constexpr uint64_t Bit(uint8_t tag) { return tag < 64 ? uint64_t{1} << tag : 0; }
-
-uint64_t GetBigEndian(std::string_view bytes) {
-  uint64_t value = 0;
-  for (unsigned char c : bytes) value = (value << 8) | c;
-  return value;
-}
-
-class FieldWriter {
- public:
-  void String(uint8_t tag, std::string_view value, size_t limit) {
-    if (value.size() > limit) value = value.substr(0, limit);
-    payload_ += static_cast<char>(tag);
-    PutBigEndian(payload_, value.size(), 2);
-    payload_ += value;
-  }
-  void Integer(uint8_t tag, int64_t value) {
-    payload_ += static_cast<char>(tag);
-    PutBigEndian(payload_, 8, 2);
-    PutBigEndian(payload_, static_cast<uint64_t>(value), 8);
-  }
-  std::string Frame(uint16_t type) const {
-    std::string out(kFrameMagic);
-    PutBigEndian(out, kProtocolVersion, 2);
-    PutBigEndian(out, type, 2);
-    PutBigEndian(out, payload_.size(), 4);
-    return out + payload_;
-  }
-
- private:
-  std::string payload_;
-};
-
-// Calls `on_field(tag, value)` for every field of a whole frame of `type`;
-// rejects duplicates of known tags (bit set in `known`).
-Status ForEachField(std::string_view frame, uint16_t type, uint64_t known,
-                    const std::function<Status(uint8_t, std::string_view)>& on_field) {
-  Result<FrameHeader> header = DecodeFrameHeader(frame);
-  if (!header.ok()) return header.status();
-  if (header->version != kProtocolVersion) {
-    return FailedPrecondition("the liveness frame is of protocol version " +
-                              std::to_string(header->version) + ", this process speaks " +
-                              std::to_string(kProtocolVersion));
-  }
-  if (header->type != type) {
-    return InvalidArgument("expected liveness frame type " + std::to_string(type) +
-                           ", received type " + std::to_string(header->type));
-  }
-  if (frame.size() != header->frame_size()) {
-    return InvalidArgument("the frame is " + std::to_string(frame.size()) +
-                           " bytes, its header says " + std::to_string(header->frame_size()));
-  }
-  std::string_view rest = frame.substr(kFrameHeaderSize);
-  uint64_t seen = 0;
-  while (!rest.empty()) {
-    if (rest.size() < 3) return InvalidArgument("a field header is cut off");
-    const uint8_t tag = static_cast<uint8_t>(rest[0]);
-    const size_t size = GetBigEndian(rest.substr(1, 2));
-    rest.remove_prefix(3);
-    if (size > rest.size()) return InvalidArgument("field " + std::to_string(tag) + " is cut off");
-    // Tags of 64 and above are never known (they would alias a known tag's bit).
-    const uint64_t bit = Bit(tag);
-    if ((known & bit) != 0) {
-      if ((seen & bit) != 0) {
-        return InvalidArgument("field " + std::to_string(tag) + " appears twice");
-      }
-      seen |= bit;
-      KDIST_RETURN_IF_ERROR(on_field(tag, rest.substr(0, size)));
-    }
-    rest.remove_prefix(size);
-  }
-  return Status::Ok();
-}
-
-Status ReadInt(std::string_view value, int64_t& out) {
-  if (value.size() != 8) return InvalidArgument("an integer field is not 8 bytes");
-  out = static_cast<int64_t>(GetBigEndian(value));
-  return Status::Ok();
-}
-
-Status ReadText(std::string_view value, size_t limit, std::string& out) {
-  if (value.size() > limit) return InvalidArgument("a text field is over its limit");
-  out = std::string(value);
-  return Status::Ok();
-}
-
+constexpr std::string_view kChannel = "liveness";
 
 std::string WithHost(const std::string& host, int64_t pid) {
   std::string out = "host " + (host.empty() ? std::string("unknown") : RelayText(host));
@@ -163,49 +75,41 @@ std::string EncodeLiveNotice(const LiveNotice& notice) {
 }
 
 Result<LiveJoin> DecodeLiveJoin(std::string_view frame) {
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
+                         FramePayload(frame, kFrameLiveJoin, kChannel));
   LiveJoin join;
-  uint64_t got = 0;
-  const uint64_t known =
-      Bit(kLiveTagProcessId) | Bit(kLiveTagNonce) | Bit(kLiveTagHost) | Bit(kLiveTagPid);
-  Status status = ForEachField(frame, kFrameLiveJoin, known, [&](uint8_t tag, std::string_view v) {
-    got |= Bit(tag);
-    switch (tag) {
-      case kLiveTagProcessId: return ReadInt(v, join.process_id);
-      case kLiveTagNonce: return ReadText(v, kMaxNonceBytes, join.nonce);
-      case kLiveTagHost: return ReadText(v, kMaxHostBytes, join.host);
-      case kLiveTagPid: return ReadInt(v, join.pid);
+  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kJoinTags, [&](const Field& f) {
+    switch (f.tag) {
+      case kLiveTagProcessId: return ReadInteger(f, "process_id", join.process_id);
+      case kLiveTagNonce: return ReadString(f, kMaxNonceBytes, "nonce", join.nonce);
+      case kLiveTagHost: return ReadString(f, kMaxHostBytes, "host", join.host);
+      case kLiveTagPid: return ReadInteger(f, "pid", join.pid);
       default: return Status::Ok();
     }
-  });
-  KDIST_RETURN_IF_ERROR(status);
-  if ((got & (Bit(kLiveTagProcessId) | Bit(kLiveTagNonce))) !=
-      (Bit(kLiveTagProcessId) | Bit(kLiveTagNonce))) {
+  }));
+  if (!seen.Has(kLiveTagProcessId) || !seen.Has(kLiveTagNonce)) {
     return InvalidArgument("a liveness join lacks its process id or nonce");
   }
   return join;
 }
 
 Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
+                         FramePayload(frame, kFrameLiveNotice, kChannel));
   LiveNotice notice;
-  uint64_t got = 0;
   int64_t kind = 0, barrier = 1;
-  const uint64_t known = Bit(kLiveTagKind) | Bit(kLiveTagProcessId) | Bit(kLiveTagHost) |
-                         Bit(kLiveTagPid) | Bit(kLiveTagMessage) | Bit(kLiveTagBarrier);
-  Status status =
-      ForEachField(frame, kFrameLiveNotice, known, [&](uint8_t tag, std::string_view v) {
-        got |= Bit(tag);
-        switch (tag) {
-          case kLiveTagKind: return ReadInt(v, kind);
-          case kLiveTagProcessId: return ReadInt(v, notice.process_id);
-          case kLiveTagHost: return ReadText(v, kMaxHostBytes, notice.host);
-          case kLiveTagPid: return ReadInt(v, notice.pid);
-          case kLiveTagMessage: return ReadText(v, kMaxMessageBytes, notice.message);
-          case kLiveTagBarrier: return ReadInt(v, barrier);
-          default: return Status::Ok();
-        }
-      });
-  KDIST_RETURN_IF_ERROR(status);
-  if ((got & Bit(kLiveTagKind)) == 0) return InvalidArgument("a liveness notice lacks its kind");
+  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kNoticeTags, [&](const Field& f) {
+    switch (f.tag) {
+      case kLiveTagKind: return ReadInteger(f, "kind", kind);
+      case kLiveTagProcessId: return ReadInteger(f, "process_id", notice.process_id);
+      case kLiveTagHost: return ReadString(f, kMaxHostBytes, "host", notice.host);
+      case kLiveTagPid: return ReadInteger(f, "pid", notice.pid);
+      case kLiveTagMessage: return ReadString(f, kMaxMessageBytes, "message", notice.message);
+      case kLiveTagBarrier: return ReadInteger(f, "barrier", barrier);
+      default: return Status::Ok();
+    }
+  }));
+  if (!seen.Has(kLiveTagKind)) return InvalidArgument("a liveness notice lacks its kind");
   if (kind < static_cast<int64_t>(LiveKind::kFailed) ||
       kind > static_cast<int64_t>(LiveKind::kAdmitted)) {
     return InvalidArgument("a liveness notice has unknown kind " + std::to_string(kind));
@@ -445,9 +349,8 @@ Result<std::unique_ptr<LivenessHub>> LivenessHub::Start(int64_t num_processes, L
                                                         std::string nonce,
                                                         LivenessOptions options,
                                                         NoticeHandler on_notice) {
-  Result<Listener> listener = ListenOnAllInterfaces(0, 1024);
-  if (!listener.ok()) return listener.status();
-  std::unique_ptr<LivenessHub> hub(new LivenessHub(std::move(*listener), num_processes,
+  KDIST_ASSIGN_OR_RETURN(Listener listener, ListenOnAllInterfaces(0, 1024));
+  std::unique_ptr<LivenessHub> hub(new LivenessHub(std::move(listener), num_processes,
                                                    std::move(self), std::move(nonce), options,
                                                    std::move(on_notice)));
   KDIST_RETURN_IF_ERROR(MakeWakePipe(hub->wake_read_, hub->wake_write_));

@@ -17,8 +17,8 @@
 // kernel closes a dead process's socket at once, so there is no heartbeat to
 // wait out. A host that vanishes is caught by TCP keepalive.
 //
-// Frames use the roll call's framing (roll_call_wire.h): the 12-byte header with types
-// kFrameLiveJoin and kFrameLiveNotice, then tagged fields.
+// Frames use the framing the roll call also uses (wire.h): the 12-byte header
+// with types kFrameLiveJoin and kFrameLiveNotice, then tagged fields.
 #ifndef KDIST_LIVENESS_H_
 #define KDIST_LIVENESS_H_
 
@@ -36,9 +36,9 @@
 #include <vector>
 
 #include "clock.h"
-#include "roll_call_wire.h"
 #include "socket.h"
 #include "status.h"
+#include "wire.h"
 
 namespace kdist {
 

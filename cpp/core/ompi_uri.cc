@@ -58,12 +58,10 @@ Result<OmpiHnpUri> ParseOmpiHnpUri(std::string_view text) {
     return Malformed("starts with " + Quote(name) + ", which has no '.' between job id and vpid");
   }
   OmpiHnpUri uri;
-  Result<uint64_t> job_id = ParseId(name.substr(0, dot), "job id");
-  if (!job_id.ok()) return job_id.status();
-  Result<uint64_t> vpid = ParseId(name.substr(dot + 1), "vpid");
-  if (!vpid.ok()) return vpid.status();
-  uri.job_id = *job_id;
-  uri.vpid = *vpid;
+  KDIST_ASSIGN_OR_RETURN(const uint64_t job_id, ParseId(name.substr(0, dot), "job id"));
+  KDIST_ASSIGN_OR_RETURN(const uint64_t vpid, ParseId(name.substr(dot + 1), "vpid"));
+  uri.job_id = job_id;
+  uri.vpid = vpid;
 
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string_view entry = parts[i];

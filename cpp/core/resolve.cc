@@ -322,34 +322,18 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
 
   // Settings that do not describe the cluster first: a bad one is reported
   // even when the cluster settings are also missing.
-  Result<Sourced<double>> timeout = ResolveTimeout(request, env);
-  if (!timeout.ok()) return timeout.status();
-  spec.timeout_seconds = *timeout;
-  Result<Sourced<bool>> preflight = ResolvePreflight(request, env);
-  if (!preflight.ok()) return preflight.status();
-  spec.preflight = *preflight;
-  Result<Sourced<int64_t>> heartbeat =
-      ResolveJaxTimeout(request.heartbeat_timeout, "heartbeat_timeout", env,
-                        kEnvHeartbeatTimeout, kDefaultHeartbeatTimeoutSeconds);
-  if (!heartbeat.ok()) return heartbeat.status();
-  spec.heartbeat_timeout_seconds = *heartbeat;
-  Result<Sourced<int64_t>> shutdown =
-      ResolveJaxTimeout(request.shutdown_timeout, "shutdown_timeout", env, kEnvShutdownTimeout,
-                        kDefaultShutdownTimeoutSeconds);
-  if (!shutdown.ok()) return shutdown.status();
-  spec.shutdown_timeout_seconds = *shutdown;
-  Result<Sourced<std::string>> on_peer_failure = ResolveOnPeerFailure(request, env);
-  if (!on_peer_failure.ok()) return on_peer_failure.status();
-  spec.on_peer_failure = *on_peer_failure;
-  Result<Sourced<std::string>> consistency = ResolveConsistency(request, env);
-  if (!consistency.ok()) return consistency.status();
-  spec.consistency = *consistency;
-  Result<Sourced<std::string>> detection_mode = ResolveClusterDetection(request, env);
-  if (!detection_mode.ok()) return detection_mode.status();
-  spec.cluster_detection = *detection_mode;
-  Result<Sourced<std::string>> token = ResolveRendezvousToken(env);
-  if (!token.ok()) return token.status();
-  spec.rendezvous_token = *token;
+  KDIST_ASSIGN_OR_RETURN(spec.timeout_seconds, ResolveTimeout(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.preflight, ResolvePreflight(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.heartbeat_timeout_seconds,
+                         ResolveJaxTimeout(request.heartbeat_timeout, "heartbeat_timeout", env,
+                                           kEnvHeartbeatTimeout, kDefaultHeartbeatTimeoutSeconds));
+  KDIST_ASSIGN_OR_RETURN(spec.shutdown_timeout_seconds,
+                         ResolveJaxTimeout(request.shutdown_timeout, "shutdown_timeout", env,
+                                           kEnvShutdownTimeout, kDefaultShutdownTimeoutSeconds));
+  KDIST_ASSIGN_OR_RETURN(spec.on_peer_failure, ResolveOnPeerFailure(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.consistency, ResolveConsistency(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.cluster_detection, ResolveClusterDetection(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRendezvousToken(env));
 
   std::optional<Raw> addresses_raw = PickWithJax(request.job_addresses, "job_addresses", env,
                                                   kEnvJobAddresses, kEnvJaxCoordinatorAddress);
@@ -373,10 +357,10 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   const bool single_process = explicit_count.ok() && *explicit_count == 1;
   const bool needed = !single_process &&
                       !(addresses_raw && id_raw && (count_raw || explicit_addresses > 1));
-  Result<std::optional<Detection>> detected = DetectScheduler(spec.cluster_detection, needed, env);
-  if (!detected.ok()) return detected.status();
-  if (*detected) spec.scheduler = (*detected)->detector;
-  const Detection* filler = (*detected && !single_process) ? &**detected : nullptr;
+  KDIST_ASSIGN_OR_RETURN(const std::optional<Detection> detected,
+                         DetectScheduler(spec.cluster_detection, needed, env));
+  if (detected) spec.scheduler = detected->detector;
+  const Detection* filler = (detected && !single_process) ? &*detected : nullptr;
   if (filler) {
     const std::string& name = filler->detector;
     if (!addresses_raw) addresses_raw = FromDetection(filler->job_addresses, name);
@@ -397,10 +381,8 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   const size_t address_count = spec.job_addresses.value.size();
 
   if (count_raw) {
-    Result<Sourced<int64_t>> count = ParseCount(*count_raw);
-    if (!count.ok()) return count.status();
-    spec.num_processes = *count;
-    if (address_count > 1 && static_cast<int64_t>(address_count) != count->value) {
+    KDIST_ASSIGN_OR_RETURN(spec.num_processes, ParseCount(*count_raw));
+    if (address_count > 1 && static_cast<int64_t>(address_count) != spec.num_processes.value) {
       return InvalidArgument(
           Describe(*addresses_raw) + " lists " + std::to_string(address_count) +
           " addresses but " + Describe(*count_raw) +
@@ -447,7 +429,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
         ")" + Hint(hints.process_id_hint));
   }
 
-  KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, *detected, spec));
+  KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, detected, spec));
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   return spec;
 }

@@ -1,8 +1,6 @@
 #include "roll_call_wire.h"
 
-#include <optional>
-
-#include "text.h"
+#include <utility>
 
 namespace kdist {
 namespace {
@@ -28,168 +26,19 @@ enum Tag : uint8_t {
   kTagConsistencyNotes = 18,
 };
 
-void PutU16(std::string& out, uint16_t value) {
-  out += static_cast<char>(value >> 8);
-  out += static_cast<char>(value & 0xff);
-}
+// The tags each message knows; others are skipped.
+constexpr TagSet kHelloTags = {kTagProcessId, kTagNumProcesses, kTagFingerprint, kTagCoordinator,
+                           kTagNumProcessesSource, kTagCoordinatorSource, kTagJaxVersion,
+                           kTagHost, kTagPid, kTagToken, kTagEnvironment};
+constexpr TagSet kReplyTags = {kTagCode, kTagMessage, kTagHost, kTagPid, kTagJaxVersion,
+                           kTagSeed, kTagLivenessPort, kTagLivenessNonce, kTagConsistencyNotes};
 
-void PutU32(std::string& out, uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((value >> shift) & 0xff);
-}
-
-uint64_t GetBigEndian(std::string_view bytes) {
-  uint64_t value = 0;
-  for (unsigned char c : bytes) value = (value << 8) | c;
-  return value;
-}
-
-class Writer {
- public:
-  void String(Tag tag, std::string_view value, size_t limit) {
-    if (value.size() > limit) value = value.substr(0, limit);
-    payload_ += static_cast<char>(tag);
-    PutU16(payload_, static_cast<uint16_t>(value.size()));
-    payload_ += value;
-  }
-  void Integer(Tag tag, int64_t value) {
-    payload_ += static_cast<char>(tag);
-    PutU16(payload_, 8);
-    const uint64_t bits = static_cast<uint64_t>(value);
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      payload_ += static_cast<char>((bits >> shift) & 0xff);
-    }
-  }
-  std::string Frame(FrameType type) const {
-    std::string out(kFrameMagic);
-    PutU16(out, kProtocolVersion);
-    PutU16(out, static_cast<uint16_t>(type));
-    PutU32(out, static_cast<uint32_t>(payload_.size()));
-    return out + payload_;
-  }
-
- private:
-  std::string payload_;
-};
-
-// One field as it came off the wire.
-struct Field {
-  uint8_t tag;
-  std::string_view value;
-};
-
-// Walks the fields of a payload; every read is bounds-checked.
-class FieldReader {
- public:
-  explicit FieldReader(std::string_view payload) : rest_(payload) {}
-  // The next field, nullopt at the end; an error status for a truncated field.
-  Result<std::optional<Field>> Next() {
-    if (rest_.empty()) return std::optional<Field>();
-    if (rest_.size() < 3) {
-      return InvalidArgument("a field header is cut off after " + std::to_string(rest_.size()) +
-                             " bytes");
-    }
-    const uint8_t tag = static_cast<uint8_t>(rest_[0]);
-    const size_t size = GetBigEndian(rest_.substr(1, 2));
-    rest_.remove_prefix(3);
-    if (size > rest_.size()) {
-      return InvalidArgument("field " + std::to_string(tag) + " claims " + std::to_string(size) +
-                             " bytes but only " + std::to_string(rest_.size()) + " remain");
-    }
-    Field field{tag, rest_.substr(0, size)};
-    rest_.remove_prefix(size);
-    return std::optional<Field>(field);
-  }
-
- private:
-  std::string_view rest_;
-};
-
-// Tracks which known tags were seen, so duplicates and missing fields are errors.
-class Seen {
- public:
-  Status Mark(uint8_t tag) {
-    const uint64_t bit = uint64_t{1} << (tag & 63);
-    if (mask_ & bit) return InvalidArgument("field " + std::to_string(tag) + " appears twice");
-    mask_ |= bit;
-    return Status::Ok();
-  }
-  bool Has(uint8_t tag) const { return (mask_ >> (tag & 63)) & 1; }
-
- private:
-  uint64_t mask_ = 0;
-};
-
-Status ReadString(const Field& field, size_t limit, const char* name, std::string& out) {
-  if (field.value.size() > limit) {
-    return InvalidArgument(std::string("field ") + name + " is " +
-                           std::to_string(field.value.size()) + " bytes, over its limit of " +
-                           std::to_string(limit));
-  }
-  out.assign(field.value);
-  return Status::Ok();
-}
-
-Status ReadInteger(const Field& field, const char* name, int64_t& out) {
-  if (field.value.size() != 8) {
-    return InvalidArgument(std::string("field ") + name + " is " +
-                           std::to_string(field.value.size()) + " bytes; expected 8");
-  }
-  out = static_cast<int64_t>(GetBigEndian(field.value));
-  return Status::Ok();
-}
-
-// Checks a whole frame's version, size and type against its header (from
-// DecodeFrameHeader(frame)) and returns its payload.
-Result<std::string_view> Payload(std::string_view frame, const FrameHeader& header,
-                                 FrameType want) {
-  if (header.version != kProtocolVersion) {
-    return FailedPrecondition("it speaks kdist rendezvous protocol version " +
-                              std::to_string(header.version) + ", this process speaks version " +
-                              std::to_string(kProtocolVersion) +
-                              "; install the same kdist version in every process of the job");
-  }
-  if (frame.size() != header.frame_size()) {
-    return InvalidArgument("the frame is " + std::to_string(frame.size()) +
-                           " bytes but its header announces " +
-                           std::to_string(header.frame_size()));
-  }
-  if (header.type != static_cast<uint16_t>(want)) {
-    return InvalidArgument("frame type " + std::to_string(header.type) + " where type " +
-                           std::to_string(static_cast<uint16_t>(want)) + " belongs");
-  }
-  return frame.substr(kFrameHeaderSize);
-}
+constexpr std::string_view kChannel = "rendezvous";
 
 }  // namespace
 
-bool CouldStartFrame(std::string_view prefix) {
-  const size_t n = prefix.size() < kFrameMagic.size() ? prefix.size() : kFrameMagic.size();
-  return prefix.substr(0, n) == kFrameMagic.substr(0, n);
-}
-
-Result<FrameHeader> DecodeFrameHeader(std::string_view bytes) {
-  if (bytes.size() < kFrameHeaderSize) {
-    return InvalidArgument("only " + std::to_string(bytes.size()) + " bytes of a " +
-                           std::to_string(kFrameHeaderSize) + "-byte frame header");
-  }
-  if (bytes.substr(0, kFrameMagic.size()) != kFrameMagic) {
-    return InvalidArgument("it does not start with the kdist magic; received " +
-                           Quote(bytes.substr(0, kFrameHeaderSize)));
-  }
-  FrameHeader header;
-  header.version = static_cast<uint16_t>(GetBigEndian(bytes.substr(4, 2)));
-  header.type = static_cast<uint16_t>(GetBigEndian(bytes.substr(6, 2)));
-  const uint64_t size = GetBigEndian(bytes.substr(8, 4));
-  if (size > kMaxFramePayload) {
-    return InvalidArgument("its frame announces " + std::to_string(size) +
-                           " bytes, over the limit of " + std::to_string(kMaxFramePayload));
-  }
-  header.payload_size = static_cast<uint32_t>(size);
-  return header;
-}
-
 std::string EncodeHello(const Hello& hello) {
-  Writer w;
+  FieldWriter w;
   w.Integer(kTagProcessId, hello.process_id);
   w.Integer(kTagNumProcesses, hello.num_processes);
   w.String(kTagFingerprint, hello.fingerprint, kMaxShortFieldBytes);
@@ -203,11 +52,11 @@ std::string EncodeHello(const Hello& hello) {
   if (!hello.environment.empty()) {
     w.String(kTagEnvironment, hello.environment, kMaxEnvironmentBytes);
   }
-  return w.Frame(FrameType::kHello);
+  return w.Frame(static_cast<uint16_t>(FrameType::kHello));
 }
 
 std::string EncodeReply(const Reply& reply) {
-  Writer w;
+  FieldWriter w;
   w.Integer(kTagCode, static_cast<int64_t>(reply.code));
   w.String(kTagMessage, reply.message, kMaxMessageBytes);
   w.String(kTagHost, reply.host, kMaxHostBytes);
@@ -223,58 +72,36 @@ std::string EncodeReply(const Reply& reply) {
       w.String(kTagConsistencyNotes, reply.shared.consistency_notes, kMaxConsistencyNotesBytes);
     }
   }
-  return w.Frame(reply.type);
+  return w.Frame(static_cast<uint16_t>(reply.type));
 }
 
 Result<Hello> DecodeHello(std::string_view frame) {
-  Result<FrameHeader> header = DecodeFrameHeader(frame);
-  if (!header.ok()) return header.status();
-  Result<std::string_view> payload = Payload(frame, *header, FrameType::kHello);
-  if (!payload.ok()) return payload.status();
-  FieldReader reader(*payload);
-  Seen seen;
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
+                         FramePayload(frame, static_cast<uint16_t>(FrameType::kHello), kChannel));
   Hello hello;
-  while (true) {
-    Result<std::optional<Field>> next = reader.Next();
-    if (!next.ok()) return next.status();
-    if (!next->has_value()) break;
-    const Field& f = **next;
-    if ((f.tag < kTagProcessId || f.tag > kTagToken) && f.tag != kTagEnvironment) {
-      continue;  // unknown: skip
-    }
-    KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
+  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kHelloTags, [&](const Field& f) {
     switch (f.tag) {
-      case kTagProcessId: KDIST_RETURN_IF_ERROR(ReadInteger(f, "process_id", hello.process_id)); break;
-      case kTagNumProcesses:
-        KDIST_RETURN_IF_ERROR(ReadInteger(f, "num_processes", hello.num_processes));
-        break;
+      case kTagProcessId: return ReadInteger(f, "process_id", hello.process_id);
+      case kTagNumProcesses: return ReadInteger(f, "num_processes", hello.num_processes);
       case kTagFingerprint:
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxShortFieldBytes, "fingerprint", hello.fingerprint));
-        break;
+        return ReadString(f, kMaxShortFieldBytes, "fingerprint", hello.fingerprint);
       case kTagCoordinator:
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxShortFieldBytes, "coordinator", hello.coordinator));
-        break;
+        return ReadString(f, kMaxShortFieldBytes, "coordinator", hello.coordinator);
       case kTagNumProcessesSource:
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxShortFieldBytes, "num_processes_source",
-                                         hello.num_processes_source));
-        break;
+        return ReadString(f, kMaxShortFieldBytes, "num_processes_source",
+                          hello.num_processes_source);
       case kTagCoordinatorSource:
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxShortFieldBytes, "coordinator_source",
-                                         hello.coordinator_source));
-        break;
+        return ReadString(f, kMaxShortFieldBytes, "coordinator_source", hello.coordinator_source);
       case kTagJaxVersion:
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxShortFieldBytes, "jax_version", hello.jax_version));
-        break;
-      case kTagHost: KDIST_RETURN_IF_ERROR(ReadString(f, kMaxHostBytes, "host", hello.host)); break;
-      case kTagPid: KDIST_RETURN_IF_ERROR(ReadInteger(f, "pid", hello.pid)); break;
-      case kTagToken: KDIST_RETURN_IF_ERROR(ReadString(f, kMaxTokenBytes, "token", hello.token)); break;
+        return ReadString(f, kMaxShortFieldBytes, "jax_version", hello.jax_version);
+      case kTagHost: return ReadString(f, kMaxHostBytes, "host", hello.host);
+      case kTagPid: return ReadInteger(f, "pid", hello.pid);
+      case kTagToken: return ReadString(f, kMaxTokenBytes, "token", hello.token);
       case kTagEnvironment:
-        KDIST_RETURN_IF_ERROR(
-            ReadString(f, kMaxEnvironmentBytes, "environment", hello.environment));
-        break;
-      default: break;
+        return ReadString(f, kMaxEnvironmentBytes, "environment", hello.environment);
+      default: return Status::Ok();
     }
-  }
+  }));
   const std::pair<Tag, const char*> required[] = {
       {kTagProcessId, "process_id"}, {kTagNumProcesses, "num_processes"},
       {kTagFingerprint, "fingerprint"}, {kTagCoordinator, "coordinator"},
@@ -286,9 +113,8 @@ Result<Hello> DecodeHello(std::string_view frame) {
 }
 
 Result<Reply> DecodeReply(std::string_view frame) {
-  Result<FrameHeader> header = DecodeFrameHeader(frame);
-  if (!header.ok()) return header.status();
-  const uint16_t type = header->type;
+  KDIST_ASSIGN_OR_RETURN(const FrameHeader header, DecodeFrameHeader(frame));
+  const uint16_t type = header.type;
   if (type != static_cast<uint16_t>(FrameType::kGo) &&
       type != static_cast<uint16_t>(FrameType::kReject) &&
       type != static_cast<uint16_t>(FrameType::kStatus)) {
@@ -296,63 +122,34 @@ Result<Reply> DecodeReply(std::string_view frame) {
   }
   Reply reply;
   reply.type = static_cast<FrameType>(type);
-  Result<std::string_view> payload = Payload(frame, *header, reply.type);
-  if (!payload.ok()) return payload.status();
-  FieldReader reader(*payload);
-  Seen seen;
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload, FramePayload(frame, type, kChannel));
   int64_t code = 0;
-  while (true) {
-    Result<std::optional<Field>> next = reader.Next();
-    if (!next.ok()) return next.status();
-    if (!next->has_value()) break;
-    const Field& f = **next;
+  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kReplyTags, [&](const Field& f) {
     switch (f.tag) {
-      case kTagCode:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(ReadInteger(f, "code", code));
-        break;
-      case kTagMessage:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxMessageBytes, "message", reply.message));
-        break;
-      case kTagHost:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxHostBytes, "host", reply.host));
-        break;
-      case kTagPid:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(ReadInteger(f, "pid", reply.pid));
-        break;
+      case kTagCode: return ReadInteger(f, "code", code);
+      case kTagMessage: return ReadString(f, kMaxMessageBytes, "message", reply.message);
+      case kTagHost: return ReadString(f, kMaxHostBytes, "host", reply.host);
+      case kTagPid: return ReadInteger(f, "pid", reply.pid);
       case kTagJaxVersion:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxShortFieldBytes, "jax_version", reply.jax_version));
-        break;
-      case kTagSeed:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(ReadInteger(f, "seed", reply.shared.seed));
-        break;
-      case kTagLivenessPort:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
+        return ReadString(f, kMaxShortFieldBytes, "jax_version", reply.jax_version);
+      case kTagSeed: return ReadInteger(f, "seed", reply.shared.seed);
+      case kTagLivenessPort: {
         KDIST_RETURN_IF_ERROR(ReadInteger(f, "liveness_port", reply.shared.liveness_port));
         if (reply.shared.liveness_port < 1 || reply.shared.liveness_port > 65535) {
           return InvalidArgument("the go reply's liveness port " +
                                  std::to_string(reply.shared.liveness_port) +
                                  " is outside 1-65535");
         }
-        break;
+        return Status::Ok();
+      }
       case kTagLivenessNonce:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(
-            ReadString(f, kMaxTokenBytes, "liveness_nonce", reply.shared.liveness_nonce));
-        break;
+        return ReadString(f, kMaxTokenBytes, "liveness_nonce", reply.shared.liveness_nonce);
       case kTagConsistencyNotes:
-        KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
-        KDIST_RETURN_IF_ERROR(ReadString(f, kMaxConsistencyNotesBytes, "consistency_notes",
-                                         reply.shared.consistency_notes));
-        break;
-      default: break;  // unknown: skip
+        return ReadString(f, kMaxConsistencyNotesBytes, "consistency_notes",
+                          reply.shared.consistency_notes);
+      default: return Status::Ok();
     }
-  }
+  }));
   if (code < 0 || code > static_cast<int64_t>(StatusCode::kInternal)) {
     return InvalidArgument("the reply carries status code " + std::to_string(code) +
                            ", which is not a known code");
@@ -365,29 +162,6 @@ Result<Reply> DecodeReply(std::string_view frame) {
     return InvalidArgument("a go reply carries no seed field");
   }
   return reply;
-}
-
-Status FrameAssembler::Check() const {
-  if (!CouldStartFrame(buffer_)) {
-    return InvalidArgument("it does not start with the kdist magic; received " +
-                           Quote(buffer_.substr(0, kFrameHeaderSize)));
-  }
-  if (buffer_.size() >= kFrameHeaderSize) return DecodeFrameHeader(buffer_).status();
-  return Status::Ok();
-}
-
-Status FrameAssembler::Append(std::string_view bytes) {
-  buffer_.append(bytes.data(), bytes.size());
-  return Check();
-}
-
-std::string FrameAssembler::TakeFrame() {
-  if (buffer_.size() < kFrameHeaderSize) return "";
-  Result<FrameHeader> header = DecodeFrameHeader(buffer_);
-  if (!header.ok() || buffer_.size() < header->frame_size()) return "";
-  std::string frame = buffer_.substr(0, header->frame_size());
-  buffer_.erase(0, header->frame_size());
-  return frame;
 }
 
 }  // namespace kdist

@@ -1,17 +1,9 @@
-// The roll call's wire format: the hello a process sends to process 0 and the
-// replies process 0 sends back.
-//
-// A frame is a 12-byte header — the magic "KDRV", the protocol version and the
-// frame type (big-endian u16 each), and the payload length (big-endian u32,
-// at most kMaxFramePayload) — followed by the payload: fields, each a one-byte
-// tag, a big-endian u16 length and that many bytes. Integers are 8-byte
-// big-endian two's complement. Unknown tags are skipped, so a later version can
-// add fields; a known tag seen twice, a field over its size limit or a missing
-// required field makes the frame invalid.
+// The roll call's messages: the hello a process sends to process 0 and the
+// replies process 0 sends back, in the framing of wire.h (frame types 1-4).
 //
 // Everything here is a pure function of its bytes: decoding must survive any
-// input (fuzz/roll_call_wire/roll_call_wire_fuzz.cc feeds it anything) and never reads past what it
-// was given.
+// input (fuzz/roll_call_wire/roll_call_wire_fuzz.cc feeds it anything) and
+// never reads past what it was given.
 #ifndef KDIST_ROLL_CALL_WIRE_H_
 #define KDIST_ROLL_CALL_WIRE_H_
 
@@ -21,14 +13,9 @@
 #include <string_view>
 
 #include "status.h"
+#include "wire.h"
 
 namespace kdist {
-
-// 2: "go" carries JobShared (the job-wide seed).
-inline constexpr uint16_t kProtocolVersion = 2;
-inline constexpr std::string_view kFrameMagic = "KDRV";
-inline constexpr size_t kFrameHeaderSize = 12;
-inline constexpr size_t kMaxFramePayload = 16 * 1024;
 
 enum class FrameType : uint16_t {
   kHello = 1,   // process -> process 0: who I am and how I was configured
@@ -37,11 +24,10 @@ enum class FrameType : uint16_t {
   kStatus = 4,  // process 0 -> waiting processes: a progress line
 };
 
-// Size limits of the string fields, in bytes.
-inline constexpr size_t kMaxHostBytes = 255;
+// Size limits of the roll call's own string fields, in bytes (host and
+// message: wire.h).
 inline constexpr size_t kMaxShortFieldBytes = 512;  // fingerprint, addresses, versions, sources
 inline constexpr size_t kMaxTokenBytes = 1024;
-inline constexpr size_t kMaxMessageBytes = 8192;
 inline constexpr size_t kMaxEnvironmentBytes = 8192;       // the hello's fingerprint (consistency.h)
 inline constexpr size_t kMaxConsistencyNotesBytes = 4096;  // "go"'s warnings
 
@@ -81,23 +67,6 @@ struct Reply {
   JobShared shared;                      // kGo: what the whole job shares
 };
 
-struct FrameHeader {
-  uint16_t version = 0;
-  uint16_t type = 0;
-  uint32_t payload_size = 0;
-  size_t frame_size() const { return kFrameHeaderSize + payload_size; }
-};
-
-// Whether `prefix` (any length) can still be the start of a frame: its first
-// bytes match the magic. Lets a reader drop an HTTP request after one byte.
-bool CouldStartFrame(std::string_view prefix);
-
-// Decodes the header at the start of `bytes` (at least kFrameHeaderSize
-// bytes). kInvalidArgument for a wrong magic or an oversized payload; the
-// version is reported, not checked, so a peer of another version can be
-// answered.
-Result<FrameHeader> DecodeFrameHeader(std::string_view bytes);
-
 // Strings longer than their limit are cut to it, so an encoded frame always
 // decodes.
 std::string EncodeHello(const Hello& hello);
@@ -107,21 +76,6 @@ std::string EncodeReply(const Reply& reply);
 // for anything malformed, kFailedPrecondition for another protocol version.
 Result<Hello> DecodeHello(std::string_view frame);
 Result<Reply> DecodeReply(std::string_view frame);
-
-// Collects bytes from a stream and cuts them into frames; refuses a stream as
-// soon as it cannot be kdist's (wrong magic, oversized length).
-class FrameAssembler {
- public:
-  // Appends bytes; an error means the stream is not (or no longer) kdist's.
-  Status Append(std::string_view bytes);
-  // The first whole frame, removed from the buffer, or "" when none is complete.
-  std::string TakeFrame();
-  size_t buffered() const { return buffer_.size(); }
-
- private:
-  Status Check() const;
-  std::string buffer_;
-};
 
 }  // namespace kdist
 

@@ -50,20 +50,19 @@ Result<std::vector<std::string>> ExpandGroup(std::string_view body, size_t offse
   for (std::string_view item : Split(body, ',')) {
     const size_t dash = item.find('-');
     const std::string_view low_text = item.substr(0, dash);
-    Result<uint64_t> low = ParseDigitsAt(low_text, item_offset);
-    if (!low.ok()) return low.status();
-    uint64_t high = *low;
+    KDIST_ASSIGN_OR_RETURN(const uint64_t low, ParseDigitsAt(low_text, item_offset));
+    uint64_t high = low;
     if (dash != std::string_view::npos) {
-      Result<uint64_t> parsed = ParseDigitsAt(item.substr(dash + 1), item_offset + dash + 1);
-      if (!parsed.ok()) return parsed.status();
-      high = *parsed;
-      if (high < *low) {
+      KDIST_ASSIGN_OR_RETURN(const uint64_t parsed,
+                             ParseDigitsAt(item.substr(dash + 1), item_offset + dash + 1));
+      high = parsed;
+      if (high < low) {
         return InvalidArgument("has the range " + Quote(item) + " " + At(item_offset) +
                                ", which runs backwards");
       }
     }
-    if (high - *low >= max_items - values.size()) return InvalidArgument(TooMany(max_items));
-    for (uint64_t v = *low;; ++v) {
+    if (high - low >= max_items - values.size()) return InvalidArgument(TooMany(max_items));
+    for (uint64_t v = low;; ++v) {
       values.push_back(Padded(v, low_text.size()));
       if (v == high) break;
     }
@@ -92,11 +91,11 @@ Status ExpandEntry(std::string_view entry, size_t offset, size_t max_items,
                                At(offset + i + 1 + body.find('[')));
       }
       if (body.empty()) return InvalidArgument("has empty brackets " + At(offset + i));
-      Result<std::vector<std::string>> values = ExpandGroup(body, offset + i + 1, max_items);
-      if (!values.ok()) return values.status();
-      if (values->size() > max_items / combinations) return InvalidArgument(TooMany(max_items));
-      combinations *= values->size();
-      parts.push_back(std::move(values).value());
+      KDIST_ASSIGN_OR_RETURN(std::vector<std::string> values,
+                             ExpandGroup(body, offset + i + 1, max_items));
+      if (values.size() > max_items / combinations) return InvalidArgument(TooMany(max_items));
+      combinations *= values.size();
+      parts.push_back(std::move(values));
       i = close + 1;
     } else if (entry[i] == ']') {
       return InvalidArgument("has a ']' without a '[' " + At(offset + i));
@@ -166,17 +165,14 @@ Result<std::vector<int64_t>> ExpandTasksPerNode(std::string_view text, size_t ma
         return InvalidArgument("has " + Quote(item) + " " + At(offset) +
                                "; expected a count, or a count and a repeat such as 2(x3)");
       }
-      Result<uint64_t> parsed =
-          ParseDigitsAt(suffix.substr(2, suffix.size() - 3), offset + paren + 2);
-      if (!parsed.ok()) return parsed.status();
-      repeat = *parsed;
+      const std::string_view repeat_text = suffix.substr(2, suffix.size() - 3);
+      KDIST_ASSIGN_OR_RETURN(repeat, ParseDigitsAt(repeat_text, offset + paren + 2));
       if (repeat == 0) return InvalidArgument("repeats a count 0 times " + At(offset + paren));
     }
-    Result<uint64_t> count = ParseDigitsAt(count_text, offset);
-    if (!count.ok()) return count.status();
-    if (*count == 0) return InvalidArgument("has a task count of 0 " + At(offset));
+    KDIST_ASSIGN_OR_RETURN(const uint64_t count, ParseDigitsAt(count_text, offset));
+    if (count == 0) return InvalidArgument("has a task count of 0 " + At(offset));
     if (repeat > max_items - counts.size()) return InvalidArgument(TooMany(max_items));
-    counts.insert(counts.end(), repeat, static_cast<int64_t>(*count));
+    counts.insert(counts.end(), repeat, static_cast<int64_t>(count));
     offset += item.size() + 1;
   }
   return counts;

@@ -164,10 +164,9 @@ Result<Listener> ListenOnAllInterfaces(uint16_t port, int backlog) {
     bound = "0.0.0.0";
     if (!fd.valid()) return BindError(error, port, "0.0.0.0:" + std::to_string(port));
   }
-  Result<uint16_t> bound_port = BoundPort(fd);
-  if (!bound_port.ok()) return bound_port.status();
+  KDIST_ASSIGN_OR_RETURN(const uint16_t bound_port, BoundPort(fd));
   Listener listener;
-  listener.port = *bound_port;
+  listener.port = bound_port;
   listener.bound = bound + ":" + std::to_string(listener.port);
   listener.fd = std::move(fd);
   return listener;
@@ -177,10 +176,9 @@ Result<Listener> ListenOn(const Endpoint& endpoint, int backlog) {
   int error = 0;
   Fd fd = TryListenAt(endpoint, backlog, error);
   if (!fd.valid()) return BindError(error, endpoint.port(), endpoint.ToString());
-  Result<uint16_t> bound_port = BoundPort(fd);
-  if (!bound_port.ok()) return bound_port.status();
+  KDIST_ASSIGN_OR_RETURN(const uint16_t bound_port, BoundPort(fd));
   Listener listener;
-  listener.port = *bound_port;
+  listener.port = bound_port;
   Endpoint shown = endpoint;
   if (shown.family() == AF_INET6) {
     reinterpret_cast<sockaddr_in6*>(&shown.storage)->sin6_port = htons(listener.port);

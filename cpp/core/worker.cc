@@ -47,9 +47,8 @@ Result<Connected> ConnectWithin(const Endpoint& endpoint, Nanos limit, Waiter& w
   }
   if (c.io.state == IoState::kWouldBlock) {
     const Nanos until = started + std::min(limit, waiter.Remaining());
-    Result<short> ready = WaitReady(waiter, c.fd.get(), POLLOUT, until, line);
-    if (!ready.ok()) return ready.status();
-    if (*ready == 0) {
+    KDIST_ASSIGN_OR_RETURN(const short ready, WaitReady(waiter, c.fd.get(), POLLOUT, until, line));
+    if (ready == 0) {
       out.error = "connect timed out after " + FormatElapsed(waiter.clock().Now() - started);
       c.fd.CloseWithReset();
       return out;
@@ -306,10 +305,10 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions
   const Nanos interval = std::max(options.probe_interval, Nanos(std::chrono::milliseconds(1)));
   const int64_t max_probes = options.timeout / interval + 2;
   for (int64_t probe = 0; probe < max_probes && !waiter.Expired(); ++probe) {
-    Result<Connected> connected = ConnectWithin(endpoint, options.connect_timeout, waiter, line);
-    if (!connected.ok()) return connected.status();
-    if (connected->fd.valid()) return Status::Ok();  // closed by ~Fd: the service is up
-    last_error = std::move(connected->error);
+    KDIST_ASSIGN_OR_RETURN(Connected connected,
+                           ConnectWithin(endpoint, options.connect_timeout, waiter, line));
+    if (connected.fd.valid()) return Status::Ok();  // closed by ~Fd: the service is up
+    last_error = std::move(connected.error);
     KDIST_RETURN_IF_ERROR(waiter.Sleep(interval, line));
   }
   return DeadlineExceeded(

@@ -265,37 +265,5 @@ TEST(Reply, BadRepliesAreErrors) {
   EXPECT_EQ(out->message.size(), kMaxMessageBytes);
 }
 
-TEST(FrameAssembler, CutsAStreamFedByteByByte) {
-  const std::string a = EncodeHello(SampleHello());
-  Reply go;
-  const std::string b = EncodeReply(go);
-  FrameAssembler assembler;
-  std::string frames;
-  int taken = 0;
-  for (char c : a + b) {
-    KDIST_ASSERT_OK(assembler.Append(std::string_view(&c, 1)));
-    const std::string frame = assembler.TakeFrame();
-    if (!frame.empty()) {
-      frames += frame;
-      ++taken;
-    }
-  }
-  EXPECT_EQ(taken, 2);
-  EXPECT_EQ(frames, a + b);
-  EXPECT_EQ(assembler.buffered(), size_t{0});
-}
-
-TEST(FrameAssembler, RefusesHttpAtTheFirstByte) {
-  FrameAssembler assembler;
-  KDIST_EXPECT_ERROR(assembler.Append("G"), StatusCode::kInvalidArgument, "magic");
-  FrameAssembler oversized;
-  KDIST_EXPECT_OK(oversized.Append("KDRV"));
-  KDIST_EXPECT_ERROR(oversized.Append(RawFrame(kProtocolVersion, 1, "", 1 << 30).substr(4)),
-                     StatusCode::kInvalidArgument, "over the limit");
-  EXPECT_TRUE(CouldStartFrame(""));
-  EXPECT_TRUE(CouldStartFrame("KD"));
-  EXPECT_FALSE(CouldStartFrame("KX"));
-}
-
 }  // namespace
 }  // namespace kdist
