@@ -21,10 +21,25 @@ namespace kdist {
 namespace {
 
 nb::bytes EncodeHelloPy(const ClusterSpec& spec, const std::string& jax_version,
-                        const std::string& host, int64_t pid, std::optional<std::string> token) {
+                        const std::string& host, int64_t pid, std::optional<std::string> token,
+                        std::optional<nb::bytes> nonce) {
   Hello hello = MakeHello(spec, Identity{jax_version, host, pid});
   if (token) hello.token = *token;
-  const std::string frame = EncodeHello(hello);
+  Nonce challenge{};
+  if (nonce) {
+    if (nonce->size() != challenge.size()) {
+      bindings::RaiseIfError(InvalidArgument("a nonce is " + std::to_string(challenge.size()) +
+                                             " bytes; received " +
+                                             std::to_string(nonce->size())));
+    }
+    for (size_t i = 0; i < challenge.size(); ++i) {
+      challenge[i] = static_cast<uint8_t>(nonce->c_str()[i]);
+    }
+  } else if (!hello.token.empty()) {
+    bindings::RaiseIfError(
+        InvalidArgument("a hello with a token answers a challenge: give the challenge's nonce"));
+  }
+  const std::string frame = EncodeSignedHello(hello, challenge);
   return nb::bytes(frame.data(), frame.size());
 }
 
@@ -46,8 +61,9 @@ NB_MODULE(_core_bench, m) {
   nb::module_::import_("kdist._core");  // binds ClusterSpec and Reply
   m.doc() = "The roll call's wire codec, for kdist's benchmarks only.";
   m.def("encode_hello", &EncodeHelloPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
-        nb::arg("pid"), nb::arg("token").none() = nb::none(),
-        "The hello frame a process with this spec sends (token: the spec's unless given).");
+        nb::arg("pid"), nb::arg("token").none() = nb::none(), nb::arg("nonce").none() = nb::none(),
+        "The hello frame a process with this spec sends (token: the spec's unless given), with "
+        "a MAC over the challenge's 16-byte nonce when it has a token.");
   m.def("decode_reply", &DecodeReplyPy, nb::arg("frame"),
         "Decodes one whole reply frame from process 0; raises kdist.ConfigError when it is "
         "malformed.");

@@ -18,13 +18,16 @@ enum Tag : uint8_t {
   kTagJaxVersion = 7,
   kTagHost = 8,
   kTagPid = 9,
-  kTagToken = 10,
+  kTagMac = 10,  // version 2: the token, in clear
   kTagCode = 11,
   kTagMessage = 12,
   kTagSeed = 13,
   kTagLivenessPort = 14,
   kTagLivenessNonce = 15,
+  kTagNonce = 16,  // the challenge's
 };
+
+constexpr size_t kMacFieldBytes = 3 + kMacBytes;  // tag, length, value
 
 void PutU16(std::string& out, uint16_t value) {
   out += static_cast<char>(value >> 8);
@@ -79,6 +82,7 @@ struct Field {
 class FieldReader {
  public:
   explicit FieldReader(std::string_view payload) : rest_(payload) {}
+  size_t remaining() const { return rest_.size(); }
   // The next field, nullopt at the end; an error status for a truncated field.
   Result<std::optional<Field>> Next() {
     if (rest_.empty()) return std::optional<Field>();
@@ -197,8 +201,56 @@ std::string EncodeHello(const Hello& hello) {
   w.String(kTagJaxVersion, hello.jax_version, kMaxShortFieldBytes);
   w.String(kTagHost, hello.host, kMaxHostBytes);
   w.Integer(kTagPid, hello.pid);
-  if (!hello.token.empty()) w.String(kTagToken, hello.token, kMaxTokenBytes);
+  // Last, so that the frame without it is the frame of the same hello without a MAC.
+  if (!hello.mac.empty()) w.String(kTagMac, hello.mac, kMacBytes);
   return w.Frame(FrameType::kHello);
+}
+
+std::string EncodeChallenge(const Challenge& challenge) {
+  Writer w;
+  w.String(kTagNonce, std::string_view(reinterpret_cast<const char*>(challenge.nonce.data()),
+                                       challenge.nonce.size()),
+           kNonceBytes);
+  return w.Frame(FrameType::kChallenge);
+}
+
+std::string HelloMac(std::string_view token, const Nonce& nonce, std::string_view mac_input) {
+  HmacSha256 mac(token);
+  mac.Update(std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()));
+  mac.Update(mac_input);
+  return std::string(DigestBytes(mac.Finish()));
+}
+
+std::string EncodeSignedHello(Hello hello, const Nonce& nonce) {
+  hello.mac.clear();
+  if (hello.token.empty()) return EncodeHello(hello);
+  hello.mac = HelloMac(hello.token, nonce, EncodeHello(hello));
+  return EncodeHello(hello);
+}
+
+Result<std::string> HelloMacInput(std::string_view frame) {
+  Result<FrameHeader> header = DecodeFrameHeader(frame);
+  if (!header.ok()) return header.status();
+  if (frame.size() != header->frame_size()) {
+    return InvalidArgument("the frame is " + std::to_string(frame.size()) +
+                           " bytes but its header announces " +
+                           std::to_string(header->frame_size()));
+  }
+  const std::string_view payload = frame.substr(kFrameHeaderSize);
+  std::string kept;
+  kept.reserve(payload.size());
+  FieldReader reader(payload);
+  while (true) {
+    const size_t start = payload.size() - reader.remaining();
+    Result<std::optional<Field>> next = reader.Next();
+    if (!next.ok()) return next.status();
+    if (!next->has_value()) break;
+    const size_t end = payload.size() - reader.remaining();
+    if ((*next)->tag != kTagMac) kept += payload.substr(start, end - start);
+  }
+  std::string out(frame.substr(0, kFrameHeaderSize - 4));
+  PutU32(out, static_cast<uint32_t>(kept.size()));
+  return out + kept;
 }
 
 std::string EncodeReply(const Reply& reply) {
@@ -231,7 +283,7 @@ Result<Hello> DecodeHello(std::string_view frame) {
     if (!next.ok()) return next.status();
     if (!next->has_value()) break;
     const Field& f = **next;
-    if (f.tag < kTagProcessId || f.tag > kTagToken) continue;  // unknown: skip
+    if (f.tag < kTagProcessId || f.tag > kTagMac) continue;  // unknown: skip
     KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
     switch (f.tag) {
       case kTagProcessId: KDIST_RETURN_IF_ERROR(ReadInteger(f, "process_id", hello.process_id)); break;
@@ -257,7 +309,13 @@ Result<Hello> DecodeHello(std::string_view frame) {
         break;
       case kTagHost: KDIST_RETURN_IF_ERROR(ReadString(f, kMaxHostBytes, "host", hello.host)); break;
       case kTagPid: KDIST_RETURN_IF_ERROR(ReadInteger(f, "pid", hello.pid)); break;
-      case kTagToken: KDIST_RETURN_IF_ERROR(ReadString(f, kMaxTokenBytes, "token", hello.token)); break;
+      case kTagMac:
+        if (f.value.size() != kMacBytes) {
+          return InvalidArgument("field mac is " + std::to_string(f.value.size()) +
+                                 " bytes; expected " + std::to_string(kMacBytes));
+        }
+        hello.mac.assign(f.value);
+        break;
       default: break;
     }
   }
@@ -346,6 +404,31 @@ Result<Reply> DecodeReply(std::string_view frame) {
     return InvalidArgument("a go reply carries no seed field");
   }
   return reply;
+}
+
+Result<Challenge> DecodeChallenge(std::string_view frame) {
+  Result<FrameHeader> header = DecodeFrameHeader(frame);
+  if (!header.ok()) return header.status();
+  Result<std::string_view> payload = Payload(frame, *header, FrameType::kChallenge);
+  if (!payload.ok()) return payload.status();
+  FieldReader reader(*payload);
+  Seen seen;
+  Challenge challenge;
+  while (true) {
+    Result<std::optional<Field>> next = reader.Next();
+    if (!next.ok()) return next.status();
+    if (!next->has_value()) break;
+    const Field& f = **next;
+    if (f.tag != kTagNonce) continue;  // unknown: skip
+    KDIST_RETURN_IF_ERROR(seen.Mark(f.tag));
+    if (f.value.size() != kNonceBytes) {
+      return InvalidArgument("field nonce is " + std::to_string(f.value.size()) +
+                             " bytes; expected " + std::to_string(kNonceBytes));
+    }
+    for (size_t i = 0; i < kNonceBytes; ++i) challenge.nonce[i] = static_cast<uint8_t>(f.value[i]);
+  }
+  if (!seen.Has(kTagNonce)) return InvalidArgument("the challenge has no nonce field");
+  return challenge;
 }
 
 Status FrameAssembler::Check() const {

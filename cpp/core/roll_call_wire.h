@@ -9,6 +9,26 @@
 // add fields; a known tag seen twice, a field over its size limit or a missing
 // required field makes the frame invalid.
 //
+// The token never travels. Process 0 opens every accepted connection with a
+// challenge frame (type 5) whose one field is a fresh 16-byte nonce (tag 16,
+// exactly kNonceBytes bytes). A process with KDIST_RENDEZVOUS_TOKEN set reads
+// it before it sends its hello, and its hello carries one more field, the MAC
+// (tag 10, exactly kMacBytes bytes):
+//
+//   MAC = HMAC-SHA-256(key = the token's bytes,
+//                      message = nonce (16 bytes) || the hello frame without
+//                                its MAC field)
+//
+// where "the hello frame without its MAC field" is the frame exactly as
+// received — 12-byte header included — with the 35 bytes of the MAC field
+// (tag, length, value) cut out wherever they stand and the header's payload
+// length lowered by 35 to match (HelloMacInput). EncodeHello writes the MAC as
+// the last field, so for a hello it encoded these are the bytes EncodeHello
+// gives for the same hello with no MAC. A process without a token sends no MAC
+// field. Process 0 recomputes the MAC with the nonce it sent on that very
+// connection (a hello replayed on another connection does not verify) and
+// compares in constant time (MacEqual).
+//
 // Everything here is a pure function of its bytes: decoding must survive any
 // input (fuzz/roll_call_wire/roll_call_wire_fuzz.cc feeds it anything) and never reads past what it
 // was given.
@@ -20,12 +40,15 @@
 #include <string>
 #include <string_view>
 
+#include "hmac_sha256.h"
 #include "status.h"
 
 namespace kdist {
 
 // 2: "go" carries JobShared (the job-wide seed).
-inline constexpr uint16_t kProtocolVersion = 2;
+// 3: the challenge frame; the hello carries a MAC (tag 10), never the token
+//    (tag 10 carried the token in clear in version 2).
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr std::string_view kFrameMagic = "KDRV";
 inline constexpr size_t kFrameHeaderSize = 12;
 inline constexpr size_t kMaxFramePayload = 16 * 1024;
@@ -35,6 +58,7 @@ enum class FrameType : uint16_t {
   kGo = 2,      // process 0 -> all: every process is present, start JAX
   kReject = 3,  // process 0 -> one or all: the roll call failed, with why
   kStatus = 4,  // process 0 -> waiting processes: a progress line
+  kChallenge = 5,  // process 0 -> a new connection, first: the nonce its hello's MAC covers
 };
 
 // Size limits of the string fields, in bytes.
@@ -42,6 +66,7 @@ inline constexpr size_t kMaxHostBytes = 255;
 inline constexpr size_t kMaxShortFieldBytes = 512;  // fingerprint, addresses, versions, sources
 inline constexpr size_t kMaxTokenBytes = 1024;
 inline constexpr size_t kMaxMessageBytes = 8192;
+inline constexpr size_t kMacBytes = kSha256DigestBytes;  // the hello's MAC field, exactly
 
 struct Hello {
   int64_t process_id = 0;
@@ -53,7 +78,15 @@ struct Hello {
   std::string jax_version;
   std::string host;                  // host name of the process
   int64_t pid = 0;
-  std::string token;                 // KDIST_RENDEZVOUS_TOKEN, empty when unset
+  // KDIST_RENDEZVOUS_TOKEN, empty when unset. Never encoded: the key of `mac`
+  // (EncodeSignedHello) and, in process 0's own hello, of the check.
+  std::string token;
+  std::string mac;  // on the wire: kMacBytes bytes, or empty (no MAC field)
+};
+
+// Process 0's first frame on a connection.
+struct Challenge {
+  Nonce nonce{};
 };
 
 // What process 0 decides for the whole job and "go" carries to every process.
@@ -94,13 +127,30 @@ Result<FrameHeader> DecodeFrameHeader(std::string_view bytes);
 
 // Strings longer than their limit are cut to it, so an encoded frame always
 // decodes.
+// EncodeHello writes `hello.mac` (when set) as the last field, never the token.
 std::string EncodeHello(const Hello& hello);
 std::string EncodeReply(const Reply& reply);
+std::string EncodeChallenge(const Challenge& challenge);
+
+// The hello frame a process sends in answer to `nonce`: with a MAC keyed by
+// `hello.token` when it has one (any `hello.mac` given is replaced), with no
+// MAC field when it has none.
+std::string EncodeSignedHello(Hello hello, const Nonce& nonce);
+
+// The bytes a hello's MAC covers, after the nonce: `frame` (a whole hello
+// frame) with its MAC field cut out and the header's length lowered to match;
+// `frame` as is when it has no MAC field. kInvalidArgument when `frame` is not
+// a well-formed frame of fields.
+Result<std::string> HelloMacInput(std::string_view frame);
+
+// HMAC-SHA-256 under `token` over nonce || mac_input, as kMacBytes bytes.
+std::string HelloMac(std::string_view token, const Nonce& nonce, std::string_view mac_input);
 
 // Decode one whole frame (header included, nothing after it). kInvalidArgument
 // for anything malformed, kFailedPrecondition for another protocol version.
 Result<Hello> DecodeHello(std::string_view frame);
 Result<Reply> DecodeReply(std::string_view frame);
+Result<Challenge> DecodeChallenge(std::string_view frame);
 
 // Collects bytes from a stream and cuts them into frames; refuses a stream as
 // soon as it cannot be kdist's (wrong magic, oversized length).
