@@ -321,7 +321,8 @@ void Coordinator::OnReadable(uint64_t id, Connection& c) {
       Drop(id, why);
       return;
     }
-    const std::string frame = c.in.TakeFrame();
+    std::string frame = c.in.TakeFrame();
+    while (!frame.empty() && IsOpening(frame)) frame = c.in.TakeFrame();  // a process's first
     if (!frame.empty()) {
       OnHelloFrame(id, c, frame);
       return;  // `c` may be gone

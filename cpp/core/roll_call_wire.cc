@@ -214,6 +214,15 @@ std::string EncodeChallenge(const Challenge& challenge) {
   return w.Frame(FrameType::kChallenge);
 }
 
+std::string EncodeOpening() { return Writer().Frame(FrameType::kOpening); }
+
+bool IsOpening(std::string_view frame) {
+  Result<FrameHeader> header = DecodeFrameHeader(frame);
+  return header.ok() && header->version == kProtocolVersion &&
+         header->type == static_cast<uint16_t>(FrameType::kOpening) &&
+         frame.size() == header->frame_size();
+}
+
 std::string HelloMac(std::string_view token, const Nonce& nonce, std::string_view mac_input) {
   HmacSha256 mac(token);
   mac.Update(std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()));

@@ -9,6 +9,12 @@
 // add fields; a known tag seen twice, a field over its size limit or a missing
 // required field makes the frame invalid.
 //
+// A process opens every connection with an opening frame (type 6, no fields):
+// it says nothing but the protocol version, so that a process 0 of another
+// version answers at once with its "install the same kdist version" refusal
+// instead of waiting for a hello the process sends only after a challenge.
+// Process 0 skips openings of its own version.
+//
 // The token never travels. Process 0 opens every accepted connection with a
 // challenge frame (type 5) whose one field is a fresh 16-byte nonce (tag 16,
 // exactly kNonceBytes bytes). A process with KDIST_RENDEZVOUS_TOKEN set reads
@@ -59,6 +65,7 @@ enum class FrameType : uint16_t {
   kReject = 3,  // process 0 -> one or all: the roll call failed, with why
   kStatus = 4,  // process 0 -> waiting processes: a progress line
   kChallenge = 5,  // process 0 -> a new connection, first: the nonce its hello's MAC covers
+  kOpening = 6,    // process -> process 0, first: only the version it speaks
 };
 
 // Size limits of the string fields, in bytes.
@@ -131,6 +138,9 @@ Result<FrameHeader> DecodeFrameHeader(std::string_view bytes);
 std::string EncodeHello(const Hello& hello);
 std::string EncodeReply(const Reply& reply);
 std::string EncodeChallenge(const Challenge& challenge);
+std::string EncodeOpening();
+// Whether `frame` (a whole frame) is an opening of this protocol version.
+bool IsOpening(std::string_view frame);
 
 // The hello frame a process sends in answer to `nonce`: with a MAC keyed by
 // `hello.token` when it has one (any `hello.mac` given is replaced), with no

@@ -145,6 +145,17 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
   connected_ = true;
   Attempt retry;
   const Nanos deadline = Now() + waiter_.Remaining();
+  // Open with this side's version: a process 0 of another version refuses it
+  // at once. 12 bytes on a fresh connection: one write takes them all.
+  const std::string opening = EncodeOpening();
+  const Io opened = WriteSome(fd.get(), opening);
+  if (opened.state != IoState::kDone || opened.bytes != opening.size()) {
+    connected_ = false;
+    retry.error = "sending the opening failed: " + (opened.state == IoState::kError
+                                                        ? ErrorText(opened.error)
+                                                        : std::string("the socket took part of it"));
+    return retry;
+  }
   FrameAssembler in;
   char buffer[4096];
   // Read process 0's challenge: the hello's MAC covers its nonce.
@@ -179,7 +190,7 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
     fd.CloseWithReset();
     return {Attempt::kEnded, {},
             FailedPrecondition("process 0 at " + endpoint.ToString() +
-                               " sent a challenge this process cannot read: " +
+                               " opened with a frame this process cannot read as its challenge: " +
                                nonce.status().message()),
             ""};
   }

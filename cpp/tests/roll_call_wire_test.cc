@@ -343,6 +343,18 @@ TEST(Challenge, BadChallengesAreErrors) {
   KDIST_EXPECT_ERROR(DecodeHello(challenge), StatusCode::kInvalidArgument, "where type 1 belongs");
 }
 
+TEST(Opening, IsAnEmptyFrameOfThisVersion) {
+  EXPECT_EQ(EncodeOpening(), RawFrame(kProtocolVersion, 6, ""));
+  EXPECT_TRUE(IsOpening(EncodeOpening()));
+  EXPECT_TRUE(IsOpening(RawFrame(kProtocolVersion, 6, Field(70, "later"))));
+  EXPECT_FALSE(IsOpening(RawFrame(2, 6, "")));  // another version: answered as such
+  EXPECT_FALSE(IsOpening(RawFrame(kProtocolVersion, 1, "")));
+  EXPECT_FALSE(IsOpening(EncodeOpening() + "x"));
+  EXPECT_FALSE(IsOpening("KDRV"));
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(2, 6, "")), StatusCode::kFailedPrecondition,
+                     "install the same kdist version");
+}
+
 TEST(Hello, SignedHelloCarriesTheMacOverTheNonceAndTheFrameWithoutIt) {
   Hello hello = SampleHello();
   hello.mac.clear();

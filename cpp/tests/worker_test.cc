@@ -176,7 +176,9 @@ TEST(Worker, AListenerThatNeverAnswersIsNotTheCoordinator) {
 
 // A fake process 0 on loopback: accepts one connection, sends `challenge`
 // first, keeps every byte the process sends until a whole frame has come (or
-// the connection ends), then answers `answer` and closes.
+// the connection ends), then answers `answer` and closes. With a challenge it
+// skips the process's opening (as process 0 does); with none (an older
+// process 0) the opening is the frame it answers.
 class FakeProcessZero {
  public:
   FakeProcessZero(std::string challenge, std::string answer) {
@@ -188,7 +190,7 @@ class FakeProcessZero {
       if (Poll(fds, seconds(5)) <= 0) return;
       Accepted a = AcceptOne(l.fd.get());
       if (a.io.state != IoState::kDone) return;
-      (void)WriteSome(a.fd.get(), challenge);
+      if (!challenge.empty()) (void)WriteSome(a.fd.get(), challenge);
       FrameAssembler in;
       RealClock clock;
       const Nanos until = clock.Now() + seconds(5);
@@ -202,6 +204,7 @@ class FakeProcessZero {
         received_.append(buffer, io.bytes);
         if (!in.Append(std::string_view(buffer, io.bytes)).ok()) break;
         frame_ = in.TakeFrame();
+        while (!challenge.empty() && IsOpening(frame_)) frame_ = in.TakeFrame();
         if (!frame_.empty()) break;
       }
       if (!answer.empty()) (void)WriteSome(a.fd.get(), answer);
@@ -243,7 +246,7 @@ TEST(Worker, TheTokenNeverLeavesTheProcessOnlyAMacOverTheChallenge) {
   fake.Join();
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "seen enough");
   ASSERT_FALSE(fake.frame().empty());
-  EXPECT_EQ(fake.received(), fake.frame());  // the hello and nothing else
+  EXPECT_EQ(fake.received(), EncodeOpening() + fake.frame());  // and nothing else
   // No byte run of the token is in what it sent, nor its halves.
   for (std::string_view part : {std::string_view(hello.token), std::string_view("the-job-sec"),
                                 std::string_view("secret-42")}) {
@@ -281,9 +284,31 @@ TEST(Worker, AChallengeOfAnotherVersionAsksForTheSameKdist) {
                                           FastOptions(milliseconds(3000)), clock);
   fake.Join();
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
-                     "sent a challenge this process cannot read: it speaks kdist rendezvous "
-                     "protocol version 9");
+                     "cannot read as its challenge: it speaks kdist rendezvous protocol version 9");
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "install the same kdist version");
+}
+
+TEST(Worker, AnOlderProcessZeroRefusesTheOpeningAtOnce) {
+  // A version-2 process 0 sends no challenge; it waits for a hello, and
+  // answers a frame of another version with its refusal, in its own version.
+  Reply refusal;
+  refusal.type = FrameType::kReject;
+  refusal.code = StatusCode::kFailedPrecondition;
+  refusal.message = "refused this hello: it speaks kdist rendezvous protocol version 3";
+  std::string old_refusal = EncodeReply(refusal);
+  old_refusal[5] = 2;
+  FakeProcessZero fake("", old_refusal);
+  RealClock clock;
+  const Nanos start = clock.Now();
+  Result<WorkerResult> worker = RunWorker(TestHello(1, 2, fake.port()), Loopback(fake.port()),
+                                          FastOptions(milliseconds(30000)), clock);
+  fake.Join();
+  EXPECT_EQ(fake.frame(), EncodeOpening());  // the first thing a process sends
+  EXPECT_TRUE(IsOpening(fake.frame()));
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
+                     "it speaks kdist rendezvous protocol version 2, this process speaks version "
+                     "3; install the same kdist version in every process of the job");
+  EXPECT_LT((clock.Now() - start).count(), Nanos(seconds(10)).count());  // not the deadline
 }
 
 TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {
