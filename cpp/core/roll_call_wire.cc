@@ -27,8 +27,6 @@ enum Tag : uint8_t {
   kTagNonce = 16,  // the challenge's
 };
 
-constexpr size_t kMacFieldBytes = 3 + kMacBytes;  // tag, length, value
-
 void PutU16(std::string& out, uint16_t value) {
   out += static_cast<char>(value >> 8);
   out += static_cast<char>(value & 0xff);
