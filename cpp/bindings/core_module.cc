@@ -777,7 +777,9 @@ NB_MODULE(_core, m) {
       .value("hello", FrameType::kHello, "A process to process 0: who it is.")
       .value("go", FrameType::kGo, "Process 0 to all: every process is present.")
       .value("reject", FrameType::kReject, "Process 0 to one or all: the roll call failed.")
-      .value("status", FrameType::kStatus, "Process 0 to waiting processes: a progress line.");
+      .value("status", FrameType::kStatus, "Process 0 to waiting processes: a progress line.")
+      .value("challenge", FrameType::kChallenge,
+             "Process 0 to a new connection, first: the nonce its hello's MAC covers.");
 
   nb::enum_<StatusCode>(m, "StatusCode", "The core's failure codes.")
       .value("ok", StatusCode::kOk)

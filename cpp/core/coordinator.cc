@@ -35,6 +35,7 @@ struct Connection {
   // ends. Unused for members.
   Nanos expires{0};
   FrameAssembler in;
+  Nonce nonce{};    // the challenge sent on it, which its hello's MAC must cover
   std::string out;  // queued bytes not yet fully written; emptied once all are sent
   size_t sent = 0;  // of `out`
   bool watching_write = false;  // whether the poller reports it writable
@@ -231,6 +232,17 @@ void Coordinator::AcceptAll() {
     c.fd = std::move(a.fd);
     ++non_members_;
     SetDeadline(id, c, Now() + options_.hello_timeout);
+    // A fresh nonce for each connection: a hello made for another one (a
+    // replay) does not verify on this one.
+    Result<Nonce> nonce = FreshNonce();
+    if (!nonce.ok()) {
+      failure_ = Internal("process 0 could not draw a nonce for the roll call's challenge: " +
+                          nonce.status().message());
+      return;
+    }
+    c.nonce = *nonce;
+    c.out = EncodeChallenge(Challenge{c.nonce});
+    Flush(id, c);
   }
 }
 
@@ -253,7 +265,12 @@ void Coordinator::OnHelloFrame(uint64_t id, Connection& c, const std::string& fr
     auto it = connections_.find(*holder);
     if (it != connections_.end() && PeerGone(it->second.fd.get())) Remove(*holder, false);
   }
-  const RollCall::Verdict verdict = call_.Offer(id, *hello);
+  Result<std::string> mac_input = HelloMacInput(frame);
+  if (!mac_input.ok()) {  // DecodeHello accepted it: cannot happen
+    Drop(id, "its hello is malformed: " + mac_input.status().message());
+    return;
+  }
+  const RollCall::Verdict verdict = call_.Offer(id, *hello, RollCall::Arrival{c.nonce, *mac_input});
   switch (verdict.outcome) {
     case RollCall::Outcome::kJoined:
       ClearDeadline(id, c);
@@ -304,7 +321,8 @@ void Coordinator::OnReadable(uint64_t id, Connection& c) {
       Drop(id, why);
       return;
     }
-    const std::string frame = c.in.TakeFrame();
+    std::string frame = c.in.TakeFrame();
+    while (!frame.empty() && IsOpening(frame)) frame = c.in.TakeFrame();  // a process's first
     if (!frame.empty()) {
       OnHelloFrame(id, c, frame);
       return;  // `c` may be gone

@@ -75,18 +75,26 @@ std::string RollCall::Self() const {
   return "process 0 (host " + SafeText(own_.host) + ", pid " + std::to_string(own_.pid) + ")";
 }
 
-RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello) {
+RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello,
+                                  const Arrival& arrival) {
   const std::string who = DescribeProcess(hello);
 
-  if (!own_.token.empty() || !hello.token.empty()) {
-    if (!ConstantTimeEquals(own_.token, hello.token)) {
+  if (!own_.token.empty() || !hello.mac.empty()) {
+    const bool proven =
+        !own_.token.empty() && !hello.mac.empty() && !arrival.mac_input.empty() &&
+        MacEqual(HelloMac(own_.token, arrival.nonce, arrival.mac_input), hello.mac);
+    if (!proven) {
       std::string why;
       if (own_.token.empty()) {
-        why = "it sent a KDIST_RENDEZVOUS_TOKEN but " + Self() + " has none set";
-      } else if (hello.token.empty()) {
-        why = "it sent no KDIST_RENDEZVOUS_TOKEN but " + Self() + " requires one";
+        why = "it has a KDIST_RENDEZVOUS_TOKEN (its hello carries a MAC) but " + Self() +
+              " has none set";
+      } else if (hello.mac.empty()) {
+        why = "it sent no KDIST_RENDEZVOUS_TOKEN proof (its hello carries no MAC) but " + Self() +
+              " requires one";
       } else {
-        why = "its KDIST_RENDEZVOUS_TOKEN does not match the one of " + Self();
+        why = "its KDIST_RENDEZVOUS_TOKEN does not match the one of " + Self() +
+              " (its hello's MAC does not verify against the challenge process 0 sent on its "
+              "connection)";
       }
       const std::string note = "refused " + who + ": wrong KDIST_RENDEZVOUS_TOKEN";
       if (notes_.size() < kMaxNotes) notes_.push_back(note); else ++unnoted_;

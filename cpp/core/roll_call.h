@@ -3,9 +3,12 @@
 // and whether a hello is accepted, refused alone, or fails the whole job.
 //
 // Checks, in order, for each hello:
-//   1. token: when either side has KDIST_RENDEZVOUS_TOKEN, both must match
-//      (compared in constant time). A mismatch refuses that hello only: a
-//      process that cannot prove it belongs to the job cannot stop it.
+//   1. token: when process 0 has KDIST_RENDEZVOUS_TOKEN or the hello carries
+//      a MAC, the MAC must verify: HMAC-SHA-256 under process 0's token over
+//      the nonce it sent on that connection and the hello's bytes
+//      (roll_call_wire.h), compared in constant time. A failure refuses that
+//      hello only: a process that cannot prove it belongs to the job cannot
+//      stop it. No message shows a token or a MAC.
 //   2. num_processes, 3. coordinator address, 4. config fingerprint: a
 //      difference fails the roll call for every process, naming both values.
 //   5. process id out of [0, num_processes), 6. an id already present
@@ -49,13 +52,22 @@ class RollCall {
     Hello hello;
   };
 
-  // `own` is process 0's hello; its token is the one every hello must carry.
-  // `fingerprint` is process 0's environment fingerprint, which every hello's
-  // is compared with under `consistency` (consistency.h).
+  // How a hello arrived: the nonce process 0 challenged its connection with,
+  // and the bytes its MAC covers (HelloMacInput of the frame received). With
+  // no mac_input (the default) no MAC can verify. (No member initializers:
+  // `= {}` below value-initializes it, the nonce to zeros.)
+  struct Arrival {
+    Nonce nonce;
+    std::string_view mac_input;
+  };
+
+  // `own` is process 0's hello; its token is the key every hello's MAC must
+  // be made with. `fingerprint` is process 0's environment fingerprint, which
+  // every hello's is compared with under `consistency` (consistency.h).
   explicit RollCall(Hello own, Fingerprint fingerprint = {},
                     ConsistencyPolicy consistency = ConsistencyPolicy::kOff);
 
-  Verdict Offer(uint64_t connection, const Hello& hello);
+  Verdict Offer(uint64_t connection, const Hello& hello, const Arrival& arrival = {});
   // The process on `connection` went away: its id is missing again. Returns
   // that id, or nullopt when the connection held no member.
   std::optional<int64_t> Leave(uint64_t connection);

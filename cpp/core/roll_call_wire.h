@@ -1,6 +1,32 @@
 // The roll call's messages: the hello a process sends to process 0 and the
 // replies process 0 sends back, in the framing of wire.h (frame types 1-4).
 //
+// A process opens every connection with an opening frame (type 6, no fields):
+// it says nothing but the protocol version, so that a process 0 of another
+// version answers at once with its "install the same kdist version" refusal
+// instead of waiting for a hello the process sends only after a challenge.
+// Process 0 skips openings of its own version.
+//
+// The token never travels. Process 0 opens every accepted connection with a
+// challenge frame (type 5) whose one field is a fresh 16-byte nonce (tag 16,
+// exactly kNonceBytes bytes). A process with KDIST_RENDEZVOUS_TOKEN set reads
+// it before it sends its hello, and its hello carries one more field, the MAC
+// (tag 10, exactly kMacBytes bytes):
+//
+//   MAC = HMAC-SHA-256(key = the token's bytes,
+//                      message = nonce (16 bytes) || the hello frame without
+//                                its MAC field)
+//
+// where "the hello frame without its MAC field" is the frame exactly as
+// received — 12-byte header included — with the 35 bytes of the MAC field
+// (tag, length, value) cut out wherever they stand and the header's payload
+// length lowered by 35 to match (HelloMacInput). EncodeHello writes the MAC as
+// the last field, so for a hello it encoded these are the bytes EncodeHello
+// gives for the same hello with no MAC. A process without a token sends no MAC
+// field. Process 0 recomputes the MAC with the nonce it sent on that very
+// connection (a hello replayed on another connection does not verify) and
+// compares in constant time (MacEqual).
+//
 // Everything here is a pure function of its bytes: decoding must survive any
 // input (fuzz/roll_call_wire/roll_call_wire_fuzz.cc feeds it anything) and
 // never reads past what it was given.
@@ -12,6 +38,7 @@
 #include <string>
 #include <string_view>
 
+#include "hmac_sha256.h"
 #include "status.h"
 #include "wire.h"
 
@@ -22,6 +49,8 @@ enum class FrameType : uint16_t {
   kGo = 2,      // process 0 -> all: every process is present, start JAX
   kReject = 3,  // process 0 -> one or all: the roll call failed, with why
   kStatus = 4,  // process 0 -> waiting processes: a progress line
+  kChallenge = 5,  // process 0 -> a new connection, first: the nonce its hello's MAC covers
+  kOpening = 6,    // process -> process 0, first: only the version it speaks
 };
 
 // Size limits of the roll call's own string fields, in bytes (host and
@@ -30,6 +59,7 @@ inline constexpr size_t kMaxShortFieldBytes = 512;  // fingerprint, addresses, v
 inline constexpr size_t kMaxTokenBytes = 1024;
 inline constexpr size_t kMaxEnvironmentBytes = 8192;       // the hello's fingerprint (consistency.h)
 inline constexpr size_t kMaxConsistencyNotesBytes = 4096;  // "go"'s warnings
+inline constexpr size_t kMacBytes = kSha256DigestBytes;    // the hello's MAC field, exactly
 
 struct Hello {
   int64_t process_id = 0;
@@ -41,8 +71,16 @@ struct Hello {
   std::string jax_version;
   std::string host;                  // host name of the process
   int64_t pid = 0;
-  std::string token;                 // KDIST_RENDEZVOUS_TOKEN, empty when unset
-  std::string environment;           // EncodeFingerprint() of this process (consistency.h)
+  // KDIST_RENDEZVOUS_TOKEN, empty when unset. Never encoded: the key of `mac`
+  // (EncodeSignedHello) and, in process 0's own hello, of the check.
+  std::string token;
+  std::string mac;          // on the wire: kMacBytes bytes, or empty (no MAC field)
+  std::string environment;  // EncodeFingerprint() of this process (consistency.h)
+};
+
+// Process 0's first frame on a connection.
+struct Challenge {
+  Nonce nonce{};
 };
 
 // What process 0 decides for the whole job and "go" carries to every process.
@@ -69,13 +107,33 @@ struct Reply {
 
 // Strings longer than their limit are cut to it, so an encoded frame always
 // decodes.
+// EncodeHello writes `hello.mac` (when set) as the last field, never the token.
 std::string EncodeHello(const Hello& hello);
 std::string EncodeReply(const Reply& reply);
+std::string EncodeChallenge(const Challenge& challenge);
+std::string EncodeOpening();
+// Whether `frame` (a whole frame) is an opening of this protocol version.
+bool IsOpening(std::string_view frame);
+
+// The hello frame a process sends in answer to `nonce`: with a MAC keyed by
+// `hello.token` when it has one (any `hello.mac` given is replaced), with no
+// MAC field when it has none.
+std::string EncodeSignedHello(Hello hello, const Nonce& nonce);
+
+// The bytes a hello's MAC covers, after the nonce: `frame` (a whole hello
+// frame) with its MAC field cut out and the header's length lowered to match;
+// `frame` as is when it has no MAC field. kInvalidArgument when `frame` is not
+// a well-formed frame of fields.
+Result<std::string> HelloMacInput(std::string_view frame);
+
+// HMAC-SHA-256 under `token` over nonce || mac_input, as kMacBytes bytes.
+std::string HelloMac(std::string_view token, const Nonce& nonce, std::string_view mac_input);
 
 // Decode one whole frame (header included, nothing after it). kInvalidArgument
 // for anything malformed, kFailedPrecondition for another protocol version.
 Result<Hello> DecodeHello(std::string_view frame);
 Result<Reply> DecodeReply(std::string_view frame);
+Result<Challenge> DecodeChallenge(std::string_view frame);
 
 }  // namespace kdist
 

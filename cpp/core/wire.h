@@ -30,7 +30,10 @@
 namespace kdist {
 
 // 2: "go" carries JobShared (the job-wide seed).
-inline constexpr uint16_t kProtocolVersion = 2;
+// 3: the roll call's challenge frame; the hello carries a MAC (tag 10), never
+//    the token (tag 10 carried the token in clear in version 2); the hello
+//    carries the environment fingerprint and "go" the differences let pass.
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr std::string_view kFrameMagic = "KDRV";
 inline constexpr size_t kFrameHeaderSize = 12;
 inline constexpr size_t kMaxFramePayload = 16 * 1024;

@@ -77,8 +77,7 @@ class Worker {
       : own_(own),
         coordinator_(coordinator),
         options_(options),
-        waiter_(clock, options),
-        hello_(EncodeHello(own)) {}
+        waiter_(clock, options) {}
 
   Result<WorkerResult> Run();
 
@@ -87,6 +86,8 @@ class Worker {
   std::string Line();
   Attempt TryOnce(const Endpoint& endpoint);
   Attempt Converse(Fd fd, const Endpoint& endpoint);
+  // The stream from process 0 is not kdist's roll call.
+  Attempt NotKdist(Fd& fd, const Endpoint& endpoint, const Status& why);
   // Waits until `fd` is ready for `events` or `until`; 0 on timeout.
   Result<short> WaitFor(int fd, short events, Nanos until);
 
@@ -94,7 +95,7 @@ class Worker {
   const Address& coordinator_;
   const RollCallOptions& options_;
   Waiter waiter_;
-  const std::string hello_;
+  std::string hello_;  // signed for the connection's challenge
   std::string last_error_ = "not tried yet";
   bool connected_ = false;
   std::string last_status_;  // process 0's last progress line, relayed
@@ -127,10 +128,72 @@ Attempt Worker::TryOnce(const Endpoint& endpoint) {
   return Converse(std::move(connected->fd), endpoint);
 }
 
+Attempt Worker::NotKdist(Fd& fd, const Endpoint& endpoint, const Status& why) {
+  fd.CloseWithReset();
+  return {Attempt::kEnded, {},
+          FailedPrecondition(
+              "the coordinator port " + endpoint.ToString() + " (" + coordinator_.ToString() +
+              ") is answered by something that does not speak kdist's roll call (" +
+              why.message() +
+              "). Is process 0 running with the pre-flight disabled (preflight=False or "
+              "KDIST_PREFLIGHT=0), or plain JAX? Use the same setting in every process."),
+          ""};
+}
+
 Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
   connected_ = true;
   Attempt retry;
   const Nanos deadline = Now() + waiter_.Remaining();
+  // Open with this side's version: a process 0 of another version refuses it
+  // at once. 12 bytes on a fresh connection: one write takes them all.
+  const std::string opening = EncodeOpening();
+  const Io opened = WriteSome(fd.get(), opening);
+  if (opened.state != IoState::kDone || opened.bytes != opening.size()) {
+    connected_ = false;
+    retry.error = "sending the opening failed: " + (opened.state == IoState::kError
+                                                        ? ErrorText(opened.error)
+                                                        : std::string("the socket took part of it"));
+    return retry;
+  }
+  FrameAssembler in;
+  char buffer[4096];
+  // Read process 0's challenge: the hello's MAC covers its nonce.
+  std::string challenge;
+  while (challenge.empty()) {
+    Result<short> ready = WaitFor(fd.get(), POLLIN, deadline);
+    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
+    if (*ready == 0) break;  // the deadline
+    const Io io = ReadSome(fd.get(), buffer, sizeof buffer);
+    if (io.state == IoState::kWouldBlock) continue;
+    if (io.state != IoState::kDone) {
+      connected_ = false;
+      retry.error = io.state == IoState::kEof
+                        ? "process 0 closed the connection before its challenge"
+                        : "the connection failed before process 0's challenge: " +
+                              ErrorText(io.error);
+      return retry;
+    }
+    const Status appended = in.Append(std::string_view(buffer, io.bytes));
+    if (!appended.ok()) return NotKdist(fd, endpoint, appended);
+    challenge = in.TakeFrame();
+  }
+  if (challenge.empty()) {
+    fd.Close();
+    connected_ = false;
+    retry.error = "connected to " + endpoint.ToString() +
+                  ", but nothing answered before the deadline (no challenge came)";
+    return retry;
+  }
+  Result<Challenge> nonce = DecodeChallenge(challenge);
+  if (!nonce.ok()) {
+    fd.CloseWithReset();
+    return {Attempt::kEnded, {},
+            FailedPrecondition("process 0 at " + endpoint.ToString() +
+                               " opened with a frame this process cannot read as its challenge: " +
+                               nonce.status().message()),
+            ""};
+  }
+  hello_ = EncodeSignedHello(own_, nonce->nonce);
   // Send the hello.
   size_t sent = 0;
   while (sent < hello_.size()) {
@@ -150,8 +213,6 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
   }
   // Wait for the verdict, relaying process 0's progress lines.
   bool answered = false;  // process 0 acknowledges a hello at once
-  FrameAssembler in;
-  char buffer[4096];
   while (sent == hello_.size()) {
     Result<short> ready = WaitFor(fd.get(), POLLIN, deadline);
     if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
@@ -167,17 +228,7 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
       return retry;
     }
     const Status appended = in.Append(std::string_view(buffer, io.bytes));
-    if (!appended.ok()) {
-      fd.CloseWithReset();
-      return {Attempt::kEnded, {},
-              FailedPrecondition(
-                  "the coordinator port " + endpoint.ToString() + " (" + coordinator_.ToString() +
-                  ") is answered by something that does not speak kdist's roll call (" +
-                  appended.message() +
-                  "). Is process 0 running with the pre-flight disabled (preflight=False or "
-                  "KDIST_PREFLIGHT=0), or plain JAX? Use the same setting in every process."),
-              ""};
-    }
+    if (!appended.ok()) return NotKdist(fd, endpoint, appended);
     for (std::string frame = in.TakeFrame(); !frame.empty(); frame = in.TakeFrame()) {
       Result<Reply> reply = DecodeReply(frame);
       if (!reply.ok()) {

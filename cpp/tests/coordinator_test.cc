@@ -22,6 +22,9 @@ using testing::Loopback;
 using testing::RawClient;
 using testing::TestHello;
 
+// More than process 0 ever sends one connection: Read() until it ends.
+constexpr size_t kEverything = 1 << 20;
+
 // Process 0 on a free port, run on its own thread.
 class CoordinatorThread {
  public:
@@ -147,11 +150,11 @@ TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
   quitter.Close();
   // Garbage connections are reset at once.
   IoState state;
-  http.Read(1, milliseconds(2000), &state);
+  http.Read(kEverything, milliseconds(2000), &state);  // the challenge, then the reset
   EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
-  noise.Read(1, milliseconds(2000), &state);
+  noise.Read(kEverything, milliseconds(2000), &state);  // the challenge, then the reset
   EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
-  huge.Read(1, milliseconds(2000), &state);
+  huge.Read(kEverything, milliseconds(2000), &state);  // the challenge, then the reset
   EXPECT_TRUE(state == IoState::kError || state == IoState::kEof);
 
   WorkerThread worker(TestHello(1, 2, port), port, FastOptions(milliseconds(5000)));
@@ -160,7 +163,7 @@ TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
   EXPECT_GE(summary->dropped, int64_t{3});
   KDIST_EXPECT_OK(worker.Join());
   // The silent connection never said who it is: reset when the roll call ended.
-  silent.Read(1, milliseconds(2000), &state);
+  silent.Read(kEverything, milliseconds(2000), &state);  // the challenge, then the reset
   EXPECT_TRUE(state == IoState::kError);
   EXPECT_TRUE(PlainBindWorks(port));
 }
@@ -180,6 +183,7 @@ TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
   RawClient silent(coordinator.port());
   RealClock clock;
   const Nanos start = clock.Now();
+  KDIST_EXPECT_OK(silent.ReadChallenge(milliseconds(3000)));  // sent at once
   IoState state;
   silent.Read(1, milliseconds(3000), &state);
   const Nanos took = clock.Now() - start;
@@ -258,6 +262,107 @@ TEST(Coordinator, RightTokenJoins) {
   WorkerThread worker(right, coordinator.port(), FastOptions(milliseconds(5000)));
   KDIST_EXPECT_OK(coordinator.Join());
   KDIST_EXPECT_OK(worker.Join());
+}
+
+Hello WithToken(Hello hello, std::string token) {
+  hello.token = std::move(token);
+  return hello;
+}
+
+TEST(Coordinator, MatchingTokensJoinWithoutTheTokenOnTheWire) {
+  CoordinatorThread coordinator(3, FastOptions(milliseconds(5000)), "same-secret");
+  const uint16_t port = coordinator.port();
+  WorkerThread one(WithToken(TestHello(1, 3, port), "same-secret"), port,
+                   FastOptions(milliseconds(5000)));
+  WorkerThread two(WithToken(TestHello(2, 3, port), "same-secret"), port,
+                   FastOptions(milliseconds(5000)));
+  Result<RollCallSummary>& summary = coordinator.Join();
+  KDIST_ASSERT_OK(summary);
+  ASSERT_EQ(summary->members.size(), size_t{2});
+  for (const Hello& member : summary->members) {
+    EXPECT_EQ(member.token, std::string());  // what came off the wire
+    EXPECT_EQ(member.mac.size(), kMacBytes);
+  }
+  KDIST_EXPECT_OK(one.Join());
+  KDIST_EXPECT_OK(two.Join());
+}
+
+TEST(Coordinator, AWrongTokenIsRefusedAloneAndTheOthersStillJoin) {
+  CoordinatorThread coordinator(3, FastOptions(milliseconds(5000)), "right");
+  const uint16_t port = coordinator.port();
+  // An intruder claims id 2 first: refused, and it cannot stop the job.
+  WorkerThread intruder(WithToken(TestHello(2, 3, port), "intruder-secret"), port,
+                        FastOptions(milliseconds(5000)));
+  Result<WorkerResult>& refused = intruder.Join();
+  KDIST_EXPECT_ERROR(refused, StatusCode::kFailedPrecondition,
+                     "the roll call refused process 2 (host host-2, pid 50002): its "
+                     "KDIST_RENDEZVOUS_TOKEN does not match the one of process 0");
+  KDIST_EXPECT_ERROR(refused, StatusCode::kFailedPrecondition,
+                     "set the same KDIST_RENDEZVOUS_TOKEN in every process of the job");
+  EXPECT_EQ(refused.status().message().find("right"), std::string::npos);
+  EXPECT_EQ(refused.status().message().find("intruder-secret"), std::string::npos);
+  WorkerThread one(WithToken(TestHello(1, 3, port), "right"), port,
+                   FastOptions(milliseconds(5000)));
+  WorkerThread two(WithToken(TestHello(2, 3, port), "right"), port,
+                   FastOptions(milliseconds(5000)));
+  KDIST_EXPECT_OK(coordinator.Join());
+  KDIST_EXPECT_OK(one.Join());
+  KDIST_EXPECT_OK(two.Join());
+}
+
+TEST(Coordinator, ATokenOnlyOnTheWorkerIsRefusedAndNamed) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(700)));
+  WorkerThread worker(WithToken(TestHello(1, 2, coordinator.port()), "only-here"),
+                      coordinator.port(), FastOptions(milliseconds(5000)));
+  KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition,
+                     "it has a KDIST_RENDEZVOUS_TOKEN (its hello carries a MAC) but process 0 "
+                     "(host host-0, pid 50000) has none set");
+  EXPECT_EQ(worker.Join().status().message().find("only-here"), std::string::npos);
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
+                     "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
+}
+
+TEST(Coordinator, ATokenOnlyOnProcessZeroRefusesAHelloWithoutAndNamesIt) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(700)), "only-there");
+  WorkerThread worker(TestHello(1, 2, coordinator.port()), coordinator.port(),
+                      FastOptions(milliseconds(5000)));
+  KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition,
+                     "it sent no KDIST_RENDEZVOUS_TOKEN proof (its hello carries no MAC) but "
+                     "process 0 (host host-0, pid 50000) requires one");
+  EXPECT_EQ(worker.Join().status().message().find("only-there"), std::string::npos);
+  KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
+                     "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
+}
+
+TEST(Coordinator, AHelloReplayedOnAnotherConnectionIsRefused) {
+  CoordinatorThread coordinator(2, FastOptions(milliseconds(5000)), "job-secret");
+  const uint16_t port = coordinator.port();
+  const Hello honest = WithToken(TestHello(1, 2, port), "job-secret");
+  // A sniffer sees connection A's challenge and the hello answering it...
+  RawClient a(port);
+  Result<Challenge> first = a.ReadChallenge(milliseconds(3000));
+  KDIST_ASSERT_OK(first);
+  const std::string sniffed = EncodeSignedHello(honest, first->nonce);
+  EXPECT_EQ(sniffed.find("job-secret"), std::string::npos);
+  // ...and sends that hello on its own connection, after its own challenge.
+  RawClient b(port);
+  Result<Challenge> second = b.ReadChallenge(milliseconds(3000));
+  KDIST_ASSERT_OK(second);
+  EXPECT_FALSE(first->nonce == second->nonce);  // a fresh nonce per connection
+  ASSERT_TRUE(b.Send(sniffed));
+  Result<Reply> verdict = b.ReadVerdict(milliseconds(3000));
+  KDIST_ASSERT_OK(verdict);
+  EXPECT_TRUE(verdict->type == FrameType::kReject);
+  EXPECT_TRUE(verdict->message.find("its KDIST_RENDEZVOUS_TOKEN does not match the one of "
+                                    "process 0") != std::string::npos)
+      << verdict->message;
+  EXPECT_EQ(verdict->message.find("job-secret"), std::string::npos);
+  // The honest process, on its own connection, joins.
+  ASSERT_TRUE(a.Send(sniffed));
+  KDIST_ASSERT_OK(coordinator.Join());
+  Result<Reply> go = a.ReadVerdict(milliseconds(3000));
+  KDIST_ASSERT_OK(go);
+  EXPECT_TRUE(go->type == FrameType::kGo);
 }
 
 // Progress lines collected from a coordinator, with a bounded wait for one.

@@ -1,6 +1,7 @@
 #include "roll_call.h"
 
 #include "testing/status_matchers.h"
+#include "text.h"
 
 namespace kdist {
 namespace {
@@ -19,6 +20,25 @@ Hello Process(int64_t id, int64_t n = 4, std::string host = "", int64_t pid = 0)
 }
 
 using Outcome = RollCall::Outcome;
+
+Nonce TestNonce(uint8_t first) {
+  Nonce nonce{};
+  for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(first + i);
+  return nonce;
+}
+
+// Offers `hello` as process 0 receives it when the process signed it (with
+// its token, if any) for the challenge `signed_for`, on a connection that
+// process 0 challenged with `sent`.
+RollCall::Verdict OfferSigned(RollCall& call, uint64_t connection, const Hello& hello,
+                              const Nonce& sent = TestNonce(1),
+                              const Nonce& signed_for = TestNonce(1)) {
+  const std::string frame = EncodeSignedHello(hello, signed_for);
+  Result<Hello> received = DecodeHello(frame);
+  Result<std::string> covered = HelloMacInput(frame);
+  if (!received.ok() || !covered.ok()) return {Outcome::kFailed, Internal("cannot decode")};
+  return call.Offer(connection, *received, RollCall::Arrival{sent, *covered});
+}
 
 TEST(RollCall, CompletesWhenEveryIdIsPresent) {
   RollCall call(Process(0));
@@ -119,18 +139,18 @@ TEST(RollCall, WrongTokenRefusesOnlyThatHello) {
   RollCall call(own);
   Hello wrong = Process(1, 2);
   wrong.token = "wrong";
-  RollCall::Verdict v = call.Offer(1, wrong);
+  RollCall::Verdict v = OfferSigned(call, 1, wrong);
   EXPECT_TRUE(v.outcome == Outcome::kRefused);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
                      "its KDIST_RENDEZVOUS_TOKEN does not match the one of process 0");
   EXPECT_TRUE(v.status.message().find("\"right\"") == std::string::npos);
   Hello none = Process(1, 2);
-  KDIST_EXPECT_ERROR(call.Offer(2, none).status, StatusCode::kFailedPrecondition,
+  KDIST_EXPECT_ERROR(OfferSigned(call, 2, none).status, StatusCode::kFailedPrecondition,
                      "sent no KDIST_RENDEZVOUS_TOKEN");
   EXPECT_EQ(call.joined(), int64_t{1});
   Hello right = Process(1, 2);
   right.token = "right";
-  EXPECT_TRUE(call.Offer(3, right).outcome == Outcome::kJoined);
+  EXPECT_TRUE(OfferSigned(call, 3, right).outcome == Outcome::kJoined);
   EXPECT_TRUE(call.complete());
 }
 
@@ -138,7 +158,7 @@ TEST(RollCall, TokenOnlyOnTheWorkerIsRefused) {
   RollCall call(Process(0, 2));
   Hello extra = Process(1, 2);
   extra.token = "x";
-  KDIST_EXPECT_ERROR(call.Offer(1, extra).status, StatusCode::kFailedPrecondition,
+  KDIST_EXPECT_ERROR(OfferSigned(call, 1, extra).status, StatusCode::kFailedPrecondition,
                      "has none set");
 }
 
@@ -148,7 +168,57 @@ TEST(RollCall, TokenIsCheckedBeforeAnythingAStrangerCouldBreak) {
   RollCall call(own);
   Hello stranger = Process(0, 99);  // would be fatal twice over if trusted
   stranger.token = "nope";
-  EXPECT_TRUE(call.Offer(1, stranger).outcome == Outcome::kRefused);
+  EXPECT_TRUE(OfferSigned(call, 1, stranger).outcome == Outcome::kRefused);
+}
+
+TEST(RollCall, AHelloSignedForAnotherConnectionsChallengeIsRefused) {
+  Hello own = Process(0, 2);
+  own.token = "right";
+  RollCall call(own);
+  Hello replayed = Process(1, 2);
+  replayed.token = "right";
+  RollCall::Verdict v = OfferSigned(call, 1, replayed, /*sent=*/TestNonce(2),
+                                    /*signed_for=*/TestNonce(1));
+  EXPECT_TRUE(v.outcome == Outcome::kRefused);
+  KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
+                     "its KDIST_RENDEZVOUS_TOKEN does not match the one of process 0");
+  EXPECT_EQ(call.joined(), int64_t{1});
+  // The same hello signed for this connection's challenge joins.
+  EXPECT_TRUE(OfferSigned(call, 2, replayed, TestNonce(2), TestNonce(2)).outcome ==
+              Outcome::kJoined);
+}
+
+TEST(RollCall, AMacWithoutItsArrivalNeverVerifies) {
+  Hello own = Process(0, 2);
+  own.token = "right";
+  RollCall call(own);
+  Hello signed_hello = Process(1, 2);
+  signed_hello.token = "right";
+  Result<Hello> received = DecodeHello(EncodeSignedHello(signed_hello, Nonce{}));
+  KDIST_ASSERT_OK(received);
+  EXPECT_TRUE(call.Offer(1, *received).outcome == Outcome::kRefused);  // no Arrival given
+}
+
+TEST(RollCall, RefusalsShowNeitherTokenNorMac) {
+  Hello own = Process(0, 2);
+  own.token = "right-secret";
+  RollCall call(own);
+  Hello wrong = Process(1, 2);
+  wrong.token = "wrong-secret";
+  const std::string frame = EncodeSignedHello(wrong, TestNonce(1));
+  Result<Hello> received = DecodeHello(frame);
+  KDIST_ASSERT_OK(received);
+  Result<std::string> covered = HelloMacInput(frame);
+  KDIST_ASSERT_OK(covered);
+  const Status refused = call.Offer(1, *received, {TestNonce(1), *covered}).status;
+  const std::string expected_mac = HelloMac("right-secret", TestNonce(1), *covered);
+  const std::string timed_out = call.TimedOut("1 s", "[::]:5000").message();
+  for (const std::string& text : {refused.message(), timed_out}) {
+    EXPECT_EQ(text.find("secret"), std::string::npos) << text;
+    EXPECT_EQ(text.find(received->mac), std::string::npos) << text;
+    EXPECT_EQ(text.find(expected_mac), std::string::npos) << text;
+    EXPECT_EQ(text.find(Quote(received->mac, 1000).substr(1, 8)), std::string::npos) << text;
+  }
 }
 
 TEST(RollCall, TimeoutNamesTheMissingAndTheNotes) {
@@ -157,10 +227,10 @@ TEST(RollCall, TimeoutNamesTheMissingAndTheNotes) {
   RollCall call(own);
   Hello p2 = Process(2, 4);
   p2.token = "t";
-  EXPECT_TRUE(call.Offer(1, p2).outcome == Outcome::kJoined);
+  EXPECT_TRUE(OfferSigned(call, 1, p2).outcome == Outcome::kJoined);
   Hello bad = Process(3, 4);
   bad.token = "x";
-  (void)call.Offer(2, bad);
+  (void)OfferSigned(call, 2, bad);
   call.NoteDropped("it does not start with the kdist magic; received \"GET / HTTP/1\"");
   Status status = call.TimedOut("3 s", "[::]:5000");
   KDIST_EXPECT_ERROR(status, StatusCode::kDeadlineExceeded,

@@ -1,6 +1,7 @@
 #include "roll_call_wire.h"
 
 #include "backoff.h"  // SplitMix64 for random bytes
+#include "hmac_sha256.h"
 #include "testing/status_matchers.h"
 
 namespace kdist {
@@ -17,7 +18,8 @@ Hello SampleHello() {
   h.jax_version = "0.4.35";
   h.host = "node-3";
   h.pid = 4242;
-  h.token = "s3cret";
+  h.token = "s3cret";  // never encoded
+  h.mac = std::string(kMacBytes, 'M');
   return h;
 }
 
@@ -71,7 +73,9 @@ TEST(Hello, RoundTrips) {
   EXPECT_EQ(out->jax_version, in.jax_version);
   EXPECT_EQ(out->host, in.host);
   EXPECT_EQ(out->pid, in.pid);
-  EXPECT_EQ(out->token, in.token);
+  EXPECT_EQ(out->mac, in.mac);
+  EXPECT_EQ(out->token, std::string());
+  EXPECT_EQ(frame.find(in.token), std::string::npos);
 }
 
 TEST(Hello, NegativeAndExtremeIntegersRoundTrip) {
@@ -79,25 +83,25 @@ TEST(Hello, NegativeAndExtremeIntegersRoundTrip) {
   in.process_id = -1;
   in.num_processes = INT64_MAX;
   in.pid = INT64_MIN;
-  in.token.clear();
+  in.mac.clear();
   Result<Hello> out = DecodeHello(EncodeHello(in));
   KDIST_ASSERT_OK(out);
   EXPECT_EQ(out->process_id, int64_t{-1});
   EXPECT_EQ(out->num_processes, INT64_MAX);
   EXPECT_EQ(out->pid, INT64_MIN);
-  EXPECT_EQ(out->token, std::string());
+  EXPECT_EQ(out->mac, std::string());
 }
 
 TEST(Hello, OverlongStringsAreCutSoTheFrameStillDecodes) {
   Hello in = SampleHello();
   in.host = std::string(10000, 'h');
-  in.token = std::string(5000, 't');
+  in.mac = std::string(5000, 'm');
   const std::string frame = EncodeHello(in);
   EXPECT_LE(frame.size(), kFrameHeaderSize + kMaxFramePayload);
   Result<Hello> out = DecodeHello(frame);
   KDIST_ASSERT_OK(out);
   EXPECT_EQ(out->host.size(), kMaxHostBytes);
-  EXPECT_EQ(out->token.size(), kMaxTokenBytes);
+  EXPECT_EQ(out->mac.size(), kMacBytes);
 }
 
 TEST(Hello, EveryTruncationIsAnErrorNotACrash) {
@@ -263,6 +267,142 @@ TEST(Reply, BadRepliesAreErrors) {
   Result<Reply> out = DecodeReply(EncodeReply(long_message));
   KDIST_ASSERT_OK(out);
   EXPECT_EQ(out->message.size(), kMaxMessageBytes);
+}
+
+Nonce TestNonce(uint8_t first) {
+  Nonce nonce{};
+  for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(first + i);
+  return nonce;
+}
+
+std::string Bytes(const Nonce& nonce) {
+  return std::string(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+}
+
+TEST(Challenge, RoundTrips) {
+  const Nonce nonce = TestNonce(0xf0);
+  const std::string frame = EncodeChallenge(Challenge{nonce});
+  EXPECT_EQ(frame, RawFrame(kProtocolVersion, 5, Field(16, Bytes(nonce))));
+  Result<Challenge> out = DecodeChallenge(frame);
+  KDIST_ASSERT_OK(out);
+  EXPECT_TRUE(out->nonce == nonce);
+}
+
+TEST(Challenge, BadChallengesAreErrors) {
+  const std::string nonce = Bytes(TestNonce(1));
+  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, "")),
+                     StatusCode::kInvalidArgument, "the challenge has no nonce field");
+  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(16, nonce.substr(1)))),
+                     StatusCode::kInvalidArgument, "field nonce is 15 bytes; expected 16");
+  KDIST_EXPECT_ERROR(
+      DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(16, nonce) + Field(16, nonce))),
+      StatusCode::kInvalidArgument, "appears twice");
+  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(9, 5, Field(16, nonce))),
+                     StatusCode::kFailedPrecondition, "install the same kdist version");
+  KDIST_EXPECT_ERROR(DecodeChallenge(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
+                     "expected rendezvous frame type 5, received frame type 1");
+  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(16, nonce) + "x")),
+                     StatusCode::kInvalidArgument, "cut off");
+  // Unknown tags are skipped, as in every frame.
+  KDIST_EXPECT_OK(DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(70, "later") + Field(16, nonce))));
+  // Neither side takes the challenge for the other frames.
+  const std::string challenge = EncodeChallenge(Challenge{TestNonce(1)});
+  KDIST_EXPECT_ERROR(DecodeReply(challenge), StatusCode::kInvalidArgument, "not a reply");
+  KDIST_EXPECT_ERROR(DecodeHello(challenge), StatusCode::kInvalidArgument, "received frame type 5");
+}
+
+TEST(Opening, IsAnEmptyFrameOfThisVersion) {
+  EXPECT_EQ(EncodeOpening(), RawFrame(kProtocolVersion, 6, ""));
+  EXPECT_TRUE(IsOpening(EncodeOpening()));
+  EXPECT_TRUE(IsOpening(RawFrame(kProtocolVersion, 6, Field(70, "later"))));
+  EXPECT_FALSE(IsOpening(RawFrame(2, 6, "")));  // another version: answered as such
+  EXPECT_FALSE(IsOpening(RawFrame(kProtocolVersion, 1, "")));
+  EXPECT_FALSE(IsOpening(EncodeOpening() + "x"));
+  EXPECT_FALSE(IsOpening("KDRV"));
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(2, 6, "")), StatusCode::kFailedPrecondition,
+                     "install the same kdist version");
+}
+
+TEST(Hello, SignedHelloCarriesTheMacOverTheNonceAndTheFrameWithoutIt) {
+  Hello hello = SampleHello();
+  hello.mac.clear();
+  const Nonce nonce = TestNonce(7);
+  const std::string frame = EncodeSignedHello(hello, nonce);
+  Result<Hello> out = DecodeHello(frame);
+  KDIST_ASSERT_OK(out);
+  ASSERT_EQ(out->mac.size(), kMacBytes);
+  // The documented bytes: the frame without its 35-byte MAC field (the last),
+  // its header's length lowered to match: the frame of the hello without a MAC.
+  const std::string bare = EncodeHello(hello);
+  ASSERT_EQ(frame.size(), bare.size() + 3 + kMacBytes);
+  EXPECT_EQ(frame.substr(kFrameHeaderSize, bare.size() - kFrameHeaderSize),
+            bare.substr(kFrameHeaderSize));
+  EXPECT_EQ(frame.substr(bare.size()), Field(10, out->mac));
+  Result<std::string> covered = HelloMacInput(frame);
+  KDIST_ASSERT_OK(covered);
+  EXPECT_EQ(*covered, bare);
+  // Computed independently: HMAC-SHA-256(token, nonce || those bytes).
+  EXPECT_EQ(out->mac, std::string(DigestBytes(ComputeHmacSha256("s3cret", Bytes(nonce) + bare))));
+  EXPECT_EQ(HelloMac("s3cret", nonce, bare), out->mac);
+  // The token is in no byte of it.
+  EXPECT_EQ(frame.find("s3cret"), std::string::npos);
+  // Another nonce, another MAC; another token, another MAC.
+  Result<Hello> other_nonce = DecodeHello(EncodeSignedHello(hello, TestNonce(8)));
+  KDIST_ASSERT_OK(other_nonce);
+  EXPECT_NE(other_nonce->mac, out->mac);
+  hello.token = "s3cres";
+  Result<Hello> other_token = DecodeHello(EncodeSignedHello(hello, nonce));
+  KDIST_ASSERT_OK(other_token);
+  EXPECT_NE(other_token->mac, out->mac);
+}
+
+TEST(Hello, WithoutATokenTheHelloHasNoMacField) {
+  Hello hello = SampleHello();
+  hello.token.clear();  // any MAC given is replaced: here by none
+  const std::string frame = EncodeSignedHello(hello, TestNonce(7));
+  hello.mac.clear();
+  EXPECT_EQ(frame, EncodeHello(hello));
+  Result<Hello> out = DecodeHello(frame);
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->mac, std::string());
+  Result<std::string> covered = HelloMacInput(frame);
+  KDIST_ASSERT_OK(covered);
+  EXPECT_EQ(*covered, frame);
+}
+
+TEST(Hello, MacInputCutsTheMacFieldWhereverItStands) {
+  const std::string mac(kMacBytes, 'q');
+  const std::string unknown = Field(70, "later");
+  const std::string frame =
+      RawFrame(kProtocolVersion, 1, Field(1, Int(1)) + Field(10, mac) + unknown +
+                                        Field(2, Int(2)) + Field(3, "fp") + Field(4, "h:1") +
+                                        Field(8, "host") + Field(9, Int(77)));
+  KDIST_ASSERT_OK(DecodeHello(frame));
+  Result<std::string> covered = HelloMacInput(frame);
+  KDIST_ASSERT_OK(covered);
+  EXPECT_EQ(*covered, RawFrame(kProtocolVersion, 1,
+                               Field(1, Int(1)) + unknown + Field(2, Int(2)) + Field(3, "fp") +
+                                   Field(4, "h:1") + Field(8, "host") + Field(9, Int(77))));
+  KDIST_EXPECT_ERROR(HelloMacInput(frame + "x"), StatusCode::kInvalidArgument, "header announces");
+  KDIST_EXPECT_ERROR(HelloMacInput(RawFrame(kProtocolVersion, 1, "\x0a\x00")),
+                     StatusCode::kInvalidArgument, "cut off");
+}
+
+TEST(Hello, MacFieldMustBeExactlyADigest) {
+  KDIST_EXPECT_ERROR(
+      DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + Field(10, "s3cret"))),
+      StatusCode::kInvalidArgument, "field mac is 6 bytes; expected 32");
+  const std::string mac = Field(10, std::string(kMacBytes, 'q'));
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + mac + mac)),
+                     StatusCode::kInvalidArgument, "appears twice");
+}
+
+TEST(Hello, VersionTwoHelloWithItsTokenInClearIsAnotherVersion) {
+  EXPECT_EQ(kProtocolVersion, uint16_t{3});
+  KDIST_EXPECT_ERROR(
+      DecodeHello(RawFrame(2, 1, MinimalHelloPayload() + Field(10, "s3cret"))),
+      StatusCode::kFailedPrecondition,
+      "protocol version 2, this process speaks version 3; install the same kdist version");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "coordinator.h"
+#include "hmac_sha256.h"
 #include "testing/status_matchers.h"
 #include "testing/roll_call_helpers.h"
 
@@ -151,8 +152,8 @@ TEST(Worker, SomethingElseOnThePortIsNamed) {
 }
 
 TEST(Worker, AListenerThatNeverAnswersIsNotTheCoordinator) {
-  // A relay, a proxy or a stalled host accepts the connection, takes the hello
-  // and says nothing: at the deadline the coordinator counts as unreachable.
+  // A relay, a proxy or a stalled host accepts the connection and says
+  // nothing (no challenge): at the deadline the coordinator counts as unreachable.
   Result<Listener> listener = ListenOnAllInterfaces(0, 4);
   KDIST_ASSERT_OK(listener);
   const uint16_t port = listener->port;
@@ -170,7 +171,144 @@ TEST(Worker, AListenerThatNeverAnswersIsNotTheCoordinator) {
   done = true;
   server.join();
   KDIST_EXPECT_ERROR(worker, StatusCode::kUnavailable,
-                     "and sent the hello, but nothing answered before the deadline");
+                     "but nothing answered before the deadline (no challenge came)");
+}
+
+// A fake process 0 on loopback: accepts one connection, sends `challenge`
+// first, keeps every byte the process sends until a whole frame has come (or
+// the connection ends), then answers `answer` and closes. With a challenge it
+// skips the process's opening (as process 0 does); with none (an older
+// process 0) the opening is the frame it answers.
+class FakeProcessZero {
+ public:
+  FakeProcessZero(std::string challenge, std::string answer) {
+    Result<Listener> listener = ListenOnAllInterfaces(0, 4);
+    if (!listener.ok()) return;
+    port_ = listener->port;
+    thread_ = std::thread([this, l = std::move(listener).value(), challenge, answer]() mutable {
+      std::vector<pollfd> fds{{l.fd.get(), POLLIN, 0}};
+      if (Poll(fds, seconds(5)) <= 0) return;
+      Accepted a = AcceptOne(l.fd.get());
+      if (a.io.state != IoState::kDone) return;
+      if (!challenge.empty()) (void)WriteSome(a.fd.get(), challenge);
+      FrameAssembler in;
+      RealClock clock;
+      const Nanos until = clock.Now() + seconds(5);
+      while (clock.Now() < until) {
+        std::vector<pollfd> one{{a.fd.get(), POLLIN, 0}};
+        if (Poll(one, milliseconds(50)) <= 0) continue;
+        char buffer[4096];
+        const Io io = ReadSome(a.fd.get(), buffer, sizeof buffer);
+        if (io.state == IoState::kEof || io.state == IoState::kError) break;
+        if (io.state != IoState::kDone) continue;
+        received_.append(buffer, io.bytes);
+        if (!in.Append(std::string_view(buffer, io.bytes)).ok()) break;
+        frame_ = in.TakeFrame();
+        while (!challenge.empty() && IsOpening(frame_)) frame_ = in.TakeFrame();
+        if (!frame_.empty()) break;
+      }
+      if (!answer.empty()) (void)WriteSome(a.fd.get(), answer);
+      usleep(100 * 1000);
+    });
+  }
+  ~FakeProcessZero() { Join(); }
+  uint16_t port() const { return port_; }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  const std::string& received() const { return received_; }  // after Join()
+  const std::string& frame() const { return frame_; }
+
+ private:
+  uint16_t port_ = 0;
+  std::string received_;
+  std::string frame_;
+  std::thread thread_;
+};
+
+std::string Refusal() {
+  Reply reject;
+  reject.type = FrameType::kReject;
+  reject.code = StatusCode::kFailedPrecondition;
+  reject.message = "seen enough";
+  return EncodeReply(reject);
+}
+
+TEST(Worker, TheTokenNeverLeavesTheProcessOnlyAMacOverTheChallenge) {
+  Nonce nonce{};
+  for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(0xa0 + i);
+  FakeProcessZero fake(EncodeChallenge(Challenge{nonce}), Refusal());
+  Hello hello = TestHello(1, 2, fake.port());
+  hello.token = "the-job-secret-42";
+  RealClock clock;
+  Result<WorkerResult> worker =
+      RunWorker(hello, Loopback(fake.port()), FastOptions(milliseconds(3000)), clock);
+  fake.Join();
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "seen enough");
+  ASSERT_FALSE(fake.frame().empty());
+  EXPECT_EQ(fake.received(), EncodeOpening() + fake.frame());  // and nothing else
+  // No byte run of the token is in what it sent, nor its halves.
+  for (std::string_view part : {std::string_view(hello.token), std::string_view("the-job-sec"),
+                                std::string_view("secret-42")}) {
+    EXPECT_EQ(fake.received().find(part), std::string::npos) << part;
+  }
+  Result<Hello> received = DecodeHello(fake.frame());
+  KDIST_ASSERT_OK(received);
+  EXPECT_EQ(received->token, std::string());
+  Result<std::string> covered = HelloMacInput(fake.frame());
+  KDIST_ASSERT_OK(covered);
+  const std::string nonce_bytes(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  EXPECT_EQ(received->mac,
+            std::string(DigestBytes(ComputeHmacSha256(hello.token, nonce_bytes + *covered))));
+}
+
+TEST(Worker, WithoutATokenTheHelloCarriesNoMac) {
+  FakeProcessZero fake(EncodeChallenge(Challenge{}), Refusal());
+  RealClock clock;
+  Result<WorkerResult> worker = RunWorker(TestHello(1, 2, fake.port()), Loopback(fake.port()),
+                                          FastOptions(milliseconds(3000)), clock);
+  fake.Join();
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "seen enough");
+  Result<Hello> received = DecodeHello(fake.frame());
+  KDIST_ASSERT_OK(received);
+  EXPECT_EQ(received->mac, std::string());
+  EXPECT_EQ(fake.frame(), EncodeHello(TestHello(1, 2, fake.port())));
+}
+
+TEST(Worker, AChallengeOfAnotherVersionAsksForTheSameKdist) {
+  std::string challenge = EncodeChallenge(Challenge{});
+  challenge[5] = 9;  // version 9
+  FakeProcessZero fake(challenge, "");
+  RealClock clock;
+  Result<WorkerResult> worker = RunWorker(TestHello(1, 2, fake.port()), Loopback(fake.port()),
+                                          FastOptions(milliseconds(3000)), clock);
+  fake.Join();
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
+                     "cannot read as its challenge: it speaks kdist rendezvous protocol version 9");
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "install the same kdist version");
+}
+
+TEST(Worker, AnOlderProcessZeroRefusesTheOpeningAtOnce) {
+  // A version-2 process 0 sends no challenge; it waits for a hello, and
+  // answers a frame of another version with its refusal, in its own version.
+  Reply refusal;
+  refusal.type = FrameType::kReject;
+  refusal.code = StatusCode::kFailedPrecondition;
+  refusal.message = "refused this hello: it speaks kdist rendezvous protocol version 3";
+  std::string old_refusal = EncodeReply(refusal);
+  old_refusal[5] = 2;
+  FakeProcessZero fake("", old_refusal);
+  RealClock clock;
+  const Nanos start = clock.Now();
+  Result<WorkerResult> worker = RunWorker(TestHello(1, 2, fake.port()), Loopback(fake.port()),
+                                          FastOptions(milliseconds(30000)), clock);
+  fake.Join();
+  EXPECT_EQ(fake.frame(), EncodeOpening());  // the first thing a process sends
+  EXPECT_TRUE(IsOpening(fake.frame()));
+  KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
+                     "it speaks kdist rendezvous protocol version 2, this process speaks version "
+                     "3; install the same kdist version in every process of the job");
+  EXPECT_LT((clock.Now() - start).count(), Nanos(seconds(10)).count());  // not the deadline
 }
 
 TEST(Worker, ACoordinatorWaitingForOthersIsATimeoutNotUnreachable) {

@@ -1,7 +1,10 @@
 // libFuzzer target: the roll call's frames, which process 0 reads from anyone
-// who connects. Properties: decoding never crashes or over-reads (ASan); a
-// decoded hello or reply encodes to a frame that decodes to the same values;
-// the stream assembler only ever hands out frames whose header it accepted.
+// who connects (and the challenge, which a process reads from whatever answers
+// on the coordinator port). Properties: decoding never crashes or over-reads
+// (ASan); a decoded hello, reply or challenge encodes to a frame that decodes
+// to the same values; the bytes a decoded hello's MAC covers are the frame of
+// the same hello without its MAC; the stream assembler only ever hands out
+// frames whose header it accepted.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,7 +19,7 @@ bool SameHello(const kdist::Hello& a, const kdist::Hello& b) {
          a.fingerprint == b.fingerprint && a.coordinator == b.coordinator &&
          a.num_processes_source == b.num_processes_source &&
          a.coordinator_source == b.coordinator_source && a.jax_version == b.jax_version &&
-         a.host == b.host && a.pid == b.pid && a.token == b.token;
+         a.host == b.host && a.pid == b.pid && a.mac == b.mac;
 }
 
 bool SameReply(const kdist::Reply& a, const kdist::Reply& b) {
@@ -33,6 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (hello.ok()) {
     kdist::Result<kdist::Hello> again = kdist::DecodeHello(kdist::EncodeHello(*hello));
     if (!again.ok() || !SameHello(*again, *hello)) __builtin_trap();
+    kdist::Result<std::string> covered = kdist::HelloMacInput(bytes);
+    if (!covered.ok()) __builtin_trap();  // every hello that decodes has MAC input
+    kdist::Result<kdist::Hello> bare = kdist::DecodeHello(*covered);
+    if (!bare.ok() || !bare->mac.empty()) __builtin_trap();
+    kdist::Hello without = *hello;
+    without.mac.clear();
+    if (!SameHello(*bare, without)) __builtin_trap();
+    kdist::Result<std::string> reencoded = kdist::HelloMacInput(kdist::EncodeHello(*hello));
+    if (!reencoded.ok() || *reencoded != kdist::EncodeHello(without)) __builtin_trap();
   } else if (hello.status().message().empty()) {
     __builtin_trap();  // every refusal explains itself
   }
@@ -41,6 +53,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (reply.ok()) {
     kdist::Result<kdist::Reply> again = kdist::DecodeReply(kdist::EncodeReply(*reply));
     if (!again.ok() || !SameReply(*again, *reply)) __builtin_trap();
+  }
+
+  kdist::Result<kdist::Challenge> challenge = kdist::DecodeChallenge(bytes);
+  if (challenge.ok()) {
+    kdist::Result<kdist::Challenge> again =
+        kdist::DecodeChallenge(kdist::EncodeChallenge(*challenge));
+    if (!again.ok() || again->nonce != challenge->nonce) __builtin_trap();
+  } else if (challenge.status().message().empty()) {
+    __builtin_trap();
   }
 
   // The same bytes as a stream, fed in uneven pieces.

@@ -114,11 +114,19 @@ class RawClient {
       }
     }
   }
-  // The next reply that is not a progress line.
+  // Process 0's first frame on a connection.
+  Result<Challenge> ReadChallenge(std::chrono::milliseconds timeout) {
+    const std::string frame = ReadFrame(timeout);
+    if (frame.empty()) return Unavailable("no challenge");
+    return DecodeChallenge(frame);
+  }
+  // The next reply that is not a progress line (nor the challenge, for a
+  // client that sent its hello without reading it).
   Result<Reply> ReadVerdict(std::chrono::milliseconds timeout) {
     while (true) {
       const std::string frame = ReadFrame(timeout);
       if (frame.empty()) return Unavailable("no verdict");
+      if (DecodeChallenge(frame).ok()) continue;
       Result<Reply> reply = DecodeReply(frame);
       if (!reply.ok() || reply->type != FrameType::kStatus) return reply;
     }
