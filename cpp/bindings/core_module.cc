@@ -290,13 +290,15 @@ WorkerResult RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version
   return std::move(result).value();
 }
 
-void WaitForServicePy(const std::string& endpoint_text, double timeout, double elapsed,
-                      std::optional<ProgressCallback> progress, double progress_interval) {
+void WaitForServicePy(const std::string& endpoint_text, int64_t num_processes, double timeout,
+                      double elapsed, std::optional<ProgressCallback> progress,
+                      double progress_interval) {
   Result<Address> address = ParseAddress(endpoint_text);
   RaiseIfError(address.status());
   Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
   RaiseIfError(endpoint.status());
   RollCallOptions options = Options(timeout, elapsed, progress_interval);
+  options.probe_interval = ServiceProbeInterval(num_processes);
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
   RealClock clock;
@@ -832,10 +834,10 @@ NB_MODULE(_core, m) {
         "CoordinatorUnreachableError, RendezvousError, RendezvousTimeoutError, or "
         "KeyboardInterrupt on Ctrl-C.");
   m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("endpoint"), nb::kw_only(),
-        nb::arg("timeout"), nb::arg("elapsed") = 0.0, nb::arg("progress").none() = nb::none(),
+        nb::arg("num_processes"), nb::arg("timeout"), nb::arg("elapsed") = 0.0, nb::arg("progress").none() = nb::none(),
         nb::arg("progress_interval") = 5.0,
         "Waits until `endpoint` (an IP literal host:port, WorkerResult.connected_to) accepts "
-        "TCP connections; raises RendezvousTimeoutError at the deadline.");
+        "TCP connections, probing every ServiceProbeInterval(num_processes); raises RendezvousTimeoutError at the deadline.");
   m.attr("PROTOCOL_VERSION") = kProtocolVersion;
 
   nb::enum_<HostKind>(m, "HostKind", "What an address's host part is.")

@@ -36,6 +36,13 @@ BackoffPolicy WorkerBackoff(int64_t num_processes) {
   return BackoffPolicy{initial, cap, 2.0, kJitter};
 }
 
+Nanos ServiceProbeInterval(int64_t num_processes) {
+  const double seconds =
+      static_cast<double>(std::max<int64_t>(num_processes, 1)) / kMaxRefusedConnectsPerSecond;
+  return std::max<Nanos>(std::chrono::milliseconds(1),
+                         std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(seconds)));
+}
+
 std::string FormatElapsed(Nanos elapsed) {
   const double seconds = std::max(0.0, NanosToSeconds(elapsed));
   char buffer[32];

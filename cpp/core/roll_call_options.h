@@ -85,6 +85,12 @@ inline constexpr double kMaxRefusedConnectsPerSecond = 20000;
 // attempts stay under that rate from the first retry on.
 BackoffPolicy WorkerBackoff(int64_t num_processes);
 
+// How often a process probes for process 0's JAX service after "go": every
+// millisecond (the service comes up a few milliseconds after "go", and every
+// probe interval is time lost after the last arrival), stretched in larger
+// jobs so the job's refused probes stay under kMaxRefusedConnectsPerSecond.
+Nanos ServiceProbeInterval(int64_t num_processes);
+
 // "0.4 s", "12 s": one decimal below ten seconds, whole seconds above.
 std::string FormatElapsed(Nanos elapsed);
 // "3 s", "2.5 s", "300 s".

@@ -62,6 +62,13 @@ TEST(Rendezvous, WorkerBackoffBoundsTheJobsRefusedConnectsFromTheFirstRetry) {
   EXPECT_NEAR(NanosToSeconds(WorkerBackoff(16384).initial), 1.6384, 1e-6);
 }
 
+TEST(Rendezvous, ServiceProbesAreFrequentInSmallJobsAndBoundedInLargeOnes) {
+  EXPECT_EQ(Ns(ServiceProbeInterval(2)), Ns(milliseconds(1)));
+  EXPECT_EQ(Ns(ServiceProbeInterval(20)), Ns(milliseconds(1)));
+  EXPECT_NEAR(NanosToSeconds(ServiceProbeInterval(16384)), 16384 / kMaxRefusedConnectsPerSecond,
+              1e-9);
+}
+
 TEST(Rendezvous, TimesReadWell) {
   EXPECT_EQ(FormatElapsed(milliseconds(400)), std::string("0.4 s"));
   EXPECT_EQ(FormatElapsed(milliseconds(9940)), std::string("9.9 s"));

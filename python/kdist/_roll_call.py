@@ -201,6 +201,7 @@ def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadlin
     """
     _core.wait_for_coordinator_service(
         endpoint,
+        num_processes=spec.num_processes,
         timeout=spec.timeout,
         elapsed=_spent(spec, deadline),
         progress=_log_progress,
