@@ -71,17 +71,17 @@ RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello) {
     if (!ConstantTimeEquals(own_.token, hello.token)) {
       std::string why;
       if (own_.token.empty()) {
-        why = "it sent a KDIST_RENDEZVOUS_TOKEN but " + Self() + " has none set";
+        why = "it sent a KDIST_ROLL_CALL_TOKEN but " + Self() + " has none set";
       } else if (hello.token.empty()) {
-        why = "it sent no KDIST_RENDEZVOUS_TOKEN but " + Self() + " requires one";
+        why = "it sent no KDIST_ROLL_CALL_TOKEN but " + Self() + " requires one";
       } else {
-        why = "its KDIST_RENDEZVOUS_TOKEN does not match the one of " + Self();
+        why = "its KDIST_ROLL_CALL_TOKEN does not match the one of " + Self();
       }
-      const std::string note = "refused " + who + ": wrong KDIST_RENDEZVOUS_TOKEN";
+      const std::string note = "refused " + who + ": wrong KDIST_ROLL_CALL_TOKEN";
       if (notes_.size() < kMaxNotes) notes_.push_back(note); else ++unnoted_;
       return {Outcome::kRefused,
               FailedPrecondition("the roll call refused " + who + ": " + why +
-                                 "; set the same KDIST_RENDEZVOUS_TOKEN in every process of the "
+                                 "; set the same KDIST_ROLL_CALL_TOKEN in every process of the "
                                  "job, or in none")};
     }
   }

@@ -3,7 +3,7 @@
 // and whether a hello is accepted, refused alone, or fails the whole job.
 //
 // Checks, in order, for each hello:
-//   1. token: when either side has KDIST_RENDEZVOUS_TOKEN, both must match
+//   1. token: when either side has KDIST_ROLL_CALL_TOKEN, both must match
 //      (compared in constant time). A mismatch refuses that hello only: a
 //      process that cannot prove it belongs to the job cannot stop it.
 //   2. num_processes, 3. coordinator address, 4. config fingerprint: a

@@ -31,7 +31,7 @@ constexpr TagSet kHelloTags = {kTagProcessId, kTagNumProcesses, kTagFingerprint,
 constexpr TagSet kReplyTags = {kTagCode, kTagMessage, kTagHost, kTagPid, kTagJaxVersion,
                            kTagSeed, kTagLivenessPort, kTagLivenessNonce};
 
-constexpr std::string_view kChannel = "rendezvous";
+constexpr std::string_view kChannel = "roll call";
 
 }  // namespace
 

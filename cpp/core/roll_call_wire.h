@@ -39,7 +39,7 @@ struct Hello {
   std::string jax_version;
   std::string host;                  // host name of the process
   int64_t pid = 0;
-  std::string token;                 // KDIST_RENDEZVOUS_TOKEN, empty when unset
+  std::string token;                 // KDIST_ROLL_CALL_TOKEN, empty when unset
 };
 
 // What process 0 decides for the whole job and "go" carries to every process.

@@ -170,7 +170,7 @@ TEST(Coordinator, AJaxClientWithoutPreflightIsNamedAsSuch) {
   RawClient grpc(coordinator.port());
   ASSERT_TRUE(grpc.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
-                     "a gRPC client: a process that starts JAX without the pre-flight");
+                     "a gRPC client: a process that starts JAX without the roll call");
 }
 
 TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
@@ -246,9 +246,9 @@ TEST(Coordinator, WrongTokenIsRefusedAndNamed) {
   wrong.token = "wrong";
   WorkerThread worker(wrong, coordinator.port(), FastOptions(milliseconds(5000)));
   KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition,
-                     "its KDIST_RENDEZVOUS_TOKEN does not match");
+                     "its KDIST_ROLL_CALL_TOKEN does not match");
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
-                     "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
+                     "refused process 1 (host host-1, pid 50001): wrong KDIST_ROLL_CALL_TOKEN");
 }
 
 TEST(Coordinator, RightTokenJoins) {
