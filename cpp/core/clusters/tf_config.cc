@@ -194,7 +194,7 @@ Result<Json> ParseJson(const std::string& text) {
                             /*ignore_comments=*/false);
     if (json.is_discarded()) return invalid("it does not parse");
     return json;
-  } catch (const std::exception& e) {  // not expected (no API used here throws); kept in
+  } catch (const std::exception& e) {  // nothing used above throws; none may leave the core
     return invalid(e.what());
   }
 }
