@@ -17,8 +17,18 @@ if ! command -v clang++ > /dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linu
   fi
 fi
 cmake_bin="${CMAKE:-cmake}"
+# nlohmann-json (header only, for TF_CONFIG): CMake looks in the Python beside $CMAKE
+# when that is a virtual environment's (installing it there when missing), then in
+# $KDIST_VENV or .venv, then in the system (nlohmann-json3-dev).
+python_args=()
+venv_python="$(dirname "$cmake_bin")/python"
+if [ -x "$venv_python" ]; then
+  "$venv_python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("nlohmann_json") is None)' \
+    || "$venv_python" -m pip install --quiet nlohmann-json
+  python_args=(-DPython_EXECUTABLE="$venv_python")
+fi
 "$cmake_bin" -S . -B build/fuzz -DKDIST_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER=clang++ > /dev/null
+  -DCMAKE_CXX_COMPILER=clang++ "${python_args[@]}" > /dev/null
 "$cmake_bin" --build build/fuzz -j2 > /dev/null
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then

@@ -22,7 +22,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   fi
 fi
 
-"$venv/bin/python" -m pip install --quiet cmake ninja
+# nlohmann-json: the header-only JSON library the core reads TF_CONFIG with (CMake finds
+# it in this environment for the C++ tests and fuzz targets; pip builds get it from
+# pyproject.toml).
+"$venv/bin/python" -m pip install --quiet cmake ninja nlohmann-json
 # kdist goes in from the wheel `pip wheel` builds, as users get it.
 rm -rf build/wheelhouse
 "$venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir build/wheelhouse .

@@ -27,6 +27,8 @@ struct ClusterSpec {
   Sourced<int64_t> num_processes;
   Sourced<int64_t> process_id;
   Sourced<double> timeout_seconds;
+  // Whether the roll call runs (KDIST_ROLL_CALL; the argument keeps its public
+  // name, preflight=).
   Sourced<bool> preflight;
   Sourced<std::string> cluster_detection;
   // JAX's heartbeat timeout (a process silent this long is dead) and
@@ -41,8 +43,9 @@ struct ClusterSpec {
   // (empty when nothing was), and the differences let pass.
   std::vector<std::pair<std::string, std::string>> compared_environment;
   std::string consistency_notes;
-  // KDIST_RENDEZVOUS_TOKEN: a secret every process of the roll call must
-  // present; empty when unset. Never printed, not part of the fingerprint.
+  // KDIST_ROLL_CALL_TOKEN (formerly KDIST_RENDEZVOUS_TOKEN): a secret every
+  // process of the roll call must present; empty when unset. Never printed,
+  // not part of the fingerprint. (The field keeps its name for the bindings.)
   Sourced<std::string> rendezvous_token;
 
   // Where process 0 binds the coordinator port, for the roll call and JAX's

@@ -315,8 +315,8 @@ void Coordinator::OnReadable(uint64_t id, Connection& c) {
     if (!appended.ok()) {
       std::string why = appended.message();
       if (std::string_view(buffer, io.bytes).substr(0, kHttp2Preface.size()) == kHttp2Preface) {
-        why += " (a gRPC client: a process that starts JAX without the pre-flight, e.g. with "
-               "preflight=False or KDIST_PREFLIGHT=0; use the same setting in every process)";
+        why += " (a gRPC client: a process that starts JAX without the roll call, e.g. with "
+               "preflight=False or KDIST_ROLL_CALL=0; use the same setting in every process)";
       }
       Drop(id, why);
       return;

@@ -20,6 +20,9 @@
 //               of several jobs, KDIST_K8S_JOB_GLOBAL_INDEX and
 //               KDIST_K8S_JOB_COMPLETIONS (and KDIST_K8S_GLOBAL_REPLICAS)
 //
+// Each detector lives in clusters/<scheduler>.{h,cc} (what they share: in
+// clusters/scheduler_vars.h); this file holds the table and its users.
+//
 // Every detector is a pure function of the snapshot: no network, no files,
 // no Kubernetes API. It reports nothing when its variables are absent, an
 // error (kInvalidArgument, naming the variables) when they are present but

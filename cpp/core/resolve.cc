@@ -135,14 +135,39 @@ Result<Sourced<std::string>> ResolveConsistency(const Request& request, const En
   return Sourced<std::string>{std::string(ConsistencyPolicyName(*policy)), raw->source};
 }
 
-Result<Sourced<bool>> ResolvePreflight(const Request& request, const Environment& env) {
-  const std::optional<Raw> raw = Pick(request.preflight, "preflight", env, kEnvPreflight, false);
-  if (!raw) return Sourced<bool>{true, "default"};
-  Result<bool> value = ParseBool(raw->text);
+// A setting under its new name and its former one, with different values:
+// "<what>; KDIST_PREFLIGHT is the former name of KDIST_ROLL_CALL: set only KDIST_ROLL_CALL".
+Status Disagree(std::string_view new_name, std::string_view old_name, const std::string& what) {
+  return InvalidArgument(what + "; " + std::string(old_name) + " is the former name of " +
+                         std::string(new_name) + ": set only " + std::string(new_name));
+}
+
+Result<bool> ParseRollCall(const Raw& raw) {
+  Result<bool> value = ParseBool(raw.text);
   if (!value.ok()) {
-    return Invalid(*raw, value.status().message() + "; expected 1/0, true/false, yes/no or on/off");
+    return Invalid(raw, value.status().message() + "; expected 1/0, true/false, yes/no or on/off");
   }
-  return Sourced<bool>{*value, raw->source};
+  return *value;
+}
+
+// The argument preflight=, else KDIST_ROLL_CALL, else its former name KDIST_PREFLIGHT.
+Result<Sourced<bool>> ResolveRollCall(const Request& request, const Environment& env) {
+  std::optional<Raw> raw = Pick(request.preflight, "preflight", env, kEnvRollCall, false);
+  if (!raw) raw = Pick(std::nullopt, "preflight", env, kEnvPreflight);
+  if (!raw) return Sourced<bool>{true, "default"};
+  KDIST_ASSIGN_OR_RETURN(const bool value, ParseRollCall(*raw));
+  if (raw->source == kEnvRollCall) {
+    if (const std::optional<Raw> old = Pick(std::nullopt, "preflight", env, kEnvPreflight)) {
+      KDIST_ASSIGN_OR_RETURN(const bool old_value, ParseRollCall(*old));
+      if (old_value != value) {
+        return Disagree(kEnvRollCall, kEnvPreflight,
+                        std::string(kEnvRollCall) + "=" + Quote(raw->text) + " and " +
+                            std::string(kEnvPreflight) + "=" + Quote(old->text) +
+                            " (from the environment) disagree");
+      }
+    }
+  }
+  return Sourced<bool>{value, raw->source};
 }
 
 Result<Sourced<std::string>> ResolveClusterDetection(const Request& request,
@@ -161,16 +186,29 @@ Result<Sourced<std::string>> ResolveClusterDetection(const Request& request,
 }
 
 // The token only ever comes from the environment (an argument would end up in
-// source code and logs). Empty means unset; the value is never printed.
-Result<Sourced<std::string>> ResolveRendezvousToken(const Environment& env) {
-  const std::string* value = Lookup(env, kEnvRendezvousToken);
-  if (value == nullptr || value->empty()) return Sourced<std::string>{"", "default"};
-  if (value->size() > kMaxRendezvousTokenBytes) {
-    return InvalidArgument(std::string(kEnvRendezvousToken) + " (from the environment) is " +
-                           std::to_string(value->size()) + " bytes long; expected at most " +
-                           std::to_string(kMaxRendezvousTokenBytes) + " bytes");
+// source code and logs): KDIST_ROLL_CALL_TOKEN, else its former name
+// KDIST_RENDEZVOUS_TOKEN. Empty means unset; the value is never printed, not
+// even when the two names disagree.
+Result<Sourced<std::string>> ResolveRollCallToken(const Environment& env) {
+  const std::string* token = Lookup(env, kEnvRollCallToken);
+  const std::string* old = Lookup(env, kEnvRendezvousToken);
+  if (token != nullptr && token->empty()) token = nullptr;
+  if (old != nullptr && old->empty()) old = nullptr;
+  if (token != nullptr && old != nullptr && *token != *old) {
+    return Disagree(kEnvRollCallToken, kEnvRendezvousToken,
+                    std::string(kEnvRollCallToken) + " and " + std::string(kEnvRendezvousToken) +
+                        " (from the environment) hold different tokens (not shown: a token is "
+                        "a secret)");
   }
-  return Sourced<std::string>{*value, std::string(kEnvRendezvousToken)};
+  const std::string_view name = token != nullptr ? kEnvRollCallToken : kEnvRendezvousToken;
+  const std::string* value = token != nullptr ? token : old;
+  if (value == nullptr) return Sourced<std::string>{"", "default"};
+  if (value->size() > kMaxRollCallTokenBytes) {
+    return InvalidArgument(std::string(name) + " (from the environment) is " +
+                           std::to_string(value->size()) + " bytes long; expected at most " +
+                           std::to_string(kMaxRollCallTokenBytes) + " bytes");
+  }
+  return Sourced<std::string>{*value, std::string(name)};
 }
 
 // "cluster_detection=\"slurm\" (argument)", "KDIST_CLUSTER_DETECTION=\"none\" (from the
@@ -323,7 +361,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   // Settings that do not describe the cluster first: a bad one is reported
   // even when the cluster settings are also missing.
   KDIST_ASSIGN_OR_RETURN(spec.timeout_seconds, ResolveTimeout(request, env));
-  KDIST_ASSIGN_OR_RETURN(spec.preflight, ResolvePreflight(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.preflight, ResolveRollCall(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.heartbeat_timeout_seconds,
                          ResolveJaxTimeout(request.heartbeat_timeout, "heartbeat_timeout", env,
                                            kEnvHeartbeatTimeout, kDefaultHeartbeatTimeoutSeconds));
@@ -333,7 +371,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   KDIST_ASSIGN_OR_RETURN(spec.on_peer_failure, ResolveOnPeerFailure(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.consistency, ResolveConsistency(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.cluster_detection, ResolveClusterDetection(request, env));
-  KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRendezvousToken(env));
+  KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRollCallToken(env));
 
   std::optional<Raw> addresses_raw = PickWithJax(request.job_addresses, "job_addresses", env,
                                                   kEnvJobAddresses, kEnvJaxCoordinatorAddress);

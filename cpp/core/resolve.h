@@ -27,8 +27,13 @@ inline constexpr std::string_view kEnvJaxProcessId = "JAX_PROCESS_ID";
 inline constexpr std::string_view kEnvJaxCoordinatorBindAddress = "JAX_COORDINATOR_BIND_ADDRESS";
 inline constexpr std::string_view kEnvInitTimeout = "KDIST_INIT_TIMEOUT";
 inline constexpr std::string_view kEnvClusterDetection = "KDIST_CLUSTER_DETECTION";
-inline constexpr std::string_view kEnvPreflight = "KDIST_PREFLIGHT";
-inline constexpr std::string_view kEnvRendezvousToken = "KDIST_RENDEZVOUS_TOKEN";
+// The roll call (on/off) and its token. The former names, KDIST_PREFLIGHT and
+// KDIST_RENDEZVOUS_TOKEN, keep working: the new name wins when it is set, and
+// both set to different values is an error that names both.
+inline constexpr std::string_view kEnvRollCall = "KDIST_ROLL_CALL";
+inline constexpr std::string_view kEnvRollCallToken = "KDIST_ROLL_CALL_TOKEN";
+inline constexpr std::string_view kEnvPreflight = "KDIST_PREFLIGHT";             // former name
+inline constexpr std::string_view kEnvRendezvousToken = "KDIST_RENDEZVOUS_TOKEN";  // former name
 // After the start (the liveness channel, JAX's heartbeat and shutdown barrier).
 inline constexpr std::string_view kEnvHeartbeatTimeout = "KDIST_HEARTBEAT_TIMEOUT";
 inline constexpr std::string_view kEnvShutdownTimeout = "KDIST_SHUTDOWN_TIMEOUT";
@@ -36,7 +41,7 @@ inline constexpr std::string_view kEnvOnPeerFailure = "KDIST_ON_PEER_FAILURE";
 inline constexpr int64_t kDefaultHeartbeatTimeoutSeconds = 100;  // JAX's own default
 inline constexpr int64_t kDefaultShutdownTimeoutSeconds = 300;   // JAX's own default
 inline constexpr int64_t kMaxJaxTimeoutSeconds = 1000000;
-inline constexpr size_t kMaxRendezvousTokenBytes = 1024;
+inline constexpr size_t kMaxRollCallTokenBytes = 1024;
 
 inline constexpr int64_t kMaxProcesses = int64_t{1} << 20;
 inline constexpr double kDefaultTimeoutSeconds = 300.0;  // JAX's own default

@@ -86,21 +86,21 @@ RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello,
     if (!proven) {
       std::string why;
       if (own_.token.empty()) {
-        why = "it has a KDIST_RENDEZVOUS_TOKEN (its hello carries a MAC) but " + Self() +
+        why = "it has a KDIST_ROLL_CALL_TOKEN (its hello carries a MAC) but " + Self() +
               " has none set";
       } else if (hello.mac.empty()) {
-        why = "it sent no KDIST_RENDEZVOUS_TOKEN proof (its hello carries no MAC) but " + Self() +
+        why = "it sent no KDIST_ROLL_CALL_TOKEN proof (its hello carries no MAC) but " + Self() +
               " requires one";
       } else {
-        why = "its KDIST_RENDEZVOUS_TOKEN does not match the one of " + Self() +
+        why = "its KDIST_ROLL_CALL_TOKEN does not match the one of " + Self() +
               " (its hello's MAC does not verify against the challenge process 0 sent on its "
               "connection)";
       }
-      const std::string note = "refused " + who + ": wrong KDIST_RENDEZVOUS_TOKEN";
+      const std::string note = "refused " + who + ": wrong KDIST_ROLL_CALL_TOKEN";
       if (notes_.size() < kMaxNotes) notes_.push_back(note); else ++unnoted_;
       return {Outcome::kRefused,
               FailedPrecondition("the roll call refused " + who + ": " + why +
-                                 "; set the same KDIST_RENDEZVOUS_TOKEN in every process of the "
+                                 "; set the same KDIST_ROLL_CALL_TOKEN in every process of the "
                                  "job, or in none")};
     }
   }

@@ -3,7 +3,7 @@
 // and whether a hello is accepted, refused alone, or fails the whole job.
 //
 // Checks, in order, for each hello:
-//   1. token: when process 0 has KDIST_RENDEZVOUS_TOKEN or the hello carries
+//   1. token: when process 0 has KDIST_ROLL_CALL_TOKEN or the hello carries
 //      a MAC, the MAC must verify: HMAC-SHA-256 under process 0's token over
 //      the nonce it sent on that connection and the hello's bytes
 //      (roll_call_wire.h), compared in constant time. A failure refuses that

@@ -1,4 +1,4 @@
-// What the two sides of the pre-flight roll call share: the options and hooks
+// What the two sides of the roll call share: the options and hooks
 // the caller passes in, the hello built from a resolved ClusterSpec, and the
 // Waiter that turns one deadline into bounded waits with progress lines and
 // interrupt checks.

@@ -35,7 +35,7 @@ constexpr TagSet kReplyTags = {kTagCode, kTagMessage, kTagHost, kTagPid, kTagJax
                            kTagSeed, kTagLivenessPort, kTagLivenessNonce, kTagConsistencyNotes};
 constexpr TagSet kChallengeTags = {kTagNonce};
 
-constexpr std::string_view kChannel = "rendezvous";
+constexpr std::string_view kChannel = "roll call";
 
 }  // namespace
 

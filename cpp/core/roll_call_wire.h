@@ -71,7 +71,7 @@ struct Hello {
   std::string jax_version;
   std::string host;                  // host name of the process
   int64_t pid = 0;
-  // KDIST_RENDEZVOUS_TOKEN, empty when unset. Never encoded: the key of `mac`
+  // KDIST_ROLL_CALL_TOKEN, empty when unset. Never encoded: the key of `mac`
   // (EncodeSignedHello) and, in process 0's own hello, of the check.
   std::string token;
   std::string mac;          // on the wire: kMacBytes bytes, or empty (no MAC field)

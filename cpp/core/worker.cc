@@ -135,8 +135,8 @@ Attempt Worker::NotKdist(Fd& fd, const Endpoint& endpoint, const Status& why) {
               "the coordinator port " + endpoint.ToString() + " (" + coordinator_.ToString() +
               ") is answered by something that does not speak kdist's roll call (" +
               why.message() +
-              "). Is process 0 running with the pre-flight disabled (preflight=False or "
-              "KDIST_PREFLIGHT=0), or plain JAX? Use the same setting in every process."),
+              "). Is process 0 running with the roll call off (preflight=False or "
+              "KDIST_ROLL_CALL=0), or plain JAX? Use the same setting in every process."),
           ""};
 }
 

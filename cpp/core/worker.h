@@ -32,7 +32,7 @@ struct WorkerResult {
 // process 0's code (kFailedPrecondition, kDeadlineExceeded, ...) when it
 //   refused this process or ended the roll call, with its message.
 // kFailedPrecondition: something that does not speak the roll call answers
-//   on the coordinator port (e.g. process 0 runs without pre-flight).
+//   on the coordinator port (e.g. process 0 runs without the roll call).
 // the interrupt hook's status, when it stopped the wait.
 Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
                                const RollCallOptions& options, Clock& clock);

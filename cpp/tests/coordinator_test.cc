@@ -173,7 +173,7 @@ TEST(Coordinator, AJaxClientWithoutPreflightIsNamedAsSuch) {
   RawClient grpc(coordinator.port());
   ASSERT_TRUE(grpc.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
-                     "a gRPC client: a process that starts JAX without the pre-flight");
+                     "a gRPC client: a process that starts JAX without the roll call");
 }
 
 TEST(Coordinator, SilentConnectionsAreDroppedAtTheHelloDeadline) {
@@ -250,9 +250,9 @@ TEST(Coordinator, WrongTokenIsRefusedAndNamed) {
   wrong.token = "wrong";
   WorkerThread worker(wrong, coordinator.port(), FastOptions(milliseconds(5000)));
   KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition,
-                     "its KDIST_RENDEZVOUS_TOKEN does not match");
+                     "its KDIST_ROLL_CALL_TOKEN does not match");
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
-                     "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
+                     "refused process 1 (host host-1, pid 50001): wrong KDIST_ROLL_CALL_TOKEN");
 }
 
 TEST(Coordinator, RightTokenJoins) {
@@ -296,9 +296,9 @@ TEST(Coordinator, AWrongTokenIsRefusedAloneAndTheOthersStillJoin) {
   Result<WorkerResult>& refused = intruder.Join();
   KDIST_EXPECT_ERROR(refused, StatusCode::kFailedPrecondition,
                      "the roll call refused process 2 (host host-2, pid 50002): its "
-                     "KDIST_RENDEZVOUS_TOKEN does not match the one of process 0");
+                     "KDIST_ROLL_CALL_TOKEN does not match the one of process 0");
   KDIST_EXPECT_ERROR(refused, StatusCode::kFailedPrecondition,
-                     "set the same KDIST_RENDEZVOUS_TOKEN in every process of the job");
+                     "set the same KDIST_ROLL_CALL_TOKEN in every process of the job");
   EXPECT_EQ(refused.status().message().find("right"), std::string::npos);
   EXPECT_EQ(refused.status().message().find("intruder-secret"), std::string::npos);
   WorkerThread one(WithToken(TestHello(1, 3, port), "right"), port,
@@ -315,11 +315,11 @@ TEST(Coordinator, ATokenOnlyOnTheWorkerIsRefusedAndNamed) {
   WorkerThread worker(WithToken(TestHello(1, 2, coordinator.port()), "only-here"),
                       coordinator.port(), FastOptions(milliseconds(5000)));
   KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition,
-                     "it has a KDIST_RENDEZVOUS_TOKEN (its hello carries a MAC) but process 0 "
+                     "it has a KDIST_ROLL_CALL_TOKEN (its hello carries a MAC) but process 0 "
                      "(host host-0, pid 50000) has none set");
   EXPECT_EQ(worker.Join().status().message().find("only-here"), std::string::npos);
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
-                     "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
+                     "refused process 1 (host host-1, pid 50001): wrong KDIST_ROLL_CALL_TOKEN");
 }
 
 TEST(Coordinator, ATokenOnlyOnProcessZeroRefusesAHelloWithoutAndNamesIt) {
@@ -327,11 +327,11 @@ TEST(Coordinator, ATokenOnlyOnProcessZeroRefusesAHelloWithoutAndNamesIt) {
   WorkerThread worker(TestHello(1, 2, coordinator.port()), coordinator.port(),
                       FastOptions(milliseconds(5000)));
   KDIST_EXPECT_ERROR(worker.Join(), StatusCode::kFailedPrecondition,
-                     "it sent no KDIST_RENDEZVOUS_TOKEN proof (its hello carries no MAC) but "
+                     "it sent no KDIST_ROLL_CALL_TOKEN proof (its hello carries no MAC) but "
                      "process 0 (host host-0, pid 50000) requires one");
   EXPECT_EQ(worker.Join().status().message().find("only-there"), std::string::npos);
   KDIST_EXPECT_ERROR(coordinator.Join(), StatusCode::kDeadlineExceeded,
-                     "refused process 1 (host host-1, pid 50001): wrong KDIST_RENDEZVOUS_TOKEN");
+                     "refused process 1 (host host-1, pid 50001): wrong KDIST_ROLL_CALL_TOKEN");
 }
 
 TEST(Coordinator, AHelloReplayedOnAnotherConnectionIsRefused) {
@@ -353,7 +353,7 @@ TEST(Coordinator, AHelloReplayedOnAnotherConnectionIsRefused) {
   Result<Reply> verdict = b.ReadVerdict(milliseconds(3000));
   KDIST_ASSERT_OK(verdict);
   EXPECT_TRUE(verdict->type == FrameType::kReject);
-  EXPECT_TRUE(verdict->message.find("its KDIST_RENDEZVOUS_TOKEN does not match the one of "
+  EXPECT_TRUE(verdict->message.find("its KDIST_ROLL_CALL_TOKEN does not match the one of "
                                     "process 0") != std::string::npos)
       << verdict->message;
   EXPECT_EQ(verdict->message.find("job-secret"), std::string::npos);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "slurm_hostlist.h"
+#include "clusters/slurm_hostlist.h"
 #include "testing/random_text.h"
 #include "testing/status_matchers.h"
 #include "text.h"

@@ -170,6 +170,94 @@ TEST(Resolve, RendezvousTokenComesOnlyFromTheEnvironment) {
   EXPECT_TRUE(long_token.status().message().find("zzzz") == std::string::npos);
 }
 
+// KDIST_ROLL_CALL and KDIST_ROLL_CALL_TOKEN, with their former names
+// KDIST_PREFLIGHT and KDIST_RENDEZVOUS_TOKEN still honoured.
+TEST(Resolve, RollCallSwitchUnderEitherName) {
+  const Request request = Args("h:1", "2", "0");
+  auto by_default = Resolve(request, {});
+  KDIST_ASSERT_OK(by_default);
+  EXPECT_TRUE(by_default->preflight.value);
+  EXPECT_EQ(by_default->preflight.source, std::string("default"));
+  auto new_name = Resolve(request, {{"KDIST_ROLL_CALL", "off"}});
+  KDIST_ASSERT_OK(new_name);
+  EXPECT_FALSE(new_name->preflight.value);
+  EXPECT_EQ(new_name->preflight.source, std::string("KDIST_ROLL_CALL"));
+  auto old_name = Resolve(request, {{"KDIST_PREFLIGHT", "0"}});
+  KDIST_ASSERT_OK(old_name);
+  EXPECT_FALSE(old_name->preflight.value);
+  EXPECT_EQ(old_name->preflight.source, std::string("KDIST_PREFLIGHT"));
+  // Both, agreeing (even in other words): the new name is the one used.
+  auto both = Resolve(request, {{"KDIST_ROLL_CALL", "no"}, {"KDIST_PREFLIGHT", "false"}});
+  KDIST_ASSERT_OK(both);
+  EXPECT_FALSE(both->preflight.value);
+  EXPECT_EQ(both->preflight.source, std::string("KDIST_ROLL_CALL"));
+  // The argument wins over either.
+  Request off = request;
+  off.preflight = "false";
+  auto argument = Resolve(off, {{"KDIST_ROLL_CALL", "on"}});
+  KDIST_ASSERT_OK(argument);
+  EXPECT_FALSE(argument->preflight.value);
+  EXPECT_EQ(argument->preflight.source, std::string("argument"));
+}
+
+TEST(Resolve, RollCallSwitchNamesDisagreeingOrBadValues) {
+  const Request request = Args("h:1", "2", "0");
+  KDIST_EXPECT_ERROR(Resolve(request, {{"KDIST_ROLL_CALL", "on"}, {"KDIST_PREFLIGHT", "off"}}),
+                     StatusCode::kInvalidArgument,
+                     "KDIST_ROLL_CALL=\"on\" and KDIST_PREFLIGHT=\"off\" (from the environment) "
+                     "disagree; KDIST_PREFLIGHT is the former name of KDIST_ROLL_CALL: set only "
+                     "KDIST_ROLL_CALL");
+  KDIST_EXPECT_ERROR(Resolve(request, {{"KDIST_ROLL_CALL", "perhaps"}}),
+                     StatusCode::kInvalidArgument,
+                     "KDIST_ROLL_CALL=\"perhaps\" (from the environment): ");
+  KDIST_EXPECT_ERROR(Resolve(request, {{"KDIST_PREFLIGHT", "perhaps"}}),
+                     StatusCode::kInvalidArgument,
+                     "KDIST_PREFLIGHT=\"perhaps\" (from the environment): ");
+  KDIST_EXPECT_ERROR(Resolve(request, {{"KDIST_ROLL_CALL", "on"}, {"KDIST_PREFLIGHT", "perhaps"}}),
+                     StatusCode::kInvalidArgument, "KDIST_PREFLIGHT=\"perhaps\"");
+}
+
+TEST(Resolve, RollCallTokenUnderEitherName) {
+  const Request request = Args("h:1", "2", "0");
+  auto new_name = Resolve(request, {{"KDIST_ROLL_CALL_TOKEN", "s3cret"}});
+  KDIST_ASSERT_OK(new_name);
+  EXPECT_EQ(new_name->rendezvous_token.value, std::string("s3cret"));
+  EXPECT_EQ(new_name->rendezvous_token.source, std::string("KDIST_ROLL_CALL_TOKEN"));
+  auto old_name = Resolve(request, {{"KDIST_RENDEZVOUS_TOKEN", "s3cret"}});
+  KDIST_ASSERT_OK(old_name);
+  EXPECT_EQ(old_name->rendezvous_token.source, std::string("KDIST_RENDEZVOUS_TOKEN"));
+  auto both = Resolve(request,
+                      {{"KDIST_ROLL_CALL_TOKEN", "s3cret"}, {"KDIST_RENDEZVOUS_TOKEN", "s3cret"}});
+  KDIST_ASSERT_OK(both);
+  EXPECT_EQ(both->rendezvous_token.value, std::string("s3cret"));
+  EXPECT_EQ(both->rendezvous_token.source, std::string("KDIST_ROLL_CALL_TOKEN"));
+  // Empty means unset, under either name.
+  auto empty_new = Resolve(request,
+                           {{"KDIST_ROLL_CALL_TOKEN", ""}, {"KDIST_RENDEZVOUS_TOKEN", "old"}});
+  KDIST_ASSERT_OK(empty_new);
+  EXPECT_EQ(empty_new->rendezvous_token.value, std::string("old"));
+  EXPECT_EQ(empty_new->rendezvous_token.source, std::string("KDIST_RENDEZVOUS_TOKEN"));
+  // Too long: named by the variable used, by length, never printed.
+  const std::string secret(2000, 'z');
+  auto long_token = Resolve(request, {{"KDIST_ROLL_CALL_TOKEN", secret}});
+  KDIST_EXPECT_ERROR(long_token, StatusCode::kInvalidArgument,
+                     "KDIST_ROLL_CALL_TOKEN (from the environment) is 2000 bytes long");
+  EXPECT_TRUE(long_token.status().message().find("zzzz") == std::string::npos);
+}
+
+TEST(Resolve, RollCallTokenNamesDisagreeWithoutShowingEither) {
+  auto both = Resolve(Args("h:1", "2", "0"),
+                      {{"KDIST_ROLL_CALL_TOKEN", "alpha-secret"},
+                       {"KDIST_RENDEZVOUS_TOKEN", "beta-secret"}});
+  KDIST_EXPECT_ERROR(both, StatusCode::kInvalidArgument,
+                     "KDIST_ROLL_CALL_TOKEN and KDIST_RENDEZVOUS_TOKEN (from the environment) "
+                     "hold different tokens (not shown: a token is a secret); "
+                     "KDIST_RENDEZVOUS_TOKEN is the former name of KDIST_ROLL_CALL_TOKEN: set "
+                     "only KDIST_ROLL_CALL_TOKEN");
+  EXPECT_TRUE(both.status().message().find("alpha") == std::string::npos);
+  EXPECT_TRUE(both.status().message().find("beta") == std::string::npos);
+}
+
 // srun --ntasks=4 over node[01-02], task 3.
 Environment SlurmTask3() {
   return {{"SLURM_JOB_ID", "4096"},          {"SLURM_STEP_NODELIST", "node[01-02]"},

@@ -142,11 +142,11 @@ TEST(RollCall, WrongTokenRefusesOnlyThatHello) {
   RollCall::Verdict v = OfferSigned(call, 1, wrong);
   EXPECT_TRUE(v.outcome == Outcome::kRefused);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
-                     "its KDIST_RENDEZVOUS_TOKEN does not match the one of process 0");
+                     "its KDIST_ROLL_CALL_TOKEN does not match the one of process 0");
   EXPECT_TRUE(v.status.message().find("\"right\"") == std::string::npos);
   Hello none = Process(1, 2);
   KDIST_EXPECT_ERROR(OfferSigned(call, 2, none).status, StatusCode::kFailedPrecondition,
-                     "sent no KDIST_RENDEZVOUS_TOKEN");
+                     "sent no KDIST_ROLL_CALL_TOKEN");
   EXPECT_EQ(call.joined(), int64_t{1});
   Hello right = Process(1, 2);
   right.token = "right";
@@ -181,7 +181,7 @@ TEST(RollCall, AHelloSignedForAnotherConnectionsChallengeIsRefused) {
                                     /*signed_for=*/TestNonce(1));
   EXPECT_TRUE(v.outcome == Outcome::kRefused);
   KDIST_EXPECT_ERROR(v.status, StatusCode::kFailedPrecondition,
-                     "its KDIST_RENDEZVOUS_TOKEN does not match the one of process 0");
+                     "its KDIST_ROLL_CALL_TOKEN does not match the one of process 0");
   EXPECT_EQ(call.joined(), int64_t{1});
   // The same hello signed for this connection's challenge joins.
   EXPECT_TRUE(OfferSigned(call, 2, replayed, TestNonce(2), TestNonce(2)).outcome ==
@@ -237,7 +237,7 @@ TEST(RollCall, TimeoutNamesTheMissingAndTheNotes) {
                      "the roll call timed out after 3 s with 2 of 4 joined; missing process ids "
                      "[1, 3].");
   KDIST_EXPECT_ERROR(status, StatusCode::kDeadlineExceeded,
-                     "refused process 3 (host node-3, pid 1003): wrong KDIST_RENDEZVOUS_TOKEN");
+                     "refused process 3 (host node-3, pid 1003): wrong KDIST_ROLL_CALL_TOKEN");
   KDIST_EXPECT_ERROR(status, StatusCode::kDeadlineExceeded, "dropped a connection");
   EXPECT_EQ(call.dropped(), int64_t{1});
   EXPECT_TRUE(call.ProgressLine("1 s").find("dropped 1 connection that") !=

@@ -300,7 +300,7 @@ TEST(Challenge, BadChallengesAreErrors) {
   KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(9, 5, Field(16, nonce))),
                      StatusCode::kFailedPrecondition, "install the same kdist version");
   KDIST_EXPECT_ERROR(DecodeChallenge(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
-                     "expected rendezvous frame type 5, received frame type 1");
+                     "expected roll call frame type 5, received frame type 1");
   KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(16, nonce) + "x")),
                      StatusCode::kInvalidArgument, "cut off");
   // Unknown tags are skipped, as in every frame.

@@ -87,11 +87,13 @@ TEST(Wire, FramePayloadChecksVersionSizeAndType) {
   KDIST_EXPECT_ERROR(FramePayload(RawFrame(9, 1, ""), 1, "test"), StatusCode::kFailedPrecondition,
                      "it speaks kdist test protocol version 9, this process speaks version 3");
   KDIST_EXPECT_ERROR(FramePayload(RawFrame(kProtocolVersion, 1, "ab") + "x", 1, "test"),
-                     StatusCode::kInvalidArgument, "the frame is 15 bytes but its header announces 14");
+                     StatusCode::kInvalidArgument,
+                     "the frame is 15 bytes but its header announces 14");
   KDIST_EXPECT_ERROR(FramePayload(RawFrame(kProtocolVersion, 1, "ab").substr(0, 13), 1, "test"),
                      StatusCode::kInvalidArgument, "header announces");
   KDIST_EXPECT_ERROR(FramePayload(RawFrame(kProtocolVersion, 2, ""), 1, "test"),
-                     StatusCode::kInvalidArgument, "expected test frame type 1, received frame type 2");
+                     StatusCode::kInvalidArgument,
+                     "expected test frame type 1, received frame type 2");
   const std::string frame = RawFrame(kProtocolVersion, 1, "ab");
   Result<std::string_view> payload = FramePayload(frame, 1, "test");  // a view into `frame`
   KDIST_ASSERT_OK(payload);

@@ -284,7 +284,7 @@ TEST(Worker, AChallengeOfAnotherVersionAsksForTheSameKdist) {
                                           FastOptions(milliseconds(3000)), clock);
   fake.Join();
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
-                     "cannot read as its challenge: it speaks kdist rendezvous protocol version 9");
+                     "cannot read as its challenge: it speaks kdist roll call protocol version 9");
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition, "install the same kdist version");
 }
 
@@ -294,7 +294,7 @@ TEST(Worker, AnOlderProcessZeroRefusesTheOpeningAtOnce) {
   Reply refusal;
   refusal.type = FrameType::kReject;
   refusal.code = StatusCode::kFailedPrecondition;
-  refusal.message = "refused this hello: it speaks kdist rendezvous protocol version 3";
+  refusal.message = "refused this hello: it speaks kdist roll call protocol version 3";
   std::string old_refusal = EncodeReply(refusal);
   old_refusal[5] = 2;
   FakeProcessZero fake("", old_refusal);
@@ -306,7 +306,7 @@ TEST(Worker, AnOlderProcessZeroRefusesTheOpeningAtOnce) {
   EXPECT_EQ(fake.frame(), EncodeOpening());  // the first thing a process sends
   EXPECT_TRUE(IsOpening(fake.frame()));
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
-                     "it speaks kdist rendezvous protocol version 2, this process speaks version "
+                     "it speaks kdist roll call protocol version 2, this process speaks version "
                      "3; install the same kdist version in every process of the job");
   EXPECT_LT((clock.Now() - start).count(), Nanos(seconds(10)).count());  // not the deadline
 }

@@ -8,8 +8,8 @@
 // that is "<job id>.<vpid>" then one or more ';'-separated contact URIs, each
 // listing the interfaces of the mpirun host and the port its daemon listens
 // on. Open MPI 5 (PRRTE) no longer sets this variable.
-#ifndef KDIST_OMPI_URI_H_
-#define KDIST_OMPI_URI_H_
+#ifndef KDIST_CLUSTERS_OMPI_URI_H_
+#define KDIST_CLUSTERS_OMPI_URI_H_
 
 #include <cstdint>
 #include <string>
@@ -55,4 +55,4 @@ Result<PrrteNamespace> ParsePrrteNamespace(std::string_view text);
 
 }  // namespace kdist
 
-#endif  // KDIST_OMPI_URI_H_
+#endif  // KDIST_CLUSTERS_OMPI_URI_H_

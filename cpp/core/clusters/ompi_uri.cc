@@ -1,4 +1,4 @@
-#include "ompi_uri.h"
+#include "clusters/ompi_uri.h"
 
 #include <string>
 

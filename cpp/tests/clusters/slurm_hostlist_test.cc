@@ -1,4 +1,4 @@
-#include "slurm_hostlist.h"
+#include "clusters/slurm_hostlist.h"
 
 #include "testing/status_matchers.h"
 #include "testing/random_text.h"

@@ -1,4 +1,4 @@
-#include "ompi_uri.h"
+#include "clusters/ompi_uri.h"
 
 #include "testing/status_matchers.h"
 #include "testing/random_text.h"

@@ -8,8 +8,8 @@
 // than `max_items` is refused before it is built. Every byte sequence is safe
 // to pass; failure is kInvalidArgument with a reason ("has an unclosed '[' at
 // byte 5") to be placed after the variable's name.
-#ifndef KDIST_SLURM_HOSTLIST_H_
-#define KDIST_SLURM_HOSTLIST_H_
+#ifndef KDIST_CLUSTERS_SLURM_HOSTLIST_H_
+#define KDIST_CLUSTERS_SLURM_HOSTLIST_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -39,4 +39,4 @@ Result<std::vector<int64_t>> ExpandTasksPerNode(std::string_view text,
 
 }  // namespace kdist
 
-#endif  // KDIST_SLURM_HOSTLIST_H_
+#endif  // KDIST_CLUSTERS_SLURM_HOSTLIST_H_

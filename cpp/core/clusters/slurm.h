@@ -1,0 +1,17 @@
+// The "slurm" detector: Slurm job steps started by srun, from SLURM_JOB_ID,
+// SLURM_STEP_NODELIST (clusters/slurm_hostlist.h), SLURM_STEP_NUM_TASKS (or
+// SLURM_NTASKS), SLURM_PROCID and SLURM_LOCALID.
+#ifndef KDIST_CLUSTERS_SLURM_H_
+#define KDIST_CLUSTERS_SLURM_H_
+
+#include "detectors.h"
+
+namespace kdist {
+
+// The detector's entry in the table of detectors.h: its name, what it reads
+// and its detection function.
+Detector SlurmDetector();
+
+}  // namespace kdist
+
+#endif  // KDIST_CLUSTERS_SLURM_H_

@@ -1,0 +1,17 @@
+// The "torchrun" detector: torchrun-style launchers (torchrun,
+// torch.distributed.launch, Kubeflow's PyTorchJob) set MASTER_ADDR,
+// MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK and LOCAL_WORLD_SIZE.
+#ifndef KDIST_CLUSTERS_TORCHRUN_H_
+#define KDIST_CLUSTERS_TORCHRUN_H_
+
+#include "detectors.h"
+
+namespace kdist {
+
+// The detector's entry in the table of detectors.h: its name, what it reads
+// and its detection function.
+Detector TorchrunDetector();
+
+}  // namespace kdist
+
+#endif  // KDIST_CLUSTERS_TORCHRUN_H_
