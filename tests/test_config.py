@@ -281,6 +281,20 @@ def test_preflight(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve(num_processes=1, preflight=1)
 
 
+def test_the_roll_call_variable_and_its_former_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KDIST_ROLL_CALL", "off")
+    spec = resolve(num_processes=1)
+    assert spec.preflight is False and spec.sources["preflight"] == "KDIST_ROLL_CALL"
+    monkeypatch.setenv("KDIST_PREFLIGHT", "no")  # agrees: the new name is the source
+    assert resolve(num_processes=1).sources["preflight"] == "KDIST_ROLL_CALL"
+    monkeypatch.setenv("KDIST_PREFLIGHT", "on")
+    with pytest.raises(
+        kdist.ConfigError,
+        match="KDIST_PREFLIGHT is the former name of KDIST_ROLL_CALL: set only KDIST_ROLL_CALL",
+    ):
+        resolve(num_processes=1)
+
+
 def test_cluster_detection_names_the_valid_modes() -> None:
     assert resolve(num_processes=1, cluster_detection="none").cluster_detection == "none"
     with pytest.raises(

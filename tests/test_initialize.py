@@ -151,7 +151,7 @@ def test_missing_jax_is_reported_before_the_roll_call(process_id: int) -> None:
     assert f"at 127.0.0.1:{port}" in message
     assert str(report["executable"]) in message
     assert "pip install jax" in message
-    assert "before the pre-flight roll call" in message
+    assert "before the roll call" in message
     assert report["calls"] == [], "no port bound, no roll call joined"
     assert report["initialized"] is False
     assert float(report["seconds"]) < 20  # at once, not the 60 s deadline of a roll call

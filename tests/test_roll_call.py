@@ -1,4 +1,4 @@
-"""The pre-flight roll call with real processes on loopback (issue 3, behaviours 1-10).
+"""The roll call with real processes on loopback (issue 3, behaviours 1-10).
 
 Every process runs tests/workers/roll_call_report.py under a hard timeout and
 is killed by its pid when the test ends. A failing process must end like any
@@ -359,16 +359,16 @@ def test_wrong_token_is_refused_and_named() -> None:
     port = free_port()
     results = run(
         [
-            env_for(0, 2, port, timeout=3, KDIST_RENDEZVOUS_TOKEN="right-secret"),
-            env_for(1, 2, port, timeout=20, KDIST_RENDEZVOUS_TOKEN="wrong-secret"),
+            env_for(0, 2, port, timeout=3, KDIST_ROLL_CALL_TOKEN="right-secret"),
+            env_for(1, 2, port, timeout=20, KDIST_ROLL_CALL_TOKEN="wrong-secret"),
         ],
         timeout=40,
     )
     worker = str(assert_failed_cleanly(results[1], "RendezvousError")["message"])
-    assert "its KDIST_RENDEZVOUS_TOKEN does not match the one of process 0" in worker
+    assert "its KDIST_ROLL_CALL_TOKEN does not match the one of process 0" in worker
     head = str(assert_failed_cleanly(results[0], "RendezvousTimeoutError")["message"])
     assert "missing process ids [1]" in head
-    assert "refused process 1" in head and "wrong KDIST_RENDEZVOUS_TOKEN" in head
+    assert "refused process 1" in head and "wrong KDIST_ROLL_CALL_TOKEN" in head
     for result in results:
         assert "right-secret" not in result.stderr + result.stdout
         assert "wrong-secret" not in result.stderr + result.stdout

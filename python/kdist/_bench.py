@@ -70,7 +70,7 @@ def format_table(records: list[dict[str, object]]) -> str:
         f"{all_ready - last_arrival:.3f} s after the last."
     )
     lines.append(
-        "arrival: when initialize() was called (seconds after the first); wait: the pre-flight "
+        "arrival: when initialize() was called (seconds after the first); wait: the "
         "roll call, waiting for the others; import: importing JAX beyond what overlapped the "
         "wait; jax init: jax.distributed.initialize; ready: initialized and holding the global "
         "device list; devices: this process's / global; -: the phase did not run (no roll "

@@ -34,7 +34,7 @@ Run as every process of a job: each process calls kdist.initialize() (configured
 as usual: arguments are not taken, so KERAS_DISTRIBUTION_*, KDIST_* or a detected
 scheduler), times its phases, and sends its record to process 0 through
 jax.distributed's key-value store. Process 0 prints one row per process: when it
-arrived (relative to the first arrival), how long it waited in the pre-flight
+arrived (relative to the first arrival), how long it waited in the
 roll call, how long jax.distributed.initialize took, when it was ready, and its
 devices (local/global). A phase that did not run (no roll call with preflight
 off or a single process) shows as "-".

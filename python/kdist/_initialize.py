@@ -77,16 +77,17 @@ def initialize(
             detector's name ("torchrun", "ompi", "mpich", "slurm",
             "tf_config", "kubernetes"). Defaults to None:
             `KDIST_CLUSTER_DETECTION`, else "auto".
-        preflight: Whether to run the pre-flight roll call before JAX starts:
+        preflight: Whether to run the roll call before JAX starts:
             process 0 binds the coordinator port and collects a hello from
             every process, which fails fast and names what is wrong (a
             taken port, an unreachable coordinator, duplicate or missing
             process ids, processes that disagree on the settings) and lets
             every process connect to JAX's service at its first try. Turn
             it off only for jobs that mix kdist and plain JAX processes.
-            Set `KDIST_RENDEZVOUS_TOKEN` to the same secret in every process
-            to keep processes of other jobs out of the roll call. Defaults
-            to None: `KDIST_PREFLIGHT`, else True.
+            Set `KDIST_ROLL_CALL_TOKEN` (formerly `KDIST_RENDEZVOUS_TOKEN`) to
+            the same secret in every process to keep processes of other jobs
+            out of the roll call. Defaults
+            to None: `KDIST_ROLL_CALL` (formerly `KDIST_PREFLIGHT`), else True.
         heartbeat_timeout: Whole seconds after which JAX declares a silent
             process dead (JAX's `heartbeat_timeout_seconds`). Every process
             must use the same value (the roll call checks it). Defaults to
@@ -137,7 +138,7 @@ def initialize(
             the coordinator before the deadline.
         kdist.RendezvousError: the processes disagree (duplicate or
             out-of-range ids, num_processes, coordinator address,
-            configuration, KDIST_RENDEZVOUS_TOKEN) or cannot work together
+            configuration, KDIST_ROLL_CALL_TOKEN) or cannot work together
             (their environments differ; see `consistency`); raised in every
             process, with one table naming the values, process ids and hosts.
         kdist.RendezvousTimeoutError: not every process joined before the
@@ -284,7 +285,7 @@ def startup_timings() -> dict[str, float]:
     """How long the phases of the last successful `initialize()` took.
 
     Keys: "arrived" (time.time() when initialize() was called) and "total_s",
-    always; "roll_call_s" (the pre-flight roll call, including the wait for
+    always; "roll_call_s" (the roll call, including the wait for
     the other processes) and "jax_import_wait_s" (importing JAX beyond what
     overlapped the roll call) only when the roll call ran (preflight on, more
     than one process); "jax_initialize_s" (jax.distributed.initialize itself,
@@ -306,7 +307,7 @@ def _check_jax_installed(spec: _core.ClusterSpec) -> None:
         "cannot import 'jax': no module named 'jax' was found. Install jax into this "
         f"environment ({sys.executable} -m pip install jax, or jax[cuda12] for NVIDIA "
         "GPUs) on every host of the job, then start the job again. kdist stopped before "
-        "the pre-flight roll call, so the other processes will report this process as "
+        "the roll call, so the other processes will report this process as "
         "missing.",
         name="jax",
     )

@@ -1,4 +1,4 @@
-"""The pre-flight roll call, run by initialize() before JAX starts.
+"""The roll call, run by initialize() before JAX starts.
 
 Process 0 binds the coordinator port and collects a hello from every other
 process; the others connect (with backoff, until the deadline) and wait for
