@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "backoff.h"
@@ -88,6 +89,14 @@ class Worker {
   Attempt Converse(Fd fd, const Endpoint& endpoint);
   // The stream from process 0 is not kdist's roll call.
   Attempt NotKdist(Fd& fd, const Endpoint& endpoint, const Status& why);
+  // One wait (until `deadline`) and read of what process 0 sends next, into
+  // `in`. `awaited` ("challenge", "verdict") names it in messages.
+  struct Received {
+    bool deadline = false;          // nothing came before the deadline
+    std::optional<Attempt> ended;   // the conversation is over: this is its outcome
+  };
+  Received Receive(Fd& fd, FrameAssembler& in, Nanos deadline, const Endpoint& endpoint,
+                   std::string_view awaited);
   // Waits until `fd` is ready for `events` or `until`; 0 on timeout.
   Result<short> WaitFor(int fd, short events, Nanos until);
 
@@ -140,6 +149,28 @@ Attempt Worker::NotKdist(Fd& fd, const Endpoint& endpoint, const Status& why) {
           ""};
 }
 
+Worker::Received Worker::Receive(Fd& fd, FrameAssembler& in, Nanos deadline,
+                                 const Endpoint& endpoint, std::string_view awaited) {
+  Result<short> ready = WaitFor(fd.get(), POLLIN, deadline);
+  if (!ready.ok()) return {false, Attempt{Attempt::kEnded, {}, ready.status(), ""}};
+  if (*ready == 0) return {true, std::nullopt};
+  char buffer[4096];
+  const Io io = ReadSome(fd.get(), buffer, sizeof buffer);
+  if (io.state == IoState::kWouldBlock) return {};
+  if (io.state != IoState::kDone) {
+    connected_ = false;
+    Attempt retry;
+    retry.error = io.state == IoState::kEof
+                      ? "process 0 closed the connection before its " + std::string(awaited)
+                      : "the connection failed before process 0's " + std::string(awaited) +
+                            ": " + ErrorText(io.error);
+    return {false, retry};
+  }
+  const Status appended = in.Append(std::string_view(buffer, io.bytes));
+  if (!appended.ok()) return {false, NotKdist(fd, endpoint, appended)};
+  return {};
+}
+
 Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
   connected_ = true;
   Attempt retry;
@@ -156,25 +187,12 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
     return retry;
   }
   FrameAssembler in;
-  char buffer[4096];
   // Read process 0's challenge: the hello's MAC covers its nonce.
   std::string challenge;
   while (challenge.empty()) {
-    Result<short> ready = WaitFor(fd.get(), POLLIN, deadline);
-    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
-    if (*ready == 0) break;  // the deadline
-    const Io io = ReadSome(fd.get(), buffer, sizeof buffer);
-    if (io.state == IoState::kWouldBlock) continue;
-    if (io.state != IoState::kDone) {
-      connected_ = false;
-      retry.error = io.state == IoState::kEof
-                        ? "process 0 closed the connection before its challenge"
-                        : "the connection failed before process 0's challenge: " +
-                              ErrorText(io.error);
-      return retry;
-    }
-    const Status appended = in.Append(std::string_view(buffer, io.bytes));
-    if (!appended.ok()) return NotKdist(fd, endpoint, appended);
+    const Received received = Receive(fd, in, deadline, endpoint, "challenge");
+    if (received.ended) return *received.ended;
+    if (received.deadline) break;
     challenge = in.TakeFrame();
   }
   if (challenge.empty()) {
@@ -214,21 +232,9 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
   // Wait for the verdict, relaying process 0's progress lines.
   bool answered = false;  // process 0 acknowledges a hello at once
   while (sent == hello_.size()) {
-    Result<short> ready = WaitFor(fd.get(), POLLIN, deadline);
-    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
-    if (*ready == 0) break;  // the deadline
-    const Io io = ReadSome(fd.get(), buffer, sizeof buffer);
-    if (io.state == IoState::kWouldBlock) continue;
-    if (io.state != IoState::kDone) {
-      connected_ = false;
-      retry.error = io.state == IoState::kEof
-                        ? "process 0 closed the connection before its verdict"
-                        : "the connection failed before process 0's verdict: " +
-                              ErrorText(io.error);
-      return retry;
-    }
-    const Status appended = in.Append(std::string_view(buffer, io.bytes));
-    if (!appended.ok()) return NotKdist(fd, endpoint, appended);
+    const Received received = Receive(fd, in, deadline, endpoint, "verdict");
+    if (received.ended) return *received.ended;
+    if (received.deadline) break;
     for (std::string frame = in.TakeFrame(); !frame.empty(); frame = in.TakeFrame()) {
       Result<Reply> reply = DecodeReply(frame);
       if (!reply.ok()) {
