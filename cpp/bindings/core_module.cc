@@ -227,6 +227,7 @@ uint16_t BindPort(const ClusterSpec& spec, const Address& coordinator) {
 Listener BindCoordinatorPortPy(const ClusterSpec& spec) {
   const Address coordinator = CoordinatorOrRaise(spec);
   RollCallOptions options;
+  options.listen_backlog = ListenBacklog(spec.num_processes.value);
   RealClock clock;
   Result<Listener> listener =
       BindCoordinatorPort(coordinator.port, options, clock, BindEndpoint(spec));
@@ -242,6 +243,7 @@ RollCallSummary RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax
   const Address coordinator = CoordinatorOrRaise(spec);
   Hello own = MakeHello(spec, Identity{jax_version, host, pid});
   RollCallOptions options = Options(timeout, elapsed, progress_interval);
+  options.listen_backlog = ListenBacklog(spec.num_processes.value);
   ApplyEnvironment(spec, environment, options, own);
   const uint16_t bind_port = BindPort(spec, coordinator);
   if (listener != nullptr && (!listener->fd.valid() || listener->port != bind_port)) {

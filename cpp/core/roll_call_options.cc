@@ -43,6 +43,10 @@ Nanos ServiceProbeInterval(int64_t num_processes) {
                          std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(seconds)));
 }
 
+int ListenBacklog(int64_t num_processes) {
+  return static_cast<int>(std::clamp<int64_t>(num_processes + 64, 128, 65535));
+}
+
 std::string FormatElapsed(Nanos elapsed) {
   const double seconds = std::max(0.0, NanosToSeconds(elapsed));
   char buffer[32];

@@ -51,7 +51,7 @@ struct RollCallOptions {
   Nanos hello_timeout = std::chrono::seconds(5);
   size_t max_pending = 256;
   Nanos close_grace = std::chrono::seconds(2);
-  int listen_backlog = 4096;
+  int listen_backlog = 4096;  // the bindings size it to the job (ListenBacklog)
 
   // Other processes: the retry schedule (short steps, so a process that
   // starts before process 0 notices it soon after; WorkerBackoff() sizes it
@@ -90,6 +90,10 @@ BackoffPolicy WorkerBackoff(int64_t num_processes);
 // probe interval is time lost after the last arrival), stretched in larger
 // jobs so the job's refused probes stay under kMaxRefusedConnectsPerSecond.
 Nanos ServiceProbeInterval(int64_t num_processes);
+
+// Process 0's listen backlog for a job of `num_processes`: room for every other
+// process to be waiting at once (the kernel caps it at net.core.somaxconn).
+int ListenBacklog(int64_t num_processes);
 
 // "0.4 s", "12 s": one decimal below ten seconds, whole seconds above.
 std::string FormatElapsed(Nanos elapsed);

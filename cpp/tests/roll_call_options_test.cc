@@ -69,6 +69,12 @@ TEST(Rendezvous, ServiceProbesAreFrequentInSmallJobsAndBoundedInLargeOnes) {
               1e-9);
 }
 
+TEST(Rendezvous, TheListenBacklogIsSizedToTheJob) {
+  EXPECT_EQ(ListenBacklog(2), 128);
+  EXPECT_EQ(ListenBacklog(16384), 16448);
+  EXPECT_EQ(ListenBacklog(1'000'000), 65535);
+}
+
 TEST(Rendezvous, TimesReadWell) {
   EXPECT_EQ(FormatElapsed(milliseconds(400)), std::string("0.4 s"));
   EXPECT_EQ(FormatElapsed(milliseconds(9940)), std::string("9.9 s"));
