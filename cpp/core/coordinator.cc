@@ -70,7 +70,7 @@ class Coordinator {
         shared_(shared),
         options_(options),
         waiter_(clock, options),
-        call_(own, options.environment, options.consistency) {}
+        call_(own, options.environment, options.consistency, options.process_hosts) {}
 
   Result<RollCallSummary> Run();
 

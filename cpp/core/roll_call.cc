@@ -1,5 +1,8 @@
 #include "roll_call.h"
 
+#include <algorithm>
+
+#include "process_list.h"
 #include "roll_call_options.h"
 #include "text.h"
 
@@ -35,31 +38,28 @@ std::string DescribeProcess(const Hello& hello) {
          ", pid " + std::to_string(hello.pid) + ")";
 }
 
-std::string FormatIds(const std::vector<int64_t>& ids, size_t max_groups) {
-  std::string out = "[";
-  size_t groups = 0;
-  size_t i = 0;
-  while (i < ids.size()) {
-    size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    if (groups == max_groups) {
-      out += ", ... and " + std::to_string(ids.size() - i) + " more";
-      break;
-    }
-    if (groups > 0) out += ", ";
-    if (j - i >= 3) {
-      out += std::to_string(ids[i]) + "-" + std::to_string(ids[j]);
-    } else {
-      for (size_t k = i; k <= j; ++k) out += (k > i ? ", " : "") + std::to_string(ids[k]);
-    }
-    ++groups;
-    i = j + 1;
-  }
-  return out + "]";
-}
+RollCall::RollCall(Hello own, Fingerprint fingerprint, ConsistencyPolicy consistency,
+                   std::vector<std::string> process_hosts)
+    : own_(std::move(own)),
+      consistency_(std::move(fingerprint), consistency),
+      process_hosts_(std::move(process_hosts)) {}
 
-RollCall::RollCall(Hello own, Fingerprint fingerprint, ConsistencyPolicy consistency)
-    : own_(std::move(own)), consistency_(std::move(fingerprint), consistency) {}
+std::string RollCall::MissingText() const {
+  const std::vector<int64_t> missing = MissingIds();
+  std::string text = "missing process ids [" + FormatIdList(missing) + "]";
+  std::vector<std::string> hosts;
+  for (int64_t id : missing) {
+    if (id < static_cast<int64_t>(process_hosts_.size()) && !process_hosts_[id].empty()) {
+      hosts.push_back(process_hosts_[id]);
+    }
+  }
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  if (!hosts.empty()) {
+    text += (hosts.size() == 1 ? " on host " : " on hosts ") + FormatHostList(hosts);
+  }
+  return text;
+}
 
 std::string RollCall::HostOf(int64_t process_id) const {
   if (process_id == own_.process_id) return own_.host;
@@ -215,8 +215,7 @@ std::string RollCall::Notes() const {
 
 std::string RollCall::ProgressLine(const std::string& times) const {
   std::string line = std::to_string(joined()) + " of " + std::to_string(own_.num_processes) +
-                     " processes joined; missing process ids " + FormatIds(MissingIds()) + "; " +
-                     times;
+                     " processes joined; " + MissingText() + "; " + times;
   if (dropped_ > 0) {
     line += "; dropped " + std::to_string(dropped_) + " connection" + (dropped_ == 1 ? "" : "s") +
             " that did not speak the kdist protocol";
@@ -230,11 +229,10 @@ std::string RollCall::JoinedLine(const std::string& times) const {
 }
 
 Status RollCall::TimedOut(const std::string& timeout_text, const std::string& where) const {
-  const std::vector<int64_t> missing = MissingIds();
   return DeadlineExceeded(
       "the roll call timed out after " + timeout_text + " with " + std::to_string(joined()) +
-      " of " + std::to_string(own_.num_processes) + " joined; missing process ids " +
-      FormatIds(missing) + ". " + Self() + " waited on " + where +
+      " of " + std::to_string(own_.num_processes) + " joined; " + MissingText() + ". " + Self() +
+      " waited on " + where +
       " for them; check that those processes were started with their process ids, the same "
       "coordinator address " + SafeText(own_.coordinator, "._-:[]%") +
       " and num_processes, and that they can reach this host on that port (raise timeout= or "

@@ -36,10 +36,6 @@ std::string SafeText(std::string_view text, std::string_view allowed = "._-");
 // "process 1 (host node-1, pid 4242)".
 std::string DescribeProcess(const Hello& hello);
 
-// Process ids as a list with runs shortened: "[1, 3]", "[1, 5-9]", at most
-// `max_groups` groups and then "... and N more".
-std::string FormatIds(const std::vector<int64_t>& ids, size_t max_groups = 20);
-
 class RollCall {
  public:
   enum class Outcome { kJoined, kRefused, kFailed };
@@ -64,8 +60,11 @@ class RollCall {
   // `own` is process 0's hello; its token is the key every hello's MAC must
   // be made with. `fingerprint` is process 0's environment fingerprint, which
   // every hello's is compared with under `consistency` (consistency.h).
+  // `process_hosts`, by process id, names the hosts of processes that have
+  // not arrived (from the job's address list, when it names every process).
   explicit RollCall(Hello own, Fingerprint fingerprint = {},
-                    ConsistencyPolicy consistency = ConsistencyPolicy::kOff);
+                    ConsistencyPolicy consistency = ConsistencyPolicy::kOff,
+                    std::vector<std::string> process_hosts = {});
 
   Verdict Offer(uint64_t connection, const Hello& hello, const Arrival& arrival = {});
   // The process on `connection` went away: its id is missing again. Returns
@@ -102,9 +101,12 @@ class RollCall {
   std::string Notes() const;
 
   std::string HostOf(int64_t process_id) const;
+  // "missing process ids [1, 3-5]", with " on hosts node-[1,3-5]" where known.
+  std::string MissingText() const;
 
   Hello own_;
   ConsistencyCheck consistency_;
+  std::vector<std::string> process_hosts_;
   std::map<int64_t, Member> members_;          // by process id
   std::map<uint64_t, int64_t> by_connection_;  // connection -> process id
   int64_t dropped_ = 0;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backoff.h"
 #include "clock.h"
@@ -67,6 +68,9 @@ struct RollCallOptions {
   // `consistency` (the resolved ClusterSpec::consistency).
   Fingerprint environment;
   ConsistencyPolicy consistency = ConsistencyPolicy::kOff;
+  // Process 0: the host of each process id, when the job's addresses name every
+  // process, for messages about processes that never arrived.
+  std::vector<std::string> process_hosts;
 };
 
 // The hello this process sends (or, for process 0, compares against).
