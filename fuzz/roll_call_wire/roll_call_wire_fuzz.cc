@@ -4,12 +4,14 @@
 // (ASan); a decoded hello, reply or challenge encodes to a frame that decodes
 // to the same values; the bytes a decoded hello's MAC covers are the frame of
 // the same hello without its MAC; the stream assembler only ever hands out
-// frames whose header it accepted.
+// frames whose header it accepted; a hello's environment fingerprint either
+// decodes and re-encodes to the same bytes, or is refused with a reason.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "consistency.h"
 #include "roll_call_wire.h"
 
 namespace {
@@ -19,7 +21,7 @@ bool SameHello(const kdist::Hello& a, const kdist::Hello& b) {
          a.fingerprint == b.fingerprint && a.coordinator == b.coordinator &&
          a.num_processes_source == b.num_processes_source &&
          a.coordinator_source == b.coordinator_source && a.jax_version == b.jax_version &&
-         a.host == b.host && a.pid == b.pid && a.mac == b.mac;
+         a.host == b.host && a.pid == b.pid && a.mac == b.mac && a.environment == b.environment;
 }
 
 bool SameReply(const kdist::Reply& a, const kdist::Reply& b) {
@@ -45,6 +47,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!SameHello(*bare, without)) __builtin_trap();
     kdist::Result<std::string> reencoded = kdist::HelloMacInput(kdist::EncodeHello(*hello));
     if (!reencoded.ok() || *reencoded != kdist::EncodeHello(without)) __builtin_trap();
+    kdist::Result<kdist::Fingerprint> environment = kdist::DecodeFingerprint(hello->environment);
+    if (environment.ok()) {
+      if (kdist::EncodeFingerprint(*environment) != hello->environment) __builtin_trap();
+    } else if (environment.status().message().empty()) {
+      __builtin_trap();
+    }
   } else if (hello.status().message().empty()) {
     __builtin_trap();  // every refusal explains itself
   }
