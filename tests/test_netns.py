@@ -172,7 +172,8 @@ def test_workers_are_told_the_coordinator_is_unreachable_when_its_host_drops_tra
         assert coordinator in str(report["message"])
     # The coordinator itself is up but hears nobody: it names who is missing.
     assert reports[0]["error"] == "RendezvousTimeoutError"
-    assert "1 of 3" in str(reports[0]["message"]) and "missing process ids [1-2]" in str(reports[0]["message"])
+    message = str(reports[0]["message"])
+    assert "1 of 3" in message and "missing process ids [1-2]" in message
 
 
 def test_a_firewall_that_opens_only_the_coordinator_port_falls_back_to_jax_heartbeat() -> None:
