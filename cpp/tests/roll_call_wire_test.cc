@@ -2,6 +2,7 @@
 
 #include "backoff.h"  // SplitMix64 for random bytes
 #include "hmac_sha256.h"
+#include "testing/raw_frames.h"
 #include "testing/status_matchers.h"
 
 namespace kdist {
@@ -23,26 +24,8 @@ Hello SampleHello() {
   return h;
 }
 
-// A frame with a hand-made header and payload, for malformed inputs.
-std::string RawFrame(uint16_t version, uint16_t type, const std::string& payload,
-                     int64_t announced = -1) {
-  std::string out(kFrameMagic);
-  out += static_cast<char>(version >> 8);
-  out += static_cast<char>(version & 0xff);
-  out += static_cast<char>(type >> 8);
-  out += static_cast<char>(type & 0xff);
-  const uint32_t size = announced < 0 ? static_cast<uint32_t>(payload.size())
-                                      : static_cast<uint32_t>(announced);
-  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((size >> shift) & 0xff);
-  return out + payload;
-}
-
-std::string Field(uint8_t tag, const std::string& value) {
-  std::string out(1, static_cast<char>(tag));
-  out += static_cast<char>(value.size() >> 8);
-  out += static_cast<char>(value.size() & 0xff);
-  return out + value;
-}
+using testing::RawField;
+using testing::RawFrame;
 
 std::string Int(int64_t value) {
   std::string out;
@@ -54,8 +37,8 @@ std::string Int(int64_t value) {
 
 // The payload of a minimal valid hello, built by hand.
 std::string MinimalHelloPayload() {
-  return Field(1, Int(1)) + Field(2, Int(2)) + Field(3, "fp") + Field(4, "h:1") +
-         Field(8, "host") + Field(9, Int(77));
+  return RawField(1, Int(1)) + RawField(2, Int(2)) + RawField(3, "fp") + RawField(4, "h:1") +
+         RawField(8, "host") + RawField(9, Int(77));
 }
 
 TEST(Hello, RoundTrips) {
@@ -148,29 +131,29 @@ TEST(Hello, MinimalHandMadeHelloDecodes) {
 }
 
 TEST(Hello, UnknownFieldsAreSkipped) {
-  const std::string payload = Field(200, "future") + MinimalHelloPayload() + Field(63, "x");
+  const std::string payload = RawField(200, "future") + MinimalHelloPayload() + RawField(63, "x");
   KDIST_EXPECT_OK(DecodeHello(RawFrame(kProtocolVersion, 1, payload)));
 }
 
 TEST(Hello, MalformedFieldsAreErrors) {
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + Field(9, Int(1)))),
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + RawField(9, Int(1)))),
                      StatusCode::kInvalidArgument, "appears twice");
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, Field(1, "abc") + MinimalHelloPayload())),
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, "abc") + MinimalHelloPayload())),
                      StatusCode::kInvalidArgument, "expected 8");
   KDIST_EXPECT_ERROR(
-      DecodeHello(RawFrame(kProtocolVersion, 1, Field(8, std::string(300, 'h')) + Field(1, Int(1)))),
+      DecodeHello(RawFrame(kProtocolVersion, 1, RawField(8, std::string(300, 'h')) + RawField(1, Int(1)))),
       StatusCode::kInvalidArgument, "over its limit");
   // A single over-limit host in an otherwise complete hello: named, with both sizes.
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, Field(1, Int(1)) + Field(2, Int(2)) +
-                                                    Field(3, "fp") + Field(4, "h:1") +
-                                                    Field(8, std::string(300, 'h')) +
-                                                    Field(9, Int(77)))),
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, Int(1)) + RawField(2, Int(2)) +
+                                                    RawField(3, "fp") + RawField(4, "h:1") +
+                                                    RawField(8, std::string(300, 'h')) +
+                                                    RawField(9, Int(77)))),
                      StatusCode::kInvalidArgument, "field host is 300 bytes, over its limit of 255");
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, Field(1, Int(1)))), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, Int(1)))), StatusCode::kInvalidArgument,
                      "no num_processes");
   std::string cut = MinimalHelloPayload() + "\x03\x00";
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, cut)), StatusCode::kInvalidArgument, "cut off");
-  std::string lying = MinimalHelloPayload() + Field(3, "ab");
+  std::string lying = MinimalHelloPayload() + RawField(3, "ab");
   lying[lying.size() - 3] = 0x10;  // the last field claims 4096+ bytes
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, lying)), StatusCode::kInvalidArgument, "remain");
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 2, MinimalHelloPayload())),
@@ -219,12 +202,12 @@ TEST(Reply, GoRejectAndStatusRoundTrip) {
 }
 
 TEST(Reply, GoWithoutSeedIsAnError) {
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2, Field(11, Int(0)))),
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2, RawField(11, Int(0)))),
                      StatusCode::kInvalidArgument, "go reply carries no seed");
   KDIST_EXPECT_OK(
-      DecodeReply(RawFrame(kProtocolVersion, 2, Field(11, Int(0)) + Field(13, Int(7)))));
+      DecodeReply(RawFrame(kProtocolVersion, 2, RawField(11, Int(0)) + RawField(13, Int(7)))));
   KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2,
-                                          Field(11, Int(0)) + Field(13, Int(7)) + Field(13, Int(8)))),
+                                          RawField(11, Int(0)) + RawField(13, Int(7)) + RawField(13, Int(8)))),
                      StatusCode::kInvalidArgument, "appears twice");
 }
 
@@ -244,17 +227,17 @@ TEST(Reply, GoCarriesTheLivenessChannel) {
   EXPECT_EQ(none->shared.liveness_port, int64_t{0});
   EXPECT_EQ(none->shared.liveness_nonce, std::string(""));
   KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2,
-                                          Field(11, Int(0)) + Field(13, Int(7)) +
-                                              Field(14, Int(70000)))),
+                                          RawField(11, Int(0)) + RawField(13, Int(7)) +
+                                              RawField(14, Int(70000)))),
                      StatusCode::kInvalidArgument, "liveness port 70000 is outside 1-65535");
 }
 
 TEST(Reply, BadRepliesAreErrors) {
   KDIST_EXPECT_ERROR(DecodeReply(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
                      "not a reply");
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, Field(11, Int(0)))), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, RawField(11, Int(0)))), StatusCode::kInvalidArgument,
                      "no failure code");
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, Field(11, Int(99)))),
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, RawField(11, Int(99)))),
                      StatusCode::kInvalidArgument, "not a known code");
   KDIST_EXPECT_ERROR(DecodeReply("KDR"), StatusCode::kInvalidArgument,
                      "only 3 bytes of a 12-byte frame header");
@@ -282,7 +265,7 @@ std::string Bytes(const Nonce& nonce) {
 TEST(Challenge, RoundTrips) {
   const Nonce nonce = TestNonce(0xf0);
   const std::string frame = EncodeChallenge(Challenge{nonce});
-  EXPECT_EQ(frame, RawFrame(kProtocolVersion, 5, Field(16, Bytes(nonce))));
+  EXPECT_EQ(frame, RawFrame(kProtocolVersion, 5, RawField(16, Bytes(nonce))));
   Result<Challenge> out = DecodeChallenge(frame);
   KDIST_ASSERT_OK(out);
   EXPECT_TRUE(out->nonce == nonce);
@@ -292,19 +275,19 @@ TEST(Challenge, BadChallengesAreErrors) {
   const std::string nonce = Bytes(TestNonce(1));
   KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, "")),
                      StatusCode::kInvalidArgument, "the challenge has no nonce field");
-  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(16, nonce.substr(1)))),
+  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, RawField(16, nonce.substr(1)))),
                      StatusCode::kInvalidArgument, "field nonce is 15 bytes; expected 16");
   KDIST_EXPECT_ERROR(
-      DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(16, nonce) + Field(16, nonce))),
+      DecodeChallenge(RawFrame(kProtocolVersion, 5, RawField(16, nonce) + RawField(16, nonce))),
       StatusCode::kInvalidArgument, "appears twice");
-  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(9, 5, Field(16, nonce))),
+  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(9, 5, RawField(16, nonce))),
                      StatusCode::kFailedPrecondition, "install the same kdist version");
   KDIST_EXPECT_ERROR(DecodeChallenge(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
                      "expected roll call frame type 5, received frame type 1");
-  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(16, nonce) + "x")),
+  KDIST_EXPECT_ERROR(DecodeChallenge(RawFrame(kProtocolVersion, 5, RawField(16, nonce) + "x")),
                      StatusCode::kInvalidArgument, "cut off");
   // Unknown tags are skipped, as in every frame.
-  KDIST_EXPECT_OK(DecodeChallenge(RawFrame(kProtocolVersion, 5, Field(70, "later") + Field(16, nonce))));
+  KDIST_EXPECT_OK(DecodeChallenge(RawFrame(kProtocolVersion, 5, RawField(70, "later") + RawField(16, nonce))));
   // Neither side takes the challenge for the other frames.
   const std::string challenge = EncodeChallenge(Challenge{TestNonce(1)});
   KDIST_EXPECT_ERROR(DecodeReply(challenge), StatusCode::kInvalidArgument, "not a reply");
@@ -314,7 +297,7 @@ TEST(Challenge, BadChallengesAreErrors) {
 TEST(Opening, IsAnEmptyFrameOfThisVersion) {
   EXPECT_EQ(EncodeOpening(), RawFrame(kProtocolVersion, 6, ""));
   EXPECT_TRUE(IsOpening(EncodeOpening()));
-  EXPECT_TRUE(IsOpening(RawFrame(kProtocolVersion, 6, Field(70, "later"))));
+  EXPECT_TRUE(IsOpening(RawFrame(kProtocolVersion, 6, RawField(70, "later"))));
   EXPECT_FALSE(IsOpening(RawFrame(2, 6, "")));  // another version: answered as such
   EXPECT_FALSE(IsOpening(RawFrame(kProtocolVersion, 1, "")));
   EXPECT_FALSE(IsOpening(EncodeOpening() + "x"));
@@ -337,7 +320,7 @@ TEST(Hello, SignedHelloCarriesTheMacOverTheNonceAndTheFrameWithoutIt) {
   ASSERT_EQ(frame.size(), bare.size() + 3 + kMacBytes);
   EXPECT_EQ(frame.substr(kFrameHeaderSize, bare.size() - kFrameHeaderSize),
             bare.substr(kFrameHeaderSize));
-  EXPECT_EQ(frame.substr(bare.size()), Field(10, out->mac));
+  EXPECT_EQ(frame.substr(bare.size()), RawField(10, out->mac));
   Result<std::string> covered = HelloMacInput(frame);
   KDIST_ASSERT_OK(covered);
   EXPECT_EQ(*covered, bare);
@@ -372,17 +355,17 @@ TEST(Hello, WithoutATokenTheHelloHasNoMacField) {
 
 TEST(Hello, MacInputCutsTheMacFieldWhereverItStands) {
   const std::string mac(kMacBytes, 'q');
-  const std::string unknown = Field(70, "later");
+  const std::string unknown = RawField(70, "later");
   const std::string frame =
-      RawFrame(kProtocolVersion, 1, Field(1, Int(1)) + Field(10, mac) + unknown +
-                                        Field(2, Int(2)) + Field(3, "fp") + Field(4, "h:1") +
-                                        Field(8, "host") + Field(9, Int(77)));
+      RawFrame(kProtocolVersion, 1, RawField(1, Int(1)) + RawField(10, mac) + unknown +
+                                        RawField(2, Int(2)) + RawField(3, "fp") + RawField(4, "h:1") +
+                                        RawField(8, "host") + RawField(9, Int(77)));
   KDIST_ASSERT_OK(DecodeHello(frame));
   Result<std::string> covered = HelloMacInput(frame);
   KDIST_ASSERT_OK(covered);
   EXPECT_EQ(*covered, RawFrame(kProtocolVersion, 1,
-                               Field(1, Int(1)) + unknown + Field(2, Int(2)) + Field(3, "fp") +
-                                   Field(4, "h:1") + Field(8, "host") + Field(9, Int(77))));
+                               RawField(1, Int(1)) + unknown + RawField(2, Int(2)) + RawField(3, "fp") +
+                                   RawField(4, "h:1") + RawField(8, "host") + RawField(9, Int(77))));
   KDIST_EXPECT_ERROR(HelloMacInput(frame + "x"), StatusCode::kInvalidArgument, "header announces");
   KDIST_EXPECT_ERROR(HelloMacInput(RawFrame(kProtocolVersion, 1, "\x0a\x00")),
                      StatusCode::kInvalidArgument, "cut off");
@@ -390,9 +373,9 @@ TEST(Hello, MacInputCutsTheMacFieldWhereverItStands) {
 
 TEST(Hello, MacFieldMustBeExactlyADigest) {
   KDIST_EXPECT_ERROR(
-      DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + Field(10, "s3cret"))),
+      DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + RawField(10, "s3cret"))),
       StatusCode::kInvalidArgument, "field mac is 6 bytes; expected 32");
-  const std::string mac = Field(10, std::string(kMacBytes, 'q'));
+  const std::string mac = RawField(10, std::string(kMacBytes, 'q'));
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + mac + mac)),
                      StatusCode::kInvalidArgument, "appears twice");
 }
@@ -400,7 +383,7 @@ TEST(Hello, MacFieldMustBeExactlyADigest) {
 TEST(Hello, VersionTwoHelloWithItsTokenInClearIsAnotherVersion) {
   EXPECT_EQ(kProtocolVersion, uint16_t{3});
   KDIST_EXPECT_ERROR(
-      DecodeHello(RawFrame(2, 1, MinimalHelloPayload() + Field(10, "s3cret"))),
+      DecodeHello(RawFrame(2, 1, MinimalHelloPayload() + RawField(10, "s3cret"))),
       StatusCode::kFailedPrecondition,
       "protocol version 2, this process speaks version 3; install the same kdist version");
 }

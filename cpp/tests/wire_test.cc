@@ -3,31 +3,14 @@
 #include <string>
 #include <vector>
 
+#include "testing/raw_frames.h"
 #include "testing/status_matchers.h"
 
 namespace kdist {
 namespace {
 
-// A frame with a hand-made header and payload, for malformed inputs.
-std::string RawFrame(uint16_t version, uint16_t type, const std::string& payload,
-                     int64_t announced = -1) {
-  std::string out(kFrameMagic);
-  out += static_cast<char>(version >> 8);
-  out += static_cast<char>(version & 0xff);
-  out += static_cast<char>(type >> 8);
-  out += static_cast<char>(type & 0xff);
-  const uint32_t size = announced < 0 ? static_cast<uint32_t>(payload.size())
-                                      : static_cast<uint32_t>(announced);
-  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((size >> shift) & 0xff);
-  return out + payload;
-}
-
-std::string RawField(uint8_t tag, const std::string& value) {
-  std::string out(1, static_cast<char>(tag));
-  out += static_cast<char>(value.size() >> 8);
-  out += static_cast<char>(value.size() & 0xff);
-  return out + value;
-}
+using testing::RawField;
+using testing::RawFrame;
 
 // Collects what ReadFields hands over.
 struct Collected {
