@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -42,13 +43,19 @@ def test_entries_come_in_a_fixed_order_with_their_policy(tmp_path: Path) -> None
 def test_versions_come_from_package_metadata_without_importing(tmp_path: Path) -> None:
     from importlib.metadata import version
 
-    already = set(sys.modules)
     values = _values(_fingerprint.collect({}, ["-c"], dev_dir=_no_devices(tmp_path)))
     assert values["jax"] == version("jax")
     assert values["kdist"] == version("kdist")
     assert values["python"] == ".".join(map(str, sys.version_info[:3]))
-    if "jax" not in already:
-        assert "jax" not in sys.modules
+    # In a fresh interpreter: collecting imports neither jax, keras nor importlib.metadata.
+    code = (
+        "import sys; from kdist import _fingerprint; _fingerprint.collect(); "
+        "print(sorted(m for m in ('jax', 'keras', 'importlib.metadata') if m in sys.modules))"
+    )
+    fresh = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert fresh.stdout.strip() == "[]", fresh.stdout + fresh.stderr
 
 
 def test_a_missing_package_reads_not_installed() -> None:
