@@ -9,7 +9,8 @@ loaded before the clock too, as jax.distributed is by `import jax`).
 
 Prints one JSON line with wall-clock stamps (time.time(), comparable across
 processes of one host): imported, init_start, init_end, ready (global device
-list in hand), and the device count. On an exception it prints the exception's
+list in hand), and the device count; for kdist also "phases", its
+startup_timings() (seconds per phase of its initialize). On an exception it prints the exception's
 class instead and exits 3, so the harness can tell an exception from a signal.
 """
 
@@ -29,6 +30,7 @@ def main() -> int:
     try:
         if tool == "kdist":
             import kdist
+            from kdist import _initialize
 
             # kdist loads its initialize() on first use (so that `import kdist` stays
             # cheap); load it here, as `import jax` loads jax.distributed, so that the
@@ -38,6 +40,7 @@ def main() -> int:
             stamps["init_start"] = time.time()
             initialize(coordinator, n, pid, timeout=timeout)
             stamps["init_end"] = time.time()
+            stamps["phases"] = _initialize.startup_timings()
             devices = kdist.list_devices()
         elif tool == "jax":
             import jax  # the backend does not start on import

@@ -4,6 +4,7 @@ once, and with process 0 spawned 500 ms after the others."""
 
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -37,10 +38,35 @@ def one_cluster(tool: str, n: int, late_ms: int, preimport_jax: bool = False) ->
     ready = max(float(r["ready"]) for r in reports if r)  # type: ignore[arg-type]
     last_arrival = max(float(r["init_start"]) for r in reports if r)  # type: ignore[arg-type]
     init_end = max(float(r["init_end"]) for r in reports if r)  # type: ignore[arg-type]
-    return {
+    out = {
         "spawn_to_ready_s": ready - first_spawn,
         "init_after_last_arrival_ms": (init_end - last_arrival) * 1000,
     }
+    if tool == "kdist":
+        out.update(_phases_after_last_arrival([r for r in reports if r]))
+    return out
+
+
+# kdist's phases after the last arrival (startup_timings() keys), in milliseconds: the
+# last process's own roll call (it waits for nobody: its hello, process 0's decision
+# and "go"), then the slowest process's wait for JAX's service, its
+# jax.distributed.initialize and its wait for the liveness join.
+PHASES = (
+    ("roll call of the last process", "roll_call_s", "last"),
+    ("JAX service wait (slowest)", "service_wait_s", "max"),
+    ("jax.distributed.initialize (slowest)", "jax_initialize_s", "max"),
+    ("liveness join wait (slowest)", "liveness_s", "max"),
+)
+
+
+def _phases_after_last_arrival(reports: list[dict[str, object]]) -> dict[str, float]:
+    phases = [r.get("phases") or {} for r in reports]
+    last = max(range(len(reports)), key=lambda i: float(reports[i]["init_start"]))  # type: ignore[arg-type]
+    out: dict[str, float] = {}
+    for name, key, which in PHASES:
+        values = [float(p.get(key, 0.0)) for p in phases]  # type: ignore[union-attr]
+        out[name] = 1000 * (values[last] if which == "last" else max(values))
+    return out
 
 
 def measure(runs: int) -> list[Figure]:
@@ -89,7 +115,27 @@ def measure(runs: int) -> list[Figure]:
                 notes=[
                     "From the last process's call of initialize to every process initialized "
                     "(max init_end − max init_start); JAX is imported before the clock starts "
-                    "in every tool. Keras includes its cross-process RNG seeding (a pmap)."
+                    "in every tool. Keras includes its cross-process RNG seeding (a pmap).",
+                    "kdist's phases (ms, medians): "
+                    + ", ".join(
+                        f"{name} {statistics.median(samples['kdist'][name]):.1f}"
+                        for name, _, _ in PHASES
+                    )
+                    + "; raw JAX at its best "
+                    + f"{min(samples['jax']['init_after_last_arrival_ms']):.1f}.",
+                ],
+            )
+        )
+        figures.append(
+            Figure(
+                f"init_phases_n{n}",
+                f"kdist's phases after the last process arrives, N={n} (JAX imported first)",
+                [Series(name, "ms", samples["kdist"][name]) for name, _, _ in PHASES],
+                notes=[
+                    "From kdist.startup_timings() in each process: the last process's roll "
+                    "call (hello, process 0's decision, go), then the slowest process's wait "
+                    "for process 0's JAX service, its jax.distributed.initialize and its wait "
+                    "for the liveness join (which runs beside JAX's initialize)."
                 ],
             )
         )

@@ -127,6 +127,23 @@ def test_a_process_that_leaves_with_os_exit_0_after_its_work_is_not_a_failure() 
         assert "died" not in results[me].stderr
 
 
+def test_a_start_that_fails_after_go_ends_every_process_and_names_the_failure() -> None:
+    # Process 1's JAX initialize raises after the roll call; the others are inside JAX's
+    # initialize, waiting for it (until the 60 s timeout, without the channel).
+    results = fault_job("start", n=3, faulty=1)
+    assert_all_exited(results)
+    assert results[1].returncode == 1, ended(results)
+    assert "RuntimeError: injected start failure" in results[1].stderr  # its own traceback
+    for me in (0, 2):
+        assert results[me].returncode == 1, ended(results)
+        assert re.search(
+            r"kdist: process 1 \(host [^,]+, pid \d+\) failed first: kdist\.initialize\(\) "
+            rf"failed: RuntimeError: injected start failure; stopping process {me}",
+            results[me].stderr,
+        ), ended(results)
+        assert not events(results[me], "started"), ended(results)
+
+
 def test_a_normal_end_still_goes_through_jax_and_process_0_says_whom_it_waits_for() -> None:
     results = fault_job("none", n=2)
     assert_all_exited(results)
@@ -135,7 +152,7 @@ def test_a_normal_end_still_goes_through_jax_and_process_0_says_whom_it_waits_fo
         assert events(r, "done"), ended(results)
         assert "kdist: process" not in r.stderr, ended(results)
     assert re.search(
-        r"kdist INFO: process 0 finished; waiting for processes \[1\] \(host [^)]+\)",
+        r"kdist INFO: process 0 finished; waiting for process 1 on host \S+",
         results[0].stderr,
     ), ended(results)
     # Process 0 finished first, and waited for process 1 (whose end came later).

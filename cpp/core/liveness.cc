@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "process_list.h"
 #include "roll_call_options.h"
 #include "text.h"
 #include "worker.h"
@@ -192,8 +193,27 @@ std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id) {
   return notice;
 }
 
+std::vector<int64_t> LivenessBook::NotJoined() const {
+  std::vector<int64_t> out;
+  if (joins_closed_ || first_failure_ || all_done_) return out;
+  for (int64_t id = 1; id < num_processes_; ++id) {
+    if (states_.count(id) == 0) out.push_back(id);
+  }
+  return out;
+}
+
+std::optional<LiveNotice> LivenessBook::CloseJoins() {
+  if (joins_closed_) return std::nullopt;
+  joins_closed_ = true;
+  return CheckAllDone();
+}
+
 std::optional<LiveNotice> LivenessBook::CheckAllDone() {
   if (first_failure_ || all_done_) return std::nullopt;
+  // A process that has not joined yet may be on its way (it joins while JAX starts).
+  if (!joins_closed_ && static_cast<int64_t>(states_.size()) < num_processes_) {
+    return std::nullopt;
+  }
   bool barrier = true;
   for (const auto& [id, state] : states_) {
     if (state == State::kRunning) return std::nullopt;
@@ -415,13 +435,17 @@ Status LivenessHub::ReportFailure(const std::string& message) {
 Status LivenessHub::Finish(bool barrier) {
   LiveNotice notice;
   notice.kind = barrier ? LiveKind::kFinished : LiveKind::kLeft;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stop_) return FailedPrecondition("the liveness channel is closed");
-  std::optional<LiveNotice> out = book_.OnNotice(0, notice);
-  if (out) {
-    Broadcast(*out);
-    changed_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return FailedPrecondition("the liveness channel is closed");
+    std::optional<LiveNotice> out = book_.OnNotice(0, notice);
+    if (out) {
+      Broadcast(*out);
+      changed_.notify_all();
+    }
+    if (!close_joins_at_) close_joins_at_ = RealClock().Now() + options_.join_timeout;
   }
+  Wake(wake_write_);  // the hub's thread now also waits for close_joins_at_
   return Status::Ok();
 }
 
@@ -444,7 +468,8 @@ Result<bool> LivenessHub::WaitAllDone(Nanos timeout, Nanos progress_interval,
   const Nanos interval = std::max<Nanos>(progress_interval, std::chrono::milliseconds(1));
   Nanos next_progress = start;
   while (true) {
-    std::vector<LiveMember> waiting;
+    std::vector<ProcessHost> waiting;
+    std::vector<int64_t> not_joined;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       if (book_.all_done()) return *book_.all_done();
@@ -453,24 +478,24 @@ Result<bool> LivenessHub::WaitAllDone(Nanos timeout, Nanos progress_interval,
                                   " " + LiveKindName(book_.first_failure()->kind));
       }
       if (stop_) return FailedPrecondition("the liveness channel is closed");
-      waiting = book_.Waiting();
+      for (const LiveMember& m : book_.Waiting()) {
+        if (m.process_id != 0) waiting.push_back({m.process_id, m.host});
+      }
+      not_joined = book_.NotJoined();
     }
     const Nanos now = clock.Now();
     if (now >= deadline) {
       return DeadlineExceeded("the others did not finish within " + FormatTimeout(timeout));
     }
-    if (progress && now >= next_progress) {
-      std::string ids, hosts;
-      for (const LiveMember& m : waiting) {
-        if (m.process_id == 0) continue;
-        ids += (ids.empty() ? "" : ", ") + std::to_string(m.process_id);
-        const std::string host = RelayText(m.host);
-        if (hosts.find(host) == std::string::npos) hosts += (hosts.empty() ? "" : ", ") + host;
+    if (progress && now >= next_progress && (!waiting.empty() || !not_joined.empty())) {
+      std::string line = "process 0 finished; waiting for ";
+      if (!waiting.empty()) line += FormatProcessList(waiting);
+      if (!not_joined.empty()) {
+        line += std::string(waiting.empty() ? "" : "; and for ") +
+                "processes that have not joined the liveness channel yet: [" +
+                FormatIdList(not_joined) + "]";
       }
-      if (!ids.empty()) {
-        progress("process 0 finished; waiting for processes [" + ids + "] (host" +
-                 (hosts.find(',') == std::string::npos ? " " : "s ") + hosts + ")");
-      }
+      progress(line);
       next_progress = now + interval;
     }
     if (interrupted) KDIST_RETURN_IF_ERROR(interrupted());
@@ -486,9 +511,17 @@ void LivenessHub::Run() {
     std::vector<pollfd> fds{{wake_read_.get(), POLLIN, 0}, {listener_.fd.get(), POLLIN, 0}};
     std::vector<uint64_t> keys;
     Nanos next_expiry = std::chrono::seconds(1);
+    std::vector<LiveNotice> local;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       const Nanos now = clock.Now();
+      if (close_joins_at_) {
+        if (now >= *close_joins_at_) {
+          Act(book_.CloseJoins(), local);
+        } else {
+          next_expiry = std::min(next_expiry, *close_joins_at_ - now);
+        }
+      }
       for (auto it = peers_.begin(); it != peers_.end();) {
         Peer& p = *it->second;
         if (p.process_id < 0 && now >= p.join_by) {
@@ -502,13 +535,16 @@ void LivenessHub::Run() {
         ++it;
       }
     }
+    if (on_notice_) {
+      for (const LiveNotice& notice : local) on_notice_(notice);  // from CloseJoins
+    }
+    local.clear();
     if (Poll(fds, next_expiry) < 0) {
       clock.Sleep(std::chrono::milliseconds(10));  // EBADF cannot happen; never spin
       continue;
     }
     if (stop_) break;
     if (fds[0].revents) DrainWake(wake_read_);
-    std::vector<LiveNotice> local;
     std::unique_lock<std::mutex> lock(mutex_);
     if (fds[1].revents & POLLIN) {
       for (int i = 0; i < 64; ++i) {
@@ -527,10 +563,19 @@ void LivenessHub::Run() {
       if (it == peers_.end()) continue;
       Peer& p = *it->second;
       bool drop = false;
+      bool told = false;  // sent the failure that ended the job: close, do not reset
       const bool open = ReadFrames(p.fd.get(), p.in, [&](const std::string& frame) {
         if (p.process_id < 0) {
           Result<LiveJoin> join = DecodeLiveJoin(frame);
-          if (!join.ok() || !book_.Admit(*join, nonce_).ok()) {
+          const Status admission = join.ok() ? book_.Admit(*join, nonce_) : join.status();
+          if (!admission.ok()) {
+            // A member of this job that joins after a failure ended it (it joins
+            // while JAX starts) hears that failure instead of waiting in JAX.
+            if (join.ok() && book_.first_failure() && ConstantTimeEquals(join->nonce, nonce_)) {
+              told = SendAll(p.fd.get(), EncodeLiveNotice(*book_.first_failure()),
+                             options_.send_timeout, clock)
+                         .ok();
+            }
             drop = true;
             return false;
           }
@@ -548,7 +593,9 @@ void LivenessHub::Run() {
       });
       if (open) continue;
       const int64_t id = p.process_id;
-      if (drop || id < 0) {
+      if (told) {
+        p.fd.Close();  // a reset could discard the notice before it is read
+      } else if (drop || id < 0) {
         p.fd.CloseWithReset();
       }
       peers_.erase(it);
@@ -590,7 +637,8 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
   KDIST_RETURN_IF_ERROR(SendAll(c.fd.get(), EncodeLiveJoin(join), options.send_timeout, clock));
   FrameAssembler in;
   std::optional<Status> verdict;
-  while (!verdict) {
+  std::optional<LiveNotice> ended;  // the failure that ended the job before this join
+  while (!verdict && !ended) {
     const Nanos left = deadline - clock.Now();
     if (left.count() <= 0) {
       return Unavailable(where + " accepted the connection but did not admit this process "
@@ -602,8 +650,18 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
     const bool open = ReadFrames(c.fd.get(), in, [&](const std::string& frame) {
       Result<LiveNotice> notice = DecodeLiveNotice(frame);
       if (notice.ok() && notice->kind == LiveKind::kAdmitted) verdict = Status::Ok();
-      return false;  // only the admission comes first; stop reading here
+      if (notice.ok() && (notice->kind == LiveKind::kFailed || notice->kind == LiveKind::kDied)) {
+        ended = *notice;
+      }
+      return false;  // only the admission (or the end) comes first; stop reading here
     });
+    if (ended) {
+      // Acted on like any notice (policy "exit" leaves here), then reported.
+      if (on_notice) on_notice(*ended);
+      return Unavailable(where + " refused this process: the job already ended (process " +
+                         std::to_string(ended->process_id) + " " + LiveKindName(ended->kind) +
+                         ": " + RelayText(ended->message) + ")");
+    }
     if (!verdict && !open) {
       return Unavailable(where + " refused this process (wrong nonce, id or a job that "
                          "already ended) or is not kdist's");

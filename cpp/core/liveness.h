@@ -109,7 +109,14 @@ class LivenessBook {
   // The members (0 included) that have not yet finished, left or ended; empty
   // once every process finished or a failure ended the job.
   std::vector<LiveMember> Waiting() const;
-  // Set once every watched process finished or left: kAllDone's `barrier`.
+  // The ids in [1, num_processes) that have not joined, while joins are open;
+  // the job is not done while one is missing (it may still be on its way).
+  std::vector<int64_t> NotJoined() const;
+  // Stops waiting for the processes that have not joined (they run without
+  // the channel: their join failed, and they said so); returns kAllDone when
+  // the watched ones have all finished already.
+  std::optional<LiveNotice> CloseJoins();
+  // Set once every process finished or left: kAllDone's `barrier`.
   std::optional<bool> all_done() const { return all_done_; }
   const std::optional<LiveNotice>& first_failure() const { return first_failure_; }
   bool watched(int64_t id) const { return states_.count(id) != 0; }
@@ -123,6 +130,7 @@ class LivenessBook {
   std::map<int64_t, LiveMember> members_;
   std::optional<LiveNotice> first_failure_;
   std::optional<bool> all_done_;
+  bool joins_closed_ = false;
 };
 
 enum class PeerFailurePolicy { kExit, kIgnore };
@@ -177,7 +185,9 @@ class LivenessHub {
   uint16_t port() const { return port_; }
 
   // Process 0's own events: its failure (sent to every process before this
-  // returns, bounded by send_timeout) or its finish.
+  // returns, bounded by send_timeout) or its finish. After its finish, the
+  // processes that have not joined get options.join_timeout more to join;
+  // then the job's end no longer waits for them.
   Status ReportFailure(const std::string& message);
   Status Finish(bool barrier);
   // Waits until every watched process finished (returns kAllDone's barrier),
@@ -211,6 +221,7 @@ class LivenessHub {
   LivenessBook book_;
   std::map<uint64_t, std::unique_ptr<Peer>> peers_;
   uint64_t next_key_ = 0;
+  std::optional<Nanos> close_joins_at_;  // set by Finish (clock_ time)
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -29,8 +29,8 @@ BackoffPolicy WorkerBackoff(int64_t num_processes) {
   // n / kMaxRefusedConnectsPerSecond, so the job as a whole stays under that rate.
   const Nanos floor = std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(
       static_cast<double>(n) / kMaxRefusedConnectsPerSecond / (1.0 - kJitter)));
-  const Nanos initial = std::max<Nanos>(std::chrono::milliseconds(10), floor);
-  const Nanos cap = std::max(std::clamp<Nanos>(kCapPerProcess * n, std::chrono::milliseconds(50),
+  const Nanos initial = std::max<Nanos>(std::chrono::milliseconds(1), floor);
+  const Nanos cap = std::max(std::clamp<Nanos>(kCapPerProcess * n, std::chrono::milliseconds(2),
                                                std::chrono::seconds(1)),
                              initial);
   return BackoffPolicy{initial, cap, 2.0, kJitter};
@@ -39,7 +39,7 @@ BackoffPolicy WorkerBackoff(int64_t num_processes) {
 Nanos ServiceProbeInterval(int64_t num_processes) {
   const double seconds =
       static_cast<double>(std::max<int64_t>(num_processes, 1)) / kMaxRefusedConnectsPerSecond;
-  return std::max<Nanos>(std::chrono::milliseconds(1),
+  return std::max<Nanos>(kMinServiceProbeInterval,
                          std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(seconds)));
 }
 

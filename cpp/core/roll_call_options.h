@@ -80,19 +80,24 @@ Hello MakeHello(const ClusterSpec& spec, const Identity& identity);
 // while process 0 is not listening yet, whatever the job's size.
 inline constexpr double kMaxRefusedConnectsPerSecond = 20000;
 
-// The retry schedule of a worker in a job of `num_processes`: steps from 10 ms
-// up to a cap of 0.25 ms per process, at least 50 ms and at most 1 s. A worker
-// that started before process 0 notices it within the cap (50 ms for up to 200
-// processes). Jitter takes up to half off each delay; in jobs of more than 100
-// processes every delay is stretched to at least num_processes /
-// kMaxRefusedConnectsPerSecond (0.82 s at 16,384), so the job's refused
-// attempts stay under that rate from the first retry on.
+// The retry schedule of a worker in a job of `num_processes`: steps from 1 ms
+// up to a cap of 0.25 ms per process, at least 2 ms and at most 1 s. A worker
+// that started before process 0 notices it within the cap (2 ms for up to 8
+// processes: every millisecond between process 0's arrival and the others'
+// next try is time lost after the last arrival). Jitter takes up to half off
+// each delay, so at the cap the job makes at most 8,000 attempts a second
+// (0.25 ms per process, halved); in jobs of more than 10 processes every
+// delay is stretched to at least num_processes / kMaxRefusedConnectsPerSecond
+// (halved: 0.82 s at 16,384), so the job's refused attempts stay under that
+// rate from the first retry on.
 BackoffPolicy WorkerBackoff(int64_t num_processes);
 
 // How often a process probes for process 0's JAX service after "go": every
-// millisecond (the service comes up a few milliseconds after "go", and every
-// probe interval is time lost after the last arrival), stretched in larger
-// jobs so the job's refused probes stay under kMaxRefusedConnectsPerSecond.
+// 0.25 ms (the service comes up a few milliseconds after "go", and every
+// probe interval is time lost after the last arrival), stretched in jobs of
+// more than 5 processes so the job's refused probes stay under
+// kMaxRefusedConnectsPerSecond.
+inline constexpr Nanos kMinServiceProbeInterval = std::chrono::microseconds(250);
 Nanos ServiceProbeInterval(int64_t num_processes);
 
 // Process 0's listen backlog for a job of `num_processes`: room for every other

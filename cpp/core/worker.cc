@@ -359,7 +359,7 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions
     return "waiting for process 0's JAX coordination service at " + endpoint.ToString() + " (" +
            last_error + "), " + waiter.Progress();
   };
-  const Nanos interval = std::max(options.probe_interval, Nanos(std::chrono::milliseconds(1)));
+  const Nanos interval = std::max(options.probe_interval, kMinServiceProbeInterval);
   const int64_t max_probes = options.timeout / interval + 2;
   for (int64_t probe = 0; probe < max_probes && !waiter.Expired(); ++probe) {
     KDIST_ASSIGN_OR_RETURN(Connected connected,

@@ -129,6 +129,48 @@ TEST(Liveness, BookEndsWhenEveryProcessFinished) {
   EXPECT_TRUE(book.all_done().has_value());
 }
 
+TEST(Liveness, BookWaitsForProcessesThatHaveNotJoinedUntilJoinsClose) {
+  // Process 0 may finish before a process has joined (it joins while JAX
+  // starts): the job is not done, and a late join is still admitted.
+  LivenessBook book(3, Member(0));
+  KDIST_ASSERT_OK(book.Admit(JoinOf(1), "nonce"));
+  EXPECT_FALSE(book.OnNotice(0, Self(LiveKind::kFinished)).has_value());
+  EXPECT_FALSE(book.OnNotice(1, Self(LiveKind::kFinished)).has_value());
+  EXPECT_FALSE(book.all_done().has_value());
+  EXPECT_EQ(book.NotJoined(), std::vector<int64_t>{2});
+  KDIST_ASSERT_OK(book.Admit(JoinOf(2), "nonce"));
+  EXPECT_TRUE(book.NotJoined().empty());
+  std::optional<LiveNotice> done = book.OnNotice(2, Self(LiveKind::kFinished));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->kind == LiveKind::kAllDone);
+  EXPECT_TRUE(done->barrier);
+}
+
+TEST(Liveness, BookClosingJoinsEndsTheWaitForProcessesThatNeverJoined) {
+  LivenessBook book(4, Member(0));
+  KDIST_ASSERT_OK(book.Admit(JoinOf(2), "nonce"));
+  EXPECT_FALSE(book.OnNotice(2, Self(LiveKind::kFinished)).has_value());
+  EXPECT_FALSE(book.OnNotice(0, Self(LiveKind::kFinished)).has_value());
+  EXPECT_EQ(book.NotJoined(), (std::vector<int64_t>{1, 3}));
+  std::optional<LiveNotice> done = book.CloseJoins();
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->kind == LiveKind::kAllDone);
+  EXPECT_TRUE(book.NotJoined().empty());
+  EXPECT_FALSE(book.CloseJoins().has_value());  // once
+  KDIST_EXPECT_ERROR(book.Admit(JoinOf(1), "nonce"), StatusCode::kFailedPrecondition,
+                     "already ended");
+}
+
+TEST(Liveness, BookClosingJoinsWithARunningProcessWaitsForIt) {
+  LivenessBook book(3, Member(0));
+  KDIST_ASSERT_OK(book.Admit(JoinOf(1), "nonce"));
+  EXPECT_FALSE(book.OnNotice(0, Self(LiveKind::kFinished)).has_value());
+  EXPECT_FALSE(book.CloseJoins().has_value());
+  std::optional<LiveNotice> done = book.OnNotice(1, Self(LiveKind::kFinished));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->kind == LiveKind::kAllDone);
+}
+
 TEST(Liveness, BookFinishedThenClosedBeforeTheEndIsADeath) {
   LivenessBook book(2, Member(0));
   KDIST_ASSERT_OK(book.Admit(JoinOf(1), "nonce"));
@@ -263,7 +305,7 @@ TEST(Liveness, EveryoneFinishedEndsTheWait) {
   KDIST_EXPECT_OK(job.hub->Finish(true));
   // Process 1's finish travels to the hub's thread: wait (bounded) until the
   // line names only process 2.
-  const std::string want = "process 0 finished; waiting for processes [2] (host node-2)";
+  const std::string want = "process 0 finished; waiting for process 2 on host node-2";
   std::vector<std::string> lines;
   for (int round = 0; round < 200 && (lines.empty() || lines.back() != want); ++round) {
     Result<bool> early = job.hub->WaitAllDone(
@@ -280,6 +322,83 @@ TEST(Liveness, EveryoneFinishedEndsTheWait) {
   EXPECT_TRUE(job.inboxes[0]->notices[0].kind == LiveKind::kAllDone);
   job.hub->Stop();  // the end was announced: no death reported after it
   EXPECT_FALSE(job.inboxes[0]->WaitFor(2, milliseconds(300)));
+}
+
+TEST(Liveness, AProcessJoiningAfterProcessZeroFinishedIsAdmittedAndAwaited) {
+  Inbox hub_inbox;
+  LivenessOptions options;
+  Result<std::unique_ptr<LivenessHub>> hub =
+      LivenessHub::Start(2, Member(0), "nonce", options, hub_inbox.Handler());
+  KDIST_ASSERT_OK(hub);
+  KDIST_EXPECT_OK((*hub)->Finish(true));
+  std::vector<std::string> lines;
+  KDIST_EXPECT_ERROR(
+      (*hub)->WaitAllDone(milliseconds(50), seconds(5),
+                          [&](const std::string& l) { lines.push_back(l); }, nullptr),
+      StatusCode::kDeadlineExceeded, "did not finish within");
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0], std::string("process 0 finished; waiting for processes that have not "
+                                  "joined the liveness channel yet: [1]"));
+  Inbox inbox;
+  RealClock clock;
+  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
+  KDIST_ASSERT_OK(at);
+  Result<std::unique_ptr<LivenessSpoke>> spoke =
+      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, inbox.Handler(), clock);
+  KDIST_ASSERT_OK(spoke);
+  KDIST_EXPECT_OK((*spoke)->Finish(true));
+  Result<bool> done = (*hub)->WaitAllDone(seconds(10), seconds(5), nullptr, nullptr);
+  KDIST_ASSERT_OK(done);
+  EXPECT_TRUE(*done);
+}
+
+TEST(Liveness, AProcessThatNeverJoinsHoldsTheEndOnlyForTheJoinTimeout) {
+  Inbox hub_inbox;
+  LivenessOptions options;
+  options.join_timeout = milliseconds(200);
+  Result<std::unique_ptr<LivenessHub>> hub =
+      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
+  KDIST_ASSERT_OK(hub);
+  Inbox inbox;
+  RealClock clock;
+  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
+  KDIST_ASSERT_OK(at);
+  Result<std::unique_ptr<LivenessSpoke>> spoke =
+      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, inbox.Handler(), clock);
+  KDIST_ASSERT_OK(spoke);
+  KDIST_EXPECT_OK((*spoke)->Finish(true));
+  KDIST_EXPECT_OK((*hub)->Finish(true));  // process 2 never joins
+  Result<bool> done = (*hub)->WaitAllDone(seconds(30), seconds(5), nullptr, nullptr);
+  KDIST_ASSERT_OK(done);
+  EXPECT_TRUE(*done);
+  ASSERT_TRUE(inbox.WaitFor(1));
+  EXPECT_TRUE(inbox.notices[0].kind == LiveKind::kAllDone);
+}
+
+TEST(Liveness, AProcessJoiningAfterAFailureEndedTheJobHearsThatFailure) {
+  Inbox hub_inbox;
+  LivenessOptions options;
+  Result<std::unique_ptr<LivenessHub>> hub =
+      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
+  KDIST_ASSERT_OK(hub);
+  KDIST_EXPECT_OK((*hub)->ReportFailure("kdist.initialize() failed: RuntimeError: no GPU"));
+  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
+  KDIST_ASSERT_OK(at);
+  RealClock clock;
+  Inbox inbox;
+  KDIST_EXPECT_ERROR(
+      LivenessSpoke::Join(*at, JoinOf(2), Member(0), options, inbox.Handler(), clock),
+      StatusCode::kUnavailable,
+      "the job already ended (process 0 failed: kdist.initialize() failed: RuntimeError: no GPU)");
+  ASSERT_TRUE(inbox.WaitFor(1));  // acted on, as any notice (policy "exit" leaves there)
+  EXPECT_TRUE(inbox.notices[0].kind == LiveKind::kFailed);
+  EXPECT_EQ(inbox.notices[0].process_id, int64_t{0});
+  // A stranger (wrong nonce) learns nothing about the job.
+  Inbox stranger;
+  KDIST_EXPECT_ERROR(
+      LivenessSpoke::Join(*at, JoinOf(1, "guess"), Member(0), options, stranger.Handler(), clock),
+      StatusCode::kUnavailable, "refused this process (wrong nonce");
+  EXPECT_FALSE(stranger.WaitFor(1, milliseconds(100)));
 }
 
 TEST(Liveness, AWrongNonceIsRefused) {

@@ -7,7 +7,6 @@ devices a process will use from them.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,14 +28,22 @@ _DEVICE_VARIABLES = (
 )
 
 
-def _numbered(directory: Path, pattern: str) -> list[str]:
-    """Names in `directory` matching `pattern` (a regex with one number group), by number."""
-    regex = re.compile(pattern)
+def _listing(directory: Path) -> list[str]:
     try:
-        names = [entry.name for entry in directory.iterdir()]
+        return os.listdir(directory)
     except OSError:
         return []
-    matched = [(int(m.group(1)), name) for name in names if (m := regex.fullmatch(name))]
+
+
+def _numbered(names: list[str], prefix: str) -> list[str]:
+    """The names that are `prefix` followed by a number ("nvidia0"), by number."""
+    matched = [
+        (int(number), name)
+        for name in names
+        if name.startswith(prefix)
+        and (number := name[len(prefix) :]).isascii()
+        and number.isdigit()
+    ]
     return [name for _, name in sorted(matched)]
 
 
@@ -62,11 +69,12 @@ def find_accelerators(
         ['amd_kfd', 'environment']
     """
     environ = os.environ if environ is None else environ
-    nvidia = _numbered(dev_dir, r"nvidia(\d+)")
-    accel = _numbered(dev_dir, r"accel(\d+)")
-    vfio = _numbered(dev_dir / "vfio", r"(\d+)")
-    kfd = (dev_dir / "kfd").exists()
-    render = _numbered(dev_dir / "dri", r"renderD(\d+)")
+    devices = _listing(dev_dir)
+    nvidia = _numbered(devices, "nvidia")
+    accel = _numbered(devices, "accel")
+    vfio = _numbered(_listing(dev_dir / "vfio"), "")
+    kfd = "kfd" in devices
+    render = _numbered(_listing(dev_dir / "dri"), "renderD")
     variables = {name: environ[name] for name in _DEVICE_VARIABLES if name in environ}
 
     summary = []

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kdist._accelerators import find_accelerators
 
@@ -146,17 +147,29 @@ def _listed(value: str) -> list[str]:
 def _devices(
     environ: Mapping[str, str], dev_dir: Path, local_device_ids: Sequence[int] | None
 ) -> tuple[str, str]:
-    """The device platform this process will use and how many devices, without JAX."""
-    found = find_accelerators(dev_dir=dev_dir, environ=environ)
+    """The device platform this process will use and how many devices, without JAX.
+
+    The device nodes are read only where the variables leave the answer open (no
+    JAX_PLATFORMS, or a GPU or TPU count without a visibility variable): this runs
+    inside initialize(), and reading /dev costs about a millisecond.
+    """
     requested = _listed(environ.get("JAX_PLATFORMS", "").lower())
     first = requested[0] if requested else ""
+    found: dict[str, Any] | None = None
+
+    def accelerators() -> dict[str, Any]:
+        nonlocal found
+        if found is None:
+            found = find_accelerators(dev_dir=dev_dir, environ=environ)
+        return found
+
     if first in ("cuda", "rocm", "gpu"):
         kind = "gpu"
     elif first:
         kind = first
-    elif found["nvidia_gpus"] or found["amd_kfd"]:
+    elif accelerators()["nvidia_gpus"] or accelerators()["amd_kfd"]:
         kind = "gpu"
-    elif found["tpu_chips"]:
+    elif accelerators()["tpu_chips"]:
         kind = "tpu"
     else:
         kind = "cpu"
@@ -176,10 +189,10 @@ def _devices(
         if visible is not None:
             count = len(_listed(visible))
         else:
-            count = len(found["nvidia_gpus"]) or len(found["render_nodes"])
+            count = len(accelerators()["nvidia_gpus"]) or len(accelerators()["render_nodes"])
     elif kind == "tpu":
         visible = environ.get("TPU_VISIBLE_CHIPS")
-        count = len(_listed(visible)) if visible is not None else len(found["tpu_chips"])
+        count = len(_listed(visible)) if visible is not None else len(accelerators()["tpu_chips"])
     else:
         count = "unknown"
     return kind, str(count).strip()

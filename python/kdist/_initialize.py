@@ -192,6 +192,7 @@ def initialize(
             service = None
             coordinator_host, coordinator_pid = "", 0
             hub: _core.LivenessChannel | None = None
+            joining: _liveness.BackgroundJoin | None = None
             if roll_call and spec.process_id == 0:
                 # Before the roll call: "go" announces the hub's port and nonce.
                 hub = _liveness.start_hub(spec, shared)
@@ -218,9 +219,17 @@ def initialize(
                         list(outcome.compared), outcome.shared.consistency_notes
                     )
                 if service is not None:
+                    # Joined on a helper thread while JAX starts (the join waits on the
+                    # network with the GIL released): the channel watches this process
+                    # from the start of JAX's initialize, at no cost to the start's time.
+                    joining = _liveness.BackgroundJoin(
+                        spec, service, shared, coordinator_host, coordinator_pid
+                    )
                     # Process 0 starts JAX's service now; connect only once it is up,
                     # so JAX's client does not sleep in its 1 s retry.
+                    waited_from = time.monotonic()
                     _roll_call.wait_for_coordinator_service(spec, service, deadline)
+                    timings["service_wait_s"] = time.monotonic() - waited_from
                 jax_started = time.monotonic()
                 _jax_backend.initialize_distributed(
                     coordinator,
@@ -231,20 +240,21 @@ def initialize(
                     lifetime_timeouts=_lifetime_timeouts(spec),
                     coordinator_bind_address=spec.coordinator_bind_address,
                 )
-                timings["jax_initialize_s"] = time.monotonic() - jax_started
-                channel = hub
-                if roll_call and service is not None:
-                    channel = _liveness.join(
-                        spec, service, shared, coordinator_host, coordinator_pid
-                    )
+                jax_ended = time.monotonic()
+                timings["jax_initialize_s"] = jax_ended - jax_started
+                channel = hub if joining is None else joining.result()
                 if channel is not None:
                     _liveness.install(channel, spec)
-                    timings["liveness_s"] = (
-                        time.monotonic() - jax_started - timings["jax_initialize_s"]
-                    )
-            except BaseException:
-                if hub is not None:
-                    hub.stop()  # the start failed: leave no thread or listener behind
+                    timings["liveness_s"] = time.monotonic() - jax_ended
+            except BaseException as error:
+                # The start failed: tell the processes already watched (they would
+                # otherwise wait in JAX's barrier), and leave no thread or listener.
+                for started_channel in (hub, None if joining is None else joining.result()):
+                    if started_channel is not None:
+                        started_channel.report_failure(
+                            f"kdist.initialize() failed: {_liveness.describe(error)}"
+                        )
+                        started_channel.stop()
                 raise
             if not roll_call and spec.num_processes > 1:
                 shared.seed = _share_seed_by_key_value_store(spec, shared.seed, deadline)
@@ -285,14 +295,15 @@ def startup_timings() -> dict[str, float]:
     """How long the phases of the last successful `initialize()` took.
 
     Keys: "arrived" (time.time() when initialize() was called) and "total_s",
-    always; "roll_call_s" (the roll call, including the wait for
-    the other processes) and "jax_import_wait_s" (importing JAX beyond what
-    overlapped the roll call) only when the roll call ran (preflight on, more
-    than one process); "jax_initialize_s" (jax.distributed.initialize itself,
-    including importing JAX when no roll call ran) only with a coordinator;
-    "liveness_s" (joining the liveness channel after JAX started: connecting to
-    process 0's hub and being admitted; about 0 in process 0) only when the
-    channel was set up.
+    always; "roll_call_s" (the roll call, including the wait for the other
+    processes) and "jax_import_wait_s" (importing JAX beyond what overlapped the
+    roll call) only when the roll call ran (preflight on, more than one process);
+    "service_wait_s" (processes other than 0, after "go": waiting until process
+    0's JAX service accepts connections) only with the roll call;
+    "jax_initialize_s" (jax.distributed.initialize itself, including importing
+    JAX when no roll call ran) only with a coordinator; "liveness_s" (waiting,
+    after JAX started, for the liveness join that ran beside it; about 0 in
+    process 0) only when the channel was set up.
     Phases that did not run are absent; empty before the first initialize().
     """
     return dict(_last_timings)

@@ -1,11 +1,14 @@
 """After the start: the liveness channel, and how this process leaves the job.
 
 Process 0 listens for the others' liveness connections before its roll call
-and announces the port and a nonce in "go"; every other process joins after
-JAX has started. The compiled core watches the connections on its own thread
-without the GIL: a process that fails or dies is named to every other process
-at once, and each of them prints one line and leaves with status 1 (policy
-"exit") even while its main thread waits in a collective.
+and announces the port and a nonce in "go"; every other process joins while
+JAX starts (process 0's end waits for processes that have not joined yet, for
+at most JOIN_TIMEOUT_SECONDS after it finished). The compiled core watches the
+connections on its own thread without the GIL: a process that fails or dies
+is named to every other process at once, and each of them prints one line and
+leaves with status 1 (policy "exit") even while its main thread waits in a
+collective. A process whose start fails after "go" (JAX's initialize raised)
+tells the others too, so they do not wait in JAX's barrier.
 
 What a process tells the others, and when:
 
@@ -51,7 +54,7 @@ from kdist._errors import KdistError, RendezvousError, RendezvousTimeoutError
 
 _logger = logging.getLogger("kdist")
 
-# Seconds between "waiting for processes [...]" lines while process 0 waits at the end.
+# Seconds between "waiting for process(es) ..." lines while process 0 waits at the end.
 PROGRESS_INTERVAL_SECONDS = 5.0
 # How long another process tries to join process 0's hub before falling back.
 JOIN_TIMEOUT_SECONDS = 5.0
@@ -122,7 +125,7 @@ def join(
     coordinator_host: str,
     coordinator_pid: int,
 ) -> _core.LivenessChannel | None:
-    """Another process, after JAX started: joins process 0's hub at the address
+    """Another process, after "go": joins process 0's hub at the address
     that answered the roll call, on the port "go" announced.
 
     Returns None (after logging why, once) where it cannot; the job then runs on
@@ -149,6 +152,52 @@ def join(
     except KdistError as error:
         _log_fallback(spec, str(error))
         return None
+
+
+class BackgroundJoin:
+    """join() on a helper thread, so that this process joins while JAX starts (the
+    join waits on the network with the GIL released); result() waits for it.
+
+    Joining before JAX's initialize returns also means process 0 never finishes
+    before the others have joined.
+    """
+
+    def __init__(
+        self,
+        spec: _core.ClusterSpec,
+        service_endpoint: str,
+        shared: _core.JobShared,
+        coordinator_host: str,
+        coordinator_pid: int,
+    ) -> None:
+        self._channel: _core.LivenessChannel | None = None
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(spec, service_endpoint, shared, coordinator_host, coordinator_pid),
+            name="kdist-liveness-join",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _run(
+        self,
+        spec: _core.ClusterSpec,
+        service_endpoint: str,
+        shared: _core.JobShared,
+        coordinator_host: str,
+        coordinator_pid: int,
+    ) -> None:
+        self._channel = join(spec, service_endpoint, shared, coordinator_host, coordinator_pid)
+
+    def result(self) -> _core.LivenessChannel | None:
+        """The joined channel, or None where the join failed (logged by join())."""
+        self._thread.join()
+        return self._channel
+
+
+def describe(error: BaseException) -> str:
+    """An exception's last line, as the channel tells it: "ValueError: bad shape"."""
+    return _describe(type(error), error)
 
 
 def _log_fallback(spec: _core.ClusterSpec, why: str) -> None:

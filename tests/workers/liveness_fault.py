@@ -4,7 +4,9 @@ after the start, while the others wait for it in a collective.
 Faults: "exception" (uncaught, main thread), "thread" (uncaught, in another
 thread), "sigkill", "segfault", "exit0" (os._exit(0) after the work), "none"
 (everyone finishes normally), "ignore" (an exception, the others run with
-KDIST_ON_PEER_FAILURE=ignore and wait until they are told).
+KDIST_ON_PEER_FAILURE=ignore and wait until they are told), "start" (JAX's own
+initialize raises in process FAULTY after the roll call's "go", as a driver
+error would, while the others wait in JAX's barrier for it).
 
 Prints {"event": "fault", "at": time.time()} just before the fault, and
 {"event": "done", ...} when a process reaches its normal end.
@@ -27,6 +29,15 @@ FAULT = sys.argv[1]
 FAULTY = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 
 logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
+if FAULT == "start" and int(os.environ["KERAS_DISTRIBUTION_PROCESS_ID"]) == FAULTY:
+    # The fault is injected at the JAX boundary of this one process; the job is real.
+    from kdist import _jax_backend
+
+    def _failing_initialize(*args: object, **kwargs: object) -> None:
+        print(json.dumps({"event": "fault", "at": time.time()}), flush=True)
+        raise RuntimeError("injected start failure")
+
+    _jax_backend.initialize_distributed = _failing_initialize  # type: ignore[assignment]
 kdist.initialize()
 spec = kdist.cluster_spec()
 assert spec is not None
