@@ -13,7 +13,14 @@ import pytest
 
 import kdist
 from kdist import _config, _core
-from support import SCHEDULER_VARIABLES, WORKERS, clean_env, free_port, run_processes
+from support import (
+    SCHEDULER_VARIABLES,
+    WORKERS,
+    clean_env,
+    free_port,
+    run_processes,
+    run_python,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "schedulers"
 
@@ -499,3 +506,35 @@ def test_a_real_cluster_configured_by_a_scheduler_alone(style: str) -> None:
         assert report["local_device_ids"] is None
         variable = "RANK" if style == "torchrun" else "SLURM_PROCID"
         assert report["sources"]["process_id"] == f"{style} ({variable})"
+
+
+def test_process_0_names_the_hosts_of_missing_slurm_tasks() -> None:
+    # A 6-task step over three nodes (Slurm's default block distribution): process 0
+    # alone arrives, and says on which nodes the missing tasks were to run.
+    env = clean_env(
+        2,
+        KDIST_INIT_TIMEOUT="1",
+        SLURM_JOB_ID="31338",
+        SLURM_STEP_ID="0",
+        SLURM_STEP_NODELIST="localhost,gpu-b[07-08]",
+        SLURM_STEP_NUM_NODES="3",
+        SLURM_STEP_NUM_TASKS="6",
+        SLURM_STEP_TASKS_PER_NODE="2(x3)",
+        SLURM_NTASKS="6",
+        SLURM_PROCID="0",
+        SLURM_LOCALID="0",
+        SLURM_NODEID="0",
+        KDIST_COORDINATOR_PORT=str(free_port()),
+    )
+    result = run_python(
+        "import kdist\n"
+        "try:\n"
+        "    kdist.initialize()\n"
+        "except kdist.RendezvousTimeoutError as error:\n"
+        "    print(error)\n",
+        env=env,
+    )
+    assert result.returncode == 0, result.describe()
+    assert "missing process ids [1-5] on hosts gpu-b[07-08],localhost." in result.stdout, (
+        result.describe()
+    )

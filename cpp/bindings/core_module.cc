@@ -245,11 +245,7 @@ RollCallSummary RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax
   RollCallOptions options = Options(timeout, elapsed, progress_interval);
   options.listen_backlog = ListenBacklog(spec.num_processes.value);
   ApplyEnvironment(spec, environment, options, own);
-  if (static_cast<int64_t>(spec.job_addresses.value.size()) == spec.num_processes.value) {
-    for (const Address& address : spec.job_addresses.value) {
-      options.process_hosts.push_back(address.host);
-    }
-  }
+  options.process_hosts = spec.process_hosts.value;
   const uint16_t bind_port = BindPort(spec, coordinator);
   if (listener != nullptr && (!listener->fd.valid() || listener->port != bind_port)) {
     RaiseIfError(InvalidArgument("the listener passed to run_coordinator is closed or on port " +

@@ -59,6 +59,13 @@ struct ClusterSpec {
   // when explicit settings left it nothing to fill; nullopt when none did.
   std::optional<std::string> scheduler;
 
+  // The host of each process id, where the configuration says (the job's
+  // addresses name every process, or the scheduler lays processes out on
+  // known hosts: Slurm's block distribution, Kubernetes' pod names); empty
+  // otherwise. Process 0 names the hosts of processes that never arrive with
+  // it. Not part of the fingerprint.
+  Sourced<std::vector<std::string>> process_hosts;
+
   // The local device ids this process hands to JAX; nullopt: every device it
   // sees. Source "default", "KDIST_LOCAL_DEVICE_IDS", or the detector when
   // KDIST_LOCAL_DEVICE_IDS=auto applied its suggestion ("slurm (SLURM_LOCALID)").

@@ -76,6 +76,12 @@ struct Detection {
   std::optional<DetectedValue> process_id;
   std::optional<DetectedValue> local_rank;  // this process's index among those on its host
   std::optional<DetectedValue> local_size;  // the number of the job's processes on its host
+  // Where each process runs, when the scheduler's layout says: every process's
+  // host by id, or a prefix that the id completes ("train-" gives train-0,
+  // train-1, ...). Named in messages about processes that never arrived.
+  std::vector<std::string> process_hosts;
+  std::string process_host_prefix;
+  std::string process_hosts_source;  // the variables they come from
   // For each value left out: why, and what to set instead.
   std::string job_addresses_hint;
   std::string num_processes_hint;

@@ -12,6 +12,9 @@
 namespace kdist {
 namespace {
 
+// The most processes whose hosts a name pattern spells out for messages.
+constexpr int64_t kMaxNamedProcessHosts = int64_t{1} << 20;
+
 // A setting before parsing: its text and where it came from.
 struct Raw {
   std::string label;     // what the user wrote: an argument or variable name;
@@ -264,6 +267,31 @@ Status NothingConfigured(const Sourced<std::string>& mode) {
 }
 
 // KDIST_LOCAL_DEVICE_IDS against the detected scheduler's suggestion.
+// The host of each process id, where the configuration says (see
+// ClusterSpec::process_hosts): the job's addresses when they name every
+// process, else the scheduler's layout when it covers exactly this job.
+Sourced<std::vector<std::string>> ProcessHosts(const ClusterSpec& spec,
+                                              const Detection* detection) {
+  const int64_t n = spec.num_processes.value;
+  const std::vector<Address>& addresses = spec.job_addresses.value;
+  Sourced<std::vector<std::string>> out;
+  if (n > 1 && static_cast<int64_t>(addresses.size()) == n) {
+    for (const Address& address : addresses) out.value.push_back(address.host);
+    out.source = spec.job_addresses.source;
+    return out;
+  }
+  if (detection == nullptr || n <= 1) return out;
+  if (static_cast<int64_t>(detection->process_hosts.size()) == n) {
+    out.value = detection->process_hosts;
+  } else if (!detection->process_host_prefix.empty() && n <= kMaxNamedProcessHosts) {
+    for (int64_t id = 0; id < n; ++id) {
+      out.value.push_back(detection->process_host_prefix + std::to_string(id));
+    }
+  }
+  if (!out.value.empty()) out.source = detection->process_hosts_source;
+  return out;
+}
+
 Status ResolveLocalDevices(const Environment& env, const std::optional<Detection>& detection,
                            ClusterSpec& spec) {
   std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvLocalDeviceIds);
@@ -467,6 +495,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
         ")" + Hint(hints.process_id_hint));
   }
 
+  spec.process_hosts = ProcessHosts(spec, filler);
   KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, detected, spec));
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   return spec;

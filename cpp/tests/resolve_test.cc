@@ -1,5 +1,6 @@
 #include "resolve.h"
 
+#include "testing/scheduler_environments.h"
 #include "testing/status_matchers.h"
 
 namespace kdist {
@@ -51,6 +52,36 @@ TEST(Resolve, AddressListGivesTheProcessCount) {
   EXPECT_EQ(spec->num_processes.value, int64_t{3});
   EXPECT_EQ(spec->num_processes.source, std::string("job_addresses"));
   EXPECT_EQ(spec->coordinator()->ToString(), std::string("a:1"));
+}
+
+TEST(Resolve, ProcessHostsComeFromTheAddressesOrTheSchedulersLayout) {
+  auto spec = Resolve(Args("a:1,b:2,c:3", std::nullopt, "0"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->process_hosts.value, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(spec->process_hosts.source, std::string("argument"));
+
+  spec = Resolve(Request{}, testing::SlurmStep());
+  KDIST_ASSERT_OK(spec);
+  ASSERT_EQ(spec->process_hosts.value.size(), size_t{8});
+  EXPECT_EQ(spec->process_hosts.value[3], std::string("gpu-a01"));
+  EXPECT_EQ(spec->process_hosts.value[4], std::string("gpu-a02"));
+
+  // Kubernetes: pod names, once KERAS_DISTRIBUTION_NUM_PROCESSES gives the count.
+  Environment k8s = testing::KubernetesIndexedJob();
+  k8s["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "3";
+  spec = Resolve(Request{}, k8s);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->process_hosts.value,
+            (std::vector<std::string>{"train-0", "train-1", "train-2"}));
+
+  // A count that is not the scheduler's: its layout does not describe this job.
+  spec = Resolve(Args(std::nullopt, "6", std::nullopt), testing::SlurmStep());
+  KDIST_ASSERT_OK(spec);
+  EXPECT_TRUE(spec->process_hosts.value.empty());
+  // Only the coordinator's address, no scheduler: unknown.
+  spec = Resolve(Args("a:1", "2", "1"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_TRUE(spec->process_hosts.value.empty());
 }
 
 TEST(Resolve, AddressCountMustMatch) {

@@ -124,8 +124,11 @@ DetectResult Detect(const Environment& env) {
         "unknown; set KERAS_DISTRIBUTION_JOB_ADDRESSES=<job name>-0.<subdomain>:<port>";
     return std::optional<Detection>(std::move(d));
   }
+  // Every pod's host name is <job name>-<index>, and the index is the process id.
+  d.process_host_prefix = hostname->substr(0, hostname->size() - suffix.size()) + "-";
+  d.process_hosts_source = "kubernetes (HOSTNAME, JOB_COMPLETION_INDEX: Indexed Job pod names)";
   const std::string* subdomain = Lookup(env, kEnvK8sSubdomain);
-  const std::string pod0 = hostname->substr(0, hostname->size() - suffix.size()) + "-0";
+  const std::string pod0 = d.process_host_prefix + "0";
   if (subdomain == nullptr) {
     d.job_addresses_hint =
         "Kubernetes does not publish the pods' subdomain in the environment, and pod 0 (" +

@@ -21,6 +21,9 @@ TEST(Kubernetes, KubernetesIndexedJob) {
                   std::string("HOSTNAME, JOB_COMPLETION_INDEX, KDIST_K8S_SUBDOMAIN"));
   EXPECT_FALSE(d.num_processes.has_value());
   EXPECT_TRUE(d.num_processes_hint.find("spec.completions") != std::string::npos);
+  // Pod k is <job name>-k: the hosts of every process, once the count is known.
+  EXPECT_EQ(d.process_host_prefix, std::string("train-"));
+  EXPECT_TRUE(d.process_hosts.empty());
 
   // A JobSet's single Job: pods <jobset>-<replicated job>-<job index>-<pod index>.
   Environment jobset = {{"JOB_COMPLETION_INDEX", "3"}, {"HOSTNAME", "js-workers-0-3"},

@@ -46,6 +46,37 @@ TEST(Slurm, SlurmFallsBackToNtasksAndUnevenTasksPerNode) {
                               "SLURM_STEP_TASKS_PER_NODE=\"5,3\" lists 2 nodes"));
 }
 
+TEST(Slurm, BlockDistributionGivesEveryTasksHost) {
+  Detection d = Detect("auto", SlurmStep());
+  EXPECT_EQ(d.process_hosts,
+            (std::vector<std::string>{"gpu-a01", "gpu-a01", "gpu-a01", "gpu-a01", "gpu-a02",
+                                      "gpu-a02", "gpu-a02", "gpu-a02"}));
+  EXPECT_EQ(d.process_hosts_source,
+            std::string("slurm (SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE: block "
+                        "distribution)"));
+  Environment env = SlurmStep();
+  env["SLURM_STEP_TASKS_PER_NODE"] = "5,3";
+  env["SLURM_DISTRIBUTION"] = "block:cyclic";  // tasks across nodes in blocks
+  EXPECT_EQ(Detect("slurm", env).process_hosts,
+            (std::vector<std::string>{"gpu-a01", "gpu-a01", "gpu-a01", "gpu-a01", "gpu-a01",
+                                      "gpu-a02", "gpu-a02", "gpu-a02"}));
+}
+
+TEST(Slurm, NoTaskHostsUnlessTheLayoutIsKnownAndAddsUp) {
+  Environment env = SlurmStep();
+  env["SLURM_DISTRIBUTION"] = "cyclic";
+  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+  env = SlurmStep();
+  env["SLURM_STEP_TASKS_PER_NODE"] = "4(x3)";  // three nodes' counts, two nodes
+  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+  env = SlurmStep();
+  env["SLURM_STEP_TASKS_PER_NODE"] = "3(x2)";  // 6 tasks, the step has 8
+  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+  env = SlurmStep();
+  env.erase("SLURM_STEP_TASKS_PER_NODE");
+  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+}
+
 TEST(Slurm, SlurmPortOverrides) {
   Environment env = SlurmStep();
   env["JAX_COORDINATOR_PORT"] = "4000";
