@@ -33,6 +33,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "import": import_cost.measure,
     "devices": device_listing.measure,
     "spawn": spawn_ready.measure,
+    "arrival": spawn_ready.measure_after_last_arrival,
     "misconfig": misconfig.measure,
     "rollcall": rollcall.measure,
     "keras": keras_first_step.measure,

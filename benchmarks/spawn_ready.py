@@ -95,8 +95,14 @@ def measure(runs: int) -> list[Figure]:
                     else [],
                 )
             )
-    # Figure 4 runs apart, with JAX imported first everywhere: otherwise kdist's
-    # initialize() would include the JAX import that the other tools do before it.
+    return figures
+
+
+def measure_after_last_arrival(runs: int) -> list[Figure]:
+    """Figure 4: time inside initialize after the last arrival, and kdist's phases."""
+    figures: list[Figure] = []
+    # With JAX imported first everywhere: otherwise kdist's initialize() would include
+    # the JAX import that the other tools do before it.
     for n in PROCESS_COUNTS[1:]:
         samples = interleave(
             {

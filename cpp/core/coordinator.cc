@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <functional>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -60,6 +61,54 @@ std::string NoFilesMessage(size_t open_connections) {
          "); raise it (ulimit -n) above num_processes plus a margin, in every process";
 }
 
+// A connection that got its verdict: the rest of its frame to write, then its
+// close, which the worker does first (so that no TIME_WAIT stays on process
+// 0's side of the coordinator port).
+struct Closing {
+  Fd fd;
+  std::string out;
+  size_t sent = 0;
+};
+
+// After "go", on a thread of its own: finishes writing every verdict and waits
+// (at most `grace`) for the workers to close, then resets the rest. Process 0
+// goes on to start JAX's service meanwhile: its bind does not conflict with
+// these connections, and a member that was slow to read "go" no longer delays
+// every other process's start. Owns everything it touches; nothing calls back
+// into the caller (no progress, no interrupt hook).
+void CloseInBackground(EventPoller poller, std::unordered_map<uint64_t, Closing> open,
+                       Nanos grace) {
+  std::thread([poller = std::move(poller), open = std::move(open), grace]() mutable {
+    RealClock clock;
+    const Nanos until = clock.Now() + grace;
+    // Bounded by the grace period: every round waits at most until `until`.
+    while (!open.empty() && clock.Now() < until) {
+      Result<std::vector<EventPoller::Event>> events =
+          poller.Wait(std::min<Nanos>(until - clock.Now(), std::chrono::milliseconds(100)));
+      if (!events.ok()) break;
+      for (const EventPoller::Event& event : *events) {
+        auto it = open.find(event.key);
+        if (it == open.end()) continue;
+        Closing& c = it->second;
+        while (event.writable && c.sent < c.out.size()) {
+          const Io io = WriteSome(c.fd.get(), std::string_view(c.out).substr(c.sent));
+          if (io.state != IoState::kDone) break;
+          c.sent += io.bytes;
+        }
+        if (c.sent == c.out.size()) (void)poller.WatchWrite(c.fd.get(), event.key, false);
+        if (!event.readable) continue;
+        char buffer[kReadChunk];
+        const Io io = ReadSome(c.fd.get(), buffer, sizeof buffer);
+        if (io.state != IoState::kEof && io.state != IoState::kError) continue;
+        poller.Remove(c.fd.get());
+        if (io.state == IoState::kError) c.fd.CloseWithReset();
+        open.erase(it);  // closes the others' ends normally: they closed first
+      }
+    }
+    for (auto& [key, c] : open) c.fd.CloseWithReset();
+  }).detach();
+}
+
 class Coordinator {
  public:
   Coordinator(Listener listener, EventPoller poller, const Hello& own, const JobShared& shared,
@@ -106,6 +155,8 @@ class Coordinator {
   // Queues a progress frame for one member (skipped when its output is backed up).
   void SendStatus(uint64_t id, Connection& c, const std::string& frame);
   void Drain();
+  // After "go": hands every connection to CloseInBackground.
+  void CloseMembersInBackground();
   void ResetAll();
 
   Listener listener_;
@@ -437,6 +488,17 @@ void Coordinator::Drain() {
   ResetAll();
 }
 
+void Coordinator::CloseMembersInBackground() {
+  std::unordered_map<uint64_t, Closing> open;
+  for (auto& [id, c] : connections_) {
+    open[id] = Closing{std::move(c.fd), std::move(c.out), c.sent};
+  }
+  connections_.clear();
+  deadlines_.clear();
+  non_members_ = 0;
+  CloseInBackground(std::move(poller_), std::move(open), options_.close_grace);
+}
+
 void Coordinator::ResetAll() {
   for (auto& [id, c] : connections_) {
     poller_.Remove(c.fd.get());
@@ -474,8 +536,11 @@ Result<RollCallSummary> Coordinator::Run() {
   for (auto& [id, c] : connections_) {
     if (c.phase == Phase::kMember || id == offender_) SendLast(id, c, verdict);
   }
-  Drain();
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    Drain();  // the failure is returned once every process has it
+    return status;
+  }
+  CloseMembersInBackground();
 
   RollCallSummary summary;
   for (const auto& [id, member] : call_.members()) summary.members.push_back(member.hello);

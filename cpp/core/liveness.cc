@@ -195,7 +195,7 @@ std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id) {
 
 std::vector<int64_t> LivenessBook::NotJoined() const {
   std::vector<int64_t> out;
-  if (joins_closed_ || first_failure_ || all_done_) return out;
+  if (joins_closed_ || all_done_) return out;
   for (int64_t id = 1; id < num_processes_; ++id) {
     if (states_.count(id) == 0) out.push_back(id);
   }
@@ -535,11 +535,9 @@ void LivenessHub::Run() {
         ++it;
       }
     }
-    if (on_notice_) {
-      for (const LiveNotice& notice : local) on_notice_(notice);  // from CloseJoins
-    }
-    local.clear();
-    if (Poll(fds, next_expiry) < 0) {
+    Deliver(local);  // from CloseJoins
+    if (deferred_) next_expiry = std::min(next_expiry, deferred_until_ - clock.Now());
+    if (Poll(fds, std::max(next_expiry, Nanos(0))) < 0) {
       clock.Sleep(std::chrono::milliseconds(10));  // EBADF cannot happen; never spin
       continue;
     }
@@ -575,6 +573,7 @@ void LivenessHub::Run() {
               told = SendAll(p.fd.get(), EncodeLiveNotice(*book_.first_failure()),
                              options_.send_timeout, clock)
                          .ok();
+              if (told) told_.insert(join->process_id);
             }
             drop = true;
             return false;
@@ -602,9 +601,37 @@ void LivenessHub::Run() {
       if (id >= 0) Act(book_.OnClosed(id), local);
     }
     lock.unlock();
-    if (on_notice_) {
-      for (const LiveNotice& notice : local) on_notice_(notice);
+    Deliver(local);
+  }
+}
+
+bool LivenessHub::AnyoneUntold() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int64_t id : book_.NotJoined()) {
+    if (told_.count(id) == 0) return true;
+  }
+  return false;
+}
+
+void LivenessHub::Deliver(std::vector<LiveNotice>& local) {
+  // On the hub's thread, without mutex_. Process 0's own handler may end this
+  // process (policy "exit"): a failure waits (bounded) until every process
+  // that has not joined yet has joined and heard it.
+  RealClock clock;
+  for (const LiveNotice& notice : local) {
+    const bool failure = notice.kind == LiveKind::kFailed || notice.kind == LiveKind::kDied;
+    if (failure && !deferred_ && AnyoneUntold()) {
+      deferred_ = notice;
+      deferred_until_ = clock.Now() + std::min<Nanos>(options_.join_timeout, kMaxExitDelay);
+      continue;
     }
+    if (on_notice_) on_notice_(notice);
+  }
+  local.clear();
+  if (deferred_ && (clock.Now() >= deferred_until_ || !AnyoneUntold())) {
+    const LiveNotice notice = *deferred_;
+    deferred_.reset();
+    if (on_notice_) on_notice_(notice);
   }
 }
 

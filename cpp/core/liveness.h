@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -170,6 +171,11 @@ LivenessOptions LivenessOptionsFor(Nanos heartbeat_timeout);
 // synthesized kDied for process 0 when its connection closes before kAllDone).
 using NoticeHandler = std::function<void(const LiveNotice&)>;
 
+// The longest process 0 delays acting on a failure (under policy "exit": its
+// own exit) so that processes still joining hear of it rather than waiting in
+// JAX for a process 0 that is gone.
+inline constexpr Nanos kMaxExitDelay = std::chrono::seconds(2);
+
 // Process 0's side. Thread-safe.
 class LivenessHub {
  public:
@@ -208,6 +214,10 @@ class LivenessHub {
   void Run();
   void Broadcast(const LiveNotice& notice);
   void Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local);
+  // Hands queued notices to on_notice_ (see Run); a failure waits while a
+  // process has not joined and not been told, at most kMaxExitDelay.
+  void Deliver(std::vector<LiveNotice>& local);
+  bool AnyoneUntold();
 
   struct Peer;
   Listener listener_;
@@ -222,6 +232,10 @@ class LivenessHub {
   std::map<uint64_t, std::unique_ptr<Peer>> peers_;
   uint64_t next_key_ = 0;
   std::optional<Nanos> close_joins_at_;  // set by Finish (clock_ time)
+  std::set<int64_t> told_;  // joined after a failure ended the job, and were told it
+  // A failure process 0 has not acted on yet (the hub's thread only).
+  std::optional<LiveNotice> deferred_;
+  Nanos deferred_until_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

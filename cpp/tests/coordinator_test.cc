@@ -17,6 +17,7 @@ namespace kdist {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 using testing::FastOptions;
 using testing::Loopback;
 using testing::RawClient;
@@ -92,6 +93,52 @@ bool PlainBindWorks(uint16_t port) {
   return bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
 }
 
+// What JAX's gRPC service does: bind with SO_REUSEADDR, and listen.
+bool ReuseAddressListenWorks(uint16_t port) {
+  Fd fd(socket(AF_INET, SOCK_STREAM, 0));
+  const int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  return bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+         listen(fd.get(), 16) == 0;
+}
+
+// After "go" the members' connections close in the background: the port is
+// clean (a plain bind works) once the workers have closed, within the grace.
+bool PlainBindWorksWithin(uint16_t port, Nanos within) {
+  RealClock clock;
+  const Nanos until = clock.Now() + within;
+  while (!PlainBindWorks(port)) {
+    if (clock.Now() >= until) return false;
+    usleep(5 * 1000);
+  }
+  return true;
+}
+
+TEST(Coordinator, JaxsServiceCanBindTheMomentTheRollCallReturns) {
+  RollCallOptions options = FastOptions(milliseconds(5000));
+  options.close_grace = seconds(60);  // longer than the test: a wait for it would show
+  CoordinatorThread coordinator(3, options);
+  // A member that is slow to read "go" and close keeps its connection open;
+  // process 0 returns (to start JAX) without waiting for it.
+  RawClient slow(coordinator.port());
+  ASSERT_TRUE(slow.Send(EncodeHello(TestHello(1, 3, coordinator.port()))));
+  WorkerThread worker(TestHello(2, 3, coordinator.port()), coordinator.port(),
+                      FastOptions(milliseconds(5000)));
+  KDIST_ASSERT_OK(coordinator.Join());
+  EXPECT_TRUE(ReuseAddressListenWorks(coordinator.port()));
+  KDIST_EXPECT_OK(worker.Join());
+  Result<Reply> go = slow.ReadVerdict(milliseconds(5000));
+  KDIST_ASSERT_OK(go);
+  EXPECT_TRUE(go->type == FrameType::kGo);
+  IoState state = IoState::kWouldBlock;
+  slow.Read(kEverything, milliseconds(200), &state);
+  EXPECT_TRUE(state != IoState::kError && state != IoState::kEof);  // still open
+}
+
 TEST(Coordinator, EveryoneJoinsAndThePortIsLeftClean) {
   CoordinatorThread coordinator(4, FastOptions(milliseconds(5000)));
   ASSERT_TRUE(coordinator.port() != 0);
@@ -113,7 +160,7 @@ TEST(Coordinator, EveryoneJoinsAndThePortIsLeftClean) {
     EXPECT_EQ(r->go.pid, int64_t{50000});
     EXPECT_EQ(r->connected_to.port(), coordinator.port());
   }
-  EXPECT_TRUE(PlainBindWorks(coordinator.port()));
+  EXPECT_TRUE(PlainBindWorksWithin(coordinator.port(), seconds(5)));
 }
 
 TEST(Coordinator, DeadlineNamesWhoIsMissingAndTellsTheWaiting) {
@@ -165,7 +212,7 @@ TEST(Coordinator, GarbageIsDroppedWithoutStallingTheRollCall) {
   // The silent connection never said who it is: reset when the roll call ended.
   silent.Read(kEverything, milliseconds(2000), &state);  // the challenge, then the reset
   EXPECT_TRUE(state == IoState::kError);
-  EXPECT_TRUE(PlainBindWorks(port));
+  EXPECT_TRUE(PlainBindWorksWithin(port, seconds(5)));
 }
 
 TEST(Coordinator, AJaxClientWithoutPreflightIsNamedAsSuch) {

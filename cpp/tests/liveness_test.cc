@@ -401,6 +401,50 @@ TEST(Liveness, AProcessJoiningAfterAFailureEndedTheJobHearsThatFailure) {
   EXPECT_FALSE(stranger.WaitFor(1, milliseconds(100)));
 }
 
+TEST(Liveness, ProcessZeroActsOnAFailureOnceTheProcessesStillJoiningHeardIt) {
+  // Process 1 fails while process 2 is still joining (it joins while JAX starts):
+  // process 0 (whose handler may end it) waits until process 2 has been told.
+  Inbox hub_inbox;
+  LivenessOptions options;
+  Result<std::unique_ptr<LivenessHub>> hub =
+      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
+  KDIST_ASSERT_OK(hub);
+  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
+  KDIST_ASSERT_OK(at);
+  RealClock clock;
+  Inbox one;
+  Result<std::unique_ptr<LivenessSpoke>> first =
+      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, one.Handler(), clock);
+  KDIST_ASSERT_OK(first);
+  KDIST_EXPECT_OK((*first)->ReportFailure("RuntimeError: injected"));
+  EXPECT_FALSE(hub_inbox.WaitFor(1, milliseconds(300)));  // deferred (bound: 2 s)
+  Inbox two;
+  KDIST_EXPECT_ERROR(LivenessSpoke::Join(*at, JoinOf(2), Member(0), options, two.Handler(), clock),
+                     StatusCode::kUnavailable, "process 1 failed: RuntimeError: injected");
+  ASSERT_TRUE(hub_inbox.WaitFor(1));
+  EXPECT_TRUE(hub_inbox.notices[0].kind == LiveKind::kFailed);
+  EXPECT_EQ(hub_inbox.notices[0].process_id, int64_t{1});
+}
+
+TEST(Liveness, ProcessZeroActsOnAFailureAtTheJoinTimeoutWhenAProcessNeverJoins) {
+  Inbox hub_inbox;
+  LivenessOptions options;
+  options.join_timeout = milliseconds(200);
+  Result<std::unique_ptr<LivenessHub>> hub =
+      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
+  KDIST_ASSERT_OK(hub);
+  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
+  KDIST_ASSERT_OK(at);
+  RealClock clock;
+  Inbox one;
+  Result<std::unique_ptr<LivenessSpoke>> first =
+      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, one.Handler(), clock);
+  KDIST_ASSERT_OK(first);
+  KDIST_EXPECT_OK((*first)->ReportFailure("RuntimeError: injected"));
+  ASSERT_TRUE(hub_inbox.WaitFor(1));  // process 2 never joins: acted on after 0.2 s
+  EXPECT_TRUE(hub_inbox.notices[0].kind == LiveKind::kFailed);
+}
+
 TEST(Liveness, AWrongNonceIsRefused) {
   Job job;
   KDIST_ASSERT_OK(StartJob(job, 2));
