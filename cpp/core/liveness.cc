@@ -418,23 +418,7 @@ void LivenessHub::Act(const std::optional<LiveNotice>& notice, std::vector<LiveN
   local.push_back(*notice);
 }
 
-Status LivenessHub::ReportFailure(const std::string& message) {
-  LiveNotice notice;
-  notice.kind = LiveKind::kFailed;
-  notice.message = message;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stop_) return FailedPrecondition("the liveness channel is closed");
-  std::optional<LiveNotice> out = book_.OnNotice(0, notice);
-  if (out) {
-    Broadcast(*out);
-    changed_.notify_all();
-  }
-  return Status::Ok();
-}
-
-Status LivenessHub::Finish(bool barrier) {
-  LiveNotice notice;
-  notice.kind = barrier ? LiveKind::kFinished : LiveKind::kLeft;
+Status LivenessHub::OwnEvent(const LiveNotice& notice) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_) return FailedPrecondition("the liveness channel is closed");
@@ -443,10 +427,25 @@ Status LivenessHub::Finish(bool barrier) {
       Broadcast(*out);
       changed_.notify_all();
     }
-    if (!close_joins_at_) close_joins_at_ = RealClock().Now() + options_.join_timeout;
+    if (notice.kind != LiveKind::kFailed && !close_joins_at_) {
+      close_joins_at_ = RealClock().Now() + options_.join_timeout;
+    }
   }
   Wake(wake_write_);  // the hub's thread now also waits for close_joins_at_
   return Status::Ok();
+}
+
+Status LivenessHub::ReportFailure(const std::string& message) {
+  LiveNotice notice;
+  notice.kind = LiveKind::kFailed;
+  notice.message = message;
+  return OwnEvent(notice);
+}
+
+Status LivenessHub::Finish(bool barrier) {
+  LiveNotice notice;
+  notice.kind = barrier ? LiveKind::kFinished : LiveKind::kLeft;
+  return OwnEvent(notice);
 }
 
 std::vector<int64_t> LivenessHub::Watched() {

@@ -217,6 +217,9 @@ class LivenessHub {
   // Hands queued notices to on_notice_ (see Run); a failure waits while a
   // process has not joined and not been told, at most kMaxExitDelay.
   void Deliver(std::vector<LiveNotice>& local);
+  // Process 0's own failure or finish: told to every process (a finish also
+  // starts the countdown to close_joins_at_).
+  Status OwnEvent(const LiveNotice& notice);
   bool AnyoneUntold();
 
   struct Peer;

@@ -233,23 +233,31 @@ struct Inbox {
 struct Job {
   Inbox hub_inbox;
   std::unique_ptr<LivenessHub> hub;
+  Endpoint at;  // the hub's
+  LivenessOptions options;
   std::vector<std::unique_ptr<Inbox>> inboxes;
   std::vector<std::unique_ptr<LivenessSpoke>> spokes;
+
+  // Process `id` joins (spokes[id - 1] when processes join in order).
+  Result<std::unique_ptr<LivenessSpoke>> Join(int64_t id, Inbox& inbox) {
+    RealClock clock;
+    return LivenessSpoke::Join(at, JoinOf(id), Member(0), options, inbox.Handler(), clock);
+  }
 };
 
-Status StartJob(Job& job, int n) {
-  LivenessOptions options;
+// A hub for `n` processes, of which processes 1 .. `joined` join (all by default).
+Status StartJob(Job& job, int n, LivenessOptions options = {}, int joined = -1) {
+  job.options = options;
   Result<std::unique_ptr<LivenessHub>> hub =
       LivenessHub::Start(n, Member(0), "nonce", options, job.hub_inbox.Handler());
   if (!hub.ok()) return hub.status();
   job.hub = std::move(*hub);
   Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", job.hub->port());
   if (!at.ok()) return at.status();
-  RealClock clock;
-  for (int id = 1; id < n; ++id) {
+  job.at = *at;
+  for (int id = 1; id <= (joined < 0 ? n - 1 : joined); ++id) {
     job.inboxes.push_back(std::make_unique<Inbox>());
-    Result<std::unique_ptr<LivenessSpoke>> spoke = LivenessSpoke::Join(
-        *at, JoinOf(id), Member(0), options, job.inboxes.back()->Handler(), clock);
+    Result<std::unique_ptr<LivenessSpoke>> spoke = job.Join(id, *job.inboxes.back());
     if (!spoke.ok()) return spoke.status();
     job.spokes.push_back(std::move(*spoke));
   }
@@ -325,124 +333,83 @@ TEST(Liveness, EveryoneFinishedEndsTheWait) {
 }
 
 TEST(Liveness, AProcessJoiningAfterProcessZeroFinishedIsAdmittedAndAwaited) {
-  Inbox hub_inbox;
-  LivenessOptions options;
-  Result<std::unique_ptr<LivenessHub>> hub =
-      LivenessHub::Start(2, Member(0), "nonce", options, hub_inbox.Handler());
-  KDIST_ASSERT_OK(hub);
-  KDIST_EXPECT_OK((*hub)->Finish(true));
+  Job job;
+  KDIST_ASSERT_OK(StartJob(job, 2, {}, /*joined=*/0));
+  KDIST_EXPECT_OK(job.hub->Finish(true));
   std::vector<std::string> lines;
   KDIST_EXPECT_ERROR(
-      (*hub)->WaitAllDone(milliseconds(50), seconds(5),
-                          [&](const std::string& l) { lines.push_back(l); }, nullptr),
+      job.hub->WaitAllDone(milliseconds(50), seconds(5),
+                           [&](const std::string& l) { lines.push_back(l); }, nullptr),
       StatusCode::kDeadlineExceeded, "did not finish within");
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines[0], std::string("process 0 finished; waiting for processes that have not "
                                   "joined the liveness channel yet: [1]"));
   Inbox inbox;
-  RealClock clock;
-  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
-  KDIST_ASSERT_OK(at);
-  Result<std::unique_ptr<LivenessSpoke>> spoke =
-      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, inbox.Handler(), clock);
-  KDIST_ASSERT_OK(spoke);
-  KDIST_EXPECT_OK((*spoke)->Finish(true));
-  Result<bool> done = (*hub)->WaitAllDone(seconds(10), seconds(5), nullptr, nullptr);
+  Result<std::unique_ptr<LivenessSpoke>> late = job.Join(1, inbox);
+  KDIST_ASSERT_OK(late);
+  KDIST_EXPECT_OK((*late)->Finish(true));
+  Result<bool> done = job.hub->WaitAllDone(seconds(10), seconds(5), nullptr, nullptr);
   KDIST_ASSERT_OK(done);
   EXPECT_TRUE(*done);
 }
 
 TEST(Liveness, AProcessThatNeverJoinsHoldsTheEndOnlyForTheJoinTimeout) {
-  Inbox hub_inbox;
+  Job job;
   LivenessOptions options;
   options.join_timeout = milliseconds(200);
-  Result<std::unique_ptr<LivenessHub>> hub =
-      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
-  KDIST_ASSERT_OK(hub);
-  Inbox inbox;
-  RealClock clock;
-  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
-  KDIST_ASSERT_OK(at);
-  Result<std::unique_ptr<LivenessSpoke>> spoke =
-      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, inbox.Handler(), clock);
-  KDIST_ASSERT_OK(spoke);
-  KDIST_EXPECT_OK((*spoke)->Finish(true));
-  KDIST_EXPECT_OK((*hub)->Finish(true));  // process 2 never joins
-  Result<bool> done = (*hub)->WaitAllDone(seconds(30), seconds(5), nullptr, nullptr);
+  KDIST_ASSERT_OK(StartJob(job, 3, options, /*joined=*/1));
+  KDIST_EXPECT_OK(job.spokes[0]->Finish(true));
+  KDIST_EXPECT_OK(job.hub->Finish(true));  // process 2 never joins
+  Result<bool> done = job.hub->WaitAllDone(seconds(30), seconds(5), nullptr, nullptr);
   KDIST_ASSERT_OK(done);
   EXPECT_TRUE(*done);
-  ASSERT_TRUE(inbox.WaitFor(1));
-  EXPECT_TRUE(inbox.notices[0].kind == LiveKind::kAllDone);
+  ASSERT_TRUE(job.inboxes[0]->WaitFor(1));
+  EXPECT_TRUE(job.inboxes[0]->notices[0].kind == LiveKind::kAllDone);
 }
 
 TEST(Liveness, AProcessJoiningAfterAFailureEndedTheJobHearsThatFailure) {
-  Inbox hub_inbox;
-  LivenessOptions options;
-  Result<std::unique_ptr<LivenessHub>> hub =
-      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
-  KDIST_ASSERT_OK(hub);
-  KDIST_EXPECT_OK((*hub)->ReportFailure("kdist.initialize() failed: RuntimeError: no GPU"));
-  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
-  KDIST_ASSERT_OK(at);
-  RealClock clock;
+  Job job;
+  KDIST_ASSERT_OK(StartJob(job, 3, {}, /*joined=*/0));
+  KDIST_EXPECT_OK(job.hub->ReportFailure("kdist.initialize() failed: RuntimeError: no GPU"));
   Inbox inbox;
   KDIST_EXPECT_ERROR(
-      LivenessSpoke::Join(*at, JoinOf(2), Member(0), options, inbox.Handler(), clock),
-      StatusCode::kUnavailable,
+      job.Join(2, inbox), StatusCode::kUnavailable,
       "the job already ended (process 0 failed: kdist.initialize() failed: RuntimeError: no GPU)");
   ASSERT_TRUE(inbox.WaitFor(1));  // acted on, as any notice (policy "exit" leaves there)
   EXPECT_TRUE(inbox.notices[0].kind == LiveKind::kFailed);
   EXPECT_EQ(inbox.notices[0].process_id, int64_t{0});
   // A stranger (wrong nonce) learns nothing about the job.
   Inbox stranger;
-  KDIST_EXPECT_ERROR(
-      LivenessSpoke::Join(*at, JoinOf(1, "guess"), Member(0), options, stranger.Handler(), clock),
-      StatusCode::kUnavailable, "refused this process (wrong nonce");
+  RealClock clock;
+  KDIST_EXPECT_ERROR(LivenessSpoke::Join(job.at, JoinOf(1, "guess"), Member(0), job.options,
+                                         stranger.Handler(), clock),
+                     StatusCode::kUnavailable, "refused this process (wrong nonce");
   EXPECT_FALSE(stranger.WaitFor(1, milliseconds(100)));
 }
 
 TEST(Liveness, ProcessZeroActsOnAFailureOnceTheProcessesStillJoiningHeardIt) {
   // Process 1 fails while process 2 is still joining (it joins while JAX starts):
   // process 0 (whose handler may end it) waits until process 2 has been told.
-  Inbox hub_inbox;
-  LivenessOptions options;
-  Result<std::unique_ptr<LivenessHub>> hub =
-      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
-  KDIST_ASSERT_OK(hub);
-  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
-  KDIST_ASSERT_OK(at);
-  RealClock clock;
-  Inbox one;
-  Result<std::unique_ptr<LivenessSpoke>> first =
-      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, one.Handler(), clock);
-  KDIST_ASSERT_OK(first);
-  KDIST_EXPECT_OK((*first)->ReportFailure("RuntimeError: injected"));
-  EXPECT_FALSE(hub_inbox.WaitFor(1, milliseconds(300)));  // deferred (bound: 2 s)
+  Job job;
+  KDIST_ASSERT_OK(StartJob(job, 3, {}, /*joined=*/1));
+  KDIST_EXPECT_OK(job.spokes[0]->ReportFailure("RuntimeError: injected"));
+  EXPECT_FALSE(job.hub_inbox.WaitFor(1, milliseconds(300)));  // deferred (bound: 2 s)
   Inbox two;
-  KDIST_EXPECT_ERROR(LivenessSpoke::Join(*at, JoinOf(2), Member(0), options, two.Handler(), clock),
-                     StatusCode::kUnavailable, "process 1 failed: RuntimeError: injected");
-  ASSERT_TRUE(hub_inbox.WaitFor(1));
-  EXPECT_TRUE(hub_inbox.notices[0].kind == LiveKind::kFailed);
-  EXPECT_EQ(hub_inbox.notices[0].process_id, int64_t{1});
+  KDIST_EXPECT_ERROR(job.Join(2, two), StatusCode::kUnavailable,
+                     "process 1 failed: RuntimeError: injected");
+  ASSERT_TRUE(job.hub_inbox.WaitFor(1));
+  EXPECT_TRUE(job.hub_inbox.notices[0].kind == LiveKind::kFailed);
+  EXPECT_EQ(job.hub_inbox.notices[0].process_id, int64_t{1});
 }
 
 TEST(Liveness, ProcessZeroActsOnAFailureAtTheJoinTimeoutWhenAProcessNeverJoins) {
-  Inbox hub_inbox;
+  Job job;
   LivenessOptions options;
   options.join_timeout = milliseconds(200);
-  Result<std::unique_ptr<LivenessHub>> hub =
-      LivenessHub::Start(3, Member(0), "nonce", options, hub_inbox.Handler());
-  KDIST_ASSERT_OK(hub);
-  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", (*hub)->port());
-  KDIST_ASSERT_OK(at);
-  RealClock clock;
-  Inbox one;
-  Result<std::unique_ptr<LivenessSpoke>> first =
-      LivenessSpoke::Join(*at, JoinOf(1), Member(0), options, one.Handler(), clock);
-  KDIST_ASSERT_OK(first);
-  KDIST_EXPECT_OK((*first)->ReportFailure("RuntimeError: injected"));
-  ASSERT_TRUE(hub_inbox.WaitFor(1));  // process 2 never joins: acted on after 0.2 s
-  EXPECT_TRUE(hub_inbox.notices[0].kind == LiveKind::kFailed);
+  KDIST_ASSERT_OK(StartJob(job, 3, options, /*joined=*/1));
+  KDIST_EXPECT_OK(job.spokes[0]->ReportFailure("RuntimeError: injected"));
+  ASSERT_TRUE(job.hub_inbox.WaitFor(1));  // process 2 never joins: acted on after 0.2 s
+  EXPECT_TRUE(job.hub_inbox.notices[0].kind == LiveKind::kFailed);
 }
 
 TEST(Liveness, AWrongNonceIsRefused) {

@@ -171,23 +171,12 @@ class BackgroundJoin:
         coordinator_pid: int,
     ) -> None:
         self._channel: _core.LivenessChannel | None = None
-        self._thread = threading.Thread(
-            target=self._run,
-            args=(spec, service_endpoint, shared, coordinator_host, coordinator_pid),
-            name="kdist-liveness-join",
-            daemon=True,
-        )
-        self._thread.start()
 
-    def _run(
-        self,
-        spec: _core.ClusterSpec,
-        service_endpoint: str,
-        shared: _core.JobShared,
-        coordinator_host: str,
-        coordinator_pid: int,
-    ) -> None:
-        self._channel = join(spec, service_endpoint, shared, coordinator_host, coordinator_pid)
+        def run() -> None:
+            self._channel = join(spec, service_endpoint, shared, coordinator_host, coordinator_pid)
+
+        self._thread = threading.Thread(target=run, name="kdist-liveness-join", daemon=True)
+        self._thread.start()
 
     def result(self) -> _core.LivenessChannel | None:
         """The joined channel, or None where the join failed (logged by join())."""
