@@ -34,6 +34,9 @@ Result<short> WaitReady(Waiter& waiter, int fd, short events, Nanos until,
 struct Connected {
   Fd fd;
   std::string error;
+  // The connect was still pending when the caller's deadline (not the
+  // connect's own limit) ended the wait: it says nothing about the peer.
+  bool cut_by_deadline = false;
 };
 
 // An error is the interrupt hook's status or a failed poll.
@@ -51,6 +54,7 @@ Result<Connected> ConnectWithin(const Endpoint& endpoint, Nanos limit, Waiter& w
     KDIST_ASSIGN_OR_RETURN(const short ready, WaitReady(waiter, c.fd.get(), POLLOUT, until, line));
     if (ready == 0) {
       out.error = "connect timed out after " + FormatElapsed(waiter.clock().Now() - started);
+      out.cut_by_deadline = waiter.Expired() && waiter.clock().Now() - started < limit;
       c.fd.CloseWithReset();
       return out;
     }
@@ -63,12 +67,15 @@ Result<Connected> ConnectWithin(const Endpoint& endpoint, Nanos limit, Waiter& w
   return out;
 }
 
+constexpr const char* kNotTriedYet = "not tried yet";
+
 // What one connection attempt came to.
 struct Attempt {
   enum Kind { kGo, kEnded, kRetry } kind = kRetry;
   Reply reply;        // kGo
   Status status;      // kEnded: returned as is
   std::string error;  // kRetry: why, for the next message
+  bool cut_by_deadline = false;  // kRetry: see Connected
 };
 
 class Worker {
@@ -105,7 +112,7 @@ class Worker {
   const RollCallOptions& options_;
   Waiter waiter_;
   std::string hello_;  // signed for the connection's challenge
-  std::string last_error_ = "not tried yet";
+  std::string last_error_ = kNotTriedYet;
   bool connected_ = false;
   std::string last_status_;  // process 0's last progress line, relayed
 };
@@ -132,6 +139,7 @@ Attempt Worker::TryOnce(const Endpoint& endpoint) {
   if (!connected->fd.valid()) {
     Attempt retry;
     retry.error = std::move(connected->error);
+    retry.cut_by_deadline = connected->cut_by_deadline;
     return retry;
   }
   return Converse(std::move(connected->fd), endpoint);
@@ -317,7 +325,9 @@ Result<WorkerResult> Worker::Run() {
         return result;
       }
       if (attempt.kind == Attempt::kEnded) return attempt.status;
-      last_error_ = attempt.error;
+      // An attempt the deadline cut short keeps the last real error in the message
+      // (a firewall that drops every attempt still reads "connect timed out").
+      if (!attempt.cut_by_deadline || last_error_ == kNotTriedYet) last_error_ = attempt.error;
       last_endpoint = endpoint.ToString();
     }
     if (waiter_.Expired()) break;
