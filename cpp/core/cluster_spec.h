@@ -62,8 +62,8 @@ struct ClusterSpec {
   // The host of each process id, where the configuration says (the job's
   // addresses name every process, or the scheduler lays processes out on
   // known hosts: Slurm's block distribution, Kubernetes' pod names); empty
-  // otherwise. Process 0 names the hosts of processes that never arrive with
-  // it. Not part of the fingerprint.
+  // otherwise, and in every process but 0, which alone names the hosts of
+  // processes that never arrive. Not part of the fingerprint.
   Sourced<std::vector<std::string>> process_hosts;
 
   // The local device ids this process hands to JAX; nullopt: every device it

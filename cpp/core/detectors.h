@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -76,10 +77,12 @@ struct Detection {
   std::optional<DetectedValue> process_id;
   std::optional<DetectedValue> local_rank;  // this process's index among those on its host
   std::optional<DetectedValue> local_size;  // the number of the job's processes on its host
-  // Where each process runs, when the scheduler's layout says: every process's
-  // host by id, or a prefix that the id completes ("train-" gives train-0,
-  // train-1, ...). Named in messages about processes that never arrived.
-  std::vector<std::string> process_hosts;
+  // Where each process runs, when the scheduler's layout says: runs of
+  // consecutive ids on one host, in id order ({"node-1", 4}, {"node-2", 4}:
+  // ids 0-3 on node-1, 4-7 on node-2), or a prefix that the id completes
+  // ("train-" gives train-0, train-1, ...). Process 0 spells them out
+  // (ClusterSpec::process_hosts) to name processes that never arrived.
+  std::vector<std::pair<std::string, int64_t>> process_host_runs;
   std::string process_host_prefix;
   std::string process_hosts_source;  // the variables they come from
   // For each value left out: why, and what to set instead.

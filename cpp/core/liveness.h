@@ -234,7 +234,7 @@ class LivenessHub {
   LivenessBook book_;
   std::map<uint64_t, std::unique_ptr<Peer>> peers_;
   uint64_t next_key_ = 0;
-  std::optional<Nanos> close_joins_at_;  // set by Finish (clock_ time)
+  std::optional<Nanos> close_joins_at_;  // set by Finish (a RealClock time)
   std::set<int64_t> told_;  // joined after a failure ended the job, and were told it
   // A failure process 0 has not acted on yet (the hub's thread only).
   std::optional<LiveNotice> deferred_;

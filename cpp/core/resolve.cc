@@ -266,7 +266,6 @@ Status NothingConfigured(const Sourced<std::string>& mode) {
       "  - or pass num_processes=1 to run a single process.");
 }
 
-// KDIST_LOCAL_DEVICE_IDS against the detected scheduler's suggestion.
 // The host of each process id, where the configuration says (see
 // ClusterSpec::process_hosts): the job's addresses when they name every
 // process, else the scheduler's layout when it covers exactly this job.
@@ -280,10 +279,14 @@ Sourced<std::vector<std::string>> ProcessHosts(const ClusterSpec& spec,
     out.source = spec.job_addresses.source;
     return out;
   }
-  if (detection == nullptr || n <= 1) return out;
-  if (static_cast<int64_t>(detection->process_hosts.size()) == n) {
-    out.value = detection->process_hosts;
-  } else if (!detection->process_host_prefix.empty() && n <= kMaxNamedProcessHosts) {
+  if (detection == nullptr || n <= 1 || n > kMaxNamedProcessHosts) return out;
+  int64_t in_runs = 0;
+  for (const auto& [host, count] : detection->process_host_runs) in_runs += count;
+  if (in_runs == n) {
+    for (const auto& [host, count] : detection->process_host_runs) {
+      out.value.insert(out.value.end(), static_cast<size_t>(count), host);
+    }
+  } else if (!detection->process_host_prefix.empty()) {
     for (int64_t id = 0; id < n; ++id) {
       out.value.push_back(detection->process_host_prefix + std::to_string(id));
     }
@@ -292,6 +295,7 @@ Sourced<std::vector<std::string>> ProcessHosts(const ClusterSpec& spec,
   return out;
 }
 
+// KDIST_LOCAL_DEVICE_IDS against the detected scheduler's suggestion.
 Status ResolveLocalDevices(const Environment& env, const std::optional<Detection>& detection,
                            ClusterSpec& spec) {
   std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvLocalDeviceIds);
@@ -495,7 +499,8 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
         ")" + Hint(hints.process_id_hint));
   }
 
-  spec.process_hosts = ProcessHosts(spec, filler);
+  // Only process 0 names missing processes: the others skip building N names.
+  if (spec.process_id.value == 0) spec.process_hosts = ProcessHosts(spec, filler);
   KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, detected, spec));
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   return spec;

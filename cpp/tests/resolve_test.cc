@@ -60,7 +60,9 @@ TEST(Resolve, ProcessHostsComeFromTheAddressesOrTheSchedulersLayout) {
   EXPECT_EQ(spec->process_hosts.value, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(spec->process_hosts.source, std::string("argument"));
 
-  spec = Resolve(Request{}, testing::SlurmStep());
+  Environment slurm = testing::SlurmStep();
+  slurm["SLURM_PROCID"] = "0";
+  spec = Resolve(Request{}, slurm);
   KDIST_ASSERT_OK(spec);
   ASSERT_EQ(spec->process_hosts.value.size(), size_t{8});
   EXPECT_EQ(spec->process_hosts.value[3], std::string("gpu-a01"));
@@ -68,6 +70,8 @@ TEST(Resolve, ProcessHostsComeFromTheAddressesOrTheSchedulersLayout) {
 
   // Kubernetes: pod names, once KERAS_DISTRIBUTION_NUM_PROCESSES gives the count.
   Environment k8s = testing::KubernetesIndexedJob();
+  k8s["JOB_COMPLETION_INDEX"] = "0";
+  k8s["HOSTNAME"] = "train-0";
   k8s["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "3";
   spec = Resolve(Request{}, k8s);
   KDIST_ASSERT_OK(spec);
@@ -75,11 +79,22 @@ TEST(Resolve, ProcessHostsComeFromTheAddressesOrTheSchedulersLayout) {
             (std::vector<std::string>{"train-0", "train-1", "train-2"}));
 
   // A count that is not the scheduler's: its layout does not describe this job.
-  spec = Resolve(Args(std::nullopt, "6", std::nullopt), testing::SlurmStep());
+  spec = Resolve(Args(std::nullopt, "6", std::nullopt), slurm);
   KDIST_ASSERT_OK(spec);
   EXPECT_TRUE(spec->process_hosts.value.empty());
   // Only the coordinator's address, no scheduler: unknown.
-  spec = Resolve(Args("a:1", "2", "1"), {});
+  spec = Resolve(Args("a:1", "2", "0"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_TRUE(spec->process_hosts.value.empty());
+}
+
+TEST(Resolve, OnlyProcessZeroSpellsOutTheProcessHosts) {
+  // The others never name missing processes: they skip building N names.
+  auto spec = Resolve(Request{}, testing::SlurmStep());  // task 5
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->process_id.value, int64_t{5});
+  EXPECT_TRUE(spec->process_hosts.value.empty());
+  spec = Resolve(Args("a:1,b:2,c:3", std::nullopt, "2"), {});
   KDIST_ASSERT_OK(spec);
   EXPECT_TRUE(spec->process_hosts.value.empty());
 }

@@ -249,12 +249,13 @@ def initialize(
             except BaseException as error:
                 # The start failed: tell the processes already watched (they would
                 # otherwise wait in JAX's barrier), and leave no thread or listener.
-                for started_channel in (hub, None if joining is None else joining.result()):
-                    if started_channel is not None:
-                        started_channel.report_failure(
+                joined = joining.result() if joining is not None else None
+                for opened in (hub, joined):
+                    if opened is not None:
+                        opened.report_failure(
                             f"kdist.initialize() failed: {_liveness.describe(error)}"
                         )
-                        started_channel.stop()
+                        opened.stop()
                 raise
             if not roll_call and spec.num_processes > 1:
                 shared.seed = _share_seed_by_key_value_store(spec, shared.seed, deadline)

@@ -42,13 +42,14 @@ Result<std::optional<DetectedValue>> SlurmLocalSize(const Environment& env) {
                     shown + ", " + Shown("SLURM_NODEID", *node_id)});
 }
 
-// Each task's host under Slurm's default block distribution: the first node's
-// tasks come first ("2(x2)" on node-[1-2]: node-1, node-1, node-2, node-2).
-// Empty where the layout is another (SLURM_DISTRIBUTION=cyclic, plane,
-// arbitrary) or the variables do not add up: never a guess.
-std::vector<std::string> BlockLayout(const Environment& env,
-                                     const std::vector<std::string>& hosts,
-                                     std::string_view count_name) {
+// The step's layout under Slurm's default block distribution: each node's
+// tasks in turn ("2(x2)" on node-[1-2]: tasks 0-1 on node-1, 2-3 on node-2),
+// as runs of (host, task count). Empty where the layout is another
+// (SLURM_DISTRIBUTION=cyclic, plane, arbitrary) or the variables do not add
+// up: never a guess.
+std::vector<std::pair<std::string, int64_t>> BlockLayout(const Environment& env,
+                                                         const std::vector<std::string>& hosts,
+                                                         std::string_view count_name) {
   const std::string* distribution = Lookup(env, "SLURM_DISTRIBUTION");
   if (distribution != nullptr && distribution->rfind("block", 0) != 0) return {};
   const std::string* per_node = Lookup(env, "SLURM_STEP_TASKS_PER_NODE");
@@ -56,15 +57,15 @@ std::vector<std::string> BlockLayout(const Environment& env,
   Result<std::vector<int64_t>> counts = ExpandTasksPerNode(*per_node);
   Result<int64_t> tasks = ParseInteger(*Lookup(env, count_name));
   if (!counts.ok() || !tasks.ok() || counts->size() != hosts.size()) return {};
+  std::vector<std::pair<std::string, int64_t>> runs;
   int64_t total = 0;
-  for (int64_t c : *counts) total += c;
-  if (total != *tasks || total > kMaxSlurmListItems) return {};
-  std::vector<std::string> layout;
-  layout.reserve(static_cast<size_t>(total));
   for (size_t node = 0; node < hosts.size(); ++node) {
-    layout.insert(layout.end(), static_cast<size_t>((*counts)[node]), hosts[node]);
+    if ((*counts)[node] > *tasks - total) return {};  // more than the step's tasks
+    runs.emplace_back(hosts[node], (*counts)[node]);
+    total += (*counts)[node];
   }
-  return layout;
+  if (total != *tasks) return {};
+  return runs;
 }
 
 DetectResult Detect(const Environment& env) {
@@ -135,8 +136,8 @@ DetectResult Detect(const Environment& env) {
   if (const std::string* v = Lookup(env, "SLURM_LOCALID")) d.local_rank = Copy("SLURM_LOCALID", *v);
   KDIST_ASSIGN_OR_RETURN(const std::optional<DetectedValue> local_size, SlurmLocalSize(env));
   d.local_size = local_size;
-  d.process_hosts = BlockLayout(env, *hosts, count_name);
-  if (!d.process_hosts.empty()) {
+  d.process_host_runs = BlockLayout(env, *hosts, count_name);
+  if (!d.process_host_runs.empty()) {
     d.process_hosts_source =
         "slurm (SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE: block distribution)";
   }

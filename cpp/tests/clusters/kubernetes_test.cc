@@ -23,7 +23,7 @@ TEST(Kubernetes, KubernetesIndexedJob) {
   EXPECT_TRUE(d.num_processes_hint.find("spec.completions") != std::string::npos);
   // Pod k is <job name>-k: the hosts of every process, once the count is known.
   EXPECT_EQ(d.process_host_prefix, std::string("train-"));
-  EXPECT_TRUE(d.process_hosts.empty());
+  EXPECT_TRUE(d.process_host_runs.empty());
 
   // A JobSet's single Job: pods <jobset>-<replicated job>-<job index>-<pod index>.
   Environment jobset = {{"JOB_COMPLETION_INDEX", "3"}, {"HOSTNAME", "js-workers-0-3"},

@@ -48,33 +48,30 @@ TEST(Slurm, SlurmFallsBackToNtasksAndUnevenTasksPerNode) {
 
 TEST(Slurm, BlockDistributionGivesEveryTasksHost) {
   Detection d = Detect("auto", SlurmStep());
-  EXPECT_EQ(d.process_hosts,
-            (std::vector<std::string>{"gpu-a01", "gpu-a01", "gpu-a01", "gpu-a01", "gpu-a02",
-                                      "gpu-a02", "gpu-a02", "gpu-a02"}));
+  using Runs = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(d.process_host_runs, (Runs{{"gpu-a01", 4}, {"gpu-a02", 4}}));
   EXPECT_EQ(d.process_hosts_source,
             std::string("slurm (SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE: block "
                         "distribution)"));
   Environment env = SlurmStep();
   env["SLURM_STEP_TASKS_PER_NODE"] = "5,3";
   env["SLURM_DISTRIBUTION"] = "block:cyclic";  // tasks across nodes in blocks
-  EXPECT_EQ(Detect("slurm", env).process_hosts,
-            (std::vector<std::string>{"gpu-a01", "gpu-a01", "gpu-a01", "gpu-a01", "gpu-a01",
-                                      "gpu-a02", "gpu-a02", "gpu-a02"}));
+  EXPECT_EQ(Detect("slurm", env).process_host_runs, (Runs{{"gpu-a01", 5}, {"gpu-a02", 3}}));
 }
 
 TEST(Slurm, NoTaskHostsUnlessTheLayoutIsKnownAndAddsUp) {
   Environment env = SlurmStep();
   env["SLURM_DISTRIBUTION"] = "cyclic";
-  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+  EXPECT_TRUE(Detect("slurm", env).process_host_runs.empty());
   env = SlurmStep();
   env["SLURM_STEP_TASKS_PER_NODE"] = "4(x3)";  // three nodes' counts, two nodes
-  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+  EXPECT_TRUE(Detect("slurm", env).process_host_runs.empty());
   env = SlurmStep();
   env["SLURM_STEP_TASKS_PER_NODE"] = "3(x2)";  // 6 tasks, the step has 8
-  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+  EXPECT_TRUE(Detect("slurm", env).process_host_runs.empty());
   env = SlurmStep();
   env.erase("SLURM_STEP_TASKS_PER_NODE");
-  EXPECT_TRUE(Detect("slurm", env).process_hosts.empty());
+  EXPECT_TRUE(Detect("slurm", env).process_host_runs.empty());
 }
 
 TEST(Slurm, SlurmPortOverrides) {
