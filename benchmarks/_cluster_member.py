@@ -30,7 +30,7 @@ def main() -> int:
     try:
         if tool == "kdist":
             import kdist
-            from kdist import _initialize
+            from kdist._start import initialize as _initialize
 
             # kdist loads its initialize() on first use (so that `import kdist` stays
             # cheap); load it here, as `import jax` loads jax.distributed, so that the

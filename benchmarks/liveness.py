@@ -1,11 +1,11 @@
 """Figure: fault -> whole job exited. One process of an N-process job raises an
 uncaught exception or is SIGKILLed while the others wait for it in a collective;
 time from the fault until every process of the job has exited, kdist against raw
-JAX (issue 13).
+JAX.
 
 Raw JAX ends these jobs only by its own timeouts: SIGABRT after about 300 s (its
 shutdown barrier, exception case) or about 100 s (its heartbeat, SIGKILL case), as
-measured in issue 13. The harness does not wait that long: it kills what is still
+measured on the test machine. The harness does not wait that long: it kills what is still
 running at LIMIT_S and records the case as "> LIMIT_S s (killed)", once, not
 repeated.
 """

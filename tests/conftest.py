@@ -27,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     A process started with SIGINT ignored (by nohup, or as a background job of a
     non-interactive shell: how CI runners and `cmd &` start things) passes SIG_IGN
     on to every child it executes, and Python keeps it: os.kill(pid, SIGINT) then does
-    nothing (issue 13: a worker "ignored SIGINT for 10 s" in one full run). A caught
+    nothing (a worker once "ignored SIGINT for 10 s" in a full run). A caught
     handler is reset to the default at exec, so installing Python's own handler here
     gives every child the default disposition, however pytest was started.
     """

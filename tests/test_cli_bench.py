@@ -95,7 +95,7 @@ def test_bench_reports_a_process_whose_record_never_arrives_and_still_shuts_down
     port = free_port()
     code = (
         "import os, sys, kdist\n"
-        "from kdist import _bench\n"
+        "from kdist._cli import bench as _bench\n"
         "if os.environ['KERAS_DISTRIBUTION_PROCESS_ID'] == '0':\n"
         "    sys.exit(_bench.run(as_json=True, timeout=None))\n"
         "kdist.initialize()\n"
@@ -122,8 +122,8 @@ def test_bench_reports_a_process_whose_record_never_arrives_and_still_shuts_down
 
 @pytest.mark.parametrize("value", ["1000000", "0.5"])
 def test_bench_timeout_accepts_what_the_core_accepts(value: str) -> None:
-    from kdist import _config
-    from kdist._cli import build_parser
+    from kdist._cli.main import build_parser
+    from kdist._start import config as _config
 
     assert build_parser().parse_args(["bench", "--timeout", value]).timeout == float(value)
     assert _config.resolve("127.0.0.1:1", 2, 1, timeout=float(value)).timeout == float(value)
@@ -134,8 +134,8 @@ def test_bench_timeout_refuses_what_the_core_refuses(
     value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import kdist
-    from kdist import _config
-    from kdist._cli import build_parser
+    from kdist._cli.main import build_parser
+    from kdist._start import config as _config
 
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args(["bench", "--timeout", value])

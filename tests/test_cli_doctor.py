@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from kdist import _accelerators, _doctor
+from kdist._cli import doctor as _doctor
+from kdist._start import accelerators as _accelerators
 from support import ENVIRONMENT_SOURCES, KDIST_SCRIPT, clean_env, free_port
 
 DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
@@ -157,7 +158,7 @@ def test_detected_scheduler_and_local_devices() -> None:
 def test_doctor_does_not_import_jax_unless_asked() -> None:
     code = (
         "import json, sys\n"
-        "from kdist._cli import main\n"
+        "from kdist._cli.main import main\n"
         "status = main(sys.argv[1:])\n"
         "print(json.dumps({'status': status, 'jax': 'jax' in sys.modules}))\n"
     )
@@ -286,7 +287,7 @@ def test_the_probe_takes_addresses_as_the_core_parses_them() -> None:
 
 def test_doctor_shows_the_fingerprint_the_roll_call_compares() -> None:
     report = _doctor.collect(probe=False)
-    names = [entry.name for entry in report.fingerprint]
+    names = [entry.name for entry in report.environment_fingerprint]
     assert names[:2] == ["jax", "jaxlib"] and "XLA_FLAGS" in names
     text = _doctor.render(report)
     assert "fingerprint (the roll call compares it across processes; * must match):" in text
@@ -294,6 +295,6 @@ def test_doctor_shows_the_fingerprint_the_roll_call_compares() -> None:
     as_json = _doctor.json_report(report)
     assert as_json["fingerprint"][0] == {
         "name": "jax",
-        "value": report.fingerprint[0].value,
+        "value": report.environment_fingerprint[0].value,
         "must_match": True,
     }

@@ -8,7 +8,7 @@ import re
 import pytest
 
 import kdist
-from kdist import _config
+from kdist._start import config as _config
 
 
 def resolve(*args: object, **kwargs: object) -> kdist._core.ClusterSpec:

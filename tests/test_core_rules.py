@@ -11,7 +11,7 @@ import pytest
 
 import kdist
 from kdist import _core
-from kdist._cli import build_parser
+from kdist._cli.main import build_parser
 from support import run_python
 
 
@@ -84,7 +84,8 @@ def test_durations_and_ports_parse_in_the_core() -> None:
 
 def test_the_cli_and_the_load_generator_stay_out_of_import_kdist() -> None:
     result = run_python(
-        "import sys, kdist._cli\nprint(sorted(m for m in sys.modules if m.startswith('kdist')))\n"
+        "import sys, kdist._cli.main\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kdist')))\n"
     )
     assert result.returncode == 0, result.describe()
     assert "_core" not in result.stdout and "jax" not in result.stdout

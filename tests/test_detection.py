@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import kdist
-from kdist import _config, _core
+from kdist import _core
+from kdist._start import config as _config
 from support import (
     SCHEDULER_VARIABLES,
     WORKERS,

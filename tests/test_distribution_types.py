@@ -39,8 +39,10 @@ def fake_job(monkeypatch: pytest.MonkeyPatch) -> Any:
     is all a Distribution reads; the devices stay this process's 8)."""
 
     def pretend(num_processes: int, process_id: int) -> None:
-        spec = types.SimpleNamespace(num_processes=num_processes, process_id=process_id)
-        monkeypatch.setattr("kdist._initialize.cluster_spec", lambda: spec)
+        spec = types.SimpleNamespace(
+            num_processes=num_processes, process_id=process_id, coordinator_address=None
+        )
+        monkeypatch.setattr("kdist._state.active_spec", lambda: spec)
 
     return pretend
 
@@ -81,14 +83,14 @@ def test_public_names_are_registered() -> None:
 
 def test_docstring_examples_run() -> None:
     modules = [
-        "_device_mesh",
-        "_tensor_layout",
-        "_distribution",
-        "_data_parallel",
-        "_model_parallel",
-        "_layout_map",
-        "_placement",
-        "_current",
+        "_layouts.device_mesh",
+        "_layouts.tensor_layout",
+        "_distribution.distribution",
+        "_distribution.data_parallel",
+        "_distribution.model_parallel",
+        "_layouts.layout_map",
+        "_distribution.placement",
+        "_distribution.current",
     ]
     result = run_python(
         "import doctest, importlib\n"

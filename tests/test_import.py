@@ -7,6 +7,9 @@ import json
 import sysconfig
 from pathlib import Path
 
+import pytest
+
+import import_graph
 import kdist
 from support import run_python
 
@@ -16,50 +19,83 @@ def test_tests_run_against_the_installed_package() -> None:
     assert kdist.__file__.startswith(site_packages), kdist.__file__
 
 
-def kdist_imports(module: Path) -> set[str]:
-    """The kdist modules `module` imports when it runs, at the top level or inside a
-    function (not those under `if TYPE_CHECKING:`), by name: "_config", "_core", ..."""
-    found: set[str] = set()
-    pending: list[ast.AST] = [ast.parse(module.read_text())]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            pending.extend(node.orelse)
-            continue
-        if isinstance(node, ast.ImportFrom):
-            # "from . import _x" and "from ._x import y" are kdist's too.
-            base = node.module or ""
-            target = ("kdist." + base).rstrip(".") if node.level else base
-            if target == "kdist":
-                found.update(alias.name for alias in node.names if alias.name.startswith("_"))
-            elif target.startswith("kdist."):
-                found.add(target.split(".")[1])
-        elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("kdist."))
-        pending.extend(ast.iter_child_nodes(node))
-    return found - {module.stem}
+# The wings of the house (DESIGN.md) and what each may import. Shared leaves sit at the
+# bottom; the CLI at the top; `_start` and `_distribution` never import each other.
+LEAVES = frozenset({"_errors", "_state", "_jax_backend", "_devices"})
+WINGS = ("_start", "_layouts", "_keras", "_distribution", "_cli")
+MAY_IMPORT = {
+    "leaves": {"leaves"},
+    "_layouts": {"leaves", "_layouts"},
+    "_keras": {"leaves", "_layouts", "_keras"},
+    "_start": {"leaves", "_keras", "_start"},
+    "_distribution": {"leaves", "_layouts", "_keras", "_distribution"},
+    "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_cli"},
+    "__init__": {"leaves", "_start", "_layouts", "_keras", "_distribution"},
+    "__main__": {"_cli"},
+}
 
 
-def test_the_package_s_modules_import_each_other_without_a_circle() -> None:
-    """Every import among kdist's modules, lazy ones included, points one way."""
+def wing_of(module: str) -> str:
+    """"leaves", a wing's name ("_start"), "__init__" or "__main__"."""
+    top = module.split(".", maxsplit=1)[0]
+    return "leaves" if top in LEAVES else top
+
+
+@pytest.fixture(scope="module")
+def graph() -> import_graph.ImportGraph:
+    return import_graph.read(Path(kdist.__file__).parent)
+
+
+def test_the_package_is_built_of_its_wings(graph: import_graph.ImportGraph) -> None:
+    for module in graph.modules:
+        assert wing_of(module) in MAY_IMPORT, f"{module} is in no wing and is not a leaf"
+    for wing in WINGS:
+        assert wing in graph.modules, f"the wing {wing}/ is missing"
+    assert {"_start.initialize", "_distribution.current", "_keras.sync"} <= set(graph.modules)
+
+
+def test_the_package_s_modules_import_each_other_without_a_circle(
+    graph: import_graph.ImportGraph,
+) -> None:
+    """Every import among kdist's modules, lazy and type-only ones included, points down."""
+    assert graph.circles() == []
+    assert graph.arrows_back_up() == []
+
+
+@pytest.mark.parametrize("wing", sorted(MAY_IMPORT))
+def test_each_wing_imports_only_what_it_may(graph: import_graph.ImportGraph, wing: str) -> None:
+    """Per folder: leaves import leaves; `_start` and `_distribution` never import each
+    other; nothing imports `_cli` but itself and `__main__`."""
+    modules = [m for m in graph.modules if wing_of(m) == wing]
+    assert modules, wing
+    wrong = [
+        f"{a.source} -> {a.target} ({a.kind})"
+        for a in graph.arrows
+        if a.source in modules and wing_of(a.target) not in MAY_IMPORT[wing]
+    ]
+    assert wrong == []
+
+
+def _imports_of(path: Path, package: str) -> bool:
+    """Whether the module at `path` imports `package` (any import statement)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] == package for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package:
+            return True
+    return False
+
+
+def test_only_the_jax_backend_imports_jax_and_only_the_keras_wing_imports_keras() -> None:
     package = Path(kdist.__file__).parent
-    graph = {path.stem: kdist_imports(path) for path in package.glob("_*.py")}
-    assert {"_current", "_distribution", "_keras_bridge"} <= set(graph)
-    visiting: list[str] = []
-    done: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in done:
-            return
-        assert name not in visiting, f"import circle: {' -> '.join([*visiting, name])}"
-        visiting.append(name)
-        for imported in sorted(graph.get(name, set())):
-            visit(imported)
-        visiting.pop()
-        done.add(name)
-
-    for name in sorted(graph):
-        visit(name)
+    modules = {
+        import_graph.module_name(package, path): path for path in sorted(package.rglob("*.py"))
+    }
+    assert [m for m, p in modules.items() if _imports_of(p, "jax")] == ["_jax_backend"]
+    keras = [m for m, p in modules.items() if _imports_of(p, "keras")]
+    assert keras and all(wing_of(m) == "_keras" for m in keras), keras
 
 
 def test_import_kdist_imports_neither_jax_nor_the_core() -> None:

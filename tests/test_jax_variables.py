@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import kdist
-from kdist import _config
+from kdist._start import config as _config
 from support import WORKERS, clean_env, free_port, run_processes
 
 JAX_JOB = {

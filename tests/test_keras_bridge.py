@@ -150,11 +150,11 @@ def test_a_keras_distribution_kdist_cannot_convert_is_refused_with_the_way_out(
 
 
 def test_private_keras_api_the_bridge_relies_on_is_still_there(keras: Any) -> None:
-    """Pins the two places without a public Keras API (see kdist/_keras_bridge.py)."""
-    from kdist import _keras_bridge
+    """Pins the two places without a public Keras API (see kdist/_keras/)."""
+    from kdist._keras import seed as _keras_seed
 
     keras.utils.set_random_seed(11)
-    assert _keras_bridge.program_seed() == 11
+    assert _keras_seed.program_seed() == 11
     mesh = keras.distribution.DeviceMesh((8,), ["model"])
     layout_map = keras.distribution.LayoutMap(mesh)
     strategy = keras.distribution.ModelParallel(layout_map=layout_map)

@@ -1,5 +1,5 @@
 """After the start: one failing process ends the whole job at once, and every process
-says which one failed and why (issue 13).
+says which one failed and why.
 
 Each test runs a real loopback job (real processes, real jax.distributed on JAX's CPU
 backend) with a hard timeout well under JAX's own 100 s heartbeat and 300 s shutdown

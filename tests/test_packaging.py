@@ -131,7 +131,7 @@ def test_cpython_312_gets_an_abi3_wheel_that_imports(tmp_path: Path) -> None:
             str(venv / "bin/python"),
             "-c",
             "import kdist\n"
-            "from kdist import _config\n"
+            "from kdist._start import config as _config\n"
             "spec = _config.resolve('[::1]:8476', 2, 1)\n"
             "print(spec.coordinator_address, spec.num_processes, spec.sources['process_id'])\n",
         ],

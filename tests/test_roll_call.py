@@ -1,4 +1,4 @@
-"""The roll call with real processes on loopback (issue 3, behaviours 1-10).
+"""The roll call with real processes on loopback: binding, hellos, verdicts and deadlines.
 
 Every process runs tests/workers/roll_call_report.py under a hard timeout and
 is killed by its pid when the test ends. A failing process must end like any
@@ -397,7 +397,7 @@ def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
 def test_ctrl_c_cannot_reach_a_process_started_with_sigint_ignored_and_kdist_says_so(
     tmp_path: Path,
 ) -> None:
-    """The window of issue 13 on purpose: a process started with SIGINT ignored (as
+    """The SIGINT-ignored window on purpose: a process started with SIGINT ignored (as
     nohup or a background job of a non-interactive shell start it) keeps ignoring it,
     so a Ctrl-C during the roll call's wait goes missing and the wait goes on. kdist
     cannot tell an intended ignore from an accidental one, so it leaves the

@@ -51,36 +51,36 @@ __all__ = [
 
 # Where each lazily loaded public name lives.
 _LAZY_NAMES = {
-    "initialize": "kdist._initialize",
-    "shutdown": "kdist._initialize",
-    "is_initialized": "kdist._initialize",
-    "cluster_spec": "kdist._initialize",
+    "initialize": "kdist._start.initialize",
+    "shutdown": "kdist._start.initialize",
+    "is_initialized": "kdist._start.initialize",
+    "cluster_spec": "kdist._start.initialize",
     "list_devices": "kdist._devices",
     "get_device_count": "kdist._devices",
-    "set_distribution": "kdist._current",
-    "distribution": "kdist._current",
-    "Distribution": "kdist._distribution",
-    "DeviceMesh": "kdist._device_mesh",
-    "TensorLayout": "kdist._tensor_layout",
-    "DataParallel": "kdist._data_parallel",
-    "ModelParallel": "kdist._model_parallel",
-    "LayoutMap": "kdist._layout_map",
-    "distribute_tensor": "kdist._placement",
-    "distribute_batch": "kdist._placement",
+    "set_distribution": "kdist._distribution.current",
+    "distribution": "kdist._distribution.current",
+    "Distribution": "kdist._distribution.distribution",
+    "DeviceMesh": "kdist._layouts.device_mesh",
+    "TensorLayout": "kdist._layouts.tensor_layout",
+    "DataParallel": "kdist._distribution.data_parallel",
+    "ModelParallel": "kdist._distribution.model_parallel",
+    "LayoutMap": "kdist._layouts.layout_map",
+    "distribute_tensor": "kdist._distribution.placement",
+    "distribute_batch": "kdist._distribution.placement",
 }
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kdist._current import distribution, set_distribution
-    from kdist._data_parallel import DataParallel
-    from kdist._device_mesh import DeviceMesh
     from kdist._devices import get_device_count, list_devices
-    from kdist._distribution import Distribution
-    from kdist._initialize import cluster_spec, initialize, is_initialized, shutdown
-    from kdist._layout_map import LayoutMap
-    from kdist._model_parallel import ModelParallel
-    from kdist._placement import distribute_batch, distribute_tensor
-    from kdist._tensor_layout import TensorLayout
+    from kdist._distribution.current import distribution, set_distribution
+    from kdist._distribution.data_parallel import DataParallel
+    from kdist._distribution.distribution import Distribution
+    from kdist._distribution.model_parallel import ModelParallel
+    from kdist._distribution.placement import distribute_batch, distribute_tensor
+    from kdist._layouts.device_mesh import DeviceMesh
+    from kdist._layouts.layout_map import LayoutMap
+    from kdist._layouts.tensor_layout import TensorLayout
+    from kdist._start.initialize import cluster_spec, initialize, is_initialized, shutdown
 
 
 def __getattr__(name: str) -> object:

@@ -2,7 +2,7 @@
 
 import sys
 
-from kdist._cli import main
+from kdist._cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

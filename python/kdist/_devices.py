@@ -68,7 +68,7 @@ class DeviceCache:
             self._lists = {}
 
 
-# The one device cache of this process; kdist._initialize invalidates it.
+# The one device cache of this process; initialize() and shutdown() invalidate it.
 _cache = DeviceCache()
 
 

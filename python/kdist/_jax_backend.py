@@ -165,7 +165,7 @@ def initialize_distributed(
     )
 
 
-# --- Heartbeat and shutdown timeouts (issue 13): detected by feature, not version -------
+# --- Heartbeat and shutdown timeouts: detected by feature, not version --------------------
 
 
 def check_lifetime_keywords(wanted: dict[str, int]) -> None:
@@ -285,7 +285,7 @@ def process_count_and_index() -> tuple[int, int]:
     return jax.process_count(), jax.process_index()
 
 
-# --- Distribution types (kdist._device_mesh, _tensor_layout, _placement) -------------------
+# --- Distribution types (_layouts/, _distribution/placement.py) --------------------------
 #
 # The functions below that only inspect a value answer False without importing JAX when JAX
 # is not loaded: a value cannot be a JAX object before JAX is imported.

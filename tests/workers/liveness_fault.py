@@ -89,9 +89,9 @@ if FAULT == "exit0":
 
 if FAULT == "ignore":
     deadline = time.monotonic() + 30
-    while not kdist._liveness.reported_failures() and time.monotonic() < deadline:
+    while not kdist._start.liveness.reported_failures() and time.monotonic() < deadline:
         time.sleep(0.05)
-    say("done", reported=kdist._liveness.reported_failures())
+    say("done", reported=kdist._start.liveness.reported_failures())
     sys.exit(0)
 
 if FAULT == "none":

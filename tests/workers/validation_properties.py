@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kdist
-from kdist import _config
+from kdist._start import config as _config
 
 EXAMPLES = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 VARIABLES = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kdist import _fingerprint
+from kdist._start import environment_fingerprint as _fingerprint
 
 
 def _values(entries: tuple[_fingerprint.Entry, ...]) -> dict[str, str]:
@@ -49,7 +49,8 @@ def test_versions_come_from_package_metadata_without_importing(tmp_path: Path) -
     assert values["python"] == ".".join(map(str, sys.version_info[:3]))
     # In a fresh interpreter: collecting imports neither jax, keras nor importlib.metadata.
     code = (
-        "import sys; from kdist import _fingerprint; _fingerprint.collect(); "
+        "import sys; from kdist._start import environment_fingerprint\n"
+        "environment_fingerprint.collect()\n"
         "print(sorted(m for m in ('jax', 'keras', 'importlib.metadata') if m in sys.modules))"
     )
     fresh = subprocess.run(

@@ -1,6 +1,6 @@
 """This machine's accelerators, found from device nodes and variables without importing JAX.
 
-`kdist doctor` shows them; the environment fingerprint (kdist/_fingerprint.py) counts the
+`kdist doctor` shows them; the environment fingerprint (`environment_fingerprint.py`) counts the
 devices a process will use from them.
 """
 
@@ -64,7 +64,7 @@ def find_accelerators(
         for people).
 
     Example:
-        >>> from kdist._accelerators import find_accelerators
+        >>> from kdist._start.accelerators import find_accelerators
         >>> sorted(find_accelerators())[:2]
         ['amd_kfd', 'environment']
     """

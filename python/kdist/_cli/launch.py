@@ -73,7 +73,7 @@ def child_environment(
         PYTHONUNBUFFERED=1 unless `base` sets it (so lines arrive as written).
 
     Example:
-        >>> from kdist._launch import child_environment
+        >>> from kdist._cli.launch import child_environment
         >>> env = child_environment({}, process_id=1, num_processes=2, port=1234,
         ...                         devices_per_process=None)
         >>> env["KERAS_DISTRIBUTION_JOB_ADDRESSES"], env["KERAS_DISTRIBUTION_PROCESS_ID"]
@@ -407,7 +407,7 @@ def launch(
         command cannot be found (executed).
 
     Example:
-        >>> from kdist._launch import launch
+        >>> from kdist._cli.launch import launch
         >>> launch(["true"], num_processes=2)  # doctest: +SKIP
         0
     """

@@ -22,7 +22,7 @@ import random
 import secrets
 import warnings
 
-from kdist import _keras_bridge
+from kdist._keras import seed as keras_seed
 
 # The key of the seed in JAX's key-value store (when the roll call is off).
 KEY_VALUE_STORE_KEY = "kdist/job_seed"
@@ -33,7 +33,7 @@ _applied_to_keras: int | None = None
 
 def _program_seed() -> int | None:
     """The seed the program itself set with keras.utils.set_random_seed, if any."""
-    seed = _keras_bridge.program_seed()
+    seed = keras_seed.program_seed()
     return None if seed is None or seed == _applied_to_keras else seed
 
 
@@ -64,7 +64,7 @@ def apply(seed: int, source: str, process_id: int) -> tuple[int, str]:
                 stacklevel=3,
             )
         return own, "keras.utils.set_random_seed (the program's own, kept)"
-    if _keras_bridge.set_random_seed(seed):
+    if keras_seed.set_random_seed(seed):
         _applied_to_keras = seed
     else:
         import numpy as np

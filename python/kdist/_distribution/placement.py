@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdist import _current_state, _jax_backend
-from kdist._distribution import Distribution
-from kdist._tensor_layout import TensorLayout
+from kdist import _jax_backend
+from kdist._distribution.distribution import Distribution, _current
+from kdist._layouts.tensor_layout import TensorLayout
 
 
 def distribute_tensor(tensor: Any, layout: Any) -> Any:
@@ -80,7 +80,7 @@ def distribute_batch(per_process_batch: Any, layout_or_distribution: Any = None)
     """
     target = layout_or_distribution
     if target is None:
-        target = _current_state.current()
+        target = _current()
         if target is None:
             raise ValueError(
                 "distribute_batch: no layout or distribution was given and none is set. Pass "

@@ -7,15 +7,14 @@ import sys
 import threading
 import time
 
-from kdist import _config, _core, _devices, _jax_backend, _liveness, _roll_call, _seed
+from kdist import _core, _devices, _jax_backend, _state
 from kdist._errors import ConfigError, InitializationOrderError
+from kdist._start import config, liveness, roll_call, seed
 
 _lock = threading.Lock()
 _logger = logging.getLogger("kdist")
 # How long each phase of the last successful initialize() took (see startup_timings()).
 _last_timings: dict[str, float] = {}
-# The spec this process was initialized with; None until initialize() succeeds.
-_active_spec: _core.ClusterSpec | None = None
 
 
 def initialize(
@@ -151,9 +150,8 @@ def initialize(
         True
         >>> kdist.shutdown()
     """
-    global _active_spec
     arrived = time.time()
-    spec = _config.resolve(
+    spec = config.resolve(
         job_addresses,
         num_processes,
         process_id,
@@ -166,107 +164,155 @@ def initialize(
         consistency=consistency,
     )
     with _lock:
-        if _active_spec is not None:
-            if _active_spec.same_job_and_process(spec):
-                return
-            raise ConfigError(
-                f"kdist is already initialized as {_active_spec!r}, and this call resolved "
-                f"to {spec!r}. A process joins one job once; call kdist.shutdown() before "
-                "initializing with other values."
-            )
-        coordinator = spec.coordinator_address
-        timings = {"arrived": arrived}
+        if _already_joined(spec):
+            return
+        start = _Start(spec, arrived)
+        if spec.coordinator_address is not None:
+            _join_job(start, spec.coordinator_address)
+        seed_in_force, seed_source = seed.apply(
+            start.shared.seed, start.seed_source, spec.process_id
+        )
+        start.timings["total_s"] = time.time() - arrived
+        _devices.invalidate_device_cache()
+        _state.set_active_spec(start.spec.with_seed(seed_in_force, seed_source))
+        _last_timings.clear()
+        _last_timings.update(start.timings)
+
+
+class _Start:
+    """What initialize()'s steps hand each other: the spec (which gains what the roll
+    call compared), what the job shares, where the seed came from, the liveness channel
+    being opened, and the timings."""
+
+    def __init__(self, spec: _core.ClusterSpec, arrived: float) -> None:
+        self.spec = spec
+        self.timings: dict[str, float] = {"arrived": arrived}
         # The job seed: chosen by process 0 (or this single process), shared by the roll
         # call's "go" or, without it, by JAX's key-value store.
-        shared = _core.JobShared()
-        shared.seed = _seed.choose() if spec.process_id == 0 else 0
-        seed_source = "drawn by this process"
-        roll_call = spec.preflight and spec.num_processes > 1
-        if coordinator is not None:
-            # Before any side effect: a process without JAX must not join the roll
-            # call (it would say hello, then fail after "go" while the others wait).
-            _check_jax_installed(spec)
-            _check_jax_not_started()
-            started = time.monotonic()
-            deadline = started + spec.timeout
-            service = None
-            coordinator_host, coordinator_pid = "", 0
-            hub: _core.LivenessChannel | None = None
-            joining: _liveness.BackgroundJoin | None = None
-            if roll_call and spec.process_id == 0:
-                # Before the roll call: "go" announces the hub's port and nonce.
-                hub = _liveness.start_hub(spec, shared)
-            try:
-                if roll_call:
-                    # JAX is imported on a helper thread while the roll call waits
-                    # (from the moment process 0 holds its port); joined below.
-                    jax_import = _jax_backend.BackgroundImport()
-                    try:
-                        outcome = _roll_call.roll_call(
-                            spec, deadline, shared, on_waiting=jax_import.start
-                        )
-                        roll_call_ended = time.monotonic()
-                        timings["roll_call_s"] = roll_call_ended - started
-                    finally:
-                        jax_import.join()
-                    jax_import.raise_error()
-                    timings["jax_import_wait_s"] = time.monotonic() - roll_call_ended
-                    service, shared = outcome.service_endpoint, outcome.shared
-                    coordinator_host = outcome.coordinator_host
-                    coordinator_pid = outcome.coordinator_pid
-                    seed_source = "roll call: process 0's seed"
-                    spec = spec.with_consistency(
-                        list(outcome.compared), outcome.shared.consistency_notes
-                    )
-                if service is not None:
-                    # Joined on a helper thread while JAX starts (the join waits on the
-                    # network with the GIL released): the channel watches this process
-                    # from the start of JAX's initialize, at no cost to the start's time.
-                    joining = _liveness.BackgroundJoin(
-                        spec, service, shared, coordinator_host, coordinator_pid
-                    )
-                    # Process 0 starts JAX's service now; connect only once it is up,
-                    # so JAX's client does not sleep in its 1 s retry.
-                    waited_from = time.monotonic()
-                    _roll_call.wait_for_coordinator_service(spec, service, deadline)
-                    timings["service_wait_s"] = time.monotonic() - waited_from
-                jax_started = time.monotonic()
-                _jax_backend.initialize_distributed(
-                    coordinator,
-                    spec.num_processes,
-                    spec.process_id,
-                    max(0.0, deadline - time.monotonic()),
-                    spec.local_device_ids,
-                    lifetime_timeouts=_lifetime_timeouts(spec),
-                    coordinator_bind_address=spec.coordinator_bind_address,
-                )
-                jax_ended = time.monotonic()
-                timings["jax_initialize_s"] = jax_ended - jax_started
-                channel = hub if joining is None else joining.result()
-                if channel is not None:
-                    _liveness.install(channel, spec)
-                    timings["liveness_s"] = time.monotonic() - jax_ended
-            except BaseException as error:
-                # The start failed: tell the processes already watched (they would
-                # otherwise wait in JAX's barrier), and leave no thread or listener.
-                joined = joining.result() if joining is not None else None
-                for opened in (hub, joined):
-                    if opened is not None:
-                        opened.report_failure(
-                            f"kdist.initialize() failed: {_liveness.describe(error)}"
-                        )
-                        opened.stop()
-                raise
-            if not roll_call and spec.num_processes > 1:
-                shared.seed = _share_seed_by_key_value_store(spec, shared.seed, deadline)
-                seed_source = "key-value store: process 0's seed"
-            _log_initialized(spec, time.monotonic() - started)
-        seed, seed_source = _seed.apply(shared.seed, seed_source, spec.process_id)
-        timings["total_s"] = time.time() - arrived
-        _devices.invalidate_device_cache()
-        _active_spec = spec.with_seed(seed, seed_source)
-        _last_timings.clear()
-        _last_timings.update(timings)
+        self.shared = _core.JobShared()
+        self.shared.seed = seed.choose() if spec.process_id == 0 else 0
+        self.seed_source = "drawn by this process"
+        self.roll_call = spec.preflight and spec.num_processes > 1
+        self.started = time.monotonic()
+        # The monotonic time by which the whole start must end.
+        self.deadline = self.started + spec.timeout
+        # Process 0's hub, or another process's join under way (None without the roll call).
+        self.hub: _core.LivenessChannel | None = None
+        self.joining: liveness.BackgroundJoin | None = None
+
+
+def _already_joined(spec: _core.ClusterSpec) -> bool:
+    """True when this process already joined this very job; raises for another one."""
+    active = _state.active_spec()
+    if active is None:
+        return False
+    if active.same_job_and_process(spec):
+        return True
+    raise ConfigError(
+        f"kdist is already initialized as {active!r}, and this call resolved "
+        f"to {spec!r}. A process joins one job once; call kdist.shutdown() before "
+        "initializing with other values."
+    )
+
+
+def _join_job(start: _Start, coordinator: str) -> None:
+    """A job with a coordinator: the roll call, then JAX's start with the liveness join
+    beside it; on any failure, the abort path. Then, without the roll call, the seed
+    travels through JAX's key-value store."""
+    spec = start.spec
+    # Before any side effect: a process without JAX must not join the roll call (it
+    # would say hello, then fail after "go" while the others wait).
+    _check_jax_installed(spec)
+    _check_jax_not_started()
+    if start.roll_call and spec.process_id == 0:
+        # Before the roll call: "go" announces the hub's port and nonce.
+        start.hub = liveness.start_hub(spec, start.shared)
+    try:
+        if start.roll_call:
+            _run_roll_call(start)
+        _start_jax(start, coordinator)
+        _install_liveness(start)
+    except BaseException as error:
+        _abort_start(start, error)
+        raise
+    if not start.roll_call and spec.num_processes > 1:
+        start.shared.seed = _share_seed_by_key_value_store(spec, start.shared.seed, start.deadline)
+        start.seed_source = "key-value store: process 0's seed"
+    _log_initialized(spec, time.monotonic() - start.started)
+
+
+def _run_roll_call(start: _Start) -> None:
+    """The roll call, with JAX imported on a helper thread while it waits (from the
+    moment process 0 holds its port). After "go", a process other than 0 starts joining
+    the liveness channel and waits until process 0's JAX service accepts connections,
+    so that JAX's client does not sleep in its 1 s retry."""
+    jax_import = _jax_backend.BackgroundImport()
+    try:
+        outcome = roll_call.roll_call(
+            start.spec, start.deadline, start.shared, on_waiting=jax_import.start
+        )
+        roll_call_ended = time.monotonic()
+        start.timings["roll_call_s"] = roll_call_ended - start.started
+    finally:
+        jax_import.join()
+    jax_import.raise_error()
+    start.timings["jax_import_wait_s"] = time.monotonic() - roll_call_ended
+    start.shared = outcome.shared
+    start.seed_source = "roll call: process 0's seed"
+    start.spec = start.spec.with_consistency(
+        list(outcome.compared), outcome.shared.consistency_notes
+    )
+    if outcome.service_endpoint is None:
+        return  # process 0: its hub is already up, and it starts JAX's service itself
+    # Joined on a helper thread while JAX starts (the join waits on the network with the
+    # GIL released): the channel watches this process from the start of JAX's
+    # initialize, at no cost to the start's time.
+    start.joining = liveness.BackgroundJoin(
+        start.spec,
+        outcome.service_endpoint,
+        outcome.shared,
+        outcome.coordinator_host,
+        outcome.coordinator_pid,
+    )
+    waited_from = time.monotonic()
+    roll_call.wait_for_coordinator_service(start.spec, outcome.service_endpoint, start.deadline)
+    start.timings["service_wait_s"] = time.monotonic() - waited_from
+
+
+def _start_jax(start: _Start, coordinator: str) -> None:
+    """`jax.distributed.initialize` with every value explicit, in the time left."""
+    spec = start.spec
+    jax_started = time.monotonic()
+    _jax_backend.initialize_distributed(
+        coordinator,
+        spec.num_processes,
+        spec.process_id,
+        max(0.0, start.deadline - time.monotonic()),
+        spec.local_device_ids,
+        lifetime_timeouts=_lifetime_timeouts(spec),
+        coordinator_bind_address=spec.coordinator_bind_address,
+    )
+    start.timings["jax_initialize_s"] = time.monotonic() - jax_started
+
+
+def _install_liveness(start: _Start) -> None:
+    """Hooks this process's exits to the liveness channel, once the join that ran
+    beside JAX's initialize is done (process 0: its hub)."""
+    waited_from = time.monotonic()
+    channel = start.hub if start.joining is None else start.joining.result()
+    if channel is not None:
+        liveness.install(channel, start.spec)
+        start.timings["liveness_s"] = time.monotonic() - waited_from
+
+
+def _abort_start(start: _Start, error: BaseException) -> None:
+    """The start failed: tells the processes already watched (they would otherwise wait
+    in JAX's barrier), and leaves no thread or listener."""
+    joined = start.joining.result() if start.joining is not None else None
+    for opened in (start.hub, joined):
+        if opened is not None:
+            opened.report_failure(f"kdist.initialize() failed: {liveness.describe(error)}")
+            opened.stop()
 
 
 def _lifetime_timeouts(spec: _core.ClusterSpec) -> dict[str, int]:
@@ -280,14 +326,14 @@ def _lifetime_timeouts(spec: _core.ClusterSpec) -> dict[str, int]:
     return out
 
 
-def _share_seed_by_key_value_store(spec: _core.ClusterSpec, seed: int, deadline: float) -> int:
+def _share_seed_by_key_value_store(spec: _core.ClusterSpec, job_seed: int, deadline: float) -> int:
     """Without the roll call: process 0 publishes the job seed in JAX's key-value store,
     the others read it (one key, one round trip)."""
     if spec.process_id == 0:
-        _jax_backend.key_value_set(_seed.KEY_VALUE_STORE_KEY, str(seed))
-        return seed
+        _jax_backend.key_value_set(seed.KEY_VALUE_STORE_KEY, str(job_seed))
+        return job_seed
     text = _jax_backend.key_value_get(
-        _seed.KEY_VALUE_STORE_KEY, max(1.0, deadline - time.monotonic())
+        seed.KEY_VALUE_STORE_KEY, max(1.0, deadline - time.monotonic())
     )
     return int(text)
 
@@ -364,13 +410,13 @@ def shutdown() -> None:
         >>> kdist.is_initialized()
         False
     """
-    global _active_spec
     with _lock:
-        if _active_spec is None:
+        active = _state.active_spec()
+        if active is None:
             return
-        barrier = _liveness.finish(barrier=True)
-        channel = _liveness.uninstall()
-        if _active_spec.coordinator_address is not None:
+        barrier = liveness.finish(barrier=True)
+        channel = liveness.uninstall()
+        if active.coordinator_address is not None:
             if barrier:
                 _jax_backend.shutdown_distributed()
             else:
@@ -380,7 +426,7 @@ def shutdown() -> None:
                 )
         if channel is not None:
             channel.stop()
-        _active_spec = None
+        _state.set_active_spec(None)
         _devices.invalidate_device_cache()
 
 
@@ -392,7 +438,7 @@ def is_initialized() -> bool:
         >>> kdist.is_initialized()
         False
     """
-    return _active_spec is not None
+    return _state.active_spec() is not None
 
 
 def cluster_spec() -> _core.ClusterSpec | None:
@@ -422,4 +468,4 @@ def cluster_spec() -> _core.ClusterSpec | None:
         'default'
         >>> kdist.shutdown()
     """
-    return _active_spec
+    return _state.active_spec()

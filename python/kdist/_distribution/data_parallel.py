@@ -6,14 +6,14 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from kdist._device_mesh import DeviceMesh, _flatten_devices
-from kdist._distribution import (
+from kdist._distribution.distribution import (
     Distribution,
     _own_layout,
     _variable_shape,
 )
 from kdist._errors import ArgumentTypeError
-from kdist._tensor_layout import TensorLayout
+from kdist._layouts.device_mesh import DeviceMesh, _flatten_devices
+from kdist._layouts.tensor_layout import TensorLayout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kdist._accelerators import find_accelerators
+from kdist._start.accelerators import find_accelerators
 
 # JAX_* variables that name this process, its place in the job or its diagnostics: they
 # differ between processes of one healthy job, so they are left out of the comparison.

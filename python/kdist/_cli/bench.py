@@ -19,11 +19,12 @@ _KEY = "kdist/bench/{}"
 
 def _record() -> dict[str, object]:
     import kdist
-    from kdist import _initialize, _jax_backend
+    from kdist import _jax_backend
+    from kdist._start.initialize import startup_timings
 
     spec = kdist.cluster_spec()
     assert spec is not None
-    timings = _initialize.startup_timings()
+    timings = startup_timings()
     global_devices = kdist.get_device_count()
     return {
         "process_id": spec.process_id,

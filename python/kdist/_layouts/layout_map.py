@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any, TypeVar, overload
 
-from kdist._device_mesh import DeviceMesh
 from kdist._errors import ArgumentTypeError
-from kdist._tensor_layout import Axis, TensorLayout
+from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.tensor_layout import Axis, TensorLayout
 
 _Default = TypeVar("_Default")
 _MISSING: Any = object()

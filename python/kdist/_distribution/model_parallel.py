@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdist._device_mesh import DeviceMesh
-from kdist._distribution import (
+from kdist._distribution.distribution import (
     Distribution,
     _own_layout,
     _variable_shape,
 )
 from kdist._errors import ArgumentTypeError
-from kdist._layout_map import LayoutMap
-from kdist._tensor_layout import TensorLayout
+from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.layout_map import LayoutMap
+from kdist._layouts.tensor_layout import TensorLayout
 
 
 class ModelParallel(Distribution):

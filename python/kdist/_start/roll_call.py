@@ -18,7 +18,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kdist import _core, _fingerprint, _jax_backend
+from kdist import _core, _jax_backend
+from kdist._start import environment_fingerprint
 
 # Seconds between progress lines while waiting (the first comes after one
 # interval). Tests lower it.
@@ -99,10 +100,11 @@ def roll_call(
 
     Example:
         >>> import time
-        >>> from kdist import _config, _core, _roll_call
-        >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
+        >>> from kdist import _core
+        >>> from kdist._start import config, roll_call
+        >>> spec = config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
         >>> deadline = time.monotonic() + spec.timeout
-        >>> _roll_call.roll_call(spec, deadline, _core.JobShared())  # doctest: +ELLIPSIS
+        >>> roll_call.roll_call(spec, deadline, _core.JobShared())  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         kdist._errors.CoordinatorUnreachableError: process 1 ...
@@ -113,7 +115,7 @@ def roll_call(
     pid = os.getpid()
     environment = [
         (entry.name, entry.value, entry.must_match)
-        for entry in _fingerprint.collect(local_device_ids=spec.local_device_ids)
+        for entry in environment_fingerprint.collect(local_device_ids=spec.local_device_ids)
     ]
     if spec.process_id == 0:
         listener = _core.bind_coordinator_port(spec)
@@ -192,11 +194,11 @@ def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadlin
 
     Example:
         >>> import socket, time
-        >>> from kdist import _config, _roll_call
-        >>> spec = _config.resolve("127.0.0.1:1", 2, 1, timeout=1)
+        >>> from kdist._start import config, roll_call
+        >>> spec = config.resolve("127.0.0.1:1", 2, 1, timeout=1)
         >>> with socket.create_server(("127.0.0.1", 0)) as server:
         ...     port = server.getsockname()[1]
-        ...     _roll_call.wait_for_coordinator_service(
+        ...     roll_call.wait_for_coordinator_service(
         ...         spec, f"127.0.0.1:{port}", time.monotonic() + 1)
     """
     _core.wait_for_coordinator_service(

@@ -14,8 +14,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from kdist import _core, _fingerprint
-from kdist._accelerators import find_accelerators
+from kdist import _core
+from kdist._start import environment_fingerprint
+from kdist._start.accelerators import find_accelerators
+from kdist._start.environment_fingerprint import Entry as EnvironmentEntry
 
 _PROBE_MEANING = {
     "listening": "a program accepts connections there",
@@ -81,7 +83,7 @@ def probe_coordinator(address: str, timeout: float) -> Probe:
         kdist.ConfigError: `address` is not a valid address.
 
     Example:
-        >>> from kdist._doctor import probe_coordinator
+        >>> from kdist._cli.doctor import probe_coordinator
         >>> probe_coordinator("127.0.0.1:1", 1.0).status
         'refused'
     """
@@ -100,7 +102,7 @@ class Report:
     accelerators: dict[str, Any]
     # This process's environment fingerprint, as the roll call compares it: diff it
     # across hosts (run doctor under the launcher) when processes cannot work together.
-    fingerprint: tuple[_fingerprint.Entry, ...]
+    environment_fingerprint: tuple[EnvironmentEntry, ...]
     probe: Probe | None
     devices: dict[str, object] | None  # None: JAX was not asked
 
@@ -130,18 +132,19 @@ def collect(
         The report (`json_report` makes it a JSON-ready dict, `render` text).
 
     Example:
-        >>> from kdist._doctor import collect
+        >>> from kdist._cli.doctor import collect
         >>> isinstance(collect(probe=False).ok, bool)
         True
     """
-    from kdist import _config, _jax_backend
+    from kdist import _jax_backend
     from kdist._errors import ConfigError
+    from kdist._start import config
 
     environment = dict(os.environ)
     spec: _core.ClusterSpec | None = None
     error: str | None = None
     try:
-        spec = _config.resolve()
+        spec = config.resolve()
     except ConfigError as failure:
         error = str(failure)
 
@@ -156,19 +159,19 @@ def collect(
         except Exception as failure:  # JAX's own failures are reported, not raised
             devices = {"error": f"{type(failure).__name__}: {failure}"}
     return Report(
-        kdist_version=_fingerprint.installed_version("kdist"),
+        kdist_version=environment_fingerprint.installed_version("kdist"),
         jax_version=_jax_backend.jax_version() if _jax_backend.jax_installed() else None,
         spec=spec,
         error=error,
         detectors=_core.detect_all(environment),
         accelerators=find_accelerators(environ=environment),
         # The script and arguments entries would describe kdist doctor itself.
-        fingerprint=tuple(
+        environment_fingerprint=tuple(
             entry
-            for entry in _fingerprint.collect(
+            for entry in environment_fingerprint.collect(
                 environment, local_device_ids=spec.local_device_ids if spec else None
             )
-            if entry.name not in _fingerprint.PROGRAM_ENTRIES
+            if entry.name not in environment_fingerprint.PROGRAM_ENTRIES
         ),
         probe=probed,
         devices=devices,
@@ -186,7 +189,7 @@ def json_report(report: Report) -> dict[str, Any]:
         "detectors", "scheduler", "accelerators", "probe" and "devices".
 
     Example:
-        >>> from kdist._doctor import collect, json_report
+        >>> from kdist._cli.doctor import collect, json_report
         >>> sorted(json_report(collect(probe=False)))[:3]
         ['accelerators', 'config', 'detectors']
     """
@@ -241,7 +244,7 @@ def json_report(report: Report) -> dict[str, Any]:
         "accelerators": report.accelerators,
         "fingerprint": [
             {"name": e.name, "value": e.value, "must_match": e.must_match}
-            for e in report.fingerprint
+            for e in report.environment_fingerprint
         ],
         "probe": None
         if probe is None or spec is None
@@ -330,9 +333,10 @@ def render(report: Report) -> str:
     lines.append("")
 
     lines.append("fingerprint (the roll call compares it across processes; * must match):")
-    width = max(len(e.name) for e in report.fingerprint)
+    width = max(len(e.name) for e in report.environment_fingerprint)
     lines.extend(
-        f"  {'*' if e.must_match else ' '} {e.name:<{width}}  {e.value}" for e in report.fingerprint
+        f"  {'*' if e.must_match else ' '} {e.name:<{width}}  {e.value}"
+        for e in report.environment_fingerprint
     )
     lines.append("")
 
@@ -385,8 +389,8 @@ def run(
         0 when the configuration is valid (or `exit_zero`), 1 when it is not.
 
     Example:
-        >>> from kdist import _doctor
-        >>> _doctor.run(as_json=True, probe=False) in (0, 1)  # doctest: +SKIP
+        >>> from kdist._cli import doctor
+        >>> doctor.run(as_json=True, probe=False) in (0, 1)  # doctest: +SKIP
         True
     """
     report = collect(with_devices=with_devices, probe=probe, probe_timeout=probe_timeout)

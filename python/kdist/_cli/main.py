@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands.
 
     Example:
-        >>> from kdist._cli import build_parser
+        >>> from kdist._cli.main import build_parser
         >>> build_parser().parse_args(["launch", "-n", "2", "--", "true"]).num_processes
         2
     """
@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         usage error.
 
     Example:
-        >>> from kdist._cli import main
+        >>> from kdist._cli.main import main
         >>> main(["launch", "-n", "1", "--", "true"])  # doctest: +SKIP
         0
     """
@@ -274,9 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kdist {version('kdist')}")
         return 0
     if args.command_name == "doctor":
-        from kdist import _doctor
+        from kdist._cli import doctor
 
-        return _doctor.run(
+        return doctor.run(
             as_json=args.json,
             with_devices=args.devices,
             probe=not args.no_probe,
@@ -292,9 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "launch needs the command to run after '--', e.g. "
                 "kdist launch -n 2 -- python train.py"
             )
-        from kdist import _launch
+        from kdist._cli import launch
 
-        return _launch.launch(
+        return launch.launch(
             command,
             num_processes=args.num_processes,
             devices_per_process=args.devices_per_process,
@@ -303,8 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             grace=args.grace,
         )
     if args.command_name == "bench":
-        from kdist import _bench
+        from kdist._cli import bench
 
-        return _bench.run(as_json=args.json, timeout=args.timeout)
+        return bench.run(as_json=args.json, timeout=args.timeout)
     parser.print_help(sys.stderr)
     return 2

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from kdist import _current_state, _jax_backend, _keras_bridge
-from kdist._device_mesh import DeviceMesh
+from kdist import _jax_backend, _state
 from kdist._errors import ArgumentTypeError
-from kdist._tensor_layout import TensorLayout
+from kdist._keras import sync as keras_sync
+from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.tensor_layout import TensorLayout
 
 
 class Distribution:
@@ -181,23 +182,26 @@ class Distribution:
         Yields:
             This distribution.
         """
-        _current_state.push_scope(self)
-        keras_token = _keras_bridge.enter_scope(self)
+        _state.push_scope(self)
+        keras_token = keras_sync.enter_scope(self)
         try:
             yield self
         finally:
-            _current_state.pop_scope(self)
-            _keras_bridge.exit_scope(keras_token, _current_state.current())
+            _state.pop_scope(self)
+            keras_sync.exit_scope(keras_token, _current())
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} device_mesh={self._device_mesh!r}>"
 
 
+def _current() -> Distribution | None:
+    """The current distribution (only Distributions are ever stored in the state)."""
+    return cast("Distribution | None", _state.current())
+
+
 def _process_count_and_index() -> tuple[int, int]:
     """kdist's initialized spec when there is one, else what JAX says."""
-    from kdist._initialize import cluster_spec
-
-    spec = cluster_spec()
+    spec = _state.active_spec()
     if spec is not None:
         return int(spec.num_processes), int(spec.process_id)
     return _jax_backend.process_count_and_index()

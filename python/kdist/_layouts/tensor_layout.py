@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kdist import _jax_backend
-from kdist._device_mesh import DeviceMesh
 from kdist._errors import ArgumentTypeError
+from kdist._layouts.device_mesh import DeviceMesh
 
 # One entry per tensor dimension: a mesh axis name, several (the dimension is split over
 # their product, as in a jax PartitionSpec), or None (not split: replicated).

@@ -12,12 +12,16 @@ kdist's layouts (Keras keeps its copy per thread: the thread that made the chang
 
 from __future__ import annotations
 
-from kdist import _current_state, _keras_bridge
-from kdist._data_parallel import DataParallel
-from kdist._device_mesh import DeviceMesh
-from kdist._distribution import Distribution
-from kdist._layout_map import LayoutMap
-from kdist._model_parallel import ModelParallel
+from typing import cast
+
+from kdist import _state
+from kdist._distribution.data_parallel import DataParallel
+from kdist._distribution.distribution import Distribution, _current
+from kdist._distribution.model_parallel import ModelParallel
+from kdist._keras import sync as keras_sync
+from kdist._keras import views as keras_views
+from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.layout_map import LayoutMap
 
 
 def set_distribution(value: Distribution | None) -> None:
@@ -59,8 +63,8 @@ def set_distribution(value: Distribution | None) -> None:
                 f"or None. Received: {value!r} of type {type(value).__name__}"
             )
         value = converted
-    _current_state.set_process_wide(value)
-    _keras_bridge.publish(value)
+    _state.set_process_wide(value)
+    keras_sync.publish(value)
 
 
 def distribution() -> Distribution | None:
@@ -72,17 +76,18 @@ def distribution() -> Distribution | None:
         >>> kdist.distribution() is None
         True
     """
-    return _current_state.current()
+    return _current()
 
 
 def _from_keras(value: object) -> Distribution | None:
     """The kdist equivalent of a `keras.distribution` DataParallel or ModelParallel
     (Keras keeps `value` itself); None when `value` is not a Keras distribution."""
-    parts = _keras_bridge.describe_keras_distribution(value)
+    parts = keras_views.describe_keras_distribution(value)
     if parts is None:
         return None
-    if isinstance(parts, Distribution):  # a Keras view of a kdist distribution
-        return parts
+    if not isinstance(parts, keras_views.KerasDistributionParts):
+        # A Keras view of a kdist distribution: the bridge hands back its source.
+        return cast("Distribution", parts)
     mesh = DeviceMesh(parts.mesh_shape, parts.axis_names, parts.devices)
     converted: Distribution
     if parts.layouts is not None:
@@ -96,5 +101,5 @@ def _from_keras(value: object) -> Distribution | None:
         )
     else:
         converted = DataParallel(device_mesh=mesh, auto_shard_dataset=parts.auto_shard_dataset)
-    _keras_bridge.remember_original(converted, value)
+    keras_views.remember_original(converted, value)
     return converted
