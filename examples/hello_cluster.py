@@ -4,8 +4,9 @@ Run it as a 2-process cluster on this machine, 2 CPU devices per process:
 
     kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py
 
-or with `bash scripts/demo.sh`, under any launcher kdist detects (srun, torchrun,
-mpirun, ...), or with the KERAS_DISTRIBUTION_* variables set by hand.
+under any launcher kdist detects (srun, torchrun, mpirun, ...), or with the
+KERAS_DISTRIBUTION_* variables set by hand. (`bash scripts/demo.sh` runs
+examples/keras_train.py, the Keras example.)
 """
 
 import time

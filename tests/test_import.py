@@ -21,7 +21,7 @@ def test_tests_run_against_the_installed_package() -> None:
 
 # The wings of the house (DESIGN.md) and what each may import. Shared leaves sit at the
 # bottom; the CLI at the top; `_start` and `_distribution` never import each other.
-LEAVES = frozenset({"_errors", "_state", "_jax_backend", "_devices"})
+LEAVES = frozenset({"_errors", "_log", "_state", "_jax_backend", "_devices"})
 WINGS = ("_start", "_layouts", "_keras", "_distribution", "_cli")
 MAY_IMPORT = {
     "leaves": {"leaves"},
@@ -136,6 +136,23 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
         assert "no_such_name" in str(error)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_every_public_class_is_named_as_users_import_it() -> None:
+    classes = [name for name in kdist.__all__ if isinstance(getattr(kdist, name), type)]
+    assert {"ConfigError", "DeviceMesh", "ModelParallel"} <= set(classes)
+    for name in classes:
+        cls = getattr(kdist, name)
+        assert f"{cls.__module__}.{cls.__qualname__}" == f"kdist.{name}"
+        assert str(cls) == f"<class 'kdist.{name}'>"
+
+
+def test_a_traceback_names_the_exception_as_users_import_it() -> None:
+    result = run_python("import kdist\nkdist.initialize('10.0.0.1:99999', 2, 0)\n")
+    assert result.returncode == 1, result.describe()
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("kdist.ConfigError: "), result.describe()
+    assert "_errors" not in result.stderr
 
 
 def test_exception_tree() -> None:

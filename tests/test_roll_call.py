@@ -101,7 +101,7 @@ def assert_failed_cleanly(result: Finished, error: str) -> dict[str, object]:
     exited with code 1, and left no thread or child behind."""
     assert result.returncode == 1, result.describe()
     assert "Traceback (most recent call last)" in result.stderr, result.describe()
-    assert f"kdist._errors.{error}: " in result.stderr, result.describe()
+    assert f"\nkdist.{error}: " in result.stderr, result.describe()
     report = result.report()
     assert report["ok"] is False and report["error"] == error, result.describe()
     assert_nothing_left(report)
@@ -240,7 +240,7 @@ def test_workers_started_before_process_zero_wait_and_succeed() -> None:
     for result in results:
         assert_succeeded(result, device_count=6)
     for worker in results[1:]:
-        assert f"waiting for coordinator 127.0.0.1:{port} (connection refused)" in worker.stderr
+        assert f"waiting for the coordinator 127.0.0.1:{port}: connection refused" in worker.stderr
     assert "roll call complete: 3 of 3 processes joined" in results[0].stderr
 
 
@@ -384,7 +384,7 @@ def test_ctrl_c_interrupts_the_wait_and_leaves_nothing(tmp_path: Path) -> None:
         worker = spawned.start(
             [sys.executable, SCRIPT], env_for(1, 2, port, timeout=60, progress_interval=0.2)
         )
-        assert worker.wait_for_stderr("waiting for coordinator", 20), worker.stderr()
+        assert worker.wait_for_stderr("waiting for the coordinator", 20), worker.stderr()
         os.kill(worker.pid, signal.SIGINT)
         # finish() kills the worker (returncode None) if it is still waiting after 10 s.
         result = worker.finish(timeout=10)
@@ -406,13 +406,13 @@ def test_ctrl_c_cannot_reach_a_process_started_with_sigint_ignored_and_kdist_say
     ignoring = ["sh", "-c", 'trap \'\' INT; exec "$0" "$@"', sys.executable, SCRIPT]
     with Spawned(tmp_path) as spawned:
         worker = spawned.start(ignoring, env_for(1, 2, port, timeout=60, progress_interval=0.2))
-        assert worker.wait_for_stderr("waiting for coordinator", 20), worker.stderr()
+        assert worker.wait_for_stderr("waiting for the coordinator", 20), worker.stderr()
         assert "SIGINT is ignored in this process" in worker.stderr()
         os.kill(worker.pid, signal.SIGINT)
-        lines = worker.stderr().count("waiting for coordinator")
+        lines = worker.stderr().count("waiting for the coordinator")
         # Still waiting: more progress lines come after the SIGINT.
         deadline = time.monotonic() + 10
-        while worker.stderr().count("waiting for coordinator") < lines + 2:
+        while worker.stderr().count("waiting for the coordinator") < lines + 2:
             assert worker.proc.poll() is None, worker.stderr()
             assert time.monotonic() < deadline, worker.stderr()
             time.sleep(0.05)

@@ -120,7 +120,7 @@ class Worker {
 std::string Worker::Line() {
   const std::string where = coordinator_.ToString();
   if (!connected_) {
-    return "waiting for coordinator " + where + " (" + last_error_ + "), " + waiter_.Progress();
+    return "waiting for the coordinator " + where + ": " + last_error_ + "; " + waiter_.Progress();
   }
   return "connected to coordinator " + where + " as process " + std::to_string(own_.process_id) +
          " of " + std::to_string(own_.num_processes) + ", waiting for the roll call" +
@@ -366,8 +366,8 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions
   Waiter waiter(clock, options);
   std::string last_error = "not tried yet";
   const auto line = [&] {
-    return "waiting for process 0's JAX coordination service at " + endpoint.ToString() + " (" +
-           last_error + "), " + waiter.Progress();
+    return "waiting for process 0's JAX coordination service at " + endpoint.ToString() + ": " +
+           last_error + "; " + waiter.Progress();
   };
   const Nanos interval = std::max(options.probe_interval, kMinServiceProbeInterval);
   const int64_t max_probes = options.timeout / interval + 2;

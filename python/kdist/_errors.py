@@ -47,3 +47,19 @@ class RendezvousError(KdistError, RuntimeError):
 
 class RendezvousTimeoutError(RendezvousError, TimeoutError):
     """Not every process joined the roll call before the deadline."""
+
+
+# Tracebacks, reprs and pickles name each class as users import it: kdist.ConfigError,
+# not kdist._errors.ConfigError (every one is exported by kdist/__init__.py).
+for _public in (
+    KdistError,
+    ConfigError,
+    ArgumentTypeError,
+    InitializationOrderError,
+    PortInUseError,
+    CoordinatorUnreachableError,
+    RendezvousError,
+    RendezvousTimeoutError,
+):
+    _public.__module__ = "kdist"
+del _public

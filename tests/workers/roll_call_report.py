@@ -16,14 +16,14 @@ import threading
 import time
 
 import kdist
-import kdist._start.roll_call
+import kdist._log
 
 logging.basicConfig(
     level=logging.INFO, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s"
 )
 interval = os.environ.get("ROLL_CALL_TEST_PROGRESS_INTERVAL")
 if interval:
-    kdist._start.roll_call.PROGRESS_INTERVAL_SECONDS = float(interval)
+    kdist._log.FIRST_SECONDS = kdist._log.REPEAT_SECONDS = float(interval)
 
 
 def tasks() -> int:

@@ -141,15 +141,47 @@ class _Output:
         self.write(self.err, f"kdist launch: {message}\n".encode())
 
 
+# Gloo (JAX's CPU collectives) prints one of these to stdout for every device whenever it
+# connects a group, two threads at once at times (so several can share a line). They say
+# nothing when the count is the expected one; a line where it is not is kept.
+_GLOO_CONNECTED = re.compile(
+    rb"\[Gloo\] Rank \d+ is connected to (\d+) peer ranks\. "
+    rb"Expected number of connected peer ranks is : (\d+)"
+)
+
+
+def is_gloo_connected_note(line: bytes) -> bool:
+    r"""Whether `line` holds nothing but Gloo's "connected as expected" notes.
+
+    Example:
+        >>> from kdist._cli.launch import is_gloo_connected_note
+        >>> note = b"[Gloo] Rank 1 is connected to 3 peer ranks. "
+        >>> is_gloo_connected_note(note + b"Expected number of connected peer ranks is : 3\n")
+        True
+        >>> is_gloo_connected_note(note + b"Expected number of connected peer ranks is : 4\n")
+        False
+    """
+    rest = line.strip()
+    if not rest.startswith(b"[Gloo]"):
+        return False
+    for match in _GLOO_CONNECTED.finditer(rest):
+        if match.group(1) != match.group(2):
+            return False
+        rest = rest.replace(match.group(0), b"", 1)
+    return not rest.strip()
+
+
 def _copy_lines(
     source: BinaryIO,
     output: _Output,
     stream: BinaryIO,
     prefix: bytes,
     on_line: Callable[[bytes], None] | None = None,
+    *,
+    drop: Callable[[bytes], bool] | None = None,
 ) -> None:
     """Copies `source` to `stream` until EOF, each line prefixed with `prefix`;
-    `on_line` sees each whole line."""
+    `on_line` sees each whole line; whole lines for which `drop` says True are left out."""
     at_line_start = True
     try:
         while True:
@@ -158,6 +190,8 @@ def _copy_lines(
                 break
             if on_line is not None and at_line_start:
                 on_line(chunk)
+            if drop is not None and at_line_start and chunk.endswith(b"\n") and drop(chunk):
+                continue
             output.write(stream, (prefix if at_line_start else b"") + chunk)
             at_line_start = chunk.endswith(b"\n")
         if not at_line_start:
@@ -346,16 +380,19 @@ def _start(
     for process in processes:
         prefix = f"[{process.process_id}] ".encode()
         pipes = (
-            (process.popen.stdout, output.out, None),
-            (process.popen.stderr, output.err, process),
+            (process.popen.stdout, output.out, None, is_gloo_connected_note),
+            (process.popen.stderr, output.err, process, None),
         )
-        for source, stream, watched in pipes:
+        for source, stream, watched, drop in pipes:
             assert source is not None
             on_line = None
             if watched is not None and on_stderr_line is not None:
                 on_line = _bind_line_hook(on_stderr_line, watched)
             reader = threading.Thread(
-                target=_copy_lines, args=(source, output, stream, prefix, on_line), daemon=True
+                target=_copy_lines,
+                args=(source, output, stream, prefix, on_line),
+                kwargs={"drop": drop},
+                daemon=True,
             )
             reader.start()
             process.readers.append(reader)

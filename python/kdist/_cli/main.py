@@ -13,12 +13,6 @@ from collections.abc import Sequence
 
 _DESCRIPTION = """\
 kdist: start multi-process JAX jobs fast, checked and explained.
-
-commands:
-  doctor   show the resolved configuration, the detected scheduler, the local
-           accelerators and whether the coordinator answers
-  launch   start an N-process job on this machine (loopback)
-  bench    time initialize() in every process of a job; process 0 prints a table
 """
 
 _EPILOG = """\
@@ -148,11 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kdist", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=formatter
     )
     parser.add_argument("--version", action="store_true", help="print kdist's version and exit")
-    commands = parser.add_subparsers(dest="command_name", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command_name", metavar="COMMAND", title="commands")
 
     doctor = commands.add_parser(
         "doctor",
-        help="show the resolved configuration and what is around it",
+        help="show the resolved configuration, the detected scheduler, the local "
+        "accelerators and whether the coordinator answers",
         description=_DOCTOR_DESCRIPTION,
         epilog=_DOCTOR_EPILOG,
         formatter_class=formatter,
@@ -183,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     launch = commands.add_parser(
         "launch",
-        help="start an N-process job on this machine",
+        help="start an N-process job on this machine (loopback)",
         description=_LAUNCH_DESCRIPTION,
         epilog=_LAUNCH_EPILOG,
         formatter_class=formatter,
@@ -231,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench",
-        help="time initialize() in every process of a job",
+        help="time initialize() in every process of a job; process 0 prints a table",
         description=_BENCH_DESCRIPTION,
         epilog=_BENCH_EPILOG,
         formatter_class=formatter,

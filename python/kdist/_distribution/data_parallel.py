@@ -59,6 +59,8 @@ class DataParallel(Distribution):
         ('batch', None)
     """
 
+    __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.DataParallel
+
     KERAS_CLASS = "DataParallel"
 
     def __init__(

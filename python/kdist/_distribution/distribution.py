@@ -52,6 +52,8 @@ class Distribution:
         True
     """
 
+    __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.Distribution
+
     # The keras.distribution class Keras sees this distribution as (through the Keras
     # bridge): "DataParallel", "ModelParallel", or "Distribution" (Keras's base class).
     KERAS_CLASS: ClassVar[str] = "Distribution"

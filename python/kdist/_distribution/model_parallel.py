@@ -52,6 +52,8 @@ class ModelParallel(Distribution):
         ('batch', (None, 'model'))
     """
 
+    __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.ModelParallel
+
     KERAS_CLASS = "ModelParallel"
 
     def __init__(

@@ -55,6 +55,8 @@ class DeviceMesh:
         1
     """
 
+    __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.DeviceMesh
+
     def __init__(
         self,
         shape: Sequence[int],

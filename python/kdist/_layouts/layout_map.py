@@ -50,6 +50,8 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
         False
     """
 
+    __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.LayoutMap
+
     def __init__(self, device_mesh: DeviceMesh) -> None:
         if not isinstance(device_mesh, DeviceMesh):
             raise ArgumentTypeError(

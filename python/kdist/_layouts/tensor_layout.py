@@ -48,6 +48,8 @@ class TensorLayout:
         (None, 'model')
     """
 
+    __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.TensorLayout
+
     def __init__(self, axes: Sequence[Axis], device_mesh: DeviceMesh | None = None) -> None:
         self._axes = _check_axes(axes)
         self._device_mesh: DeviceMesh | None = None

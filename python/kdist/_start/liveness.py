@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import logging
 import os
 import secrets
 import sys
@@ -49,13 +48,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn
 
-from kdist import _core
+from kdist import _core, _log
 from kdist._errors import KdistError, RendezvousError, RendezvousTimeoutError
 
-_logger = logging.getLogger("kdist")
-
-# Seconds between "waiting for process(es) ..." lines while process 0 waits at the end.
-PROGRESS_INTERVAL_SECONDS = 5.0
+_logger = _log.LOGGER
 # How long another process tries to join process 0's hub before falling back.
 JOIN_TIMEOUT_SECONDS = 5.0
 # How long process 0 waits, once every process finished, for their connections to
@@ -348,8 +344,8 @@ def finish(barrier: bool) -> bool:
     try:
         all_barrier = state.channel.wait_all_done(
             state.shutdown_timeout,
-            progress=_log_progress,
-            progress_interval=PROGRESS_INTERVAL_SECONDS,
+            progress=_log.Progress(),  # "process 0 finished; waiting for ..."
+            progress_interval=_log.FIRST_SECONDS,
         )
     except RendezvousTimeoutError as error:
         _logger.warning("process 0 finished, but %s (shutdown_timeout); leaving anyway", str(error))
@@ -366,10 +362,6 @@ def finish(barrier: bool) -> bool:
         while state.channel.watched and time.monotonic() < deadline:
             time.sleep(0.01)
     return bool(all_barrier)
-
-
-def _log_progress(line: str) -> None:
-    _logger.info("%s", line)
 
 
 def _at_exit() -> None:

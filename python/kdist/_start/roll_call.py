@@ -4,12 +4,12 @@ Process 0 binds the coordinator port and collects a hello from every other
 process; the others connect (with backoff, until the deadline) and wait for
 its verdict. The work happens in the compiled core with the GIL released;
 this module supplies who this process is, turns the deadline into timeouts,
-and sends progress lines to `logging.getLogger("kdist")`.
+and says how the wait goes (`kdist._log`: visible without any logging
+configuration, a first line after a few seconds, then every half minute).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import threading
@@ -18,14 +18,10 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kdist import _core, _jax_backend
+from kdist import _core, _jax_backend, _log
 from kdist._start import environment_fingerprint
 
-# Seconds between progress lines while waiting (the first comes after one
-# interval). Tests lower it.
-PROGRESS_INTERVAL_SECONDS = 5.0
-
-_logger = logging.getLogger("kdist")
+_logger = _log.LOGGER
 
 
 def _spent(spec: _core.ClusterSpec, deadline: float) -> float:
@@ -33,8 +29,9 @@ def _spent(spec: _core.ClusterSpec, deadline: float) -> float:
     return max(0.0, spec.timeout - (deadline - time.monotonic()))
 
 
-def _log_progress(line: str) -> None:
-    _logger.info("%s", line)
+def _progress(spec: _core.ClusterSpec) -> _log.Progress:
+    """The progress callback of this process's waits."""
+    return _log.Progress(f"process {spec.process_id} of {spec.num_processes}")
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,7 @@ def roll_call(
         >>> roll_call.roll_call(spec, deadline, _core.JobShared())  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        kdist._errors.CoordinatorUnreachableError: process 1 ...
+        kdist.CoordinatorUnreachableError: process 1 ...
     """
     _note_if_ctrl_c_cannot_interrupt()
     jax_version = _jax_backend.jax_version()
@@ -130,8 +127,8 @@ def roll_call(
             listener=listener,
             timeout=spec.timeout,
             elapsed=_spent(spec, deadline),
-            progress=_log_progress,
-            progress_interval=PROGRESS_INTERVAL_SECONDS,
+            progress=_progress(spec),
+            progress_interval=_log.FIRST_SECONDS,
             environment=environment,
         )
         dropped = summary.dropped
@@ -159,8 +156,8 @@ def roll_call(
         pid,
         timeout=spec.timeout,
         elapsed=_spent(spec, deadline),
-        progress=_log_progress,
-        progress_interval=PROGRESS_INTERVAL_SECONDS,
+        progress=_progress(spec),
+        progress_interval=_log.FIRST_SECONDS,
         environment=environment,
     )
     _logger.info(
@@ -206,8 +203,8 @@ def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadlin
         num_processes=spec.num_processes,
         timeout=spec.timeout,
         elapsed=_spent(spec, deadline),
-        progress=_log_progress,
-        progress_interval=PROGRESS_INTERVAL_SECONDS,
+        progress=_progress(spec),
+        progress_interval=_log.FIRST_SECONDS,
     )
 
 
