@@ -76,6 +76,34 @@ def test_good_configuration(listener: int) -> None:
     assert f"coordinator 127.0.0.1:{listener}: listening" in text.stdout
 
 
+def test_every_setting_shows_with_its_own_value_and_source() -> None:
+    """Each setting from its own variable, to a value no other shares: a row that shows
+    another setting's value or source stands out."""
+    own = {
+        "job_addresses": ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "127.0.0.1:1", "127.0.0.1:1"),
+        "num_processes": ("KERAS_DISTRIBUTION_NUM_PROCESSES", "3", "3"),
+        "process_id": ("KERAS_DISTRIBUTION_PROCESS_ID", "2", "2"),
+        "timeout": ("KDIST_INIT_TIMEOUT", "77", "77 s"),
+        "preflight": ("KDIST_ROLL_CALL", "off", "False"),
+        "cluster_detection": ("KDIST_CLUSTER_DETECTION", "none", "none"),
+        "local_device_ids": ("KDIST_LOCAL_DEVICE_IDS", "0,1", "[0, 1]"),
+        "coordinator_bind_address": ("JAX_COORDINATOR_BIND_ADDRESS", "127.0.0.2:1", "127.0.0.2:1"),
+        "heartbeat_timeout": ("KDIST_HEARTBEAT_TIMEOUT", "91", "91 s"),
+        "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203", "203 s"),
+        "on_peer_failure": ("KDIST_ON_PEER_FAILURE", "ignore", "ignore"),
+        "consistency": ("KDIST_CONSISTENCY", "strict", "strict"),
+    }
+    env = clean_env(2, **{variable: value for variable, value, _ in own.values()})
+    text = doctor("--no-probe", env=env)
+    assert text.returncode == 0, text.stderr
+    for name, (variable, _, shown) in own.items():
+        row = re.compile(rf"^  {name} +{re.escape(shown)} +from {variable}$", re.MULTILINE)
+        assert row.search(text.stdout), (name, text.stdout)
+    code, report = doctor_json("--no-probe", env=env)
+    assert code == 0
+    assert report["config"]["sources"] == {name: variable for name, (variable, _, _) in own.items()}
+
+
 def test_probe_of_a_closed_port_and_no_probe() -> None:
     port = free_port()
     env = clean_env(
@@ -290,7 +318,10 @@ def test_doctor_shows_the_fingerprint_the_roll_call_compares() -> None:
     names = [entry.name for entry in report.environment_fingerprint]
     assert names[:2] == ["jax", "jaxlib"] and "XLA_FLAGS" in names
     text = _doctor.render(report)
-    assert "fingerprint (the roll call compares it across processes; * must match):" in text
+    assert (
+        "environment fingerprint (the roll call compares it across processes; * must match):"
+        in text
+    )
     assert re.search(r"^  \* jax +\S", text, re.M), text
     as_json = _doctor.json_report(report)
     assert as_json["fingerprint"][0] == {

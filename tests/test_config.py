@@ -347,3 +347,70 @@ def test_after_start_settings_resolve_with_their_sources(monkeypatch: pytest.Mon
         resolve("127.0.0.1:1", 2, 0, heartbeat_timeout=1.5)
     # Part of what every process must agree on.
     assert spec.fingerprint != resolve("127.0.0.1:1", 2, 0).fingerprint
+
+
+# ---- every value with its own source -------------------------------------------------------
+
+# Each setting set through its own variable, to a value no other setting shares: a value or
+# a source given to the wrong setting (two settings swapped anywhere between the core and
+# Python) shows as a difference.
+OWN_VARIABLES = {
+    "job_addresses": ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "127.0.0.1:1234"),
+    "num_processes": ("KERAS_DISTRIBUTION_NUM_PROCESSES", "3"),
+    "process_id": ("KERAS_DISTRIBUTION_PROCESS_ID", "2"),
+    "timeout": ("KDIST_INIT_TIMEOUT", "77"),
+    "cluster_detection": ("KDIST_CLUSTER_DETECTION", "none"),
+    "preflight": ("KDIST_ROLL_CALL", "off"),
+    "local_device_ids": ("KDIST_LOCAL_DEVICE_IDS", "0,1"),
+    "coordinator_bind_address": ("JAX_COORDINATOR_BIND_ADDRESS", "127.0.0.2:1234"),
+    "heartbeat_timeout": ("KDIST_HEARTBEAT_TIMEOUT", "91"),
+    "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203"),
+    "on_peer_failure": ("KDIST_ON_PEER_FAILURE", "ignore"),
+    "consistency": ("KDIST_CONSISTENCY", "strict"),
+}
+
+
+def test_every_setting_reports_its_own_variable_and_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable, value in OWN_VARIABLES.values():
+        monkeypatch.setenv(variable, value)
+    spec = resolve()
+    assert spec.sources == {name: variable for name, (variable, _) in OWN_VARIABLES.items()}
+    assert spec.job_addresses == ["127.0.0.1:1234"]
+    assert (spec.num_processes, spec.process_id, spec.timeout) == (3, 2, 77)
+    assert (spec.cluster_detection, spec.preflight) == ("none", False)
+    assert spec.local_device_ids == [0, 1]
+    assert spec.coordinator_bind_address == "127.0.0.2:1234"
+    assert (spec.heartbeat_timeout, spec.shutdown_timeout) == (91, 203)
+    assert (spec.on_peer_failure, spec.consistency) == ("ignore", "strict")
+
+
+def test_arguments_variables_and_defaults_each_keep_their_own_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Neighbouring settings from three different kinds of source."""
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "3")
+    monkeypatch.setenv("KDIST_INIT_TIMEOUT", "77")
+    monkeypatch.setenv("KDIST_SHUTDOWN_TIMEOUT", "203")
+    monkeypatch.setenv("KDIST_CONSISTENCY", "off")
+    spec = resolve(
+        "127.0.0.1:1234",
+        process_id=2,
+        cluster_detection="none",
+        heartbeat_timeout=91,
+        on_peer_failure="ignore",
+    )
+    assert spec.sources == {
+        "job_addresses": "argument",
+        "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+        "process_id": "argument",
+        "timeout": "KDIST_INIT_TIMEOUT",
+        "cluster_detection": "argument",
+        "preflight": "default",
+        "local_device_ids": "default",
+        "coordinator_bind_address": "default",
+        "heartbeat_timeout": "argument",
+        "shutdown_timeout": "KDIST_SHUTDOWN_TIMEOUT",
+        "on_peer_failure": "argument",
+        "consistency": "KDIST_CONSISTENCY",
+    }
+    assert (spec.heartbeat_timeout, spec.shutdown_timeout, spec.timeout) == (91, 203, 77)

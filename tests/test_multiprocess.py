@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from support import ENVIRONMENT_SOURCES, run_cluster
@@ -30,3 +32,21 @@ def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
         assert "kdist is already initialized" in str(report["second_call_error"])
         assert report["sources"] == {**ENVIRONMENT_SOURCES, "seed": "roll call: process 0's seed"}
         assert report["scheduler"] is None
+    assert_one_job_seed(reports)
+
+
+def assert_one_job_seed(reports: list[dict[str, object]]) -> None:
+    """Every process has the job's seed in force, not its own: the same value, and the
+    same draws from the generators it seeds."""
+    assert len({report["seed"] for report in reports}) == 1, reports
+    assert isinstance(reports[0]["seed"], int)
+    assert len({json.dumps(report["draws"]) for report in reports}) == 1, reports
+
+
+def test_without_the_roll_call_every_process_has_process_0_s_seed() -> None:
+    results = run_cluster("report_cluster.py", 3, timeout=180, extra_env={"KDIST_ROLL_CALL": "off"})
+    for result in results:
+        assert result.returncode == 0, result.describe()
+    reports = [r.report() for r in results]
+    assert {str(r["sources"]["seed"]) for r in reports} == {"key-value store: process 0's seed"}
+    assert_one_job_seed(reports)

@@ -163,6 +163,65 @@ def test_taken_port_is_reported_at_once_with_its_holder(family: int, host: str) 
     assert port_binds_at_once(port)
 
 
+@pytest.mark.parametrize("host", ["::", "127.0.0.1"])
+def test_a_port_held_the_way_grpc_holds_it_is_reported_at_once(host: str) -> None:
+    """gRPC (a leftover JAX coordinator) binds with SO_REUSEPORT on every interface. A
+    listener that also set SO_REUSEPORT would share that port silently; kdist's must not."""
+    port = free_port()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        holder.bind((host, port))
+        holder.listen()
+        [result] = run([env_for(0, 2, port, timeout=30)], timeout=30)
+    report = assert_failed_cleanly(result, "PortInUseError")
+    assert float(report["elapsed"]) < 10, report
+    assert f"held by pid {os.getpid()}" in str(report["message"]), report
+
+
+def test_a_port_held_by_a_real_jax_coordination_service_is_reported_at_once(
+    tmp_path: Path,
+) -> None:
+    """The holder that matters in real jobs: JAX's own coordination service (gRPC) left
+    running on the coordinator port."""
+    port = free_port()
+    service = (
+        "import sys, time\n"
+        "from jax._src.lib import _jax\n"
+        f"service = _jax.get_distributed_runtime_service('[::]:{port}', 2)\n"
+        "print('serving', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    with Spawned(tmp_path) as spawned:
+        holder = spawned.start([sys.executable, "-c", service], clean_env(1))
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "process-0.out").read_text().strip() and time.monotonic() < deadline:
+            assert holder.proc.poll() is None, holder.stderr()
+            time.sleep(0.05)
+        assert "serving" in (tmp_path / "process-0.out").read_text(), holder.stderr()
+        [result] = run([env_for(0, 2, port, timeout=30)], timeout=30)
+        report = assert_failed_cleanly(result, "PortInUseError")
+        assert float(report["elapsed"]) < 10, report
+        assert f"held by pid {holder.pid}" in str(report["message"]), report
+
+
+def test_a_port_left_in_time_wait_by_a_closed_listener_binds_again() -> None:
+    """A listener that closed its side of a connection first leaves the port in
+    TIME_WAIT for about a minute; the next roll call on that port must still bind it."""
+    port = free_port()
+    with socket.create_server(("127.0.0.1", port)) as listener:
+        client = socket.create_connection(("127.0.0.1", port), timeout=10)
+        accepted, _ = listener.accept()
+        accepted.close()  # the listening side closes first: TIME_WAIT on `port`
+        client.recv(1)
+        client.close()
+    assert not port_binds_at_once(port)  # the TIME_WAIT is really there
+    results = run([env_for(i, 2, port, timeout=60) for i in range(2)], timeout=90)
+    for result in results:
+        assert result.returncode == 0, result.describe()
+
+
 # 4 ---------------------------------------------------------------------------
 
 

@@ -1,7 +1,10 @@
 """A cluster member: kdist.initialize() from the environment, then one JSON report line."""
 
 import json
+import random
 import time
+
+import numpy as np
 
 import kdist
 
@@ -26,6 +29,10 @@ print(
             "scheduler": spec.scheduler,
             "local_device_ids": spec.local_device_ids,
             "fingerprint": spec.fingerprint,
+            # The job seed, and what it did: draws from the generators it seeds (Python's
+            # and NumPy's, which Keras's default seeding draws from).
+            "seed": spec.seed,
+            "draws": [random.random(), float(np.random.random())],
             "devices": kdist.list_devices(),
             "device_count": kdist.get_device_count(),
             "init_seconds": init_seconds,

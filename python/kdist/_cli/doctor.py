@@ -290,13 +290,19 @@ def render(report: Report) -> str:
             ("preflight", str(spec.preflight)),
             ("cluster_detection", spec.cluster_detection),
             ("local_device_ids", _format_ids(spec.local_device_ids)),
+            ("coordinator_bind_address", spec.coordinator_bind_address or "(every interface)"),
+            ("heartbeat_timeout", f"{spec.heartbeat_timeout} s"),
+            ("shutdown_timeout", f"{spec.shutdown_timeout} s"),
+            ("on_peer_failure", spec.on_peer_failure),
+            ("consistency", spec.consistency),
         ]
-        if spec.coordinator_bind_address:
-            rows.append(("coordinator_bind_address", spec.coordinator_bind_address))
+        names = max(len(name) for name, _ in rows)
         width = max(len(value) for _, value in rows)
         for name, value in rows:
-            lines.append(f"  {name:<18} {value:<{width}}  from {sources[name]}")
-        lines.append(f"  {'fingerprint':<18} {spec.fingerprint}")
+            lines.append(f"  {name:<{names}} {value:<{width}}  from {sources[name]}")
+        # The digest of the settings every process must share (not the environment
+        # fingerprint below).
+        lines.append(f"  {'config digest':<{names}} {spec.fingerprint}")
     lines.append("")
 
     lines.append(f"scheduler: {report.scheduler or 'none detected'}")
@@ -332,7 +338,9 @@ def render(report: Report) -> str:
     lines.extend("  " + line for line in report.accelerators["summary"])
     lines.append("")
 
-    lines.append("fingerprint (the roll call compares it across processes; * must match):")
+    lines.append(
+        "environment fingerprint (the roll call compares it across processes; * must match):"
+    )
     width = max(len(e.name) for e in report.environment_fingerprint)
     lines.extend(
         f"  {'*' if e.must_match else ' '} {e.name:<{width}}  {e.value}"
