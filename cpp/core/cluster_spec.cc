@@ -1,6 +1,19 @@
 #include "cluster_spec.h"
 
+#include <cstdio>
+
+#include "stop_signals.h"
+
 namespace kdist {
+namespace {
+
+std::string Seconds(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", seconds);
+  return buffer;
+}
+
+}  // namespace
 
 std::optional<Address> ClusterSpec::coordinator() const {
   if (job_addresses.value.empty()) return std::nullopt;
@@ -15,7 +28,12 @@ std::string ClusterSpec::Fingerprint() const {
                                 std::to_string(heartbeat_timeout_seconds.value) +
                                 ";shutdown_timeout=" +
                                 std::to_string(shutdown_timeout_seconds.value) +
-                                ";consistency=" + consistency.value;
+                                ";consistency=" + consistency.value +
+                                ";stop_signals=" + FormatStopSignals(stop_signals.value) +
+                                ";stall_timeout=" +
+                                (stall_timeout_seconds.value
+                                     ? Seconds(*stall_timeout_seconds.value)
+                                     : std::string("off"));
   return HexDigest(canonical);
 }
 

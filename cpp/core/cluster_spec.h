@@ -39,6 +39,13 @@ struct ClusterSpec {
   // What this process does when another fails or dies: "exit" or "ignore".
   Sourced<std::string> on_peer_failure;
   Sourced<std::string> consistency;  // "strict", "warn" or "off" (consistency.h)
+  // The signals that are stop requests for the whole job (stop_signals.h);
+  // empty: none. Part of the fingerprint: a signal that stops one process must
+  // stop them all the same way.
+  Sourced<std::vector<int>> stop_signals;
+  // The stall watchdog: a process that reports no progress for this many
+  // seconds ends the job; nullopt: off. Part of the fingerprint.
+  Sourced<std::optional<double>> stall_timeout_seconds;
   // After the roll call: this process's environment fingerprint as compared
   // (empty when nothing was), and the differences let pass.
   std::vector<std::pair<std::string, std::string>> compared_environment;
@@ -86,7 +93,8 @@ struct ClusterSpec {
 
   // A short hex digest of the settings every process of the job must share
   // (coordinator address, process count, JAX's heartbeat and shutdown
-  // timeouts), for comparing processes.
+  // timeouts, the consistency policy, the stop signals and the stall
+  // timeout), for comparing processes.
   std::string Fingerprint() const;
 
   // Whether two specs describe the same process of the same job: the same

@@ -7,6 +7,7 @@
 #include "detectors.h"
 #include "local_devices.h"
 #include "scalars.h"
+#include "stop_signals.h"
 #include "text.h"
 
 namespace kdist {
@@ -124,6 +125,36 @@ Result<Sourced<std::string>> ResolveOnPeerFailure(const Request& request,
                          "\"ignore\" (the program handles it)");
   }
   return Sourced<std::string>{value, raw->source};
+}
+
+Result<Sourced<std::vector<int>>> ResolveStopSignals(const Request& request,
+                                                     const Environment& env) {
+  const std::optional<Raw> raw = Pick(request.stop_signals, "stop_signals", env, kEnvStopSignals);
+  if (!raw) {
+    Result<std::vector<int>> defaults = ParseStopSignals(kDefaultStopSignals);
+    return Sourced<std::vector<int>>{std::move(defaults).value(), "default"};
+  }
+  Result<std::vector<int>> signals = ParseStopSignals(raw->text);
+  if (!signals.ok()) return Invalid(*raw, signals.status().message());
+  return Sourced<std::vector<int>>{std::move(signals).value(), raw->source};
+}
+
+// The stall watchdog's timeout: positive seconds, or "off"/"none"/"0" (the default).
+Result<Sourced<std::optional<double>>> ResolveStallTimeout(const Request& request,
+                                                           const Environment& env) {
+  const std::optional<Raw> raw =
+      Pick(request.stall_timeout, "stall_timeout", env, kEnvStallTimeout, false);
+  if (!raw) return Sourced<std::optional<double>>{std::nullopt, "default"};
+  const std::string word = Lower(Trim(raw->text));
+  if (word == "off" || word == "none") return Sourced<std::optional<double>>{std::nullopt, raw->source};
+  const std::string expected = "expected a positive number of seconds (at most " +
+                               Number(kMaxTimeoutSeconds) +
+                               ") without progress that ends the job, or \"off\"";
+  Result<double> value = ParseSeconds(raw->text);
+  if (!value.ok()) return Invalid(*raw, value.status().message() + "; " + expected);
+  if (*value == 0) return Sourced<std::optional<double>>{std::nullopt, raw->source};
+  if (*value > kMaxTimeoutSeconds) return Invalid(*raw, expected);
+  return Sourced<std::optional<double>>{*value, raw->source};
 }
 
 Result<Sourced<std::string>> ResolveConsistency(const Request& request, const Environment& env) {
@@ -402,6 +433,8 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
                                            kEnvShutdownTimeout, kDefaultShutdownTimeoutSeconds));
   KDIST_ASSIGN_OR_RETURN(spec.on_peer_failure, ResolveOnPeerFailure(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.consistency, ResolveConsistency(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.stop_signals, ResolveStopSignals(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.stall_timeout_seconds, ResolveStallTimeout(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.cluster_detection, ResolveClusterDetection(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRollCallToken(env));
 

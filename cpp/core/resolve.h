@@ -38,6 +38,9 @@ inline constexpr std::string_view kEnvRendezvousToken = "KDIST_RENDEZVOUS_TOKEN"
 inline constexpr std::string_view kEnvHeartbeatTimeout = "KDIST_HEARTBEAT_TIMEOUT";
 inline constexpr std::string_view kEnvShutdownTimeout = "KDIST_SHUTDOWN_TIMEOUT";
 inline constexpr std::string_view kEnvOnPeerFailure = "KDIST_ON_PEER_FAILURE";
+// Stopping together: the signals that are stop requests, and the stall watchdog.
+inline constexpr std::string_view kEnvStopSignals = "KDIST_STOP_SIGNALS";
+inline constexpr std::string_view kEnvStallTimeout = "KDIST_STALL_TIMEOUT";
 inline constexpr int64_t kDefaultHeartbeatTimeoutSeconds = 100;  // JAX's own default
 inline constexpr int64_t kDefaultShutdownTimeoutSeconds = 300;   // JAX's own default
 inline constexpr int64_t kMaxJaxTimeoutSeconds = 1000000;
@@ -61,6 +64,8 @@ struct Request {
   std::optional<std::string> shutdown_timeout;
   std::optional<std::string> on_peer_failure;
   std::optional<std::string> consistency;
+  std::optional<std::string> stop_signals;
+  std::optional<std::string> stall_timeout;
 };
 
 // The values cluster_detection accepts, in the order they are listed:

@@ -64,4 +64,12 @@ std::string Lower(std::string_view text) {
   return out;
 }
 
+std::string Upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
 }  // namespace kdist

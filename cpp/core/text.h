@@ -21,8 +21,9 @@ std::vector<std::string_view> Split(std::string_view text, char separator);
 
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 
-// ASCII lower-case copy.
+// ASCII lower-case and upper-case copies.
 std::string Lower(std::string_view text);
+std::string Upper(std::string_view text);
 
 // Whether `c` is an ASCII decimal digit (unlike std::isdigit, independent of
 // the locale and safe for any char value).

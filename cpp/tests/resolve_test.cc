@@ -1,5 +1,7 @@
 #include "resolve.h"
 
+#include <csignal>
+
 #include "testing/scheduler_environments.h"
 #include "testing/status_matchers.h"
 
@@ -44,6 +46,64 @@ TEST(Resolve, EnvironmentFillsWhatArgumentsLeaveOut) {
   EXPECT_EQ(spec->timeout_seconds.value, 2.5);
   EXPECT_EQ(spec->timeout_seconds.source, std::string("KDIST_INIT_TIMEOUT"));
   EXPECT_FALSE(spec->preflight.value);
+}
+
+TEST(Resolve, StopSignalsDefaultToSigtermAndTakeTheArgumentThenTheVariable) {
+  auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->stop_signals.value, std::vector<int>({SIGTERM}));
+  EXPECT_EQ(spec->stop_signals.source, std::string("default"));
+  Environment env{{"KDIST_STOP_SIGNALS", "SIGTERM,SIGUSR1"}};
+  spec = Resolve(Args("10.0.0.1:1234", "2", "1"), env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->stop_signals.value, std::vector<int>({SIGTERM, SIGUSR1}));
+  EXPECT_EQ(spec->stop_signals.source, std::string("KDIST_STOP_SIGNALS"));
+  Request request = Args("10.0.0.1:1234", "2", "1");
+  request.stop_signals = "none";
+  spec = Resolve(request, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_TRUE(spec->stop_signals.value.empty());
+  EXPECT_EQ(spec->stop_signals.source, std::string("argument"));
+}
+
+TEST(Resolve, BadStopSignalsNameTheValueAndItsSource) {
+  Environment env{{"KDIST_STOP_SIGNALS", "SIGTERM,SIGKILL"}};
+  KDIST_EXPECT_ERROR(Resolve(Args("10.0.0.1:1234", "2", "1"), env),
+                     StatusCode::kInvalidArgument,
+                     "KDIST_STOP_SIGNALS=\"SIGTERM,SIGKILL\" (from the environment): entry "
+                     "\"SIGKILL\" cannot be caught");
+}
+
+TEST(Resolve, StallTimeoutIsOffByDefaultAndTakesSecondsOrOff) {
+  auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_FALSE(spec->stall_timeout_seconds.value.has_value());
+  EXPECT_EQ(spec->stall_timeout_seconds.source, std::string("default"));
+  Environment env{{"KDIST_STALL_TIMEOUT", "2.5"}};
+  spec = Resolve(Args("10.0.0.1:1234", "2", "1"), env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->stall_timeout_seconds.value, std::optional<double>(2.5));
+  EXPECT_EQ(spec->stall_timeout_seconds.source, std::string("KDIST_STALL_TIMEOUT"));
+  Request request = Args("10.0.0.1:1234", "2", "1");
+  request.stall_timeout = "off";
+  spec = Resolve(request, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_FALSE(spec->stall_timeout_seconds.value.has_value());
+  EXPECT_EQ(spec->stall_timeout_seconds.source, std::string("argument"));
+  KDIST_EXPECT_ERROR(Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_STALL_TIMEOUT", "soon"}}),
+                     StatusCode::kInvalidArgument,
+                     "KDIST_STALL_TIMEOUT=\"soon\" (from the environment)");
+}
+
+TEST(Resolve, StopSignalsAndStallTimeoutArePartOfTheFingerprint) {
+  auto plain = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
+  auto usr1 = Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_STOP_SIGNALS", "SIGUSR1"}});
+  auto stall = Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_STALL_TIMEOUT", "60"}});
+  KDIST_ASSERT_OK(plain);
+  KDIST_ASSERT_OK(usr1);
+  KDIST_ASSERT_OK(stall);
+  EXPECT_NE(plain->Fingerprint(), usr1->Fingerprint());
+  EXPECT_NE(plain->Fingerprint(), stall->Fingerprint());
 }
 
 TEST(Resolve, AddressListGivesTheProcessCount) {

@@ -38,6 +38,7 @@ TEST(Text, JoinAndLower) {
   EXPECT_EQ(Join({"a", "b", "c"}, ", "), std::string("a, b, c"));
   EXPECT_EQ(Join({}, ", "), std::string(""));
   EXPECT_EQ(Lower("GpU:3"), std::string("gpu:3"));
+  EXPECT_EQ(Upper("SigTerm:3"), std::string("SIGTERM:3"));
 }
 
 }  // namespace
