@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "testing/raw_frames.h"
 #include "testing/status_matchers.h"
 
 namespace kdist {
@@ -11,6 +12,9 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::RawField;
+using testing::RawFrame;
+using testing::RawInteger;
 
 LiveMember Member(int64_t id) { return {id, "node-" + std::to_string(id), 4000 + id}; }
 
@@ -39,6 +43,21 @@ TEST(Liveness, JoinAndNoticeRoundTrip) {
   EXPECT_EQ(back->process_id, int64_t{2});
   EXPECT_EQ(back->message, std::string("m"));
   EXPECT_FALSE(back->barrier);
+}
+
+TEST(Liveness, EncodersWriteTheTagsTheWireFixes) {
+  // Every field's tag and the frame types, by number, in the order written:
+  // the bytes a process of another build of this protocol version reads.
+  EXPECT_EQ(EncodeLiveJoin(JoinOf(3, "abc")),
+            RawFrame(kProtocolVersion, 5,
+                     RawField(1, RawInteger(3)) + RawField(10, "abc") + RawField(8, "node-3") +
+                         RawField(9, RawInteger(4003))));
+  LiveNotice n{LiveKind::kDied, 2, "h", 7, "m", false};
+  EXPECT_EQ(EncodeLiveNotice(n),
+            RawFrame(kProtocolVersion, 6,
+                     RawField(16, RawInteger(2)) + RawField(1, RawInteger(2)) +
+                         RawField(8, "h") + RawField(9, RawInteger(7)) + RawField(12, "m") +
+                         RawField(17, RawInteger(0))));
 }
 
 TEST(Liveness, TagsAbove63AreUnknownNotAliasesOfKnownOnes) {
