@@ -10,28 +10,25 @@
 #include "process_list.h"
 #include "roll_call_options.h"
 #include "text.h"
+#include "wire_tags.h"
 #include "worker.h"
 
 namespace kdist {
 namespace {
 
-// Field tags of the liveness frames (each decoder knows its own; these match
-// the roll call's meanings where they overlap).
+// The liveness channel's own field tags (the shared ones: wire_tags.h). The
+// same numbers mean other fields in the roll call's frames.
 enum LiveTag : uint8_t {
-  kLiveTagProcessId = 1,
-  kLiveTagHost = 8,
-  kLiveTagPid = 9,
-  kLiveTagNonce = 10,
-  kLiveTagMessage = 12,
-  kLiveTagKind = 16,
-  kLiveTagBarrier = 17,
+  kLiveTagNonce = 10,    // the join's: the nonce "go" carried
+  kLiveTagKind = 16,     // the notice's: a LiveKind
+  kLiveTagBarrier = 17,  // the notice's: kAllDone's barrier, 0 or 1
 };
 
 constexpr size_t kMaxNonceBytes = 128;
 
-constexpr TagSet kJoinTags = {kLiveTagProcessId, kLiveTagNonce, kLiveTagHost, kLiveTagPid};
-constexpr TagSet kNoticeTags = {kLiveTagKind, kLiveTagProcessId, kLiveTagHost,
-                                kLiveTagPid,  kLiveTagMessage,   kLiveTagBarrier};
+constexpr TagSet kJoinTags = {kTagProcessId, kLiveTagNonce, kTagHost, kTagPid};
+constexpr TagSet kNoticeTags = {kLiveTagKind, kTagProcessId, kTagHost,
+                                kTagPid,      kTagMessage,   kLiveTagBarrier};
 
 constexpr std::string_view kChannel = "liveness";
 
@@ -57,20 +54,20 @@ const char* LiveKindName(LiveKind kind) {
 
 std::string EncodeLiveJoin(const LiveJoin& join) {
   FieldWriter w;
-  w.Integer(kLiveTagProcessId, join.process_id);
+  w.Integer(kTagProcessId, join.process_id);
   w.String(kLiveTagNonce, join.nonce, kMaxNonceBytes);
-  w.String(kLiveTagHost, join.host, kMaxHostBytes);
-  w.Integer(kLiveTagPid, join.pid);
+  w.String(kTagHost, join.host, kMaxHostBytes);
+  w.Integer(kTagPid, join.pid);
   return w.Frame(kFrameLiveJoin);
 }
 
 std::string EncodeLiveNotice(const LiveNotice& notice) {
   FieldWriter w;
   w.Integer(kLiveTagKind, static_cast<int64_t>(notice.kind));
-  w.Integer(kLiveTagProcessId, notice.process_id);
-  w.String(kLiveTagHost, notice.host, kMaxHostBytes);
-  w.Integer(kLiveTagPid, notice.pid);
-  w.String(kLiveTagMessage, notice.message, kMaxMessageBytes);
+  w.Integer(kTagProcessId, notice.process_id);
+  w.String(kTagHost, notice.host, kMaxHostBytes);
+  w.Integer(kTagPid, notice.pid);
+  w.String(kTagMessage, notice.message, kMaxMessageBytes);
   w.Integer(kLiveTagBarrier, notice.barrier ? 1 : 0);
   return w.Frame(kFrameLiveNotice);
 }
@@ -81,14 +78,14 @@ Result<LiveJoin> DecodeLiveJoin(std::string_view frame) {
   LiveJoin join;
   KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kJoinTags, [&](const Field& f) {
     switch (f.tag) {
-      case kLiveTagProcessId: return ReadInteger(f, "process_id", join.process_id);
+      case kTagProcessId: return ReadInteger(f, "process_id", join.process_id);
       case kLiveTagNonce: return ReadString(f, kMaxNonceBytes, "nonce", join.nonce);
-      case kLiveTagHost: return ReadString(f, kMaxHostBytes, "host", join.host);
-      case kLiveTagPid: return ReadInteger(f, "pid", join.pid);
+      case kTagHost: return ReadString(f, kMaxHostBytes, "host", join.host);
+      case kTagPid: return ReadInteger(f, "pid", join.pid);
       default: return Status::Ok();
     }
   }));
-  if (!seen.Has(kLiveTagProcessId) || !seen.Has(kLiveTagNonce)) {
+  if (!seen.Has(kTagProcessId) || !seen.Has(kLiveTagNonce)) {
     return InvalidArgument("a liveness join lacks its process id or nonce");
   }
   return join;
@@ -102,10 +99,10 @@ Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
   KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kNoticeTags, [&](const Field& f) {
     switch (f.tag) {
       case kLiveTagKind: return ReadInteger(f, "kind", kind);
-      case kLiveTagProcessId: return ReadInteger(f, "process_id", notice.process_id);
-      case kLiveTagHost: return ReadString(f, kMaxHostBytes, "host", notice.host);
-      case kLiveTagPid: return ReadInteger(f, "pid", notice.pid);
-      case kLiveTagMessage: return ReadString(f, kMaxMessageBytes, "message", notice.message);
+      case kTagProcessId: return ReadInteger(f, "process_id", notice.process_id);
+      case kTagHost: return ReadString(f, kMaxHostBytes, "host", notice.host);
+      case kTagPid: return ReadInteger(f, "pid", notice.pid);
+      case kTagMessage: return ReadString(f, kMaxMessageBytes, "message", notice.message);
       case kLiveTagBarrier: return ReadInteger(f, "barrier", barrier);
       default: return Status::Ok();
     }

@@ -18,7 +18,8 @@
 // wait out. A host that vanishes is caught by TCP keepalive.
 //
 // Frames use the framing the roll call also uses (wire.h): the 12-byte header
-// with types kFrameLiveJoin and kFrameLiveNotice, then tagged fields.
+// with types kFrameLiveJoin and kFrameLiveNotice (declared in wire.h), then
+// tagged fields.
 #ifndef KDIST_LIVENESS_H_
 #define KDIST_LIVENESS_H_
 
@@ -42,10 +43,6 @@
 #include "wire.h"
 
 namespace kdist {
-
-// Frame types of the liveness channel (the roll call uses 1-4).
-inline constexpr uint16_t kFrameLiveJoin = 5;
-inline constexpr uint16_t kFrameLiveNotice = 6;
 
 // A process asking process 0 to be watched.
 struct LiveJoin {
