@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "detectors.h"
+#include "clusters/detection.h"
 #include "environment.h"
 #include "status.h"
 

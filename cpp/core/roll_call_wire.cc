@@ -2,27 +2,28 @@
 
 #include <utility>
 
+#include "wire_tags.h"
+
 namespace kdist {
 namespace {
 
-// Field tags. Hello and Reply share the integer space; each decoder knows its own.
-enum Tag : uint8_t {
-  kTagProcessId = 1,
+// The roll call's own field tags (the ones the liveness channel shares:
+// wire_tags.h). Hello and Reply share the integer space; each decoder knows
+// its own. The liveness channel's frames use some of these numbers for other
+// fields (10, 16, 17).
+enum RollCallTag : uint8_t {
   kTagNumProcesses = 2,
   kTagFingerprint = 3,
   kTagCoordinator = 4,
   kTagNumProcessesSource = 5,
   kTagCoordinatorSource = 6,
   kTagJaxVersion = 7,
-  kTagHost = 8,
-  kTagPid = 9,
   kTagMac = 10,  // version 2: the token, in clear
   kTagCode = 11,
-  kTagMessage = 12,
   kTagSeed = 13,
   kTagLivenessPort = 14,
   kTagLivenessNonce = 15,
-  kTagNonce = 16,  // the challenge's
+  kTagChallengeNonce = 16,
   kTagEnvironment = 17,
   kTagConsistencyNotes = 18,
 };
@@ -33,7 +34,7 @@ constexpr TagSet kHelloTags = {kTagProcessId, kTagNumProcesses, kTagFingerprint,
                            kTagHost, kTagPid, kTagMac, kTagEnvironment};
 constexpr TagSet kReplyTags = {kTagCode, kTagMessage, kTagHost, kTagPid, kTagJaxVersion,
                            kTagSeed, kTagLivenessPort, kTagLivenessNonce, kTagConsistencyNotes};
-constexpr TagSet kChallengeTags = {kTagNonce};
+constexpr TagSet kChallengeTags = {kTagChallengeNonce};
 
 constexpr std::string_view kChannel = "roll call";
 
@@ -80,7 +81,7 @@ std::string EncodeReply(const Reply& reply) {
 
 std::string EncodeChallenge(const Challenge& challenge) {
   FieldWriter w;
-  w.String(kTagNonce,
+  w.String(kTagChallengeNonce,
            std::string_view(reinterpret_cast<const char*>(challenge.nonce.data()),
                             challenge.nonce.size()),
            kNonceBytes);
@@ -149,7 +150,7 @@ Result<Challenge> DecodeChallenge(std::string_view frame) {
     for (size_t i = 0; i < kNonceBytes; ++i) challenge.nonce[i] = static_cast<uint8_t>(f.value[i]);
     return Status::Ok();
   }));
-  if (!seen.Has(kTagNonce)) return InvalidArgument("the challenge has no nonce field");
+  if (!seen.Has(kTagChallengeNonce)) return InvalidArgument("the challenge has no nonce field");
   return challenge;
 }
 
@@ -186,7 +187,7 @@ Result<Hello> DecodeHello(std::string_view frame) {
       default: return Status::Ok();
     }
   }));
-  const std::pair<Tag, const char*> required[] = {
+  const std::pair<uint8_t, const char*> required[] = {
       {kTagProcessId, "process_id"}, {kTagNumProcesses, "num_processes"},
       {kTagFingerprint, "fingerprint"}, {kTagCoordinator, "coordinator"},
       {kTagHost, "host"}, {kTagPid, "pid"}};

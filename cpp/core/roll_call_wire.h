@@ -1,5 +1,6 @@
 // The roll call's messages: the hello a process sends to process 0 and the
-// replies process 0 sends back, in the framing of wire.h (frame types 1-4).
+// replies process 0 sends back, in the framing of wire.h (frame types
+// FrameType, declared there: 1-4 the hello and the replies).
 //
 // A process opens every connection with an opening frame (type 6, no fields):
 // it says nothing but the protocol version, so that a process 0 of another
@@ -44,15 +45,6 @@
 
 namespace kdist {
 
-enum class FrameType : uint16_t {
-  kHello = 1,   // process -> process 0: who I am and how I was configured
-  kGo = 2,      // process 0 -> all: every process is present, start JAX
-  kReject = 3,  // process 0 -> one or all: the roll call failed, with why
-  kStatus = 4,  // process 0 -> waiting processes: a progress line
-  kChallenge = 5,  // process 0 -> a new connection, first: the nonce its hello's MAC covers
-  kOpening = 6,    // process -> process 0, first: only the version it speaks
-};
-
 // Size limits of the roll call's own string fields, in bytes (host and
 // message: wire.h).
 inline constexpr size_t kMaxShortFieldBytes = 512;  // fingerprint, addresses, versions, sources
@@ -86,7 +78,7 @@ struct Challenge {
 // What process 0 decides for the whole job and "go" carries to every process.
 struct JobShared {
   int64_t seed = 0;  // the job-wide random seed, in [0, 2^32) (Keras's initialize agrees on one)
-  // The liveness channel (liveness.h): process 0's hub port (0: none) and the
+  // The liveness channel (liveness_hub.h): process 0's hub port (0: none) and the
   // nonce a process presents to be admitted. Optional on the wire.
   int64_t liveness_port = 0;
   std::string liveness_nonce;

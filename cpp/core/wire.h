@@ -1,5 +1,6 @@
 // The framing that the roll call (roll_call_wire.h) and the liveness channel
-// (liveness.h) share: one header, one field format, one reader and writer.
+// (liveness_wire.h) share: one header, one field format, one reader and
+// writer, and the frame types of both, declared here and nowhere else.
 //
 // A frame is a 12-byte header — the magic "KDRV", the protocol version and the
 // frame type (big-endian u16 each), and the payload length (big-endian u32,
@@ -7,11 +8,13 @@
 // tag, a big-endian u16 length and that many bytes. Integers are 8-byte
 // big-endian two's complement; strings are their bytes.
 //
-// Frame types: 1-4 the roll call's (FrameType), 5-6 the liveness channel's.
-// Each decoder names the tags it knows (below 64). Other tags — every tag of
-// 64 or more among them — are a later version's and are skipped, so a later
-// version can add fields; a known tag seen twice, a field over its size limit
-// or a missing required field makes the frame invalid.
+// Frame types: below (FrameType, the roll call's; kFrameLive*, the liveness
+// channel's). Field tags: those both channels use in the same sense are in
+// wire_tags.h, the others in their channel's own file. Each decoder names the
+// tags it knows (below 64). Other tags — every tag of 64 or more among them —
+// are a later version's and are skipped, so a later version can add fields; a
+// known tag seen twice, a field over its size limit or a missing required
+// field makes the frame invalid.
 //
 // Everything here is a pure function of its bytes: decoding survives any
 // input and never reads past what it was given.
@@ -37,6 +40,33 @@ inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr std::string_view kFrameMagic = "KDRV";
 inline constexpr size_t kFrameHeaderSize = 12;
 inline constexpr size_t kMaxFramePayload = 16 * 1024;
+
+// Frame types, every channel's. The two lists share 5 and 6 (the roll call's
+// challenge and opening, the liveness channel's join and notice), and the
+// bytes on the wire fix these numbers. The channels run on connections of
+// their own (the coordinator's port, the hub's ephemeral port), so a number
+// means one thing on a connection, and a frame sent to the other channel's
+// port is refused there or skipped (a liveness notice on the coordinator's
+// port reads as an opening, which process 0 skips). A new frame type of
+// either channel takes kNextFrameType, and kNextFrameType moves up by one.
+//
+// The roll call's (roll_call_wire.h).
+enum class FrameType : uint16_t {
+  kHello = 1,   // process -> process 0: who I am and how I was configured
+  kGo = 2,      // process 0 -> all: every process is present, start JAX
+  kReject = 3,  // process 0 -> one or all: the roll call failed, with why
+  kStatus = 4,  // process 0 -> waiting processes: a progress line
+  kChallenge = 5,  // process 0 -> a new connection, first: the nonce its hello's MAC covers
+  kOpening = 6,    // process -> process 0, first: only the version it speaks
+};
+// The liveness channel's (liveness_wire.h).
+inline constexpr uint16_t kFrameLiveJoin = 5;    // process -> process 0: watch me
+inline constexpr uint16_t kFrameLiveNotice = 6;  // either way: an event (LiveNotice)
+// The lowest number that no frame type of either channel has.
+inline constexpr uint16_t kNextFrameType = 7;
+static_assert(static_cast<uint16_t>(FrameType::kOpening) < kNextFrameType &&
+                  kFrameLiveNotice < kNextFrameType,
+              "a new frame type takes kNextFrameType, which then moves up");
 
 // Size limits of string fields both channels carry, in bytes.
 inline constexpr size_t kMaxHostBytes = 255;

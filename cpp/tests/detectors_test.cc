@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "clusters/scheduler_vars.h"  // the coordinator port overrides
 #include "testing/scheduler_environments.h"
 #include "testing/random_text.h"
 #include "testing/status_matchers.h"

@@ -25,20 +25,13 @@ Hello SampleHello() {
 }
 
 using testing::RawField;
+using testing::RawInteger;
 using testing::RawFrame;
-
-std::string Int(int64_t value) {
-  std::string out;
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    out += static_cast<char>((static_cast<uint64_t>(value) >> shift) & 0xff);
-  }
-  return out;
-}
 
 // The payload of a minimal valid hello, built by hand.
 std::string MinimalHelloPayload() {
-  return RawField(1, Int(1)) + RawField(2, Int(2)) + RawField(3, "fp") + RawField(4, "h:1") +
-         RawField(8, "host") + RawField(9, Int(77));
+  return RawField(1, RawInteger(1)) + RawField(2, RawInteger(2)) + RawField(3, "fp") + RawField(4, "h:1") +
+         RawField(8, "host") + RawField(9, RawInteger(77));
 }
 
 TEST(Hello, RoundTrips) {
@@ -59,6 +52,20 @@ TEST(Hello, RoundTrips) {
   EXPECT_EQ(out->mac, in.mac);
   EXPECT_EQ(out->token, std::string());
   EXPECT_EQ(frame.find(in.token), std::string::npos);
+}
+
+TEST(Hello, EncodesTheTagsTheWireFixes) {
+  // Every field's tag and the frame type, by number, in the order written:
+  // the bytes a process of another build of this protocol version reads.
+  Hello in = SampleHello();
+  in.environment = "env";
+  EXPECT_EQ(EncodeHello(in),
+            RawFrame(kProtocolVersion, 1,
+                     RawField(1, RawInteger(3)) + RawField(2, RawInteger(4)) + RawField(3, in.fingerprint) +
+                         RawField(4, in.coordinator) + RawField(5, in.num_processes_source) +
+                         RawField(6, in.coordinator_source) + RawField(7, in.jax_version) +
+                         RawField(8, in.host) + RawField(9, RawInteger(4242)) + RawField(17, "env") +
+                         RawField(10, in.mac)));
 }
 
 TEST(Hello, NegativeAndExtremeIntegersRoundTrip) {
@@ -136,20 +143,20 @@ TEST(Hello, UnknownFieldsAreSkipped) {
 }
 
 TEST(Hello, MalformedFieldsAreErrors) {
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + RawField(9, Int(1)))),
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, MinimalHelloPayload() + RawField(9, RawInteger(1)))),
                      StatusCode::kInvalidArgument, "appears twice");
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, "abc") + MinimalHelloPayload())),
                      StatusCode::kInvalidArgument, "expected 8");
   KDIST_EXPECT_ERROR(
-      DecodeHello(RawFrame(kProtocolVersion, 1, RawField(8, std::string(300, 'h')) + RawField(1, Int(1)))),
+      DecodeHello(RawFrame(kProtocolVersion, 1, RawField(8, std::string(300, 'h')) + RawField(1, RawInteger(1)))),
       StatusCode::kInvalidArgument, "over its limit");
   // A single over-limit host in an otherwise complete hello: named, with both sizes.
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, Int(1)) + RawField(2, Int(2)) +
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, RawInteger(1)) + RawField(2, RawInteger(2)) +
                                                     RawField(3, "fp") + RawField(4, "h:1") +
                                                     RawField(8, std::string(300, 'h')) +
-                                                    RawField(9, Int(77)))),
+                                                    RawField(9, RawInteger(77)))),
                      StatusCode::kInvalidArgument, "field host is 300 bytes, over its limit of 255");
-  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, Int(1)))), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, RawField(1, RawInteger(1)))), StatusCode::kInvalidArgument,
                      "no num_processes");
   std::string cut = MinimalHelloPayload() + "\x03\x00";
   KDIST_EXPECT_ERROR(DecodeHello(RawFrame(kProtocolVersion, 1, cut)), StatusCode::kInvalidArgument, "cut off");
@@ -201,13 +208,43 @@ TEST(Reply, GoRejectAndStatusRoundTrip) {
   }
 }
 
+TEST(Reply, EncodesTheTagsTheWireFixes) {
+  Reply go;
+  go.type = FrameType::kGo;
+  go.message = "m";
+  go.host = "node-0";
+  go.pid = 7;
+  go.jax_version = "0.5.1";
+  go.shared.seed = 42;
+  go.shared.liveness_port = 6000;
+  go.shared.liveness_nonce = "ln";
+  go.shared.consistency_notes = "notes";
+  EXPECT_EQ(EncodeReply(go),
+            RawFrame(kProtocolVersion, 2,
+                     RawField(11, RawInteger(0)) + RawField(12, "m") + RawField(8, "node-0") +
+                         RawField(9, RawInteger(7)) + RawField(7, "0.5.1") + RawField(13, RawInteger(42)) +
+                         RawField(14, RawInteger(6000)) + RawField(15, "ln") + RawField(18, "notes")));
+  Reply reject;
+  reject.type = FrameType::kReject;
+  reject.code = StatusCode::kDeadlineExceeded;
+  reject.message = "late";
+  EXPECT_EQ(EncodeReply(reject),
+            RawFrame(kProtocolVersion, 3,
+                     RawField(11, RawInteger(static_cast<int64_t>(StatusCode::kDeadlineExceeded))) +
+                         RawField(12, "late") + RawField(8, "") + RawField(9, RawInteger(0)) +
+                         RawField(7, "")));
+  Reply status;
+  status.type = FrameType::kStatus;
+  EXPECT_EQ(EncodeReply(status).substr(6, 2), std::string("\0\4", 2));
+}
+
 TEST(Reply, GoWithoutSeedIsAnError) {
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2, RawField(11, Int(0)))),
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2, RawField(11, RawInteger(0)))),
                      StatusCode::kInvalidArgument, "go reply carries no seed");
   KDIST_EXPECT_OK(
-      DecodeReply(RawFrame(kProtocolVersion, 2, RawField(11, Int(0)) + RawField(13, Int(7)))));
+      DecodeReply(RawFrame(kProtocolVersion, 2, RawField(11, RawInteger(0)) + RawField(13, RawInteger(7)))));
   KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2,
-                                          RawField(11, Int(0)) + RawField(13, Int(7)) + RawField(13, Int(8)))),
+                                          RawField(11, RawInteger(0)) + RawField(13, RawInteger(7)) + RawField(13, RawInteger(8)))),
                      StatusCode::kInvalidArgument, "appears twice");
 }
 
@@ -227,17 +264,17 @@ TEST(Reply, GoCarriesTheLivenessChannel) {
   EXPECT_EQ(none->shared.liveness_port, int64_t{0});
   EXPECT_EQ(none->shared.liveness_nonce, std::string(""));
   KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 2,
-                                          RawField(11, Int(0)) + RawField(13, Int(7)) +
-                                              RawField(14, Int(70000)))),
+                                          RawField(11, RawInteger(0)) + RawField(13, RawInteger(7)) +
+                                              RawField(14, RawInteger(70000)))),
                      StatusCode::kInvalidArgument, "liveness port 70000 is outside 1-65535");
 }
 
 TEST(Reply, BadRepliesAreErrors) {
   KDIST_EXPECT_ERROR(DecodeReply(EncodeHello(SampleHello())), StatusCode::kInvalidArgument,
                      "not a reply");
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, RawField(11, Int(0)))), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, RawField(11, RawInteger(0)))), StatusCode::kInvalidArgument,
                      "no failure code");
-  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, RawField(11, Int(99)))),
+  KDIST_EXPECT_ERROR(DecodeReply(RawFrame(kProtocolVersion, 3, RawField(11, RawInteger(99)))),
                      StatusCode::kInvalidArgument, "not a known code");
   KDIST_EXPECT_ERROR(DecodeReply("KDR"), StatusCode::kInvalidArgument,
                      "only 3 bytes of a 12-byte frame header");
@@ -357,15 +394,15 @@ TEST(Hello, MacInputCutsTheMacFieldWhereverItStands) {
   const std::string mac(kMacBytes, 'q');
   const std::string unknown = RawField(70, "later");
   const std::string frame =
-      RawFrame(kProtocolVersion, 1, RawField(1, Int(1)) + RawField(10, mac) + unknown +
-                                        RawField(2, Int(2)) + RawField(3, "fp") + RawField(4, "h:1") +
-                                        RawField(8, "host") + RawField(9, Int(77)));
+      RawFrame(kProtocolVersion, 1, RawField(1, RawInteger(1)) + RawField(10, mac) + unknown +
+                                        RawField(2, RawInteger(2)) + RawField(3, "fp") + RawField(4, "h:1") +
+                                        RawField(8, "host") + RawField(9, RawInteger(77)));
   KDIST_ASSERT_OK(DecodeHello(frame));
   Result<std::string> covered = HelloMacInput(frame);
   KDIST_ASSERT_OK(covered);
   EXPECT_EQ(*covered, RawFrame(kProtocolVersion, 1,
-                               RawField(1, Int(1)) + unknown + RawField(2, Int(2)) + RawField(3, "fp") +
-                                   RawField(4, "h:1") + RawField(8, "host") + RawField(9, Int(77))));
+                               RawField(1, RawInteger(1)) + unknown + RawField(2, RawInteger(2)) + RawField(3, "fp") +
+                                   RawField(4, "h:1") + RawField(8, "host") + RawField(9, RawInteger(77))));
   KDIST_EXPECT_ERROR(HelloMacInput(frame + "x"), StatusCode::kInvalidArgument, "header announces");
   KDIST_EXPECT_ERROR(HelloMacInput(RawFrame(kProtocolVersion, 1, "\x0a\x00")),
                      StatusCode::kInvalidArgument, "cut off");

@@ -5,9 +5,25 @@
 #ifndef KDIST_CLUSTERS_KUBERNETES_H_
 #define KDIST_CLUSTERS_KUBERNETES_H_
 
-#include "detectors.h"
+#include <cstdint>
+#include <string_view>
+
+#include "clusters/detection.h"
 
 namespace kdist {
+
+// The subdomain (headless Service name) of a Kubernetes Indexed Job's pods.
+inline constexpr std::string_view kEnvK8sSubdomain = "KDIST_K8S_SUBDOMAIN";
+// A JobSet's pods, exposed through the downward API in the pod template:
+// the job's index among all jobs of the JobSet (the pod label
+// jobset.sigs.k8s.io/job-global-index), the pods of each job (the Job
+// template's spec.completions, written as a literal) and, optionally, the
+// number of jobs (the annotation jobset.sigs.k8s.io/global-replicas).
+inline constexpr std::string_view kEnvK8sJobGlobalIndex = "KDIST_K8S_JOB_GLOBAL_INDEX";
+inline constexpr std::string_view kEnvK8sJobCompletions = "KDIST_K8S_JOB_COMPLETIONS";
+inline constexpr std::string_view kEnvK8sGlobalReplicas = "KDIST_K8S_GLOBAL_REPLICAS";
+// The port JAX uses for Kubernetes jobs.
+inline constexpr uint16_t kKubernetesCoordinatorPort = 55527;
 
 // The detector's entry in the table of detectors.h: its name, what it reads
 // and its detection function.

@@ -5,7 +5,7 @@
 #ifndef KDIST_CLUSTERS_OPEN_MPI_H_
 #define KDIST_CLUSTERS_OPEN_MPI_H_
 
-#include "detectors.h"
+#include "clusters/detection.h"
 
 namespace kdist {
 

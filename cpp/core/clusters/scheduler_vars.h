@@ -12,11 +12,17 @@
 #include <vector>
 
 #include "address.h"
-#include "detectors.h"
+#include "clusters/detection.h"
 #include "environment.h"
 #include "status.h"
 
 namespace kdist {
+
+// Overrides the port of a coordinator whose port a detector derives (Slurm,
+// Open MPI 4, Kubernetes) or takes from MASTER_PORT (torchrun).
+inline constexpr std::string_view kEnvCoordinatorPort = "KDIST_COORDINATOR_PORT";
+// JAX's own variable for the same purpose, honoured after kdist's.
+inline constexpr std::string_view kEnvJaxCoordinatorPort = "JAX_COORDINATOR_PORT";
 
 // The first port of the range JAX derives coordinator ports in: 61440..65535.
 inline constexpr uint64_t kDerivedPortBase = 65535 - 4096 + 1;

@@ -4,7 +4,7 @@
 #ifndef KDIST_CLUSTERS_SLURM_H_
 #define KDIST_CLUSTERS_SLURM_H_
 
-#include "detectors.h"
+#include "clusters/detection.h"
 
 namespace kdist {
 

@@ -3,7 +3,7 @@
 #ifndef KDIST_CLUSTERS_TF_CONFIG_H_
 #define KDIST_CLUSTERS_TF_CONFIG_H_
 
-#include "detectors.h"
+#include "clusters/detection.h"
 
 namespace kdist {
 

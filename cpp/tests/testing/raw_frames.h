@@ -32,6 +32,15 @@ inline std::string RawField(uint8_t tag, const std::string& value) {
   return out + value;
 }
 
+// An integer field's value: 8 bytes, big-endian two's complement.
+inline std::string RawInteger(int64_t value) {
+  std::string out;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out += static_cast<char>((static_cast<uint64_t>(value) >> shift) & 0xff);
+  }
+  return out;
+}
+
 }  // namespace kdist::testing
 
 #endif  // KDIST_TESTING_RAW_FRAMES_H_

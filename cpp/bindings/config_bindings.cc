@@ -1,0 +1,316 @@
+#include "config_bindings.h"
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "casters.h"
+#include "cluster_spec.h"
+#include "detectors.h"
+#include "environment.h"
+#include "errors.h"
+#include "resolve.h"
+#include "status.h"
+#include "text.h"
+
+namespace nb = nanobind;
+
+namespace kdist {
+namespace {
+
+using bindings::RaiseIfError;
+using bindings::ValueOrRaise;
+
+std::vector<std::string> AddressStrings(const std::vector<Address>& addresses) {
+  std::vector<std::string> out;
+  out.reserve(addresses.size());
+  for (const Address& address : addresses) out.push_back(address.ToString());
+  return out;
+}
+
+std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
+  std::map<std::string, std::string> sources = {
+      {"job_addresses", spec.job_addresses.source.empty() ? "not set" : spec.job_addresses.source},
+      {"num_processes", spec.num_processes.source},
+      {"process_id", spec.process_id.source},
+      {"timeout", spec.timeout_seconds.source},
+      {"preflight", spec.preflight.source},
+      {"cluster_detection", spec.cluster_detection.source},
+      {"local_device_ids", spec.local_device_ids.source},
+      {"coordinator_bind_address", spec.coordinator_bind_address.source},
+      {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
+      {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
+      {"on_peer_failure", spec.on_peer_failure.source},
+      {"consistency", spec.consistency.source}};
+  if (spec.seed.value) sources["seed"] = spec.seed.source;
+  return sources;
+}
+
+std::string IdList(const std::optional<std::vector<int64_t>>& ids) {
+  if (!ids) return "None";
+  std::string out = "[";
+  for (size_t i = 0; i < ids->size(); ++i) out += (i ? ", " : "") + std::to_string((*ids)[i]);
+  return out + "]";
+}
+
+// A detection's values, in the order of its fields, by setting name.
+std::vector<std::pair<std::string, DetectedValue>> DetectedValues(const Detection& d) {
+  std::vector<std::pair<std::string, DetectedValue>> values;
+  const std::pair<const char*, const std::optional<DetectedValue>*> fields[] = {
+      {"job_addresses", &d.job_addresses}, {"num_processes", &d.num_processes},
+      {"process_id", &d.process_id},       {"local_rank", &d.local_rank},
+      {"local_size", &d.local_size}};
+  for (const auto& [name, value] : fields) {
+    if (*value) values.emplace_back(name, **value);
+  }
+  return values;
+}
+
+// A detection's hints (what it cannot give and what to set), by setting name.
+std::vector<std::pair<std::string, std::string>> DetectedHints(const Detection& d) {
+  std::vector<std::pair<std::string, std::string>> hints;
+  if (!d.job_addresses_hint.empty()) hints.emplace_back("job_addresses", d.job_addresses_hint);
+  if (!d.num_processes_hint.empty()) hints.emplace_back("num_processes", d.num_processes_hint);
+  if (!d.process_id_hint.empty()) hints.emplace_back("process_id", d.process_id_hint);
+  return hints;
+}
+
+// The table entry of the detector that made `report`.
+Detector DetectorOf(const DetectorReport& report) {
+  const Detector* detector = FindDetector(report.name);
+  if (detector == nullptr) RaiseIfError(Internal("no detector named " + Quote(report.name)));
+  return *detector;
+}
+
+std::string Repr(const ClusterSpec& spec) {
+  std::string addresses;
+  for (const std::string& a : AddressStrings(spec.job_addresses.value)) {
+    addresses += (addresses.empty() ? "'" : ", '") + a + "'";
+  }
+  char timeout[32];
+  std::snprintf(timeout, sizeof timeout, "%g", spec.timeout_seconds.value);
+  return "ClusterSpec(job_addresses=[" + addresses +
+         "], num_processes=" + std::to_string(spec.num_processes.value) +
+         ", process_id=" + std::to_string(spec.process_id.value) + ", timeout=" + timeout +
+         ", preflight=" + (spec.preflight.value ? "True" : "False") + ", cluster_detection='" +
+         spec.cluster_detection.value + "', scheduler=" +
+         (spec.scheduler ? "'" + *spec.scheduler + "'" : std::string("None")) +
+         ", local_device_ids=" + IdList(spec.local_device_ids.value) + ")";
+}
+
+}  // namespace
+
+namespace bindings {
+
+void BindConfig(nb::module_& m) {
+  nb::class_<ClusterSpec>(m, "ClusterSpec",
+                          "The resolved configuration of this process; each value keeps its "
+                          "source in `sources`.")
+      .def_prop_ro("job_addresses",
+                   [](const ClusterSpec& s) { return AddressStrings(s.job_addresses.value); },
+                   "Every job address as host:port (IPv6 in brackets); the first is the "
+                   "coordinator. Empty for a single process without a coordinator.")
+      .def_prop_ro("coordinator_address",
+                   [](const ClusterSpec& s) -> std::optional<std::string> {
+                     if (auto c = s.coordinator()) return c->ToString();
+                     return std::nullopt;
+                   },
+                   "The coordinator's host:port, or None.")
+      .def_prop_ro("coordinator_bind_address",
+                   [](const ClusterSpec& s) -> std::optional<std::string> {
+                     if (const auto& b = s.coordinator_bind_address.value) return b->ToString();
+                     return std::nullopt;
+                   },
+                   "Where process 0 binds the coordinator port (JAX_COORDINATOR_BIND_ADDRESS), "
+                   "or None: every interface, on the coordinator's port.")
+      .def_prop_ro("num_processes", [](const ClusterSpec& s) { return s.num_processes.value; })
+      .def_prop_ro("process_id", [](const ClusterSpec& s) { return s.process_id.value; })
+      .def_prop_ro("timeout", [](const ClusterSpec& s) { return s.timeout_seconds.value; },
+                   "Deadline of initialize() in seconds.")
+      .def_prop_ro("preflight", [](const ClusterSpec& s) { return s.preflight.value; })
+      .def_prop_ro("heartbeat_timeout",
+                   [](const ClusterSpec& s) { return s.heartbeat_timeout_seconds.value; },
+                   "JAX's heartbeat timeout in whole seconds (KDIST_HEARTBEAT_TIMEOUT; JAX's "
+                   "default 100): a process silent this long is declared dead by JAX.")
+      .def_prop_ro("shutdown_timeout",
+                   [](const ClusterSpec& s) { return s.shutdown_timeout_seconds.value; },
+                   "JAX's shutdown timeout in whole seconds (KDIST_SHUTDOWN_TIMEOUT; JAX's "
+                   "default 300): the bound of its shutdown barrier.")
+      .def_prop_ro("on_peer_failure",
+                   [](const ClusterSpec& s) { return s.on_peer_failure.value; },
+                   "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
+                   "fails or dies; 'ignore': it prints the line and goes on.")
+      .def_prop_ro("consistency", [](const ClusterSpec& s) { return s.consistency.value; },
+                   "'warn' (default; KDIST_CONSISTENCY): the roll call stops the job when the "
+                   "processes' environments differ in a way that crashes or corrupts it (jax, "
+                   "jaxlib, device platform or count) and warns about other differences; "
+                   "'strict': any difference stops it; 'off': nothing is compared.")
+      .def_prop_ro("cluster_detection",
+                   [](const ClusterSpec& s) { return s.cluster_detection.value; })
+      .def_prop_ro("scheduler",
+                   [](const ClusterSpec& s) { return s.scheduler; },
+                   "The scheduler detector that recognised this environment ('slurm', "
+                   "'torchrun', ...), even when explicit settings left it nothing to fill; "
+                   "None when none did.")
+      .def_prop_ro("local_device_ids",
+                   [](const ClusterSpec& s) { return s.local_device_ids.value; },
+                   "The local device ids handed to jax.distributed.initialize; None: every "
+                   "device the process sees. Set by KDIST_LOCAL_DEVICE_IDS ('all', 'auto' for "
+                   "the scheduler's suggestion, or ids '0,1').")
+      .def_prop_ro("suggested_local_device_ids",
+                   [](const ClusterSpec& s) { return s.suggested_local_device_ids; },
+                   "What the detected scheduler suggests (one device per process, by local "
+                   "rank), applied only with KDIST_LOCAL_DEVICE_IDS=auto; None: keep every "
+                   "device.")
+      .def_prop_ro("local_devices_reason",
+                   [](const ClusterSpec& s) { return s.local_devices_reason; },
+                   "Why the suggestion is what it is, in words.")
+      .def_prop_ro("local_devices_suggestion_applied",
+                   [](const ClusterSpec& s) { return s.local_devices_suggestion_applied; },
+                   "Whether local_device_ids is the scheduler's suggestion "
+                   "(KDIST_LOCAL_DEVICE_IDS=auto).")
+      .def_prop_ro("seed", [](const ClusterSpec& s) { return s.seed.value; },
+                   "The job-wide random seed initialize() agreed on (the same in every "
+                   "process unless the program set its own), or None before initialize(); "
+                   "sources['seed'] says where it came from.")
+      .def(
+          "with_seed",
+          [](const ClusterSpec& s, int64_t seed, const std::string& source) {
+            ClusterSpec copy = s;
+            copy.seed = {seed, source};
+            return copy;
+          },
+          nb::arg("seed"), nb::arg("source"),
+          "A copy of this spec with the job seed set, and where it came from.")
+      .def_ro("compared_environment", &ClusterSpec::compared_environment,
+              "This process's environment fingerprint as the roll call compared it, (name, "
+              "value) pairs; empty when nothing was compared (consistency 'off', no roll "
+              "call, or before initialize()).")
+      .def_ro("consistency_notes", &ClusterSpec::consistency_notes,
+              "The differences between the processes' environments that the roll call let "
+              "pass, one line each ('' when none).")
+      .def(
+          "with_consistency",
+          [](const ClusterSpec& s, std::vector<std::pair<std::string, std::string>> compared,
+             const std::string& notes) {
+            ClusterSpec copy = s;
+            copy.compared_environment = std::move(compared);
+            copy.consistency_notes = notes;
+            return copy;
+          },
+          nb::arg("compared"), nb::arg("notes"),
+          "A copy of this spec with what the roll call compared and let pass.")
+      .def_prop_ro("sources", &Sources,
+                   "Where each value came from: 'argument', an environment variable's name, "
+                   "a detector and its variables ('slurm (SLURM_PROCID)'), 'job_addresses' "
+                   "(counted from the list) or 'default'.")
+      .def_prop_ro("fingerprint", &ClusterSpec::Fingerprint,
+                   "Digest of the settings every process of the job must share.")
+      .def("same_job_and_process", &ClusterSpec::SameJobAndProcess, nb::arg("other"),
+           "Whether `other` has the same addresses, process count and process id.")
+      .def("__repr__", &Repr);
+
+  m.def(
+      "resolve",
+      [](std::optional<std::string> job_addresses, std::optional<std::string> num_processes,
+         std::optional<std::string> process_id, std::optional<std::string> timeout,
+         std::optional<std::string> cluster_detection, std::optional<std::string> preflight,
+         const std::map<std::string, std::string>& environment,
+         std::optional<std::string> heartbeat_timeout,
+         std::optional<std::string> shutdown_timeout,
+         std::optional<std::string> on_peer_failure, std::optional<std::string> consistency) {
+        Request request{std::move(job_addresses),     std::move(num_processes),
+                        std::move(process_id),        std::move(timeout),
+                        std::move(cluster_detection), std::move(preflight),
+                        std::move(heartbeat_timeout), std::move(shutdown_timeout),
+                        std::move(on_peer_failure),   std::move(consistency)};
+        Environment env(environment.begin(), environment.end());
+        return ValueOrRaise(Resolve(request, env));
+      },
+      nb::arg("job_addresses").none(), nb::arg("num_processes").none(),
+      nb::arg("process_id").none(), nb::arg("timeout").none(),
+      nb::arg("cluster_detection").none(), nb::arg("preflight").none(), nb::arg("environment"),
+      nb::arg("heartbeat_timeout").none() = nb::none(),
+      nb::arg("shutdown_timeout").none() = nb::none(),
+      nb::arg("on_peer_failure").none() = nb::none(),
+      nb::arg("consistency").none() = nb::none(),
+      "Resolves initialize()'s settings (as text) against an environment snapshot; raises "
+      "kdist.ConfigError naming the bad value and its source.");
+
+  m.def("cluster_detection_modes", &ClusterDetectionModes,
+        "The values cluster_detection accepts: 'auto', 'none', then every detector's name.");
+
+  nb::class_<Detector>(m, "Detector", "One scheduler detector of the table 'auto' tries.")
+      .def_ro("name", &Detector::name,
+              "The public value of cluster_detection / KDIST_CLUSTER_DETECTION: 'slurm'.")
+      .def_ro("summary", &Detector::summary, "What it reads, for help texts and `kdist doctor`.")
+      .def_ro("presence", &Detector::presence,
+              "The variables whose presence means this scheduler is here.")
+      .def_ro("variables", &Detector::variables,
+              "Every variable it reads, the coordinator port overrides included.");
+
+  m.def(
+      "cluster_detectors", [] { return Detectors(); },
+      "The scheduler detectors, in the order 'auto' tries them.");
+
+  nb::class_<DetectedValue>(m, "DetectedValue", "One value a detector found.")
+      .def_ro("text", &DetectedValue::text,
+              "The value as text, parsed by resolve() like any other setting: '3', "
+              "'node01:61234'.")
+      .def_ro("variables", &DetectedValue::variables,
+              "Where it came from: 'SLURM_PROCID', 'SLURM_STEP_NODELIST, SLURM_JOB_ID'.")
+      .def_ro("shown", &DetectedValue::shown,
+              "How messages show it: SLURM_PROCID=\"3\".");
+
+  nb::class_<Detection>(m, "Detection", "What a present detector found.")
+      .def_ro("detector", &Detection::detector, "The detector's name: 'slurm'.")
+      .def_ro("job_addresses", &Detection::job_addresses,
+              "The coordinator's address, or every process's (the first: the coordinator).")
+      .def_ro("num_processes", &Detection::num_processes)
+      .def_ro("process_id", &Detection::process_id)
+      .def_ro("local_rank", &Detection::local_rank,
+              "This process's index among the job's processes on its host.")
+      .def_ro("local_size", &Detection::local_size,
+              "The number of the job's processes on its host.")
+      .def_ro("job_addresses_hint", &Detection::job_addresses_hint,
+              "Why job_addresses is left out and what to set instead; '' when found.")
+      .def_ro("num_processes_hint", &Detection::num_processes_hint)
+      .def_ro("process_id_hint", &Detection::process_id_hint)
+      .def_prop_ro("values", &DetectedValues,
+                   "The values found, as (setting, value) pairs in field order.")
+      .def_prop_ro("hints", &DetectedHints,
+                   "The hints, as (setting, hint) pairs in field order, for the values left "
+                   "out.");
+
+  nb::class_<DetectorReport>(m, "DetectorReport",
+                             "What one detector makes of an environment snapshot.")
+      .def_ro("name", &DetectorReport::name, "The detector's name.")
+      .def_prop_ro("detector", &DetectorOf, "The detector's table entry.")
+      .def_prop_ro(
+          "present",
+          [](const DetectorReport& r) { return !r.status.ok() || r.detection.has_value(); },
+          "Whether its variables are set (even when they are partial or malformed).")
+      .def_prop_ro(
+          "error",
+          [](const DetectorReport& r) -> std::optional<std::string> {
+            if (r.status.ok()) return std::nullopt;
+            return r.status.message();
+          },
+          "Why its variables cannot be used (partial or malformed), or None.")
+      .def_ro("detection", &DetectorReport::detection,
+              "What it found when present and valid, else None.");
+
+  m.def(
+      "detect_all",
+      [](const std::map<std::string, std::string>& environment) {
+        return DetectAll(Environment(environment.begin(), environment.end()));
+      },
+      nb::arg("environment"),
+      "What every detector makes of an environment snapshot, in table order.");
+}
+
+}  // namespace bindings
+}  // namespace kdist

@@ -1,0 +1,100 @@
+#include "network_bindings.h"
+
+#include <cstdint>
+#include <string>
+
+#include "address.h"
+#include "casters.h"
+#include "clock.h"
+#include "errors.h"
+#include "probe.h"
+#include "resolve.h"
+#include "socket.h"
+#include "status.h"
+
+namespace nb = nanobind;
+
+namespace kdist {
+namespace {
+
+using bindings::RaiseIfError;
+using bindings::ValueOrRaise;
+
+// The address parsers and the connect probe, as the command line and `kdist
+// doctor` use them. A failure is kdist.ConfigError with the core's reason.
+
+Address ParseAddressPy(const std::string& text) { return ValueOrRaise(ParseAddress(text)); }
+
+uint16_t ParsePortPy(const std::string& text) { return ValueOrRaise(ParsePort(text)); }
+
+double ParseTimeoutSecondsPy(const std::string& text) {
+  return ValueOrRaise(ParseTimeoutSeconds(text));
+}
+
+ProbeResult ProbeTcpPy(const std::string& address_text, double timeout) {
+  const Address address = ValueOrRaise(ParseAddress(address_text));
+  RealClock clock;
+  nb::gil_scoped_release release;
+  return ProbeTcp(address, SecondsToNanos(timeout), clock);
+}
+
+// A TCP port that was free a moment ago where the coordinator binds: the IPv6
+// wildcard address, dual-stack (so every IPv4 and IPv6 address, loopback
+// included), or 0.0.0.0 where there is no IPv6.
+uint16_t FreePortPy() {
+  Result<Listener> listener = ListenOnAllInterfaces(0, 1);
+  RaiseIfError(listener.status());
+  return listener->port;
+}
+
+}  // namespace
+
+namespace bindings {
+
+void BindNetwork(nb::module_& m) {
+  nb::enum_<HostKind>(m, "HostKind", "What an address's host part is.")
+      .value("ipv4", HostKind::kIPv4)
+      .value("ipv6", HostKind::kIPv6)
+      .value("host_name", HostKind::kName);
+
+  nb::class_<Address>(m, "Address", "A parsed host:port address.")
+      .def_ro("host", &Address::host, "The host, without brackets even for IPv6.")
+      .def_ro("port", &Address::port)
+      .def_ro("kind", &Address::kind)
+      .def("__str__", &Address::ToString, "host:port, with an IPv6 host in brackets.");
+
+  m.def("parse_address", &ParseAddressPy, nb::arg("text"),
+        "Parses one address: '10.0.0.1:1234', '[fe80::1]:1234', 'node-7:1234'; raises "
+        "kdist.ConfigError with the reason.");
+  m.def("parse_port", &ParsePortPy, nb::arg("text"),
+        "Parses a port, 1..65535 in decimal digits; raises kdist.ConfigError with the reason.");
+  m.def("parse_timeout_seconds", &ParseTimeoutSecondsPy, nb::arg("text"),
+        "Parses a duration as the command line's options take one: positive seconds, at "
+        "most the longest timeout; raises kdist.ConfigError with the expected form.");
+
+  nb::enum_<ProbeState>(m, "ProbeState", "What a connect probe found.")
+      .value("listening", ProbeState::kListening, "A program accepts connections there.")
+      .value("refused", ProbeState::kRefused, "Nothing listens there.")
+      .value("timeout", ProbeState::kTimeout, "No answer before the timeout.")
+      .value("unresolved", ProbeState::kUnresolved, "The host name does not resolve.")
+      .value("unreachable", ProbeState::kUnreachable, "The network cannot reach the host.");
+
+  nb::class_<ProbeResult>(m, "ProbeResult", "One TCP connect probe.")
+      .def_ro("state", &ProbeResult::state)
+      .def_ro("detail", &ProbeResult::detail,
+              "unresolved: the resolver's message; unreachable: the error; else ''.")
+      .def_prop_ro(
+          "seconds", [](const ProbeResult& r) { return NanosToSeconds(r.elapsed); },
+          "How long the probe took.");
+
+  m.def("probe_tcp", &ProbeTcpPy, nb::arg("address"), nb::arg("timeout"),
+        "Connects once to `address` (host:port; a host name is resolved) within `timeout` "
+        "seconds, GIL released, and closes at once; raises kdist.ConfigError for a malformed "
+        "address.");
+  m.def("free_port", &FreePortPy,
+        "A TCP port that was free a moment ago on every interface (IPv4 and IPv6, loopback "
+        "included), checked as the coordinator binds it.");
+}
+
+}  // namespace bindings
+}  // namespace kdist

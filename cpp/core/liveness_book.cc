@@ -1,0 +1,162 @@
+#include "liveness_book.h"
+
+#include <utility>
+
+#include "roll_call_options.h"
+#include "worker.h"
+
+namespace kdist {
+namespace {
+
+std::string WithHost(const std::string& host, int64_t pid) {
+  std::string out = "host " + (host.empty() ? std::string("unknown") : RelayText(host));
+  if (pid > 0) out += ", pid " + std::to_string(pid);
+  return out;
+}
+
+}  // namespace
+
+LivenessBook::LivenessBook(int64_t num_processes, LiveMember self)
+    : num_processes_(num_processes) {
+  states_[self.process_id] = State::kRunning;
+  members_[self.process_id] = std::move(self);
+}
+
+Status LivenessBook::Admit(const LiveJoin& join, std::string_view nonce) {
+  if (!ConstantTimeEquals(join.nonce, nonce)) {
+    return FailedPrecondition("its nonce is not this job's (a process of another job, or of "
+                              "an earlier run of this one)");
+  }
+  if (join.process_id < 1 || join.process_id >= num_processes_) {
+    return InvalidArgument("process id " + std::to_string(join.process_id) +
+                           " is outside [1, " + std::to_string(num_processes_) + ")");
+  }
+  if (states_.count(join.process_id) != 0) {
+    return FailedPrecondition("process " + std::to_string(join.process_id) +
+                              " is already watched");
+  }
+  if (first_failure_ || all_done_) {
+    return FailedPrecondition("the job already ended");
+  }
+  states_[join.process_id] = State::kRunning;
+  members_[join.process_id] = LiveMember{join.process_id, join.host, join.pid};
+  return Status::Ok();
+}
+
+std::optional<LiveNotice> LivenessBook::OnNotice(int64_t from, LiveNotice notice) {
+  auto state = states_.find(from);
+  if (state == states_.end()) return std::nullopt;
+  const LiveMember& member = members_[from];
+  notice.process_id = from;
+  notice.host = member.host;
+  notice.pid = member.pid;
+  switch (notice.kind) {
+    case LiveKind::kFailed:
+      if (state->second == State::kFailed || state->second == State::kDied) return std::nullopt;
+      state->second = State::kFailed;
+      if (first_failure_ || all_done_) return std::nullopt;
+      first_failure_ = notice;
+      return notice;
+    case LiveKind::kFinished:
+    case LiveKind::kLeft:
+      if (state->second != State::kRunning) return std::nullopt;
+      state->second = notice.kind == LiveKind::kFinished ? State::kFinished : State::kLeft;
+      return CheckAllDone();
+    default:
+      return std::nullopt;  // not something a process says about itself
+  }
+}
+
+std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id) {
+  auto state = states_.find(id);
+  if (state == states_.end()) return std::nullopt;
+  const bool ended = state->second == State::kRunning ||
+                     (state->second == State::kFinished && !all_done_);
+  if (!ended) return std::nullopt;
+  const bool had_finished = state->second == State::kFinished;
+  state->second = State::kDied;
+  if (first_failure_ || all_done_) return std::nullopt;
+  const LiveMember& member = members_[id];
+  LiveNotice notice{LiveKind::kDied, id, member.host, member.pid,
+                    had_finished ? "it said it finished, then its connection closed before "
+                                   "the others finished (it did not wait in JAX's shutdown "
+                                   "barrier)"
+                                 : "its connection closed without a finish message",
+                    true};
+  first_failure_ = notice;
+  return notice;
+}
+
+std::vector<int64_t> LivenessBook::NotJoined() const {
+  std::vector<int64_t> out;
+  if (joins_closed_ || all_done_) return out;
+  for (int64_t id = 1; id < num_processes_; ++id) {
+    if (states_.count(id) == 0) out.push_back(id);
+  }
+  return out;
+}
+
+std::optional<LiveNotice> LivenessBook::CloseJoins() {
+  if (joins_closed_) return std::nullopt;
+  joins_closed_ = true;
+  return CheckAllDone();
+}
+
+std::optional<LiveNotice> LivenessBook::CheckAllDone() {
+  if (first_failure_ || all_done_) return std::nullopt;
+  // A process that has not joined yet may be on its way (it joins while JAX starts).
+  if (!joins_closed_ && static_cast<int64_t>(states_.size()) < num_processes_) {
+    return std::nullopt;
+  }
+  bool barrier = true;
+  for (const auto& [id, state] : states_) {
+    if (state == State::kRunning) return std::nullopt;
+    if (state != State::kFinished) barrier = false;
+  }
+  all_done_ = barrier;
+  LiveNotice notice;
+  notice.kind = LiveKind::kAllDone;
+  notice.barrier = barrier;
+  return notice;
+}
+
+std::vector<LiveMember> LivenessBook::Waiting() const {
+  std::vector<LiveMember> out;
+  if (first_failure_ || all_done_) return out;
+  for (const auto& [id, state] : states_) {
+    if (state == State::kRunning) out.push_back(members_.at(id));
+  }
+  return out;
+}
+
+LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bool finishing) {
+  switch (notice.kind) {
+    case LiveKind::kFailed:
+    case LiveKind::kDied:
+      return policy == PeerFailurePolicy::kExit ? LiveAction::kExitFailure : LiveAction::kReport;
+    case LiveKind::kAllDone:
+      return !notice.barrier && finishing ? LiveAction::kExitSuccess : LiveAction::kNone;
+    default:
+      return LiveAction::kNone;
+  }
+}
+
+std::string DescribeFailure(const LiveNotice& notice, int64_t self, LiveAction action) {
+  std::string out = "kdist: process " + std::to_string(notice.process_id) + " (" +
+                    WithHost(notice.host, notice.pid) + ") ";
+  if (notice.kind == LiveKind::kFailed) {
+    out += "failed first: " + RelayText(notice.message);
+  } else {
+    out += "died (" + RelayText(notice.message) + ") while the job was running";
+  }
+  if (action == LiveAction::kExitFailure) {
+    out += "; stopping process " + std::to_string(self);
+  } else if (action == LiveAction::kReport) {
+    out += "; process " + std::to_string(self) +
+           " goes on (KDIST_ON_PEER_FAILURE=ignore); JAX collectives with that process "
+           "will fail or hang";
+  }
+  return out;
+}
+
+}  // namespace kdist

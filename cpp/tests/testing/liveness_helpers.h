@@ -1,0 +1,97 @@
+// Helpers shared by the liveness channel's tests: members and joins of a
+// test job, notices a process says about itself, and a whole job on loopback
+// (a hub and its spokes, each with an inbox that collects its notices).
+#ifndef KDIST_TESTING_LIVENESS_HELPERS_H_
+#define KDIST_TESTING_LIVENESS_HELPERS_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clock.h"
+#include "liveness_book.h"
+#include "liveness_connection.h"
+#include "liveness_hub.h"
+#include "liveness_spoke.h"
+#include "liveness_wire.h"
+#include "socket.h"
+#include "status.h"
+
+namespace kdist::testing {
+
+// Process `id` of a test job: on host node-<id>, pid 4000 + id.
+inline LiveMember Member(int64_t id) { return {id, "node-" + std::to_string(id), 4000 + id}; }
+
+inline LiveJoin JoinOf(int64_t id, std::string nonce = "nonce") {
+  return {id, std::move(nonce), "node-" + std::to_string(id), 4000 + id};
+}
+
+// A notice a process says about itself (the book fills in who).
+inline LiveNotice Self(LiveKind kind, std::string message = "") {
+  LiveNotice n;
+  n.kind = kind;
+  n.message = std::move(message);
+  return n;
+}
+
+// Collects notices from a channel's thread.
+struct Inbox {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<LiveNotice> notices;
+  NoticeHandler Handler() {
+    return [this](const LiveNotice& n) {
+      std::lock_guard<std::mutex> lock(mutex);
+      notices.push_back(n);
+      changed.notify_all();
+    };
+  }
+  // Whether `count` notices arrived within `timeout` (a short one proves an absence).
+  bool WaitFor(size_t count, Nanos timeout = std::chrono::seconds(10)) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, timeout, [&] { return notices.size() >= count; });
+  }
+};
+
+struct Job {
+  Inbox hub_inbox;
+  std::unique_ptr<LivenessHub> hub;
+  Endpoint at;  // the hub's
+  LivenessOptions options;
+  std::vector<std::unique_ptr<Inbox>> inboxes;
+  std::vector<std::unique_ptr<LivenessSpoke>> spokes;
+
+  // Process `id` joins (spokes[id - 1] when processes join in order).
+  Result<std::unique_ptr<LivenessSpoke>> Join(int64_t id, Inbox& inbox) {
+    RealClock clock;
+    return LivenessSpoke::Join(at, JoinOf(id), Member(0), options, inbox.Handler(), clock);
+  }
+};
+
+// A hub for `n` processes, of which processes 1 .. `joined` join (all by default).
+inline Status StartJob(Job& job, int n, LivenessOptions options = {}, int joined = -1) {
+  job.options = options;
+  Result<std::unique_ptr<LivenessHub>> hub =
+      LivenessHub::Start(n, Member(0), "nonce", options, job.hub_inbox.Handler());
+  if (!hub.ok()) return hub.status();
+  job.hub = std::move(*hub);
+  Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", job.hub->port());
+  if (!at.ok()) return at.status();
+  job.at = *at;
+  for (int id = 1; id <= (joined < 0 ? n - 1 : joined); ++id) {
+    job.inboxes.push_back(std::make_unique<Inbox>());
+    Result<std::unique_ptr<LivenessSpoke>> spoke = job.Join(id, *job.inboxes.back());
+    if (!spoke.ok()) return spoke.status();
+    job.spokes.push_back(std::move(*spoke));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kdist::testing
+
+#endif  // KDIST_TESTING_LIVENESS_HELPERS_H_
