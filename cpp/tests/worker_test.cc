@@ -58,7 +58,8 @@ TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
   // A progress line every 5 s, in the documented form.
   EXPECT_EQ(lines.size(), size_t{60});  // 5 s, 10 s, ..., 300 s
   ASSERT_TRUE(lines.size() > 2);
-  EXPECT_EQ(lines[1], "waiting for coordinator " + where + " (connection refused), 10 s of 300 s");
+  EXPECT_EQ(lines[1],
+            "waiting for the coordinator " + where + ": connection refused; 10 s of 300 s");
 }
 
 TEST(Worker, GivesUpAtTheDeadlineOnARealClock) {
@@ -100,10 +101,10 @@ TEST(Worker, WaitsForACoordinatorThatStartsLate) {
   EXPECT_EQ(worker->go.shared.seed, int64_t{77});  // what process 0's "go" carried
   std::lock_guard<std::mutex> lock(mutex);
   ASSERT_TRUE(!lines.empty());
-  EXPECT_EQ(lines.front().rfind("waiting for coordinator 127.0.0.1:" + std::to_string(port) +
-                                          " (connection refused), ",
-                                      0),
-                  size_t{0});
+  EXPECT_EQ(lines.front().rfind("waiting for the coordinator 127.0.0.1:" + std::to_string(port) +
+                                     ": connection refused; ",
+                                 0),
+            size_t{0});
 }
 
 TEST(Worker, ResolvesLocalhost) {
