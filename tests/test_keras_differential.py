@@ -209,11 +209,19 @@ def test_wrong_types_raise_what_keras_code_catches(kd: Any) -> None:
     TypeError, so `except ValueError:` written for Keras still catches it."""
     with pytest.raises(ValueError, match="Expect `mesh` to be an instance of `DeviceMesh`"):
         kd.DataParallel(device_mesh=(8,))
-    with pytest.raises(ValueError, match=r"device_mesh must be a kdist\.DeviceMesh"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Expect `mesh` to be an instance of `DeviceMesh`\. DataParallel: device_mesh must "
+        r"be a kdist\.DeviceMesh",
+    ):
         kdist.DataParallel(device_mesh=(8,))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must be a `LayoutMap` instance"):
         kd.ModelParallel(layout_map={})
-    with pytest.raises(ValueError, match=r"layout_map must be a kdist\.LayoutMap"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Argument `layout_map` must be a `LayoutMap` instance\. ModelParallel: a "
+        r"kdist\.LayoutMap",
+    ):
         kdist.ModelParallel(layout_map={})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="should be a TensorLayout type"):
         kd.LayoutMap(kd.DeviceMesh((8,), ["model"]))["k"] = "model"

@@ -89,8 +89,7 @@ NOT_APPLICABLE: dict[str, str] = {
         [
             f"{DISTRIBUTION_TESTS}::DataParallelDistributionTest::test_num_model_replicas",
             f"{DISTRIBUTION_TESTS}::ModelParallelDistributionTest::test_num_model_replicas",
-            f"{DISTRIBUTION_TESTS}::ModelParallelDistributionTest::"
-            "test_num_processes_validation",
+            f"{DISTRIBUTION_TESTS}::ModelParallelDistributionTest::test_num_processes_validation",
         ],
         _INTERNALS + " (backend_dlib.num_processes); kdist reads its own job spec",
     ),
@@ -210,7 +209,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # importlib mode would otherwise take for the package.
     import keras
     import keras.src.distribution
-    import keras.src.testing  # noqa: F401
+    import keras.src.testing
 
     if keras.backend.backend() != "jax":
         raise pytest.UsageError(f"Keras runs on {keras.backend.backend()!r}; set KERAS_BACKEND=jax")
@@ -300,7 +299,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if config.getoption("unpinned"):
             continue
         if item.nodeid in NOT_APPLICABLE:
-            item.add_marker(pytest.mark.skip(reason=f"not applicable: {NOT_APPLICABLE[item.nodeid]}"))
+            item.add_marker(
+                pytest.mark.skip(reason=f"not applicable: {NOT_APPLICABLE[item.nodeid]}")
+            )
         elif item.nodeid in DIFFERENCES:
             difference = DIFFERENCES[item.nodeid]
             item.add_marker(

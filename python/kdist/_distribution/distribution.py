@@ -7,7 +7,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, cast
 
 from kdist import _jax_backend, _state
-from kdist._errors import ArgumentTypeError
 from kdist._keras import sync as keras_sync
 from kdist._layouts.device_mesh import DeviceMesh, as_kdist_mesh
 from kdist._layouts.tensor_layout import TensorLayout

@@ -65,12 +65,11 @@ def kdist_mesh(value: object, where: str) -> DeviceMesh | None:
     if converted is not None:
         return converted
     try:
-        made = DeviceMesh(
-            tuple(value.shape), list(value.axis_names), list(value.devices.flatten())
-        )
+        made = DeviceMesh(tuple(value.shape), list(value.axis_names), list(value.devices.flatten()))
     except ValueError as error:
-        raise type(error)(f"{where}: the Keras DeviceMesh {value!r} converts to no kdist "
-                          f"DeviceMesh: {error}") from error
+        raise type(error)(
+            f"{where}: the Keras DeviceMesh {value!r} converts to no kdist DeviceMesh: {error}"
+        ) from error
     with _lock:
         return _meshes.setdefault(value, made)
 

@@ -22,7 +22,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from kdist._keras.loaded import keras_module, require_keras
 from kdist._layouts.device_mesh import _MADE_FROM, DeviceMesh
@@ -86,10 +86,11 @@ def keras_readable_mesh_class(cls: type[_T]) -> type[_T]:
                 "__doc__": cls.__doc__,
                 _MADE_FROM: cls,
             }
-            made = _readable[(cls, keras_mesh)] = type(cls)(
+            metaclass: type = type(cls)  # kdist's mesh metaclass (see DeviceMesh)
+            made = _readable[(cls, keras_mesh)] = metaclass(
                 cls.__name__, (cls, keras_mesh), namespace
             )
-    return made
+    return cast("type[_T]", made)
 
 
 class ViewClasses:

@@ -294,11 +294,7 @@ def _check_axis_names(
     if not _is_sequence(axis_names):
         hint = f" (for one axis write [{axis_names!r}])" if isinstance(axis_names, str) else ""
         # Keras counts a string's characters as names: where their number differs, it says so.
-        keras = (
-            _SAME_SIZE
-            if isinstance(axis_names, str) and len(axis_names) != len(shape)
-            else ""
-        )
+        keras = _SAME_SIZE if isinstance(axis_names, str) and len(axis_names) != len(shape) else ""
         raise ArgumentTypeError(
             f"{keras}DeviceMesh: axis_names must be a sequence of strings, one per dimension "
             f"of shape{hint}. Received: axis_names={axis_names!r} of type "
