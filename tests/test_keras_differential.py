@@ -517,7 +517,8 @@ def test_distribute_tensor_takes_a_jax_format_eagerly_and_under_jit(kd: Any) -> 
 
     mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("batch", "model"))
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch", None))
-    target = jax_layout.Format(sharding=sharding)
+    # Format since JAX 0.6; Layout (with a sharding) before, as Keras's own test does.
+    target = getattr(jax_layout, "Format", getattr(jax_layout, "Layout", None))(sharding=sharding)
     inputs = jax.numpy.arange(128.0).reshape(16, 8)
     for module in (kd, kdist):
 
