@@ -126,11 +126,14 @@ def _sharding_of(
     keras_layout = keras_conversion.backend_layout_of_keras_layout(layout)
     if keras_layout is not None:
         return keras_layout
-    expected = "a kdist.TensorLayout, a keras.distribution.TensorLayout or a jax.sharding.Sharding"
-    if accepts_format:
-        expected = expected.replace(" or a", ", a") + " or a jax.experimental.layout.Format"
-    if accepts_distribution:
-        expected = "a kdist.Distribution, " + expected
+    kinds = [
+        *(["a kdist.Distribution"] if accepts_distribution else []),
+        "a kdist.TensorLayout",
+        "a keras.distribution.TensorLayout",
+        "a jax.sharding.Sharding",
+        *(["a jax.experimental.layout.Format"] if accepts_format else []),
+    ]
+    expected = f"{', '.join(kinds[:-1])} or {kinds[-1]}"
     raise TypeError(
         f"{where}: expected {expected}. Received: {layout!r} of type {type(layout).__name__}"
     )
