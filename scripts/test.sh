@@ -3,8 +3,9 @@
 # $KDIST_VENV); builds kdist's wheel and installs it with its test dependencies;
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
-# package (with real MPI launchers), then the compatibility runs of
-# scripts/compat.sh (oldest JAX and Keras; the abi3 wheel on Python 3.13).
+# package (with real MPI launchers), then Keras's own distribution tests against kdist
+# (scripts/keras_upstream.sh), then the compatibility runs of scripts/compat.sh (oldest
+# JAX and Keras; the abi3 wheel on Python 3.13).
 # Extra arguments go to the main pytest run.
 source "$(dirname "$0")/venv.sh"
 
@@ -33,6 +34,11 @@ wheel=$(ls build/wheelhouse/kdist-*.whl)
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
 "$venv/bin/python" -m pip install --quiet "$wheel[test]"
 export KDIST_TEST_WHEEL="$PWD/$wheel"
+# KerasHub for tests/test_keras_hub.py, without TensorFlow: keras-hub's requirements pull
+# TensorFlow through tensorflow-text, but importing it and building backbones needs only
+# regex and tokenizers besides what Keras brings (its kagglehub, sentencepiece and
+# tensorflow-text serve presets and tokenizers, which the tests do not use).
+"$venv/bin/python" -m pip install --quiet --no-deps "keras-hub==0.32.0" regex tokenizers
 
 echo "== C++ unit tests (GoogleTest, AddressSanitizer + UndefinedBehaviorSanitizer)"
 "$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON -DKDIST_SANITIZE=ON \
@@ -57,6 +63,9 @@ export KDIST_TEST_ABI3_WHEEL="$abi3_wheel"
 
 echo "== Python tests (against the installed package)"
 "$venv/bin/python" -m pytest "$@"
+
+echo "== Keras's own distribution tests (from its sdist): Keras alone, then served by kdist"
+KDIST_VENV="$venv" bash scripts/keras_upstream.sh both
 
 echo "== Compatibility: the compat tests at the oldest supported JAX and Keras; the abi3 wheel"
 bash scripts/compat.sh floor "$wheel"

@@ -110,7 +110,7 @@ class ImportGraph:
 
 
 def module_name(package: Path, path: Path) -> str:
-    """"_start.config" for <package>/_start/config.py; "_start" for its __init__.py."""
+    """ "_start.config" for <package>/_start/config.py; "_start" for its __init__.py."""
     parts = list(path.relative_to(package).with_suffix("").parts)
     if parts[-1] == "__init__" and len(parts) > 1:
         parts.pop()

@@ -36,7 +36,7 @@ MAY_IMPORT = {
 
 
 def wing_of(module: str) -> str:
-    """"leaves", a wing's name ("_start"), "__init__" or "__main__"."""
+    """ "leaves", a wing's name ("_start"), "__init__" or "__main__"."""
     top = module.split(".", maxsplit=1)[0]
     return "leaves" if top in LEAVES else top
 

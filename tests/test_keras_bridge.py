@@ -234,3 +234,137 @@ def test_argument_type_errors_are_value_errors_too() -> None:
     assert issubclass(kdist.ArgumentTypeError, kdist.KdistError)
     with pytest.raises(ValueError, match=r"device_mesh must be a kdist\.DeviceMesh"):
         kdist.DataParallel(device_mesh=(8,))  # type: ignore[arg-type]
+
+
+# --- Keras code takes kdist's mesh; kdist takes Keras's meshes and layout maps -------------
+
+
+def test_a_kdist_mesh_made_with_keras_loaded_is_a_keras_mesh(keras: Any) -> None:
+    mesh = kdist.DeviceMesh((2, 4), ("batch", "model"))
+    assert isinstance(mesh, keras.distribution.DeviceMesh)
+    assert isinstance(mesh, kdist.DeviceMesh)
+    assert type(mesh).__name__ == "DeviceMesh"
+    assert type(kdist.DeviceMesh((8,), ["x"])) is type(mesh)  # the class is made once
+    # Keras's own types take it, and place variables on the very same JAX mesh.
+    keras_map = keras.distribution.LayoutMap(mesh)
+    keras_map[".*kernel"] = (None, "model")
+    keras.distribution.set_distribution(keras.distribution.ModelParallel(layout_map=keras_map))
+    layer = keras.layers.Dense(8)
+    layer.build((None, 4))
+    assert layer.kernel.value.sharding.mesh is mesh.backend_mesh
+    assert tuple(layer.kernel.value.sharding.spec) == (None, "model")
+    # kdist's own distributions hand Keras the mesh itself, not a view of it.
+    keras.distribution.set_distribution(None)
+    kdist.set_distribution(kdist.DataParallel(device_mesh=kdist.DeviceMesh((8,), ["batch"])))
+    assert keras.distribution.distribution().device_mesh is kdist.distribution().device_mesh
+
+
+def test_a_keras_readable_mesh_pickles_and_copies(keras: Any) -> None:
+    import copy
+    import pickle
+
+    mesh = kdist.DeviceMesh((2, 4), ("batch", "model"))
+    for again in (pickle.loads(pickle.dumps(mesh)), copy.deepcopy(mesh)):
+        assert isinstance(again, keras.distribution.DeviceMesh)
+        assert again.devices.tolist() == mesh.devices.tolist()
+        assert again.backend_mesh == mesh.backend_mesh
+
+
+def test_a_keras_layout_map_goes_into_kdist_model_parallel(keras: Any) -> None:
+    mesh = kdist.DeviceMesh((2, 4), ("batch", "model"))
+    keras_map = keras.distribution.LayoutMap(mesh)
+    keras_map[".*hidden/kernel"] = (None, "model")
+    keras_map[".*hidden/bias"] = keras.distribution.TensorLayout(("model",))
+    strategy = kdist.ModelParallel(layout_map=keras_map, batch_dim_name="batch")
+    assert strategy.device_mesh is mesh
+    assert isinstance(strategy.layout_map, kdist.LayoutMap)
+    assert list(strategy.layout_map) == list(keras_map)
+    assert strategy.layout_map["seq/hidden/kernel"].axes == (None, "model")
+    assert strategy.layout_map["seq/hidden/bias"].axes == ("model",)
+    assert kdist.ModelParallel(layout_map=keras_map, device_mesh=mesh).device_mesh is mesh
+    kdist.set_distribution(strategy)
+    hidden = dense_model(keras, seed=5).get_layer("hidden")
+    assert tuple(hidden.kernel.value.sharding.spec) == (None, "model")
+    assert tuple(hidden.bias.value.sharding.spec) == ("model",)
+
+
+def test_keras_meshes_convert_through_one_path_to_one_kdist_mesh(keras: Any) -> None:
+    """LayoutMap, TensorLayout, DataParallel, ModelParallel and set_distribution convert
+    a Keras mesh alike: to one kdist mesh per Keras mesh."""
+    keras_mesh = keras.distribution.DeviceMesh((2, 4), ["batch", "model"])
+    layout_map = kdist.LayoutMap(keras_mesh)
+    ours = layout_map.device_mesh
+    assert isinstance(ours, kdist.DeviceMesh)
+    assert (ours.shape, ours.axis_names) == ((2, 4), ("batch", "model"))
+    assert ours.devices.tolist() == np.asarray(keras_mesh.devices).tolist()
+    assert kdist.LayoutMap(keras_mesh).device_mesh is ours
+    assert kdist.TensorLayout((None, "model"), keras_mesh).device_mesh is ours
+    with pytest.warns(UserWarning, match="expects a 1-D device mesh"):
+        assert kdist.DataParallel(device_mesh=keras_mesh).device_mesh is ours
+    keras_map = keras.distribution.LayoutMap(keras_mesh)
+    keras_map["dense/kernel"] = (None, "model")
+    assert kdist.ModelParallel(layout_map=keras_map).device_mesh is ours
+    kdist.set_distribution(keras.distribution.ModelParallel(layout_map=keras_map))
+    assert kdist.distribution().device_mesh is ours
+
+
+def test_a_keras_mesh_kdist_cannot_convert_is_refused_with_kdist_s_reasons(keras: Any) -> None:
+    missing = keras.distribution.DeviceMesh((2,), ["batch"], ["cpu:0", "cpu:99"])
+    with pytest.raises(
+        ValueError,
+        match=r"^LayoutMap: the Keras DeviceMesh .* converts to no kdist DeviceMesh: Device not "
+        r"found: cpu:99\.",
+    ):
+        kdist.LayoutMap(missing)
+    with pytest.raises(ValueError, match=r"^DataParallel: the Keras DeviceMesh .* cpu:99"):
+        kdist.DataParallel(device_mesh=missing)
+    with pytest.raises(
+        kdist.ArgumentTypeError,
+        match=r"^ModelParallel \(the Keras LayoutMap's mesh\): device_mesh must be a kdist\."
+        r"DeviceMesh or a keras\.distribution\.DeviceMesh\. Received: device_mesh=None",
+    ):
+        kdist.ModelParallel(layout_map=keras.distribution.LayoutMap(None))
+    with pytest.raises(kdist.ArgumentTypeError, match=r"^LayoutMap: device_mesh must be a"):
+        kdist.LayoutMap("mesh")
+
+
+def test_a_mesh_made_before_keras_was_imported_says_why_keras_refuses_it() -> None:
+    code = (
+        "import kdist\n"
+        "early = kdist.DeviceMesh((2,), ['batch'])\n"
+        "import keras\n"
+        "assert not isinstance(early, keras.distribution.DeviceMesh)\n"
+        "print(type(early))\n"  # what KerasHub's "Invalid device_mesh type" message prints
+        "print(repr(early))\n"
+        "assert kdist.LayoutMap(early).device_mesh is early  # kdist's own types take it\n"
+        "late = kdist.DeviceMesh((2,), ['batch'])\n"
+        "assert isinstance(late, keras.distribution.DeviceMesh)\n"
+        "print(repr(late))\n"
+    )
+    finished = run_python(code, env=clean_env(devices=2, KERAS_BACKEND="jax"), timeout=120)
+    assert finished.returncode == 0, finished.describe()
+    early_class, early, late = finished.stdout.splitlines()[-3:]
+    why = (
+        "made before Keras was imported, so Keras code does not take it as a "
+        "keras.distribution.DeviceMesh: make the kdist.DeviceMesh after importing keras"
+    )
+    assert early_class.startswith("<class 'kdist._layouts.device_mesh.DeviceMesh' (")
+    assert why in early_class
+    assert early == f"<DeviceMesh shape=(2,), axis_names=('batch',), {why}>"
+    assert late == "<DeviceMesh shape=(2,), axis_names=('batch',)>"
+
+
+def test_without_keras_a_mesh_is_plain_and_kdist_imports_no_keras() -> None:
+    code = (
+        "import sys, kdist\n"
+        "mesh = kdist.DeviceMesh((2,), ['batch'])\n"
+        "print(type(mesh) is kdist.DeviceMesh, repr(type(mesh)), 'keras' in sys.modules)\n"
+    )
+    finished = run_python(code, env=clean_env(devices=2), timeout=120)
+    assert finished.returncode == 0, finished.describe()
+    assert finished.stdout.split() == [
+        "True",
+        "<class",
+        "'kdist._layouts.device_mesh.DeviceMesh'>",
+        "False",
+    ]

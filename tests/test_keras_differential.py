@@ -209,11 +209,19 @@ def test_wrong_types_raise_what_keras_code_catches(kd: Any) -> None:
     TypeError, so `except ValueError:` written for Keras still catches it."""
     with pytest.raises(ValueError, match="Expect `mesh` to be an instance of `DeviceMesh`"):
         kd.DataParallel(device_mesh=(8,))
-    with pytest.raises(ValueError, match=r"device_mesh must be a kdist\.DeviceMesh"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Expect `mesh` to be an instance of `DeviceMesh`\. DataParallel: device_mesh must "
+        r"be a kdist\.DeviceMesh",
+    ):
         kdist.DataParallel(device_mesh=(8,))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must be a `LayoutMap` instance"):
         kd.ModelParallel(layout_map={})
-    with pytest.raises(ValueError, match=r"layout_map must be a kdist\.LayoutMap"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Argument `layout_map` must be a `LayoutMap` instance\. ModelParallel: a "
+        r"kdist\.LayoutMap",
+    ):
         kdist.ModelParallel(layout_map={})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="should be a TensorLayout type"):
         kd.LayoutMap(kd.DeviceMesh((8,), ["model"]))["k"] = "model"
@@ -399,3 +407,158 @@ def test_distribute_tensor_same_result(kd: Any) -> None:
 
 def test_keras_was_imported_with_the_jax_backend(kd: Any) -> None:
     assert sys.modules["keras"].backend.backend() == "jax"
+
+
+# --- Keras's validation sentences ------------------------------------------------------------
+
+
+def _sentence_cases(module: Any) -> list[tuple[str, Any]]:
+    """(Keras's sentence, a call that must raise a ValueError beginning with it)."""
+    four = [f"cpu:{i}" for i in range(4)]
+
+    def mesh() -> Any:
+        return module.DeviceMesh((4, 2), ["data", "model"])
+
+    def duplicate() -> None:
+        layout_map = module.LayoutMap(mesh())
+        layout_map["dense/kernel"] = (None, "model")
+        layout_map["dense/kernel"] = (None, "model")
+
+    def ambiguous() -> None:
+        layout_map = module.LayoutMap(mesh())
+        layout_map[".*dense.*bias"] = ("model",)
+        layout_map[".*bias"] = ("model",)
+        layout_map["dense_2/bias"]
+
+    def override() -> None:
+        layout = module.TensorLayout(("data",), mesh())
+        layout.device_mesh = mesh()
+
+    def value() -> None:
+        module.LayoutMap(mesh())["k"] = 3
+
+    return [
+        ("Shape and axis_names cannot be empty", lambda: module.DeviceMesh((4,), "", four)),
+        ("Shape and axis_names should have same size", lambda: module.DeviceMesh((4, 2), ["a"])),
+        (
+            "Shape does not match the number of devices",
+            lambda: module.DeviceMesh((4, 2), ["a", "b"], four),
+        ),
+        ("Invalid axis names for Layout", lambda: module.TensorLayout(("data", "x"), mesh())),
+        ("dense/kernel already exist", duplicate),
+        ("Path 'dense_2/bias' matches multiple layout", ambiguous),
+        ("Cannot override device mesh value", override),
+        (
+            "Cannot create sharding when device mesh is not set for TensorLayout",
+            lambda: module.TensorLayout(("data",)).backend_layout,
+        ),
+        ("3 should be a TensorLayout type", value),
+        ("You must specify a layout_map argument", module.ModelParallel),
+        (
+            "Argument `layout_map` must be a `LayoutMap` instance",
+            lambda: module.ModelParallel(layout_map={}),
+        ),
+        (
+            "Expect `mesh` to be an instance of `DeviceMesh`",
+            lambda: module.DataParallel(device_mesh=(8,)),
+        ),
+    ]
+
+
+def test_validation_messages_begin_with_keras_s_sentence(kd: Any) -> None:
+    """Code written against Keras that matches on its sentences keeps working: kdist's
+    message begins with the same sentence, and its own detail follows."""
+    import re
+
+    where = "(DeviceMesh|TensorLayout|LayoutMap|ModelParallel|DataParallel): "
+    cases = zip(_sentence_cases(kd), _sentence_cases(kdist), strict=True)
+    for (sentence, theirs), (_, ours) in cases:
+        with pytest.raises(ValueError, match=f"^{re.escape(sentence)}"):
+            theirs()
+        with pytest.raises(ValueError, match=f"^{re.escape(sentence)}.* {where}"):
+            ours()
+
+
+def test_difference_device_mesh_wrong_types_are_argument_type_errors(kd: Any) -> None:
+    """Keras raises ValueError for a bare string; kdist's ArgumentTypeError is a ValueError
+    (with Keras's sentence first) and a TypeError (with kdist's reason)."""
+    four = [f"cpu:{i}" for i in range(4)]
+    with pytest.raises(ValueError, match=r"^Shape and axis_names cannot be empty"):
+        kd.DeviceMesh((4,), "", four)
+    with pytest.raises(
+        kdist.ArgumentTypeError, match=r"^Shape and axis_names cannot be empty\. .* not a str"
+    ):
+        kdist.DeviceMesh((4,), "", four)
+    with pytest.raises(ValueError, match=r"^Shape and axis_names should have same size"):
+        kd.DeviceMesh((8,), "batch")
+    with pytest.raises(
+        kdist.ArgumentTypeError,
+        match=r"^Shape and axis_names should have same size\. .*\['batch'\]",
+    ):
+        kdist.DeviceMesh((8,), "batch")
+    # Keras counts a string's characters as names and accepts it (JAX fails on it later).
+    assert kd.DeviceMesh((2, 1), "ab", ["cpu:0", "cpu:1"]).axis_names == "ab"
+    with pytest.raises(
+        kdist.ArgumentTypeError, match=r"^DeviceMesh: axis_names must be a sequence of strings"
+    ):
+        kdist.DeviceMesh((2, 1), "ab", ["cpu:0", "cpu:1"])
+    with pytest.raises(kdist.ArgumentTypeError, match="shape must be a sequence"):
+        kdist.DeviceMesh("8", ["batch"])
+
+
+# --- distribute_tensor takes what Keras's takes --------------------------------------------
+
+
+def test_distribute_tensor_takes_a_jax_format_eagerly_and_under_jit(kd: Any) -> None:
+    import functools
+
+    import jax
+    from jax.experimental import layout as jax_layout
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("batch", "model"))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch", None))
+    # Format since JAX 0.6; Layout (with a sharding) before, as Keras's own test does.
+    target = getattr(jax_layout, "Format", getattr(jax_layout, "Layout", None))(sharding=sharding)
+    inputs = jax.numpy.arange(128.0).reshape(16, 8)
+    for module in (kd, kdist):
+
+        @functools.partial(jax.jit, static_argnames="layout")
+        def place(x: Any, layout: Any, module: Any = module) -> Any:
+            return module.distribute_tensor(x, layout)
+
+        assert place(inputs, target).sharding.is_equivalent_to(sharding, ndim=2)
+        eager = module.distribute_tensor(inputs, target)
+        assert eager.sharding.is_equivalent_to(sharding, ndim=2)
+        np.testing.assert_array_equal(np.asarray(eager), np.asarray(inputs))
+    placed = kdist.distribute_tensor(inputs, target)
+    assert kdist.distribute_tensor(placed, target) is placed  # already laid out that way
+
+
+def test_distribute_tensor_takes_a_keras_tensor_layout(kd: Any) -> None:
+    layout = kd.TensorLayout(("batch", None), kd.DeviceMesh((8,), ["batch"]))
+    ours = kdist.distribute_tensor(np.ones((8, 2)), layout)
+    theirs = kd.distribute_tensor(np.ones((8, 2)), layout)
+    assert ours.sharding == theirs.sharding == layout.backend_layout
+
+
+# --- data_shard_id reads the properties, as Keras's does ----------------------------------
+
+
+def test_data_shard_id_reads_num_processes_and_process_id_properties(kd: Any) -> None:
+    """A subclass that says it is process 3 of 4 with 2 replicas reads shard 1, in Keras
+    (its num_processes property) and in kdist (its num_processes and process_id)."""
+
+    class TheirFour(kd.DataParallel):  # type: ignore[misc, name-defined]
+        num_processes = property(lambda self: 4)
+        num_model_replicas = property(lambda self: 2)
+
+    class OurFour(kdist.DataParallel):
+        num_processes = property(lambda self: 4)  # type: ignore[assignment]
+        process_id = property(lambda self: 3)  # type: ignore[assignment]
+        num_model_replicas = property(lambda self: 2)  # type: ignore[assignment]
+
+    theirs = TheirFour()
+    theirs._process_id = 3  # Keras reads the attribute for the process id
+    ours = OurFour()
+    assert theirs.data_shard_id == ours.data_shard_id == 1
+    assert ours.num_data_shards == 2

@@ -83,9 +83,7 @@ def test_at_2048_processes_the_missing_are_named_with_their_hosts_in_one_short_l
     # The job's addresses name every process's host (node-0000 .. node-2047), so process 0
     # can say where the missing processes were expected: the last 20 never start.
     port = _core.free_port()
-    addresses = ",".join(
-        [f"127.0.0.1:{port}"] + [f"node-{i:04d}:{port}" for i in range(1, N)]
-    )
+    addresses = ",".join([f"127.0.0.1:{port}"] + [f"node-{i:04d}:{port}" for i in range(1, N)])
     zero = ProcessZero(spec_of(addresses, 0, MISSING_TIMEOUT_S), MISSING_TIMEOUT_S)
     report = _core_bench.run_roll_call_load(
         spec_of(addresses, 1, JOB_TIMEOUT_S),

@@ -93,6 +93,10 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'kdist' has no attribute {name!r}")
     import importlib
 
+    if module_name.startswith("kdist._layouts."):
+        # The layout types meet Keras through the bridge, which they may not import;
+        # loading it registers it for them to ask (see kdist/_keras/__init__.py).
+        importlib.import_module("kdist._keras")
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value

@@ -351,6 +351,26 @@ def is_sharding(value: object) -> bool:
     return isinstance(value, jax.sharding.Sharding)
 
 
+def _format_class() -> type | None:
+    """JAX's `jax.experimental.layout.Format` (a sharding with a device-local layout),
+    named `Layout` before JAX renamed it (0.6); None when this JAX has neither."""
+    from jax.experimental import layout
+
+    found = getattr(layout, "Format", None)
+    if found is None:
+        older = getattr(layout, "Layout", None)
+        found = older if hasattr(older, "device_local_layout") else None
+    return found if isinstance(found, type) else None
+
+
+def is_format(value: object) -> bool:
+    """Whether `value` is a `jax.experimental.layout.Format` (Keras's "JAX layout")."""
+    if "jax" not in sys.modules:
+        return False
+    cls = _format_class()
+    return cls is not None and isinstance(value, cls)
+
+
 def is_tracer(value: object) -> bool:
     """Whether `value` is a tracer, i.e. we are inside `jax.jit` (or another transform)."""
     if "jax" not in sys.modules:
@@ -368,13 +388,21 @@ def with_sharding_constraint(value: Any, sharding: Any) -> Any:
 
 
 def has_sharding(value: object, sharding: Any) -> bool:
-    """Whether `value` is a `jax.Array` already laid out as `sharding`."""
+    """Whether `value` is a `jax.Array` already laid out as `sharding` (a
+    `jax.sharding.Sharding`, or a `Format`: its sharding, and its device-local layout
+    when it names one)."""
     if "jax" not in sys.modules:
         return False
     import jax
 
     if not isinstance(value, jax.Array):
         return False
+    if is_format(sharding):
+        wanted = getattr(sharding, "sharding", None)
+        if wanted is None or not value.sharding.is_equivalent_to(wanted, value.ndim):
+            return False
+        local = getattr(sharding, "layout", getattr(sharding, "device_local_layout", None))
+        return local is None or getattr(value, "format", None) == sharding
     return bool(value.sharding.is_equivalent_to(sharding, value.ndim))
 
 

@@ -18,10 +18,9 @@ from kdist import _state
 from kdist._distribution.data_parallel import DataParallel
 from kdist._distribution.distribution import Distribution, _current
 from kdist._distribution.model_parallel import ModelParallel
+from kdist._keras import conversion as keras_conversion
 from kdist._keras import sync as keras_sync
 from kdist._keras import views as keras_views
-from kdist._layouts.device_mesh import DeviceMesh
-from kdist._layouts.layout_map import LayoutMap
 
 
 def set_distribution(value: Distribution | None) -> None:
@@ -82,24 +81,22 @@ def distribution() -> Distribution | None:
 def _from_keras(value: object) -> Distribution | None:
     """The kdist equivalent of a `keras.distribution` DataParallel or ModelParallel
     (Keras keeps `value` itself); None when `value` is not a Keras distribution."""
-    parts = keras_views.describe_keras_distribution(value)
+    parts = keras_conversion.describe_keras_distribution(value)
     if parts is None:
         return None
-    if not isinstance(parts, keras_views.KerasDistributionParts):
+    if not isinstance(parts, keras_conversion.KerasDistributionParts):
         # A Keras view of a kdist distribution: the bridge hands back its source.
         return cast("Distribution", parts)
-    mesh = DeviceMesh(parts.mesh_shape, parts.axis_names, parts.devices)
     converted: Distribution
-    if parts.layouts is not None:
-        layout_map = LayoutMap(mesh)
-        for key, axes in parts.layouts:
-            layout_map[key] = axes
+    if parts.layout_map is not None:
         converted = ModelParallel(
-            layout_map=layout_map,
+            layout_map=parts.layout_map,
             batch_dim_name=parts.batch_dim_name,
             auto_shard_dataset=parts.auto_shard_dataset,
         )
     else:
-        converted = DataParallel(device_mesh=mesh, auto_shard_dataset=parts.auto_shard_dataset)
+        converted = DataParallel(
+            device_mesh=parts.device_mesh, auto_shard_dataset=parts.auto_shard_dataset
+        )
     keras_views.remember_original(converted, value)
     return converted

@@ -12,6 +12,7 @@ from kdist._distribution.distribution import (
     _variable_shape,
 )
 from kdist._errors import ArgumentTypeError
+from kdist._keras import conversion as keras_conversion
 from kdist._layouts.device_mesh import DeviceMesh, _flatten_devices
 from kdist._layouts.tensor_layout import TensorLayout
 
@@ -32,7 +33,9 @@ class DataParallel(Distribution):
 
     Args:
         device_mesh: A `DeviceMesh`, normally 1-D. With more dimensions the
-            first is the batch axis and a `UserWarning` says so. Defaults to
+            first is the batch axis and a `UserWarning` says so. A
+            `keras.distribution.DeviceMesh` is converted (the same kdist mesh
+            for one Keras mesh), as by `kdist.set_distribution`. Defaults to
             None.
         devices: Devices (strings such as "cpu:0" or `jax.Device`) for a 1-D
             mesh; nested sequences are flattened. Ignored, with a
@@ -43,10 +46,9 @@ class DataParallel(Distribution):
             models too. Defaults to True.
 
     Raises:
-        kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
-            TypeError and, as in Keras, a ValueError).
-        TypeError: `devices` has the
-            wrong type.
+        kdist.ArgumentTypeError: `device_mesh` is neither a kdist nor a Keras
+            `DeviceMesh`, or `devices` has the wrong type (a TypeError and, as
+            in Keras, a ValueError).
         ValueError: `devices` is empty, or names a device that does not exist
             or one twice.
 
@@ -65,15 +67,18 @@ class DataParallel(Distribution):
 
     def __init__(
         self,
-        device_mesh: DeviceMesh | None = None,
+        device_mesh: DeviceMesh | Any = None,
         devices: Sequence[Any] | np.ndarray | None = None,
         auto_shard_dataset: bool = True,
     ) -> None:
         if device_mesh is not None:
-            if not isinstance(device_mesh, DeviceMesh):
+            given = device_mesh
+            device_mesh = keras_conversion.kdist_mesh(given, "DataParallel")
+            if device_mesh is None:
                 raise ArgumentTypeError(
-                    "DataParallel: device_mesh must be a kdist.DeviceMesh (or None). "
-                    f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
+                    "Expect `mesh` to be an instance of `DeviceMesh`. DataParallel: "
+                    "device_mesh must be a kdist.DeviceMesh or a keras.distribution.DeviceMesh "
+                    f"(or None). Received: device_mesh={given!r} of type {type(given).__name__}"
                 )
             if devices is not None:
                 warnings.warn(

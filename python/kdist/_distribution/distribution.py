@@ -7,9 +7,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, cast
 
 from kdist import _jax_backend, _state
-from kdist._errors import ArgumentTypeError
 from kdist._keras import sync as keras_sync
-from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.device_mesh import DeviceMesh, as_kdist_mesh
 from kdist._layouts.tensor_layout import TensorLayout
 
 
@@ -26,7 +25,8 @@ class Distribution:
     initialized, else from JAX (`jax.process_count()`, `jax.process_index()`).
 
     Args:
-        device_mesh: The `DeviceMesh` the layouts refer to.
+        device_mesh: The `DeviceMesh` the layouts refer to (a
+            `keras.distribution.DeviceMesh` is converted).
         batch_dim_name: Name of the mesh axis the batch dimension is split
             over; one of `device_mesh.axis_names`. Defaults to None.
         auto_shard_dataset: Keras's flag, kept for compatibility. kdist shards
@@ -35,8 +35,8 @@ class Distribution:
             models too. Defaults to True.
 
     Raises:
-        kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
-            TypeError and, as in Keras, a ValueError).
+        kdist.ArgumentTypeError: `device_mesh` is neither a kdist nor a Keras
+            `DeviceMesh` (a TypeError and, as in Keras, a ValueError).
         TypeError: `batch_dim_name` is
             not a string, or `auto_shard_dataset` is not a bool.
         ValueError: `batch_dim_name` is not an axis of the mesh.
@@ -60,16 +60,12 @@ class Distribution:
 
     def __init__(
         self,
-        device_mesh: DeviceMesh,
+        device_mesh: DeviceMesh | Any,
         batch_dim_name: str | None = None,
         auto_shard_dataset: bool = True,
     ) -> None:
         name = type(self).__name__
-        if not isinstance(device_mesh, DeviceMesh):
-            raise ArgumentTypeError(
-                f"{name}: device_mesh must be a kdist.DeviceMesh. "
-                f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
-            )
+        device_mesh = as_kdist_mesh(device_mesh, name)
         if batch_dim_name is not None:
             if not isinstance(batch_dim_name, str):
                 raise TypeError(
@@ -132,15 +128,15 @@ class Distribution:
         replica when a replica spans several processes (those processes then
         read the same shard).
         """
-        return min(self.num_model_replicas, self._num_processes)
+        return min(self.num_model_replicas, self.num_processes)
 
     @property
     def data_shard_id(self) -> int:
         """Index of the data shard this process reads, in `[0, num_data_shards)`."""
-        replicas = self.num_model_replicas
-        if replicas >= self._num_processes:
-            return self._process_id
-        return self._process_id // (self._num_processes // replicas)
+        replicas, processes = self.num_model_replicas, self.num_processes
+        if replicas >= processes:
+            return self.process_id
+        return self.process_id // (processes // replicas)
 
     def get_data_layout(self, data_shape: Sequence[int]) -> TensorLayout:
         """The layout of a batch: its first dimension split over the batch axis.

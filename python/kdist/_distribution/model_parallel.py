@@ -10,7 +10,8 @@ from kdist._distribution.distribution import (
     _variable_shape,
 )
 from kdist._errors import ArgumentTypeError
-from kdist._layouts.device_mesh import DeviceMesh
+from kdist._keras import conversion as keras_conversion
+from kdist._layouts.device_mesh import DeviceMesh, as_kdist_mesh
 from kdist._layouts.layout_map import LayoutMap
 from kdist._layouts.tensor_layout import TensorLayout
 
@@ -24,7 +25,12 @@ class ModelParallel(Distribution):
     map's match for `variable.path`, else it is replicated.
 
     Args:
-        layout_map: The `LayoutMap` from variable paths to layouts.
+        layout_map: The `LayoutMap` from variable paths to layouts. A
+            `keras.distribution.LayoutMap` (such as KerasHub's
+            `Backbone.get_layout_map(mesh)` returns) is converted, as
+            `kdist.set_distribution` converts a Keras `ModelParallel`: its
+            entries as they are now, on its mesh (the same kdist mesh when it
+            is one).
         batch_dim_name: The mesh axis the batch is split over. Defaults to
             None: the mesh's first axis.
         auto_shard_dataset: Keras's flag, kept for compatibility. kdist shards
@@ -32,15 +38,17 @@ class ModelParallel(Distribution):
             part of the global batch (`data_shard_id` says which), to Keras
             models too. Defaults to True.
         device_mesh: Accepted for code written for older Keras versions; it
-            must be the layout map's mesh. Defaults to None.
+            must be the layout map's mesh (a Keras mesh is converted first).
+            Defaults to None.
 
     Raises:
         ValueError: `layout_map` is missing; `batch_dim_name` is not an axis
             of the mesh; `device_mesh` is not the layout map's mesh; or in a
             job with more processes than model replicas, the process count is
-            not a multiple of the replica count.
-        kdist.ArgumentTypeError: `layout_map` is not a `LayoutMap` (a
-            TypeError and, as in Keras, a ValueError).
+            not a multiple of the replica count. Each message begins with
+            Keras's sentence where Keras has one.
+        kdist.ArgumentTypeError: `layout_map` is neither a kdist nor a Keras
+            `LayoutMap` (a TypeError and, as in Keras, a ValueError).
 
     Example:
         >>> import kdist
@@ -59,22 +67,28 @@ class ModelParallel(Distribution):
     def __init__(
         self,
         *,
-        layout_map: LayoutMap | None = None,
+        layout_map: LayoutMap | Any = None,
         batch_dim_name: str | None = None,
         auto_shard_dataset: bool = True,
-        device_mesh: DeviceMesh | None = None,
+        device_mesh: DeviceMesh | Any = None,
     ) -> None:
         if layout_map is None:
             raise ValueError(
-                "ModelParallel: you must specify a layout_map argument (a kdist.LayoutMap; "
-                "its mesh is the distribution's). Received: layout_map=None"
+                "You must specify a layout_map argument. ModelParallel: a kdist.LayoutMap or "
+                "a keras.distribution.LayoutMap; its mesh is the distribution's. "
+                "Received: layout_map=None"
             )
-        if not isinstance(layout_map, LayoutMap):
+        given = layout_map
+        layout_map = keras_conversion.kdist_layout_map(given, "ModelParallel")
+        if layout_map is None:
             raise ArgumentTypeError(
-                "ModelParallel: layout_map must be a kdist.LayoutMap. "
-                f"Received: layout_map={layout_map!r} of type {type(layout_map).__name__}"
+                "Argument `layout_map` must be a `LayoutMap` instance. ModelParallel: a "
+                "kdist.LayoutMap or a keras.distribution.LayoutMap. "
+                f"Received: layout_map={given!r} of type {type(given).__name__}"
             )
         mesh = layout_map.device_mesh
+        if device_mesh is not None:
+            device_mesh = as_kdist_mesh(device_mesh, "ModelParallel")
         if device_mesh is not None and device_mesh is not mesh:
             raise ValueError(
                 "ModelParallel: the distribution's mesh is the layout map's; device_mesh, when "
@@ -89,9 +103,9 @@ class ModelParallel(Distribution):
         processes, replicas = self.num_processes, self.num_model_replicas
         if processes > replicas and processes % replicas != 0:
             raise ValueError(
-                "ModelParallel: if num_processes is greater than num_model_replicas, "
-                "num_processes must be divisible by num_model_replicas (each replica spans "
-                f"whole processes). Got num_processes={processes}, "
+                "If `num_processes` is greater than `num_model_replicas`, `num_processes` "
+                "must be divisible by `num_model_replicas`. ModelParallel: each replica spans "
+                f"whole processes. Got num_processes={processes}, "
                 f"num_model_replicas={replicas} (the size of the mesh axis "
                 f"{batch_dim_name!r}). Change the mesh shape or the number of processes."
             )

@@ -6,6 +6,7 @@ from typing import Any
 
 from kdist import _jax_backend
 from kdist._distribution.distribution import Distribution, _current
+from kdist._keras import conversion as keras_conversion
 from kdist._layouts.tensor_layout import TensorLayout
 
 
@@ -20,14 +21,16 @@ def distribute_tensor(tensor: Any, layout: Any) -> Any:
     Args:
         tensor: A `jax.Array`, a tracer, or anything `jax.device_put`
             accepts (a numpy array, a Python scalar).
-        layout: A `kdist.TensorLayout` (with its mesh set) or a
-            `jax.sharding.Sharding`.
+        layout: What Keras's `distribute_tensor` takes: a `kdist.TensorLayout`
+            (with its mesh set), a `keras.distribution.TensorLayout`, a
+            `jax.sharding.Sharding`, or a `jax.experimental.layout.Format`
+            (a sharding with a device-local layout).
 
     Returns:
         The laid-out value.
 
     Raises:
-        TypeError: `layout` is neither a `TensorLayout` nor a JAX sharding.
+        TypeError: `layout` is none of those.
         ValueError: the layout's mesh is not set, or does not fit the tensor.
 
     Example:
@@ -37,7 +40,7 @@ def distribute_tensor(tensor: Any, layout: Any) -> Any:
         >>> tuple(x.sharding.spec)
         ('batch', None)
     """
-    sharding = _sharding_of(layout, "distribute_tensor")
+    sharding = _sharding_of(layout, "distribute_tensor", accepts_format=True)
     if _jax_backend.is_tracer(tensor):
         return _jax_backend.with_sharding_constraint(tensor, sharding)
     if _jax_backend.has_sharding(tensor, sharding):
@@ -112,14 +115,25 @@ def _shape_of(leaf: Any) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _sharding_of(layout: Any, where: str, *, accepts_distribution: bool = False) -> Any:
+def _sharding_of(
+    layout: Any, where: str, *, accepts_distribution: bool = False, accepts_format: bool = False
+) -> Any:
+    """The JAX sharding (or, where `accepts_format`, the Format) a layout stands for."""
     if isinstance(layout, TensorLayout):
         return layout.backend_layout
-    if _jax_backend.is_sharding(layout):
+    if _jax_backend.is_sharding(layout) or (accepts_format and _jax_backend.is_format(layout)):
         return layout
-    expected = "a kdist.TensorLayout or a jax.sharding.Sharding"
-    if accepts_distribution:
-        expected = "a kdist.Distribution, " + expected
+    keras_layout = keras_conversion.backend_layout_of_keras_layout(layout)
+    if keras_layout is not None:
+        return keras_layout
+    kinds = [
+        *(["a kdist.Distribution"] if accepts_distribution else []),
+        "a kdist.TensorLayout",
+        "a keras.distribution.TensorLayout",
+        "a jax.sharding.Sharding",
+        *(["a jax.experimental.layout.Format"] if accepts_format else []),
+    ]
+    expected = f"{', '.join(kinds[:-1])} or {kinds[-1]}"
     raise TypeError(
         f"{where}: expected {expected}. Received: {layout!r} of type {type(layout).__name__}"
     )

@@ -5,12 +5,20 @@ The only wing that touches Keras, and only once the program has imported it
 sits below the distribution types: it reads kdist distributions through the
 small protocol in `views.py` (their mesh, layouts and `KERAS_CLASS`) and never
 imports or builds them; `_distribution.current` builds the kdist equivalent
-of a Keras distribution from `describe_keras_distribution`.
+of a Keras distribution from `conversion.describe_keras_distribution`.
 
 Rooms: `loaded` (is Keras imported, and on JAX?), `seed` (the program's own
-seed and `set_random_seed`), `views` (kdist objects as Keras sees them, and
-Keras distributions as plain parts), `sync` (Keras's current distribution
-kept in step with kdist's, including when Keras is imported later).
+seed and `set_random_seed`), `views` (kdist objects as Keras sees them: the
+Keras-readable DeviceMesh class and the views of kdist layouts and
+distributions), `conversion` (Keras meshes, layout maps and distributions as
+kdist's: the one conversion path), `sync` (Keras's current distribution kept in
+step with kdist's, including when Keras is imported later).
+
+Loading this wing registers it with `_state` (below), so that the layout types,
+which may not import it, can ask it: for the class of a new `DeviceMesh` (a
+`keras.distribution.DeviceMesh` too while Keras is loaded) and to convert a
+Keras mesh. `kdist.DeviceMesh`, `kdist.TensorLayout` and `kdist.LayoutMap` load
+it (kdist/__init__.py); every distribution type imports it.
 
 Keras (on its JAX backend) asks its current distribution for the layout of every
 variable it creates, of every input batch and of the layer outputs it may
@@ -30,3 +38,7 @@ own seed, which `keras.src.utils.rng_utils.get_random_seed` reads as Keras's own
 `initialize()` does. tests/test_keras_bridge.py pins both against the Keras
 versions kdist supports.
 """
+
+from kdist._keras import conversion as _conversion
+
+_conversion.install()

@@ -1,10 +1,19 @@
-"""kdist objects as Keras sees them (views), and Keras distributions as plain parts.
+"""kdist objects as Keras sees them: Keras-readable meshes, and views.
+
+A kdist `DeviceMesh` made while Keras is loaded is itself a
+`keras.distribution.DeviceMesh`: `DeviceMesh.__new__` asks the bridge (through
+`_state`) for the class, and `keras_readable_mesh_class` makes it, once per
+kdist class: a subclass of the kdist class first (its answers win) and of
+Keras's. Keras's own `DeviceMesh.__init__` never runs on it; Keras reads a mesh
+only through `shape`, `axis_names`, `devices` and `backend_mesh`, which kdist's
+class answers (with the very same `jax.sharding.Mesh`).
 
 A view is an object of Keras's own distribution classes (so every `isinstance`
 check in Keras holds) whose answers come from the kdist object it presents: the
-same `jax.sharding.Mesh`, the same `NamedSharding`s. The bridge reads kdist
-distributions only through `KdistDistribution`, the protocol below, so it never
-imports the distribution types (which sit above it and use it).
+same `jax.sharding.Mesh`, the same `NamedSharding`s. A mesh made before Keras
+was imported gets a view too. The bridge reads kdist distributions only
+through `KdistDistribution`, the protocol below, so it never imports the
+distribution types (which sit above it and use it).
 """
 
 from __future__ import annotations
@@ -12,14 +21,14 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
-from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import keras_module, require_keras
-from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.device_mesh import _MADE_FROM, DeviceMesh
 from kdist._layouts.tensor_layout import TensorLayout
+
+_T = TypeVar("_T")
 
 
 class KdistDistribution(Protocol):
@@ -53,10 +62,38 @@ _lock = threading.RLock()
 _views: weakref.WeakKeyDictionary[object, Any] = weakref.WeakKeyDictionary()
 # The Keras distribution a kdist one was converted from: Keras gets its own object back.
 _converted_from: weakref.WeakKeyDictionary[object, Any] = weakref.WeakKeyDictionary()
-_classes: _ViewClasses | None = None  # for the keras module imported (made once)
+_classes: ViewClasses | None = None  # for the keras module imported (made once)
+# The Keras-readable subclass of each kdist mesh class, per Keras DeviceMesh class.
+_readable: dict[tuple[type, type], type] = {}
 
 
-class _ViewClasses:
+def keras_readable_mesh_class(cls: type[_T]) -> type[_T]:
+    """The class a new `cls` mesh is made of: while Keras is loaded, a subclass of
+    `cls` and of `keras.distribution.DeviceMesh` (made once, named as `cls`, with
+    `cls` in its `_kdist_made_from`); else `cls`. Never imports Keras."""
+    keras = keras_module()
+    if keras is None:
+        return cls
+    keras_mesh: type = keras.distribution.DeviceMesh
+    if issubclass(cls, keras_mesh):
+        return cls
+    with _lock:
+        made = _readable.get((cls, keras_mesh))
+        if made is None:
+            namespace = {
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "__doc__": cls.__doc__,
+                _MADE_FROM: cls,
+            }
+            metaclass: type = type(cls)  # kdist's mesh metaclass (see DeviceMesh)
+            made = _readable[(cls, keras_mesh)] = metaclass(
+                cls.__name__, (cls, keras_mesh), namespace
+            )
+    return cast("type[_T]", made)
+
+
+class ViewClasses:
     """The Keras subclasses that present kdist objects to Keras, made once per Keras."""
 
     def __init__(self, keras: ModuleType) -> None:
@@ -152,11 +189,12 @@ class _ViewClasses:
         self.model_parallel = ModelParallelView
 
 
-def _view_classes(keras: ModuleType) -> _ViewClasses:
+def view_classes(keras: ModuleType) -> ViewClasses:
+    """The view classes for the `keras` module imported (made once per Keras)."""
     global _classes
     with _lock:
         if _classes is None or _classes.keras is not keras:
-            _classes = _ViewClasses(keras)
+            _classes = ViewClasses(keras)
         return _classes
 
 
@@ -169,8 +207,12 @@ def _cached(source: object, make: Any) -> Any:
 
 
 def view_of_mesh(mesh: DeviceMesh) -> Any:
-    """The Keras DeviceMesh that presents `mesh` (one per mesh)."""
-    classes = _view_classes(require_keras())
+    """The Keras DeviceMesh that presents `mesh`: `mesh` itself when it was made while
+    Keras was loaded (it is one), else a view (one per mesh)."""
+    keras = require_keras()
+    if isinstance(mesh, keras.distribution.DeviceMesh):
+        return mesh
+    classes = view_classes(keras)
     return _cached(mesh, lambda: classes.mesh(mesh))
 
 
@@ -179,7 +221,7 @@ def view_of_layout(layout: Any) -> Any:
     a JAX sharding (a variable's own layout) pass through as they are."""
     if not isinstance(layout, TensorLayout):
         return layout
-    classes = _view_classes(require_keras())
+    classes = view_classes(require_keras())
     return _cached(layout, lambda: classes.layout(layout))
 
 
@@ -190,67 +232,12 @@ def view_of_distribution(distribution: KdistDistribution) -> Any:
     original = _converted_from.get(distribution)
     if original is not None:
         return original
-    classes = _view_classes(require_keras())
+    classes = view_classes(require_keras())
     kind = {
         "ModelParallel": classes.model_parallel,
         "DataParallel": classes.data_parallel,
     }.get(type(distribution).KERAS_CLASS, classes.distribution)
     return _cached(distribution, lambda: kind(distribution))
-
-
-# --- Keras -> kdist: what a Keras distribution is made of ---------------------------------
-
-
-@dataclass(frozen=True)
-class KerasDistributionParts:
-    """A `keras.distribution` DataParallel or ModelParallel, as plain values."""
-
-    mesh_shape: tuple[int, ...]
-    axis_names: list[str]
-    devices: list[Any]  # device strings or jax.Device objects, in row-major order
-    batch_dim_name: str | None
-    auto_shard_dataset: bool
-    layouts: list[tuple[str, tuple[Any, ...]]] | None  # ModelParallel's layout map; else None
-
-
-def describe_keras_distribution(value: object) -> KerasDistributionParts | KdistDistribution | None:
-    """What `value` is made of when it is a Keras DataParallel or ModelParallel; the kdist
-    distribution itself when `value` is a view of one; None when it is not a Keras
-    distribution (or Keras is not imported).
-
-    Raises:
-        kdist.ArgumentTypeError: `value` is another kind of Keras distribution.
-    """
-    keras = keras_module()
-    if keras is None:
-        return None
-    classes = _view_classes(keras)
-    if isinstance(value, classes.view):
-        source: KdistDistribution = value.kdist_distribution
-        return source
-    if not isinstance(value, classes.base):
-        return None
-    kd = keras.distribution
-    if not isinstance(value, (kd.ModelParallel, kd.DataParallel)):
-        raise ArgumentTypeError(
-            "set_distribution: kdist converts keras.distribution.DataParallel and "
-            f"ModelParallel, not a {type(value).__name__}. Received: {value!r}. Set it with "
-            "keras.distribution.set_distribution() instead, or express it as a kdist "
-            "Distribution subclass."
-        )
-    mesh = value.device_mesh
-    layouts = None
-    if isinstance(value, kd.ModelParallel):
-        keras_map = value._layout_map  # no public accessor; pinned by a test
-        layouts = [(key, tuple(keras_map[key].axes)) for key in keras_map]
-    return KerasDistributionParts(
-        mesh_shape=tuple(mesh.shape),
-        axis_names=list(mesh.axis_names),
-        devices=list(mesh.devices.flatten()),
-        batch_dim_name=value.batch_dim_name,
-        auto_shard_dataset=bool(value.auto_shard_dataset),
-        layouts=layouts,
-    )
 
 
 def remember_original(converted: KdistDistribution, original: object) -> None:

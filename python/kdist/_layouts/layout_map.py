@@ -7,7 +7,7 @@ from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any, TypeVar, overload
 
 from kdist._errors import ArgumentTypeError
-from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.device_mesh import DeviceMesh, as_kdist_mesh
 from kdist._layouts.tensor_layout import Axis, TensorLayout
 
 _Default = TypeVar("_Default")
@@ -31,11 +31,13 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
 
     Args:
         device_mesh: The `DeviceMesh` of the layouts. Layouts inserted
-            without a mesh get this one.
+            without a mesh get this one. A `keras.distribution.DeviceMesh` is
+            converted to the equivalent kdist mesh (the same one for one Keras
+            mesh), as `kdist.set_distribution` converts Keras distributions.
 
     Raises:
-        kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
-            TypeError and a ValueError).
+        kdist.ArgumentTypeError: `device_mesh` is neither a kdist nor a Keras
+            `DeviceMesh` (a TypeError and a ValueError).
 
     Example:
         >>> import kdist
@@ -52,13 +54,8 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
 
     __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.LayoutMap
 
-    def __init__(self, device_mesh: DeviceMesh) -> None:
-        if not isinstance(device_mesh, DeviceMesh):
-            raise ArgumentTypeError(
-                "LayoutMap: device_mesh must be a kdist.DeviceMesh. "
-                f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
-            )
-        self._device_mesh = device_mesh
+    def __init__(self, device_mesh: Any) -> None:
+        self._device_mesh = as_kdist_mesh(device_mesh, "LayoutMap")
         self._layouts: dict[str, TensorLayout] = {}
         self._patterns: dict[str, re.Pattern[str]] = {}
 
@@ -78,7 +75,9 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
 
         Raises:
             TypeError: `path` is not a string.
-            ValueError: several keys match `path` (the message lists them).
+            ValueError: several keys match `path` (the message begins with
+                Keras's "Path '<path>' matches multiple layout specification
+                keys" and lists them).
         """
         if not isinstance(path, str):
             raise TypeError(
@@ -91,8 +90,9 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
         matches = [key for key, pattern in self._patterns.items() if pattern.fullmatch(path)]
         if len(matches) > 1:
             raise ValueError(
-                f"LayoutMap: path {path!r} matches several layout keys: {matches}. Make each "
-                "path match at most one key (anchor or narrow the regular expressions)."
+                f"Path '{path}' matches multiple layout specification keys: {matches}. "
+                "LayoutMap: make each path match at most one key (anchor or narrow the "
+                "regular expressions)."
             )
         if matches:
             return self._layouts[matches[0]]
@@ -115,8 +115,9 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
             TypeError: `key` is not a string. kdist.ArgumentTypeError (a
                 TypeError and, as in Keras, a ValueError): `layout` is neither a
                 `TensorLayout` nor a tuple or list of axes.
-            ValueError: `key` is already stored, is not a valid regular
-                expression, or the layout's axes are not the mesh's.
+            ValueError: `key` is already stored ("<key> already exist", as
+                Keras says), is not a valid regular expression, or the layout's
+                axes are not the mesh's.
         """
         if not isinstance(key, str):
             raise TypeError(
@@ -125,8 +126,8 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
             )
         if key in self._layouts:
             raise ValueError(
-                f"LayoutMap: the key {key!r} already exists, with value {self._layouts[key]!r}. "
-                "Each key may be set once; delete it first to replace it."
+                f"{key} already exist in the LayoutMap with value {self._layouts[key]!r}. "
+                f"LayoutMap: each key may be set once; delete {key!r} first to replace it."
             )
         try:
             pattern = re.compile(key)
@@ -139,9 +140,10 @@ class LayoutMap(MutableMapping[str, TensorLayout]):
             layout = TensorLayout(layout)
         if not isinstance(layout, TensorLayout):
             raise ArgumentTypeError(
-                "LayoutMap: a value must be a kdist.TensorLayout, or a tuple or list of axes "
-                f"such as (None, 'model'). Received: {layout!r} of type {type(layout).__name__} "
-                f"for the key {key!r}"
+                f"{layout} should be a TensorLayout type, got {type(layout)}. LayoutMap: a "
+                "value must be a kdist.TensorLayout, or a tuple or list of axes such as "
+                f"(None, 'model'). Received: {layout!r} of type {type(layout).__name__} for "
+                f"the key {key!r}"
             )
         if layout.device_mesh is None:
             layout.device_mesh = self._device_mesh

@@ -7,7 +7,7 @@ from typing import Any
 
 from kdist import _jax_backend
 from kdist._errors import ArgumentTypeError
-from kdist._layouts.device_mesh import DeviceMesh
+from kdist._layouts.device_mesh import DeviceMesh, as_kdist_mesh
 
 # One entry per tensor dimension: a mesh axis name, several (the dimension is split over
 # their product, as in a jax PartitionSpec), or None (not split: replicated).
@@ -27,16 +27,20 @@ class TensorLayout:
             several mesh axes, as in a `jax.sharding.PartitionSpec`; an
             extension over Keras). A mesh axis may appear once. Trailing
             dimensions without an entry are not split.
-        device_mesh: The `DeviceMesh` the axes refer to. Defaults to None: set
-            it later, once, through the `device_mesh` property (a `LayoutMap`
-            does so for the layouts put into it).
+        device_mesh: The `DeviceMesh` the axes refer to (a
+            `keras.distribution.DeviceMesh` is converted, as by
+            `kdist.LayoutMap`). Defaults to None: set it later, once, through
+            the `device_mesh` property (a `LayoutMap` does so for the layouts
+            put into it).
 
     Raises:
-        TypeError: `axes` is not a sequence (a bare string is rejected: write
-            `("model",)`), an entry is neither a string, a tuple of strings
-            nor None, or `device_mesh` is not a `DeviceMesh`.
+        kdist.ArgumentTypeError: `axes` is not a sequence (a bare string is
+            rejected: write `("model",)`), an entry is neither a string, a
+            tuple of strings nor None, or `device_mesh` is not a `DeviceMesh`
+            (a TypeError and a ValueError).
         ValueError: a mesh axis appears twice, or an axis name is not one of
-            the mesh's.
+            the mesh's (the message begins with Keras's "Invalid axis names
+            for Layout.").
 
     Example:
         >>> import kdist
@@ -50,7 +54,7 @@ class TensorLayout:
 
     __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.TensorLayout
 
-    def __init__(self, axes: Sequence[Axis], device_mesh: DeviceMesh | None = None) -> None:
+    def __init__(self, axes: Sequence[Axis], device_mesh: Any = None) -> None:
         self._axes = _check_axes(axes)
         self._device_mesh: DeviceMesh | None = None
         self._backend_layout: Any = None
@@ -68,23 +72,23 @@ class TensorLayout:
         return self._device_mesh
 
     @device_mesh.setter
-    def device_mesh(self, device_mesh: DeviceMesh) -> None:
+    def device_mesh(self, device_mesh: Any) -> None:
         """Sets the mesh, once; the axes are checked against its axis names.
 
+        Args:
+            device_mesh: A `kdist.DeviceMesh`, or a `keras.distribution.DeviceMesh`
+                (converted: the same kdist mesh for one Keras mesh).
+
         Raises:
-            kdist.ArgumentTypeError: `device_mesh` is not a `DeviceMesh` (a
-                TypeError and a ValueError).
+            kdist.ArgumentTypeError: `device_mesh` is neither (a TypeError and a
+                ValueError).
             ValueError: the mesh is already set, or an axis is not one of the
                 mesh's.
         """
-        if not isinstance(device_mesh, DeviceMesh):
-            raise ArgumentTypeError(
-                "TensorLayout: device_mesh must be a kdist.DeviceMesh. "
-                f"Received: device_mesh={device_mesh!r} of type {type(device_mesh).__name__}"
-            )
+        device_mesh = as_kdist_mesh(device_mesh, "TensorLayout")
         if self._device_mesh is not None:
             raise ValueError(
-                "TensorLayout: cannot override the device mesh, which can be set once. "
+                "Cannot override device mesh value. TensorLayout: the mesh can be set once. "
                 f"Existing value: {self._device_mesh!r}. Received: {device_mesh!r}"
             )
         unknown = sorted(
@@ -92,8 +96,9 @@ class TensorLayout:
         )
         if unknown:
             raise ValueError(
-                f"TensorLayout: invalid axis names {unknown} for the device mesh; valid axis "
-                f"names: {list(device_mesh.axis_names)}. Received: axes={self._axes}"
+                f"Invalid axis names for Layout. TensorLayout: {unknown} are not axes of the "
+                f"device mesh; valid axis names: {list(device_mesh.axis_names)}. "
+                f"Received: axes={self._axes}"
             )
         self._device_mesh = device_mesh
 
@@ -107,9 +112,10 @@ class TensorLayout:
         if self._backend_layout is None:
             if self._device_mesh is None:
                 raise ValueError(
-                    f"TensorLayout: cannot create a sharding for axes={self._axes} because its "
-                    "device mesh is not set. Pass device_mesh= when making the layout, set "
-                    "layout.device_mesh, or put the layout in a LayoutMap."
+                    "Cannot create sharding when device mesh is not set for TensorLayout. "
+                    f"TensorLayout: axes={self._axes} have no device mesh yet. Pass "
+                    "device_mesh= when making the layout, set layout.device_mesh, or put the "
+                    "layout in a LayoutMap."
                 )
             self._backend_layout = _jax_backend.named_sharding(
                 self._device_mesh.backend_mesh, self._axes
@@ -133,7 +139,7 @@ def _axis_names_used(axes: tuple[Axis, ...]) -> list[str]:
 def _check_axes(axes: object) -> tuple[Axis, ...]:
     if isinstance(axes, (str, bytes)) or not isinstance(axes, Sequence):
         hint = f" (for one dimension write ({axes!r},))" if isinstance(axes, str) else ""
-        raise TypeError(
+        raise ArgumentTypeError(
             "TensorLayout: axes must be a sequence with one mesh axis name, tuple of names, or "
             f"None per tensor dimension{hint}. Received: axes={axes!r} of type "
             f"{type(axes).__name__}"
@@ -145,7 +151,7 @@ def _check_axes(axes: object) -> tuple[Axis, ...]:
         elif isinstance(entry, (tuple, list)) and all(isinstance(n, str) for n in entry):
             checked.append(tuple(entry))
         else:
-            raise TypeError(
+            raise ArgumentTypeError(
                 "TensorLayout: each entry of axes must be a mesh axis name, a tuple of names, "
                 f"or None. Received: axes={axes!r} (the entry {entry!r} is a "
                 f"{type(entry).__name__})"
