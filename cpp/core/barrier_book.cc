@@ -11,6 +11,14 @@ namespace kdist {
 
 BarrierBook::BarrierBook(std::vector<std::string> hosts) : hosts_(std::move(hosts)) {}
 
+void BarrierBook::SetHost(int64_t process_id, const std::string& host) {
+  if (process_id < 0 || process_id > (int64_t{1} << 20)) return;
+  if (hosts_.size() <= static_cast<size_t>(process_id)) {
+    hosts_.resize(static_cast<size_t>(process_id) + 1);
+  }
+  hosts_[static_cast<size_t>(process_id)] = host;
+}
+
 std::string BarrierBook::Missing(const Open& open, const std::set<int64_t>& running) const {
   std::vector<ProcessHost> missing;
   for (int64_t id : running) {
@@ -134,6 +142,24 @@ std::vector<BarrierVerdict> BarrierBook::OnGone(int64_t process_id,
     }
   }
   return out;
+}
+
+LiveNotice BarrierNotice(const BarrierVerdict& verdict) {
+  LiveNotice notice;
+  notice.kind = LiveKind::kBarrierDone;
+  notice.index = verdict.index;
+  notice.name = verdict.name;
+  notice.code = static_cast<int64_t>(verdict.kind);
+  notice.message = verdict.message;
+  return notice;
+}
+
+Status BarrierStatus(const LiveNotice& done) {
+  switch (static_cast<BarrierVerdict::Kind>(done.code)) {
+    case BarrierVerdict::Kind::kReleased: return Status::Ok();
+    case BarrierVerdict::Kind::kTimedOut: return DeadlineExceeded(done.message);
+    default: return FailedPrecondition(done.message);
+  }
 }
 
 std::optional<Nanos> BarrierBook::NextDeadline() const {

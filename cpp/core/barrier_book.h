@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "clock.h"
+#include "liveness_wire.h"
+#include "status.h"
 
 namespace kdist {
 
@@ -57,6 +59,8 @@ class BarrierBook {
   // A process finished or left; barriers it has not reached fail, and those
   // that only waited for it are released.
   std::vector<BarrierVerdict> OnGone(int64_t process_id, const std::set<int64_t>& running);
+  // The host of process `process_id`, for messages (known once it joined).
+  void SetHost(int64_t process_id, const std::string& host);
   // The earliest deadline of a barrier still open, when there is one.
   std::optional<Nanos> NextDeadline() const;
 
@@ -75,6 +79,13 @@ class BarrierBook {
   // Barriers that failed, by index: a later arrival gets the same verdict.
   std::map<int64_t, BarrierVerdict> failed_;
 };
+
+// The kBarrierDone notice that tells a waiting process a verdict, and what it
+// means for that process: ok when released; kDeadlineExceeded when it timed
+// out; kFailedPrecondition when names differ or a process left without it.
+// The message is the verdict's.
+LiveNotice BarrierNotice(const BarrierVerdict& verdict);
+Status BarrierStatus(const LiveNotice& done);
 
 }  // namespace kdist
 

@@ -1,8 +1,11 @@
 #include "liveness_book.h"
 
+#include <csignal>
 #include <utility>
 
 #include "roll_call_options.h"
+#include "stop_signals.h"
+#include "text.h"
 #include "worker.h"
 
 namespace kdist {
@@ -120,6 +123,29 @@ std::optional<LiveNotice> LivenessBook::CheckAllDone() {
   return notice;
 }
 
+const LiveMember* LivenessBook::member(int64_t id) const {
+  auto it = members_.find(id);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+bool LivenessBook::EndJob(const LiveNotice& notice) {
+  if (first_failure_ || all_done_) return false;
+  first_failure_ = notice;
+  return true;
+}
+
+std::set<int64_t> LivenessBook::Running(bool with_unjoined) const {
+  std::set<int64_t> out;
+  if (first_failure_ || all_done_) return out;
+  for (const auto& [id, state] : states_) {
+    if (state == State::kRunning) out.insert(id);
+  }
+  if (with_unjoined) {
+    for (int64_t id : NotJoined()) out.insert(id);
+  }
+  return out;
+}
+
 std::vector<LiveMember> LivenessBook::Waiting() const {
   std::vector<LiveMember> out;
   if (first_failure_ || all_done_) return out;
@@ -136,9 +162,47 @@ LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bo
       return policy == PeerFailurePolicy::kExit ? LiveAction::kExitFailure : LiveAction::kReport;
     case LiveKind::kAllDone:
       return !notice.barrier && finishing ? LiveAction::kExitSuccess : LiveAction::kNone;
+    case LiveKind::kStopAt:
+      return LiveAction::kSayStop;
+    case LiveKind::kStopNow:
+      return LiveAction::kExitStopped;  // a stop is the whole job's, whatever the policy
+    case LiveKind::kJobStalled:
+      return LiveAction::kExitStalled;
     default:
       return LiveAction::kNone;
   }
+}
+
+std::string DescribeOwnFailure(const LiveMember& self, const std::string& message) {
+  return "kdist: process " + std::to_string(self.process_id) + " (" +
+         WithHost(self.host, self.pid) + ") failed: " + RelayText(message) +
+         "; told the other processes; stopping process " + std::to_string(self.process_id);
+}
+
+std::string DescribeStopCause(const LiveNotice& notice) {
+  if (notice.signal_number != 0) return SignalName(static_cast<int>(notice.signal_number));
+  return "request_stop(" + Quote(notice.message) + ")";
+}
+
+int StopExitStatus(const LiveNotice& notice) {
+  return 128 + (notice.signal_number != 0 ? static_cast<int>(notice.signal_number) : SIGTERM);
+}
+
+std::string DescribeStop(const LiveNotice& notice, int64_t self) {
+  if (notice.kind == LiveKind::kJobStalled) {
+    return "kdist: the job stalled: " + RelayText(notice.message) + "; stopping process " +
+           std::to_string(self);
+  }
+  std::string out = "kdist: process " + std::to_string(notice.process_id) + " (" +
+                    WithHost(notice.host, notice.pid) + ") asked to stop (" +
+                    DescribeStopCause(notice) + ")";
+  if (notice.kind == LiveKind::kStopAt) {
+    return out + "; every process stops at step " + std::to_string(notice.step);
+  }
+  out += notice.code == 1 ? " a second time, so the job stops now"
+                          : " and no process calls kdist.should_stop(step), so the job stops now";
+  return out + "; stopping process " + std::to_string(self) + " (status " +
+         std::to_string(StopExitStatus(notice)) + ")";
 }
 
 std::string DescribeFailure(const LiveNotice& notice, int64_t self, LiveAction action) {

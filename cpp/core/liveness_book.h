@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,10 +59,20 @@ class LivenessBook {
   // the channel: their join failed, and they said so); returns kAllDone when
   // the watched ones have all finished already.
   std::optional<LiveNotice> CloseJoins();
+  // The job ends by a decision of process 0 (kStopNow, kJobStalled): from now
+  // on a closed connection is a process leaving, not a death, and a process
+  // that joins late hears `notice`. False when the job had ended already.
+  bool EndJob(const LiveNotice& notice);
+  // The processes still running: admitted and neither finished, left, failed
+  // nor dead, process 0 included; `with_unjoined` adds those that have not
+  // joined yet while joins are open (they are on their way).
+  std::set<int64_t> Running(bool with_unjoined) const;
   // Set once every process finished or left: kAllDone's `barrier`.
   std::optional<bool> all_done() const { return all_done_; }
   const std::optional<LiveNotice>& first_failure() const { return first_failure_; }
   bool watched(int64_t id) const { return states_.count(id) != 0; }
+  // The member with id `id` as it joined (nullptr when it did not).
+  const LiveMember* member(int64_t id) const;
 
  private:
   enum class State { kRunning, kFinished, kLeft, kFailed, kDied };
@@ -84,6 +95,9 @@ enum class LiveAction {
   kExitFailure,  // a peer failed or died: say so, leave with status 1
   kExitSuccess,  // every process finished and some leave without JAX's barrier,
                  // and this one already finished: leave with status 0
+  kSayStop,      // the job agreed on a stop step: say so, go on to it
+  kExitStopped,  // the job stops now: say so, leave with StopExitStatus
+  kExitStalled,  // the job stalled: say so, leave with status 1
 };
 LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bool finishing);
 
@@ -91,6 +105,29 @@ LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bo
 // "kdist: process 1 (host node-1, pid 4242) failed first: RuntimeError: boom;
 // stopping process 0".
 std::string DescribeFailure(const LiveNotice& notice, int64_t self, LiveAction action);
+
+// The line a process prints about its own uncaught exception, before it tells
+// the others and leaves: "kdist: process 1 (host node-1, pid 4242) failed:
+// RuntimeError: boom; told the other processes; stopping process 1".
+std::string DescribeOwnFailure(const LiveMember& self, const std::string& message);
+
+// What asked the job to stop, from a kStopQuery, kStopAt or kStopNow: the
+// signal's name ("SIGTERM"), or request_stop("<reason>").
+std::string DescribeStopCause(const LiveNotice& notice);
+
+// The status every process leaves with when the job stops now: 128 + the stop
+// signal (143 for SIGTERM), as a shell reports a process that signal ended; a
+// request from code counts as SIGTERM.
+int StopExitStatus(const LiveNotice& notice);
+
+// The lines about the job's stop and stall (kStopAt, kStopNow, kJobStalled):
+//   kdist: process 1 (host node-1, pid 4242) asked to stop (SIGTERM); every
+//     process stops at step 1043
+//   kdist: process 1 (host node-1, pid 4242) asked to stop (SIGTERM) and no
+//     process calls kdist.should_stop(step); stopping process 0 (status 143)
+//   kdist: the job stalled: process 1 (host node-1, pid 4242) made no progress
+//     for 600 s at step 1042; ...; stopping process 0
+std::string DescribeStop(const LiveNotice& notice, int64_t self);
 
 }  // namespace kdist
 

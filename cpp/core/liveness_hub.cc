@@ -1,10 +1,12 @@
 #include "liveness_hub.h"
 
 #include <algorithm>
+#include <csignal>
 #include <utility>
 
 #include "process_list.h"
 #include "roll_call_options.h"
+#include "text.h"
 
 namespace kdist {
 
@@ -18,30 +20,44 @@ struct LivenessHub::Peer {
 Result<std::unique_ptr<LivenessHub>> LivenessHub::Start(int64_t num_processes, LiveMember self,
                                                         std::string nonce,
                                                         LivenessOptions options,
-                                                        NoticeHandler on_notice) {
-  KDIST_ASSIGN_OR_RETURN(Listener listener, ListenOnAllInterfaces(0, 1024));
+                                                        StopOptions stop, NoticeHandler on_notice,
+                                                        std::vector<std::string> hosts) {
+  Listener listener;  // none for a job of one process: nobody joins
+  if (num_processes > 1) {
+    KDIST_ASSIGN_OR_RETURN(listener, ListenOnAllInterfaces(0, 1024));
+  }
   std::unique_ptr<LivenessHub> hub(new LivenessHub(std::move(listener), num_processes,
                                                    std::move(self), std::move(nonce), options,
-                                                   std::move(on_notice)));
+                                                   stop, std::move(on_notice), std::move(hosts)));
   KDIST_RETURN_IF_ERROR(
       hub->thread_.Start("the liveness channel", [h = hub.get()] { h->Run(); }));
+  if (stop.board != nullptr) stop.board->SetWakeFd(hub->thread_.wake_write_fd());
   return hub;
 }
 
 LivenessHub::LivenessHub(Listener listener, int64_t num_processes, LiveMember self,
-                         std::string nonce, LivenessOptions options, NoticeHandler on_notice)
+                         std::string nonce, LivenessOptions options, StopOptions stop,
+                         NoticeHandler on_notice, std::vector<std::string> hosts)
     : listener_(std::move(listener)),
       port_(listener_.port),
+      self_(self),
       nonce_(std::move(nonce)),
       options_(options),
+      stop_(stop),
       on_notice_(std::move(on_notice)),
-      book_(num_processes, std::move(self)) {}
+      book_(num_processes, std::move(self)),
+      watch_(stop),
+      barrier_book_(std::move(hosts)) {
+  if (stop.stall_timeout) stall_book_.emplace(*stop.stall_timeout);
+}
 
 LivenessHub::~LivenessHub() { Stop(); }
 
 void LivenessHub::Stop() {
+  if (stop_.board != nullptr) stop_.board->SetWakeFd(-1);
   if (!thread_.Stop()) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  admitted_.clear();
   peers_.clear();
   listener_.fd.Close();
   changed_.notify_all();
@@ -55,6 +71,21 @@ void LivenessHub::Broadcast(const LiveNotice& notice) {
     if (peer->process_id < 0 || peer->process_id == notice.process_id) continue;
     (void)SendAll(peer->fd.get(), frame, options_.send_timeout, clock);
   }
+}
+
+void LivenessHub::SendToAll(const LiveNotice& notice) {
+  const std::string frame = EncodeLiveNotice(notice);
+  RealClock clock;
+  for (auto& [id, peer] : admitted_) {
+    (void)SendAll(peer->fd.get(), frame, options_.send_timeout, clock);
+  }
+}
+
+void LivenessHub::SendTo(int64_t process_id, const LiveNotice& notice) {
+  auto it = admitted_.find(process_id);
+  if (it == admitted_.end()) return;
+  RealClock clock;
+  (void)SendAll(it->second->fd.get(), EncodeLiveNotice(notice), options_.send_timeout, clock);
 }
 
 void LivenessHub::Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local) {
@@ -94,6 +125,52 @@ Status LivenessHub::Finish(bool barrier) {
   LiveNotice notice;
   notice.kind = barrier ? LiveKind::kFinished : LiveKind::kLeft;
   return OwnEvent(notice);
+}
+
+Status LivenessHub::RequestStop(const std::string& reason) {
+  std::vector<LiveNotice> local;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (thread_.stopping()) return FailedPrecondition("the liveness channel is closed");
+    StopRequest request{0, self_.host, self_.pid, 0, reason, false};
+    OnStopRequest(request, local);
+  }
+  Deliver(local);
+  return Status::Ok();
+}
+
+Status LivenessHub::Barrier(const std::string& name, int64_t index, Nanos timeout,
+                            const std::function<Status()>& interrupted) {
+  RealClock clock;
+  const Nanos arrived = clock.Now();
+  // The hub's own verdict comes in the wire's form, like every other process's.
+  const Nanos bound = timeout + stop_.answer_timeout;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stop_.board != nullptr) stop_.board->Beat();
+  Deliver(barrier_book_.OnArrive(BarrierArrival{0, index, name, arrived + timeout},
+                                 book_.Running(/*with_unjoined=*/true), arrived));
+  thread_.Wake();  // the hub's thread now also waits for this barrier's deadline
+  while (true) {
+    auto done = own_barriers_.find(index);
+    if (done != own_barriers_.end()) {
+      const LiveNotice notice = BarrierNotice(done->second);
+      own_barriers_.erase(done);
+      if (stop_.board != nullptr) stop_.board->Beat();
+      return BarrierStatus(notice);
+    }
+    if (thread_.stopping()) return FailedPrecondition("the liveness channel is closed");
+    const Nanos now = clock.Now();
+    if (now - arrived >= bound) {
+      return DeadlineExceeded("barrier " + Quote(name) + " got no verdict within " +
+                              FormatTimeout(bound));
+    }
+    if (interrupted) {
+      lock.unlock();
+      KDIST_RETURN_IF_ERROR(interrupted());
+      lock.lock();
+    }
+    changed_.wait_for(lock, std::chrono::milliseconds(100));
+  }
 }
 
 std::vector<int64_t> LivenessHub::Watched() {
@@ -152,16 +229,231 @@ Result<bool> LivenessHub::WaitAllDone(Nanos timeout, Nanos progress_interval,
   }
 }
 
+// --- stopping together ---------------------------------------------------------------
+
+void LivenessHub::OnStopRequest(const StopRequest& request, std::vector<LiveNotice>& local) {
+  ActOnStop(stop_book_.OnRequest(request, book_.Running(/*with_unjoined=*/false)), local);
+}
+
+void LivenessHub::ActOnStop(StopBook::Action action, std::vector<LiveNotice>& local) {
+  if (action == StopBook::Action::kNone || !stop_book_.request()) return;
+  const StopRequest& request = *stop_book_.request();
+  LiveNotice notice;
+  notice.process_id = request.process_id;
+  notice.host = request.host;
+  notice.pid = request.pid;
+  notice.signal_number = request.signal_number;
+  notice.message = request.reason;
+  switch (action) {
+    case StopBook::Action::kQuery: {
+      notice.kind = LiveKind::kStopQuery;
+      SendToAll(notice);  // the requester too (Broadcast would skip it)
+      const int64_t own = stop_.board != nullptr ? stop_.board->BeginAgreement() : -1;
+      ActOnStop(stop_book_.OnStep(0, own), local);
+      return;
+    }
+    case StopBook::Action::kDecided:
+      notice.kind = LiveKind::kStopAt;
+      notice.step = stop_book_.stop_step();
+      if (stop_.board != nullptr) stop_.board->Decide(notice.step);
+      SendToAll(notice);
+      local.push_back(notice);
+      return;
+    case StopBook::Action::kStopNow:
+      notice.kind = LiveKind::kStopNow;
+      notice.code = stop_book_.ended_urgently() ? 1 : 0;
+      if (book_.EndJob(notice)) {
+        SendToAll(notice);
+        changed_.notify_all();
+        local.push_back(notice);
+      }
+      return;
+    case StopBook::Action::kNone:
+      return;
+  }
+}
+
+void LivenessHub::OnStalled(int64_t from, std::vector<LiveNotice>& local) {
+  if (!stall_book_) return;
+  const std::set<int64_t> running = book_.Running(/*with_unjoined=*/false);
+  if (!stall_book_->OnStalled(from, running)) return;
+  RealClock clock;
+  stall_answers_by_ = clock.Now() + stop_.answer_timeout;
+  LiveNotice query;
+  query.kind = LiveKind::kProgressQuery;
+  for (int64_t id : running) {
+    if (id != 0) SendTo(id, query);
+  }
+  ProgressReport own = watch_.Report(0, clock.Now());
+  own.host = self_.host;
+  own.pid = self_.pid;
+  ActOnStallVerdict(stall_book_->OnReport(own), local);
+}
+
+void LivenessHub::ActOnStallVerdict(const std::optional<StallVerdict>& verdict,
+                                    std::vector<LiveNotice>& local) {
+  if (!verdict) return;
+  stall_verdict_ = verdict;
+  dumping_.clear();
+  if (stop_.stack_signal != 0) {
+    LiveNotice dump;
+    dump.kind = LiveKind::kDumpStacks;
+    for (int64_t id : verdict->stuck) {
+      if (id == 0) {
+        raise(stop_.stack_signal);  // process 0's own stacks, written at once
+      } else {
+        dumping_.insert(id);
+        SendTo(id, dump);
+      }
+    }
+  }
+  dumps_by_ = RealClock().Now() + stop_.answer_timeout;
+  if (dumping_.empty()) EndStalled(local);
+}
+
+void LivenessHub::EndStalled(std::vector<LiveNotice>& local) {
+  if (!stall_verdict_) return;
+  LiveNotice notice;
+  notice.kind = LiveKind::kJobStalled;
+  notice.message = stall_verdict_->message;
+  if (stop_.stack_signal != 0 && !stall_verdict_->stuck.empty()) {
+    const std::vector<int64_t>& stuck = stall_verdict_->stuck;
+    notice.message += stuck.size() == 1
+                          ? "; the Python stacks of process " + std::to_string(stuck.front()) +
+                                " (every thread) are on its stderr"
+                          : "; the Python stacks of processes [" + FormatIdList(stuck) +
+                                "] (every thread) are on their stderr";
+  }
+  stall_verdict_.reset();
+  if (book_.EndJob(notice)) {
+    Broadcast(notice);
+    changed_.notify_all();
+    local.push_back(notice);
+  }
+}
+
+void LivenessHub::Deliver(const std::vector<BarrierVerdict>& verdicts) {
+  // With mutex_ held: each process that arrived hears its barrier's verdict.
+  for (const BarrierVerdict& verdict : verdicts) {
+    const LiveNotice notice = BarrierNotice(verdict);
+    for (int64_t id : verdict.to) {
+      if (id == 0) {
+        own_barriers_[verdict.index] = verdict;
+      } else {
+        SendTo(id, notice);
+      }
+    }
+  }
+  if (!verdicts.empty()) changed_.notify_all();
+}
+
+void LivenessHub::OnGone(int64_t process_id, std::vector<LiveNotice>& local) {
+  ActOnStop(stop_book_.OnGone(process_id), local);
+  if (stall_book_) ActOnStallVerdict(stall_book_->OnGone(process_id), local);
+  if (dumping_.erase(process_id) != 0 && dumping_.empty()) EndStalled(local);
+  Deliver(barrier_book_.OnGone(process_id, book_.Running(/*with_unjoined=*/true)));
+}
+
+void LivenessHub::OnPeerNotice(int64_t from, const LiveNotice& notice,
+                               std::vector<LiveNotice>& local) {
+  switch (notice.kind) {
+    case LiveKind::kFailed:
+    case LiveKind::kFinished:
+    case LiveKind::kLeft:
+      Act(book_.OnNotice(from, notice), local);
+      if (notice.kind != LiveKind::kFailed) OnGone(from, local);
+      return;
+    case LiveKind::kArmed:
+      stop_book_.OnArmed(from);
+      return;
+    case LiveKind::kStopRequest: {
+      const LiveMember* member = book_.member(from);
+      StopRequest request{from, member ? member->host : "", member ? member->pid : 0,
+                          static_cast<int>(notice.signal_number), notice.message,
+                          notice.code == 1};
+      OnStopRequest(request, local);
+      return;
+    }
+    case LiveKind::kStopStep:
+      ActOnStop(stop_book_.OnStep(from, notice.step), local);
+      return;
+    case LiveKind::kStalled:
+      OnStalled(from, local);
+      return;
+    case LiveKind::kProgressReport: {
+      if (!stall_book_) return;
+      ProgressReport report;
+      report.process_id = from;
+      if (const LiveMember* member = book_.member(from)) {
+        report.host = member->host;
+        report.pid = member->pid;
+      }
+      report.armed = notice.code == 1;
+      report.step = notice.step;
+      report.idle = std::chrono::milliseconds(notice.millis);
+      ActOnStallVerdict(stall_book_->OnReport(report), local);
+      return;
+    }
+    case LiveKind::kStacksDumped:
+      if (dumping_.erase(from) != 0 && dumping_.empty()) EndStalled(local);
+      return;
+    case LiveKind::kBarrierArrive: {
+      const Nanos now = RealClock().Now();
+      Deliver(barrier_book_.OnArrive(
+          BarrierArrival{from, notice.index, notice.name,
+                         now + std::chrono::milliseconds(std::max<int64_t>(0, notice.millis))},
+          book_.Running(/*with_unjoined=*/true), now));
+      return;
+    }
+    default:
+      return;  // not something a process says
+  }
+}
+
+void LivenessHub::Tick(Nanos now, std::vector<LiveNotice>& local) {
+  // With mutex_ held.
+  if (watch_.active()) {
+    const BoardNews news = watch_.Tick(now);
+    if (news.armed) stop_book_.OnArmed(0);
+    if (news.signal_number != 0) {
+      OnStopRequest(StopRequest{0, self_.host, self_.pid, news.signal_number, "", news.urgent},
+                    local);
+    }
+    if (news.stalled) OnStalled(0, local);
+  }
+  if (stall_book_ && stall_book_->deciding() && now >= stall_answers_by_) {
+    ActOnStallVerdict(stall_book_->Decide(), local);
+  }
+  if (!dumping_.empty() && now >= dumps_by_) {
+    dumping_.clear();
+    EndStalled(local);
+  }
+  Deliver(barrier_book_.OnTime(now, book_.Running(/*with_unjoined=*/true)));
+}
+
+Nanos LivenessHub::NextTick(Nanos now) const {
+  Nanos next = std::chrono::seconds(1);
+  if (watch_.active()) next = std::min(next, kBoardTick);
+  if (std::optional<Nanos> deadline = barrier_book_.NextDeadline()) {
+    next = std::min(next, std::max(Nanos(0), *deadline - now));
+  }
+  return next;
+}
+
+// --- the thread ---------------------------------------------------------------------
+
 void LivenessHub::Run() {
   RealClock clock;
   while (!thread_.stopping()) {
     std::vector<pollfd> fds{{thread_.wake_fd(), POLLIN, 0}, {listener_.fd.get(), POLLIN, 0}};
     std::vector<uint64_t> keys;
-    Nanos next_expiry = std::chrono::seconds(1);
+    Nanos next_expiry{0};
     std::vector<LiveNotice> local;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       const Nanos now = clock.Now();
+      Tick(now, local);
+      next_expiry = NextTick(now);
       if (close_joins_at_) {
         if (now >= *close_joins_at_) {
           Act(book_.CloseJoins(), local);
@@ -172,7 +464,7 @@ void LivenessHub::Run() {
       for (auto it = peers_.begin(); it != peers_.end();) {
         Peer& p = *it->second;
         if (p.process_id < 0 && now >= p.join_by) {
-          it->second->fd.CloseWithReset();
+          it->second->fd.CloseWithReset();  // never admitted: not in admitted_
           it = peers_.erase(it);
           continue;
         }
@@ -182,7 +474,7 @@ void LivenessHub::Run() {
         ++it;
       }
     }
-    Deliver(local);  // from CloseJoins
+    Deliver(local);  // from Tick and CloseJoins
     if (deferred_) next_expiry = std::min(next_expiry, deferred_until_ - clock.Now());
     if (Poll(fds, std::max(next_expiry, Nanos(0))) < 0) {
       clock.Sleep(std::chrono::milliseconds(10));  // EBADF cannot happen; never spin
@@ -208,7 +500,7 @@ void LivenessHub::Run() {
       if (it == peers_.end()) continue;
       Peer& p = *it->second;
       bool drop = false;
-      bool told = false;  // sent the failure that ended the job: close, do not reset
+      bool told = false;  // sent the notice that ended the job: close, do not reset
       const bool open = ReadFrames(p.fd.get(), p.in, [&](const std::string& frame) {
         if (p.process_id < 0) {
           Result<LiveJoin> join = DecodeLiveJoin(frame);
@@ -226,15 +518,30 @@ void LivenessHub::Run() {
             return false;
           }
           p.process_id = join->process_id;
+          admitted_[p.process_id] = &p;
+          barrier_book_.SetHost(join->process_id, join->host);
           LiveNotice admitted;
           admitted.kind = LiveKind::kAdmitted;
           admitted.process_id = join->process_id;
           (void)SendAll(p.fd.get(), EncodeLiveNotice(admitted), options_.send_timeout, clock);
+          if (stop_book_.decided()) {
+            // A stop step agreed before it joined: it stops there too.
+            LiveNotice at;
+            at.kind = LiveKind::kStopAt;
+            const StopRequest& request = *stop_book_.request();
+            at.process_id = request.process_id;
+            at.host = request.host;
+            at.pid = request.pid;
+            at.signal_number = request.signal_number;
+            at.message = request.reason;
+            at.step = stop_book_.stop_step();
+            (void)SendAll(p.fd.get(), EncodeLiveNotice(at), options_.send_timeout, clock);
+          }
           return true;
         }
         Result<LiveNotice> notice = DecodeLiveNotice(frame);
         if (!notice.ok()) return false;
-        Act(book_.OnNotice(p.process_id, *notice), local);
+        OnPeerNotice(p.process_id, *notice, local);
         return true;
       });
       if (open) continue;
@@ -244,8 +551,12 @@ void LivenessHub::Run() {
       } else if (drop || id < 0) {
         p.fd.CloseWithReset();
       }
+      if (id >= 0) admitted_.erase(id);
       peers_.erase(it);
-      if (id >= 0) Act(book_.OnClosed(id), local);
+      if (id >= 0) {
+        Act(book_.OnClosed(id), local);
+        OnGone(id, local);
+      }
     }
     lock.unlock();
     Deliver(local);
@@ -261,13 +572,15 @@ bool LivenessHub::AnyoneUntold() {
 }
 
 void LivenessHub::Deliver(std::vector<LiveNotice>& local) {
-  // On the hub's thread, without mutex_. Process 0's own handler may end this
-  // process (policy "exit"): a failure waits (bounded) until every process
-  // that has not joined yet has joined and heard it.
+  // On the hub's thread (or an own-event caller), without mutex_. Process 0's
+  // own handler may end this process (policy "exit", a stop, a stall): such a
+  // notice waits (bounded) until every process that has not joined yet has
+  // joined and heard it.
   RealClock clock;
   for (const LiveNotice& notice : local) {
-    const bool failure = notice.kind == LiveKind::kFailed || notice.kind == LiveKind::kDied;
-    if (failure && !deferred_ && AnyoneUntold()) {
+    const bool ends = notice.kind == LiveKind::kFailed || notice.kind == LiveKind::kDied ||
+                      notice.kind == LiveKind::kStopNow || notice.kind == LiveKind::kJobStalled;
+    if (ends && !deferred_ && AnyoneUntold()) {
       deferred_ = notice;
       deferred_until_ = clock.Now() + std::min<Nanos>(options_.join_timeout, kMaxExitDelay);
       continue;

@@ -1,10 +1,13 @@
 #include "liveness_spoke.h"
 
+#include <csignal>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "barrier_book.h"
 #include "roll_call_options.h"
+#include "text.h"
 #include "worker.h"
 
 namespace kdist {
@@ -13,6 +16,7 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
                                                            const LiveJoin& join,
                                                            LiveMember coordinator,
                                                            LivenessOptions options,
+                                                           StopOptions stop,
                                                            NoticeHandler on_notice,
                                                            Clock& clock) {
   const Nanos deadline = clock.Now() + options.join_timeout;
@@ -49,7 +53,9 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
     const bool open = ReadFrames(c.fd.get(), in, [&](const std::string& frame) {
       Result<LiveNotice> notice = DecodeLiveNotice(frame);
       if (notice.ok() && notice->kind == LiveKind::kAdmitted) verdict = Status::Ok();
-      if (notice.ok() && (notice->kind == LiveKind::kFailed || notice->kind == LiveKind::kDied)) {
+      if (notice.ok() && (notice->kind == LiveKind::kFailed || notice->kind == LiveKind::kDied ||
+                          notice->kind == LiveKind::kStopNow ||
+                          notice->kind == LiveKind::kJobStalled)) {
         ended = *notice;
       }
       return false;  // only the admission (or the end) comes first; stop reading here
@@ -66,28 +72,36 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
                          "already ended) or is not kdist's");
     }
   }
-  std::unique_ptr<LivenessSpoke> spoke(new LivenessSpoke(std::move(c.fd), join,
-                                                         std::move(coordinator), options,
+  std::unique_ptr<LivenessSpoke> spoke(new LivenessSpoke(std::move(c.fd), std::move(in), join,
+                                                         std::move(coordinator), options, stop,
                                                          std::move(on_notice)));
   KDIST_RETURN_IF_ERROR(
       spoke->thread_.Start("the liveness channel", [s = spoke.get()] { s->Run(); }));
+  if (stop.board != nullptr) stop.board->SetWakeFd(spoke->thread_.wake_write_fd());
   return spoke;
 }
 
-LivenessSpoke::LivenessSpoke(Fd fd, LiveJoin join, LiveMember coordinator,
-                             LivenessOptions options, NoticeHandler on_notice)
+LivenessSpoke::LivenessSpoke(Fd fd, FrameAssembler in, LiveJoin join, LiveMember coordinator,
+                             LivenessOptions options, StopOptions stop, NoticeHandler on_notice)
     : fd_(std::move(fd)),
+      in_(std::move(in)),
       join_(std::move(join)),
       coordinator_(std::move(coordinator)),
       options_(options),
-      on_notice_(std::move(on_notice)) {}
+      stop_(stop),
+      on_notice_(std::move(on_notice)),
+      watch_(stop) {}
 
 LivenessSpoke::~LivenessSpoke() { Stop(); }
 
 void LivenessSpoke::Stop() {
+  if (stop_.board != nullptr) stop_.board->SetWakeFd(-1);
   if (!thread_.Stop()) return;
-  std::lock_guard<std::mutex> lock(send_mutex_);
-  fd_.Close();
+  {
+    std::lock_guard<std::mutex> lock(send_mutex_);
+    fd_.Close();
+  }
+  barrier_done_.notify_all();
 }
 
 Status LivenessSpoke::Send(const LiveNotice& notice) {
@@ -114,22 +128,147 @@ Status LivenessSpoke::Finish(bool barrier) {
   return Send(notice);
 }
 
+Status LivenessSpoke::RequestStop(const std::string& reason) {
+  LiveNotice notice;
+  notice.kind = LiveKind::kStopRequest;
+  notice.process_id = join_.process_id;
+  notice.message = reason;
+  return Send(notice);
+}
+
+Status LivenessSpoke::Barrier(const std::string& name, int64_t index, Nanos timeout,
+                              const std::function<Status()>& interrupted) {
+  if (stop_.board != nullptr) stop_.board->Beat();
+  LiveNotice arrive;
+  arrive.kind = LiveKind::kBarrierArrive;
+  arrive.process_id = join_.process_id;
+  arrive.index = index;
+  arrive.name = name;
+  arrive.millis = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+  KDIST_RETURN_IF_ERROR(Send(arrive));
+  // Process 0 decides at the deadline; this bound only ends the wait if it
+  // never answers (its failure or death ends this process meanwhile anyway).
+  RealClock clock;
+  const Nanos until = clock.Now() + timeout + stop_.answer_timeout;
+  std::unique_lock<std::mutex> lock(barrier_mutex_);
+  while (true) {
+    auto done = barriers_.find(index);
+    if (done != barriers_.end()) {
+      const LiveNotice notice = done->second;
+      barriers_.erase(done);
+      if (stop_.board != nullptr) stop_.board->Beat();
+      return BarrierStatus(notice);
+    }
+    if (thread_.stopping()) return FailedPrecondition("the liveness channel is closed");
+    if (clock.Now() >= until) {
+      return DeadlineExceeded("barrier " + Quote(name) + ": process 0 gave no verdict within " +
+                              FormatTimeout(timeout + stop_.answer_timeout));
+    }
+    if (interrupted) {
+      lock.unlock();
+      KDIST_RETURN_IF_ERROR(interrupted());
+      lock.lock();
+    }
+    barrier_done_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+}
+
+void LivenessSpoke::OnNotice(const LiveNotice& notice) {
+  RealClock clock;
+  switch (notice.kind) {
+    case LiveKind::kStopQuery: {
+      LiveNotice answer;
+      answer.kind = LiveKind::kStopStep;
+      answer.process_id = join_.process_id;
+      answer.step = stop_.board != nullptr ? stop_.board->BeginAgreement() : -1;
+      (void)Send(answer);
+      return;
+    }
+    case LiveKind::kStopAt:
+      if (stop_.board != nullptr) stop_.board->Decide(notice.step);
+      break;  // and the handler says so
+    case LiveKind::kProgressQuery: {
+      const ProgressReport report = watch_.Report(join_.process_id, clock.Now());
+      LiveNotice answer;
+      answer.kind = LiveKind::kProgressReport;
+      answer.process_id = join_.process_id;
+      answer.step = report.step;
+      answer.millis = std::chrono::duration_cast<std::chrono::milliseconds>(report.idle).count();
+      answer.code = report.armed ? 1 : 0;
+      (void)Send(answer);
+      return;
+    }
+    case LiveKind::kDumpStacks: {
+      if (stop_.stack_signal != 0) raise(stop_.stack_signal);  // written before raise returns
+      LiveNotice answer;
+      answer.kind = LiveKind::kStacksDumped;
+      answer.process_id = join_.process_id;
+      (void)Send(answer);
+      return;
+    }
+    case LiveKind::kBarrierDone: {
+      {
+        std::lock_guard<std::mutex> lock(barrier_mutex_);
+        barriers_[notice.index] = notice;
+      }
+      barrier_done_.notify_all();
+      return;
+    }
+    default:
+      break;
+  }
+  if (on_notice_) on_notice_(notice);
+}
+
+void LivenessSpoke::Tick(Nanos now) {
+  if (!watch_.active()) return;
+  const BoardNews news = watch_.Tick(now);
+  if (news.armed) {
+    LiveNotice armed;
+    armed.kind = LiveKind::kArmed;
+    armed.process_id = join_.process_id;
+    (void)Send(armed);
+  }
+  if (news.signal_number != 0) {
+    LiveNotice request;
+    request.kind = LiveKind::kStopRequest;
+    request.process_id = join_.process_id;
+    request.signal_number = news.signal_number;
+    request.code = news.urgent ? 1 : 0;
+    (void)Send(request);
+  }
+  if (news.stalled) {
+    const ProgressReport report = watch_.Report(join_.process_id, now);
+    LiveNotice stalled;
+    stalled.kind = LiveKind::kStalled;
+    stalled.process_id = join_.process_id;
+    stalled.step = report.step;
+    stalled.millis = std::chrono::duration_cast<std::chrono::milliseconds>(report.idle).count();
+    (void)Send(stalled);
+  }
+}
+
 void LivenessSpoke::Run() {
-  FrameAssembler in;
   bool all_done = false;
+  RealClock clock;
+  const auto read = [&](const std::string& frame) {
+    Result<LiveNotice> notice = DecodeLiveNotice(frame);
+    if (!notice.ok()) return true;  // a later version's frame: skip
+    if (notice->kind == LiveKind::kAllDone) all_done = true;
+    OnNotice(*notice);
+    return true;
+  };
+  // What arrived with the admission, before the thread started.
+  for (std::string frame = in_.TakeFrame(); !frame.empty(); frame = in_.TakeFrame()) read(frame);
   while (!thread_.stopping()) {
     std::vector<pollfd> fds{{thread_.wake_fd(), POLLIN, 0}, {fd_.get(), POLLIN, 0}};
-    if (Poll(fds, std::chrono::seconds(1)) < 0) continue;
+    const Nanos wait = watch_.active() ? kBoardTick : Nanos(std::chrono::seconds(1));
+    if (Poll(fds, wait) < 0) continue;
     if (thread_.stopping()) break;
     if (fds[0].revents) thread_.DrainWake();
+    Tick(clock.Now());
     if (fds[1].revents == 0) continue;
-    const bool open = ReadFrames(fd_.get(), in, [&](const std::string& frame) {
-      Result<LiveNotice> notice = DecodeLiveNotice(frame);
-      if (!notice.ok()) return true;  // a later version's frame: skip
-      if (notice->kind == LiveKind::kAllDone) all_done = true;
-      if (on_notice_) on_notice_(*notice);
-      return true;
-    });
+    const bool open = ReadFrames(fd_.get(), in_, read);
     if (open) continue;
     if (!all_done && !thread_.stopping() && on_notice_) {
       on_notice_(LiveNotice{LiveKind::kDied, 0, coordinator_.host, coordinator_.pid,

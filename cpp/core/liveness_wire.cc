@@ -11,13 +11,22 @@ enum LiveTag : uint8_t {
   kLiveTagNonce = 10,    // the join's: the nonce "go" carried
   kLiveTagKind = 16,     // the notice's: a LiveKind
   kLiveTagBarrier = 17,  // the notice's: kAllDone's barrier, 0 or 1
+  kLiveTagStep = 18,     // the notice's, from here on: see LiveNotice
+  kLiveTagSignal = 19,
+  kLiveTagIndex = 20,
+  kLiveTagName = 21,
+  kLiveTagMillis = 22,
+  kLiveTagCode = 23,
 };
+
+constexpr size_t kMaxBarrierNameBytes = 256;
 
 constexpr size_t kMaxNonceBytes = 128;
 
 constexpr TagSet kJoinTags = {kTagProcessId, kLiveTagNonce, kTagHost, kTagPid};
-constexpr TagSet kNoticeTags = {kLiveTagKind, kTagProcessId, kTagHost,
-                                kTagPid,      kTagMessage,   kLiveTagBarrier};
+constexpr TagSet kNoticeTags = {kLiveTagKind,   kTagProcessId,  kTagHost,      kTagPid,
+                                kTagMessage,    kLiveTagBarrier, kLiveTagStep,  kLiveTagSignal,
+                                kLiveTagIndex,  kLiveTagName,   kLiveTagMillis, kLiveTagCode};
 
 constexpr std::string_view kChannel = "liveness";
 
@@ -31,6 +40,20 @@ const char* LiveKindName(LiveKind kind) {
     case LiveKind::kLeft: return "left";
     case LiveKind::kAllDone: return "all done";
     case LiveKind::kAdmitted: return "admitted";
+    case LiveKind::kArmed: return "armed";
+    case LiveKind::kStopRequest: return "stop request";
+    case LiveKind::kStopQuery: return "stop query";
+    case LiveKind::kStopStep: return "stop step";
+    case LiveKind::kStopAt: return "stop at";
+    case LiveKind::kStopNow: return "stopped";
+    case LiveKind::kStalled: return "stalled";
+    case LiveKind::kProgressQuery: return "progress query";
+    case LiveKind::kProgressReport: return "progress report";
+    case LiveKind::kDumpStacks: return "dump stacks";
+    case LiveKind::kStacksDumped: return "stacks dumped";
+    case LiveKind::kJobStalled: return "job stalled";
+    case LiveKind::kBarrierArrive: return "barrier arrival";
+    case LiveKind::kBarrierDone: return "barrier done";
   }
   return "unknown";
 }
@@ -52,6 +75,12 @@ std::string EncodeLiveNotice(const LiveNotice& notice) {
   w.Integer(kTagPid, notice.pid);
   w.String(kTagMessage, notice.message, kMaxMessageBytes);
   w.Integer(kLiveTagBarrier, notice.barrier ? 1 : 0);
+  if (notice.step != -1) w.Integer(kLiveTagStep, notice.step);
+  if (notice.signal_number != 0) w.Integer(kLiveTagSignal, notice.signal_number);
+  if (notice.index != 0) w.Integer(kLiveTagIndex, notice.index);
+  if (!notice.name.empty()) w.String(kLiveTagName, notice.name, kMaxBarrierNameBytes);
+  if (notice.millis != 0) w.Integer(kLiveTagMillis, notice.millis);
+  if (notice.code != 0) w.Integer(kLiveTagCode, notice.code);
   return w.Frame(kFrameLiveNotice);
 }
 
@@ -87,12 +116,18 @@ Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
       case kTagPid: return ReadInteger(f, "pid", notice.pid);
       case kTagMessage: return ReadString(f, kMaxMessageBytes, "message", notice.message);
       case kLiveTagBarrier: return ReadInteger(f, "barrier", barrier);
+      case kLiveTagStep: return ReadInteger(f, "step", notice.step);
+      case kLiveTagSignal: return ReadInteger(f, "signal", notice.signal_number);
+      case kLiveTagIndex: return ReadInteger(f, "index", notice.index);
+      case kLiveTagName: return ReadString(f, kMaxBarrierNameBytes, "name", notice.name);
+      case kLiveTagMillis: return ReadInteger(f, "millis", notice.millis);
+      case kLiveTagCode: return ReadInteger(f, "code", notice.code);
       default: return Status::Ok();
     }
   }));
   if (!seen.Has(kLiveTagKind)) return InvalidArgument("a liveness notice lacks its kind");
   if (kind < static_cast<int64_t>(LiveKind::kFailed) ||
-      kind > static_cast<int64_t>(LiveKind::kAdmitted)) {
+      kind > static_cast<int64_t>(LiveKind::kBarrierDone)) {
     return InvalidArgument("a liveness notice has unknown kind " + std::to_string(kind));
   }
   notice.kind = static_cast<LiveKind>(kind);

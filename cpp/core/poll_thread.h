@@ -34,6 +34,9 @@ class PollThread {
 
   // The pipe's read end, to poll for POLLIN; -1 before Start.
   int wake_fd() const { return wake_read_.get(); }
+  // The pipe's write end, for a signal handler to wake the loop with one
+  // write() (async-signal-safe, unlike Wake's callers); -1 before Start.
+  int wake_write_fd() const { return wake_write_.get(); }
   // Makes the loop's current or next poll return (any thread; best effort:
   // a full pipe is already a pending wake). Does nothing before Start.
   void Wake();

@@ -2,15 +2,8 @@
 
 #include <algorithm>
 
-#include "stop_signals.h"
-#include "text.h"
 
 namespace kdist {
-
-std::string DescribeStopCause(const StopRequest& request) {
-  if (request.signal_number != 0) return SignalName(request.signal_number);
-  return "request_stop(" + Quote(request.reason) + ")";
-}
 
 StopBook::Action StopBook::OnRequest(const StopRequest& request,
                                      const std::set<int64_t>& running) {
@@ -19,12 +12,13 @@ StopBook::Action StopBook::OnRequest(const StopRequest& request,
     // Already stopping: a second stop signal in a process ("now") ends the job
     // at once, agreed step or not; anything else changes nothing.
     if (!request.urgent) return Action::kNone;
-    ended_now_ = true;
+    ended_now_ = ended_urgently_ = true;
     return Action::kStopNow;
   }
   request_ = request;
   if (armed_.empty() || request.urgent) {
     ended_now_ = true;
+    ended_urgently_ = request.urgent;
     return Action::kStopNow;
   }
   awaited_ = running;

@@ -33,9 +33,6 @@ struct StopRequest {
   bool urgent = false;    // a second stop signal in that process: end at once
 };
 
-// "SIGTERM", or the code's reason in quotes: request_stop("time limit").
-std::string DescribeStopCause(const StopRequest& request);
-
 class StopBook {
  public:
   enum class Action {
@@ -64,6 +61,8 @@ class StopBook {
   int64_t stop_step() const { return stop_step_; }
   bool decided() const { return decided_; }
   bool ended_now() const { return ended_now_; }
+  // Whether it was a second stop signal ("now") that ended the job.
+  bool ended_urgently() const { return ended_urgently_; }
 
  private:
   Action MaybeDecide();
@@ -75,6 +74,7 @@ class StopBook {
   int64_t stop_step_ = 0;
   bool decided_ = false;
   bool ended_now_ = false;
+  bool ended_urgently_ = false;
 };
 
 }  // namespace kdist

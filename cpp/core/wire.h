@@ -36,7 +36,9 @@ namespace kdist {
 // 3: the roll call's challenge frame; the hello carries a MAC (tag 10), never
 //    the token (tag 10 carried the token in clear in version 2); the hello
 //    carries the environment fingerprint and "go" the differences let pass.
-inline constexpr uint16_t kProtocolVersion = 3;
+// 4: the liveness channel carries stop requests and their agreed step, stall
+//    reports and barriers (LiveKind 7 and above, and their fields).
+inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr std::string_view kFrameMagic = "KDRV";
 inline constexpr size_t kFrameHeaderSize = 12;
 inline constexpr size_t kMaxFramePayload = 16 * 1024;

@@ -30,7 +30,7 @@ TEST(LivenessSpoke, AWrongNonceIsRefused) {
   KDIST_ASSERT_OK(at);
   RealClock clock;
   KDIST_EXPECT_ERROR(LivenessSpoke::Join(*at, JoinOf(1, "guess"), Member(0), LivenessOptions(),
-                                         nullptr, clock),
+                                         StopOptions(), nullptr, clock),
                      StatusCode::kUnavailable, "refused this process");
 }
 
@@ -43,7 +43,8 @@ TEST(LivenessSpoke, NoHubIsUnavailable) {
   KDIST_ASSERT_OK(at);
   RealClock clock;
   KDIST_EXPECT_ERROR(
-      LivenessSpoke::Join(*at, JoinOf(1), Member(0), LivenessOptions(), nullptr, clock),
+      LivenessSpoke::Join(*at, JoinOf(1), Member(0), LivenessOptions(), StopOptions(), nullptr,
+                          clock),
       StatusCode::kUnavailable, "cannot connect to process 0's liveness channel");
 }
 

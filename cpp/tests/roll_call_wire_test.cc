@@ -418,11 +418,11 @@ TEST(Hello, MacFieldMustBeExactlyADigest) {
 }
 
 TEST(Hello, VersionTwoHelloWithItsTokenInClearIsAnotherVersion) {
-  EXPECT_EQ(kProtocolVersion, uint16_t{3});
+  EXPECT_EQ(kProtocolVersion, uint16_t{4});
   KDIST_EXPECT_ERROR(
       DecodeHello(RawFrame(2, 1, MinimalHelloPayload() + RawField(10, "s3cret"))),
       StatusCode::kFailedPrecondition,
-      "protocol version 2, this process speaks version 3; install the same kdist version");
+      "protocol version 2, this process speaks version 4; install the same kdist version");
 }
 
 }  // namespace

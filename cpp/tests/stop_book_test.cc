@@ -57,12 +57,5 @@ TEST(StopBook, OnlyTheFirstRequestCountsButASecondSignalEndsTheJobNow) {
   EXPECT_EQ(book.OnStep(0, 1), StopBook::Action::kNone);  // nothing left to agree
 }
 
-TEST(StopBook, ACauseIsASignalOrTheCodesReason) {
-  EXPECT_EQ(DescribeStopCause(Signal(0, SIGUSR1)), std::string("SIGUSR1"));
-  StopRequest code;
-  code.reason = "time limit";
-  EXPECT_EQ(DescribeStopCause(code), std::string("request_stop(\"time limit\")"));
-}
-
 }  // namespace
 }  // namespace kdist

@@ -31,12 +31,12 @@ TEST(Wire, FramesAreByteExact) {
   w.Integer(1, -2);
   w.String(8, "ab", 255);
   const std::string expected =
-      std::string("KDRV") + std::string("\x00\x03", 2) + std::string("\x00\x05", 2) +
+      std::string("KDRV") + std::string("\x00\x04", 2) + std::string("\x00\x05", 2) +
       std::string("\x00\x00\x00\x10", 4) +                                // 16 payload bytes
       std::string("\x01\x00\x08\xff\xff\xff\xff\xff\xff\xff\xfe", 11) +  // tag 1: -2
       std::string("\x08\x00\x02", 3) + "ab";                               // tag 8: "ab"
   EXPECT_EQ(w.Frame(5), expected);
-  EXPECT_EQ(kProtocolVersion, uint16_t{3});
+  EXPECT_EQ(kProtocolVersion, uint16_t{4});
 }
 
 TEST(Wire, OverlongStringsAreCutToTheirLimit) {
@@ -68,7 +68,7 @@ TEST(Wire, BadHeadersAreErrors) {
 
 TEST(Wire, FramePayloadChecksVersionSizeAndType) {
   KDIST_EXPECT_ERROR(FramePayload(RawFrame(9, 1, ""), 1, "test"), StatusCode::kFailedPrecondition,
-                     "it speaks kdist test protocol version 9, this process speaks version 3");
+                     "it speaks kdist test protocol version 9, this process speaks version 4");
   KDIST_EXPECT_ERROR(FramePayload(RawFrame(kProtocolVersion, 1, "ab") + "x", 1, "test"),
                      StatusCode::kInvalidArgument,
                      "the frame is 15 bytes but its header announces 14");

@@ -308,7 +308,7 @@ TEST(Worker, AnOlderProcessZeroRefusesTheOpeningAtOnce) {
   EXPECT_TRUE(IsOpening(fake.frame()));
   KDIST_EXPECT_ERROR(worker, StatusCode::kFailedPrecondition,
                      "it speaks kdist roll call protocol version 2, this process speaks version "
-                     "3; install the same kdist version in every process of the job");
+                     "4; install the same kdist version in every process of the job");
   EXPECT_LT((clock.Now() - start).count(), Nanos(seconds(10)).count());  // not the deadline
 }
 

@@ -63,21 +63,34 @@ struct Job {
   std::unique_ptr<LivenessHub> hub;
   Endpoint at;  // the hub's
   LivenessOptions options;
+  // With `with_boards`, every process gets a StopBoard (boards[id]) and these
+  // stop options; without, none (the channel only watches failures).
+  bool with_boards = false;
+  StopOptions stop;
+  std::vector<std::unique_ptr<StopBoard>> boards;
   std::vector<std::unique_ptr<Inbox>> inboxes;
   std::vector<std::unique_ptr<LivenessSpoke>> spokes;
+
+  StopOptions StopOf(int64_t id) {
+    StopOptions out = stop;
+    out.board = with_boards ? boards[static_cast<size_t>(id)].get() : nullptr;
+    return out;
+  }
 
   // Process `id` joins (spokes[id - 1] when processes join in order).
   Result<std::unique_ptr<LivenessSpoke>> Join(int64_t id, Inbox& inbox) {
     RealClock clock;
-    return LivenessSpoke::Join(at, JoinOf(id), Member(0), options, inbox.Handler(), clock);
+    return LivenessSpoke::Join(at, JoinOf(id), Member(0), options, StopOf(id), inbox.Handler(),
+                               clock);
   }
 };
 
 // A hub for `n` processes, of which processes 1 .. `joined` join (all by default).
 inline Status StartJob(Job& job, int n, LivenessOptions options = {}, int joined = -1) {
   job.options = options;
-  Result<std::unique_ptr<LivenessHub>> hub =
-      LivenessHub::Start(n, Member(0), "nonce", options, job.hub_inbox.Handler());
+  for (int id = 0; id < n; ++id) job.boards.push_back(std::make_unique<StopBoard>());
+  Result<std::unique_ptr<LivenessHub>> hub = LivenessHub::Start(
+      n, Member(0), "nonce", options, job.StopOf(0), job.hub_inbox.Handler());
   if (!hub.ok()) return hub.status();
   job.hub = std::move(*hub);
   Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", job.hub->port());
