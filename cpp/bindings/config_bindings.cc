@@ -13,6 +13,7 @@
 #include "environment.h"
 #include "errors.h"
 #include "resolve.h"
+#include "stop_signals.h"
 #include "status.h"
 #include "text.h"
 
@@ -44,7 +45,9 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
       {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
       {"on_peer_failure", spec.on_peer_failure.source},
-      {"consistency", spec.consistency.source}};
+      {"consistency", spec.consistency.source},
+      {"stop_signals", spec.stop_signals.source},
+      {"stall_timeout", spec.stall_timeout_seconds.source}};
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
 }
@@ -143,6 +146,18 @@ void BindConfig(nb::module_& m) {
                    [](const ClusterSpec& s) { return s.on_peer_failure.value; },
                    "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
                    "fails or dies; 'ignore': it prints the line and goes on.")
+      .def_prop_ro("stop_signals",
+                   [](const ClusterSpec& s) {
+                     std::vector<std::string> names;
+                     for (int number : s.stop_signals.value) names.push_back(SignalName(number));
+                     return names;
+                   },
+                   "The signals that are stop requests for the whole job, by name "
+                   "(KDIST_STOP_SIGNALS; default ['SIGTERM']; empty: none).")
+      .def_prop_ro("stall_timeout",
+                   [](const ClusterSpec& s) { return s.stall_timeout_seconds.value; },
+                   "Seconds without progress (should_stop, barrier) after which the job ends, "
+                   "naming the stuck process (KDIST_STALL_TIMEOUT); None: off (the default).")
       .def_prop_ro("consistency", [](const ClusterSpec& s) { return s.consistency.value; },
                    "'warn' (default; KDIST_CONSISTENCY): the roll call stops the job when the "
                    "processes' environments differ in a way that crashes or corrupts it (jax, "
@@ -221,12 +236,14 @@ void BindConfig(nb::module_& m) {
          const std::map<std::string, std::string>& environment,
          std::optional<std::string> heartbeat_timeout,
          std::optional<std::string> shutdown_timeout,
-         std::optional<std::string> on_peer_failure, std::optional<std::string> consistency) {
+         std::optional<std::string> on_peer_failure, std::optional<std::string> consistency,
+         std::optional<std::string> stop_signals, std::optional<std::string> stall_timeout) {
         Request request{std::move(job_addresses),     std::move(num_processes),
                         std::move(process_id),        std::move(timeout),
                         std::move(cluster_detection), std::move(preflight),
                         std::move(heartbeat_timeout), std::move(shutdown_timeout),
-                        std::move(on_peer_failure),   std::move(consistency)};
+                        std::move(on_peer_failure),   std::move(consistency),
+                        std::move(stop_signals),      std::move(stall_timeout)};
         Environment env(environment.begin(), environment.end());
         return ValueOrRaise(Resolve(request, env));
       },
@@ -237,6 +254,7 @@ void BindConfig(nb::module_& m) {
       nb::arg("shutdown_timeout").none() = nb::none(),
       nb::arg("on_peer_failure").none() = nb::none(),
       nb::arg("consistency").none() = nb::none(),
+      nb::arg("stop_signals").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
       "Resolves initialize()'s settings (as text) against an environment snapshot; raises "
       "kdist.ConfigError naming the bad value and its source.");
 

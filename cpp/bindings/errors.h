@@ -26,11 +26,14 @@ inline const char* ExceptionName(StatusCode code) {
   return "KdistError";
 }
 
-// Raises the kdist exception for a failed `status`; does nothing when ok.
-inline void RaiseIfError(const Status& status) {
+// Raises the kdist exception for a failed `status` (of the class named
+// `exception_name` in kdist/_errors.py when given, else the one for its
+// code); does nothing when ok.
+inline void RaiseIfError(const Status& status, const char* exception_name = nullptr) {
   if (status.ok()) return;
   nanobind::object errors = nanobind::module_::import_("kdist._errors");
-  nanobind::object type = errors.attr(ExceptionName(status.code()));
+  nanobind::object type =
+      errors.attr(exception_name != nullptr ? exception_name : ExceptionName(status.code()));
   PyErr_SetString(type.ptr(), status.message().c_str());
   throw nanobind::python_error();
 }

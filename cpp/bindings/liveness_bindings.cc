@@ -1,5 +1,6 @@
 #include "liveness_bindings.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "address.h"
+#include "board_watch.h"
 #include "casters.h"
 #include "clock.h"
 #include "errors.h"
@@ -24,9 +26,12 @@
 #include "liveness_wire.h"
 #include "python_hooks.h"
 #include "roll_call_options.h"
+#include "signal_relay.h"
 #include "socket.h"
 #include "status.h"
+#include "stop_board.h"
 #include "text.h"
+#include "verdict_record.h"
 
 namespace nb = nanobind;
 
@@ -73,14 +78,46 @@ void WriteLineToStderr(const std::string& line) {
   }
 }
 
+PeerFailurePolicy PolicyOrRaise(const std::string& policy) {
+  if (policy == "exit") return PeerFailurePolicy::kExit;
+  if (policy == "ignore") return PeerFailurePolicy::kIgnore;
+  RaiseIfError(InvalidArgument("on_peer_failure=" + Quote(policy) +
+                               ": expected \"exit\" or \"ignore\""));
+  return PeerFailurePolicy::kExit;
+}
+
+// The record event of a notice this process acts on ("" for none).
+const char* EventOf(const LiveNotice& notice) {
+  switch (notice.kind) {
+    case LiveKind::kFailed: return "peer_failed";
+    case LiveKind::kDied: return "died";
+    case LiveKind::kStopNow: return "stop_now";
+    case LiveKind::kStopAt: return "stop_at";
+    case LiveKind::kJobStalled: return "stalled";
+    default: return "";
+  }
+}
+
+// This process's board, as Python holds it: should_stop(step) asks it on
+// every step (Report: a few atomic operations), a stop signal tells it.
+struct StopBoardPy {
+  StopBoard board;
+};
+
 // One process's end of the liveness channel as Python sees it: process 0's
-// hub or another process's spoke, and what this process does on a notice
-// (decided by DecideOnNotice; done here, on the channel's thread, without the
-// GIL, so it works while the main thread is stuck in a collective).
+// hub (a job of one process has one too) or another process's spoke, and what
+// this process does on a notice (decided by DecideOnNotice; done here, on the
+// channel's thread, without the GIL, so it works while the main thread is
+// stuck in a collective). Every line it prints about the job's end it also
+// appends, as a record, to `record_path` (verdict_record.h) when one is given.
 class LivenessChannelPy {
  public:
-  LivenessChannelPy(int64_t self, PeerFailurePolicy policy, double exit_flush_seconds)
-      : self_(self), policy_(policy), flush_bound_(SecondsToNanos(exit_flush_seconds)) {}
+  LivenessChannelPy(LiveMember self, PeerFailurePolicy policy, double exit_flush_seconds,
+                    std::string record_path)
+      : self_(std::move(self)),
+        policy_(policy),
+        flush_bound_(SecondsToNanos(exit_flush_seconds)),
+        record_path_(std::move(record_path)) {}
   ~LivenessChannelPy() { Stop(); }
 
   NoticeHandler Handler() {
@@ -89,21 +126,30 @@ class LivenessChannelPy {
 
   void Handle(const LiveNotice& notice) {
     const LiveAction action = DecideOnNotice(notice, policy_, finishing_.load());
+    if (action == LiveAction::kExitFailure || action == LiveAction::kExitStopped ||
+        action == LiveAction::kExitStalled) {
+      ended_ = true;
+    }
     switch (action) {
       case LiveAction::kNone: return;
       case LiveAction::kReport: {
-        const std::string line = DescribeFailure(notice, self_, action);
+        const std::string line = DescribeFailure(notice, self_.process_id, action);
         {
           std::lock_guard<std::mutex> lock(mutex_);
           reported_.push_back(line);
         }
-        WriteLineToStderr(line);
+        Say(notice, line, -1);
         return;
       }
+      case LiveAction::kSayStop:
+        Say(notice, DescribeStop(notice, self_.process_id), -1);
+        return;
       case LiveAction::kExitFailure:
-        FlushPythonWithin(flush_bound_);
-        WriteLineToStderr(DescribeFailure(notice, self_, action));
-        _exit(1);
+        Leave(notice, DescribeFailure(notice, self_.process_id, action), 1);
+      case LiveAction::kExitStopped:
+        Leave(notice, DescribeStop(notice, self_.process_id), StopExitStatus(notice));
+      case LiveAction::kExitStalled:
+        Leave(notice, DescribeStop(notice, self_.process_id), 1);
       case LiveAction::kExitSuccess:
         FlushPythonWithin(flush_bound_);
         _exit(0);
@@ -113,11 +159,16 @@ class LivenessChannelPy {
   std::unique_ptr<LivenessHub> hub;
   std::unique_ptr<LivenessSpoke> spoke;
 
-  void ReportFailure(const std::string& message) {
+  // This process failed: returns the line to print (the core's), records it,
+  // and tells every process (best effort: the process leaves either way).
+  std::string ReportFailure(const std::string& message) {
+    const std::string line = DescribeOwnFailure(self_, message);
+    Record("failed", self_, message, -1, 1, line);
     Status status = hub ? hub->ReportFailure(message)
                         : spoke ? spoke->ReportFailure(message)
                                 : FailedPrecondition("the liveness channel is closed");
-    (void)status;  // best effort: the process leaves either way
+    (void)status;
+    return line;
   }
 
   void Finish(bool barrier) {
@@ -126,6 +177,19 @@ class LivenessChannelPy {
                         : spoke ? spoke->Finish(barrier)
                                 : FailedPrecondition("the liveness channel is closed");
     (void)status;
+  }
+
+  Status RequestStop(const std::string& reason) {
+    return hub ? hub->RequestStop(reason)
+               : spoke ? spoke->RequestStop(reason)
+                       : FailedPrecondition("the liveness channel is closed");
+  }
+
+  Status Barrier(const std::string& name, int64_t index, Nanos timeout,
+                 const std::function<Status()>& interrupted) {
+    return hub ? hub->Barrier(name, index, timeout, interrupted)
+               : spoke ? spoke->Barrier(name, index, timeout, interrupted)
+                       : FailedPrecondition("the liveness channel is closed");
   }
 
   void Stop() {
@@ -138,30 +202,65 @@ class LivenessChannelPy {
     return reported_;
   }
 
+  // Whether the job's end was decided (a failure, a stop, a stall).
+  bool JobEnded() const { return ended_.load() || (hub && hub->JobEnded()); }
+
  private:
-  int64_t self_;
+  void Record(const char* event, const LiveMember& about, const std::string& message,
+              int64_t step, int exit_status, const std::string& line) {
+    VerdictRecord record{event,  about.process_id, about.host,       about.pid, message,
+                         step,   exit_status,      self_.process_id, line};
+    (void)AppendVerdictRecord(record_path_, record);  // best effort
+  }
+
+  void Say(const LiveNotice& notice, const std::string& line, int exit_status) {
+    const std::string message =
+        notice.kind == LiveKind::kStopAt || notice.kind == LiveKind::kStopNow
+            ? DescribeStopCause(notice)
+            : notice.message;
+    Record(EventOf(notice), LiveMember{notice.process_id, notice.host, notice.pid}, message,
+           notice.kind == LiveKind::kStopAt ? notice.step : -1, exit_status, line);
+    WriteLineToStderr(line);
+  }
+
+  [[noreturn]] void Leave(const LiveNotice& notice, const std::string& line, int status) {
+    FlushPythonWithin(flush_bound_);
+    Say(notice, line, status);
+    _exit(status);
+  }
+
+  LiveMember self_;
   PeerFailurePolicy policy_;
   Nanos flush_bound_;
+  std::string record_path_;
   std::atomic<bool> finishing_{false};
+  std::atomic<bool> ended_{false};
   std::mutex mutex_;
   std::vector<std::string> reported_;
 };
 
-PeerFailurePolicy PolicyOrRaise(const std::string& policy) {
-  if (policy == "exit") return PeerFailurePolicy::kExit;
-  if (policy == "ignore") return PeerFailurePolicy::kIgnore;
-  RaiseIfError(InvalidArgument("on_peer_failure=" + Quote(policy) +
-                               ": expected \"exit\" or \"ignore\""));
-  return PeerFailurePolicy::kExit;
+StopOptions StopOptionsFor(StopBoardPy* board, std::optional<double> stall_timeout,
+                           int stack_signal) {
+  StopOptions stop;
+  stop.board = board != nullptr ? &board->board : nullptr;
+  if (stall_timeout) stop.stall_timeout = SecondsToNanos(*stall_timeout);
+  stop.stack_signal = stack_signal;
+  return stop;
 }
 
 LivenessChannelPy* StartLivenessHubPy(int64_t num_processes, const std::string& host, int64_t pid,
                                       const std::string& nonce, double heartbeat_timeout,
-                                      const std::string& policy, double exit_flush_seconds) {
-  auto channel = std::make_unique<LivenessChannelPy>(0, PolicyOrRaise(policy), exit_flush_seconds);
-  Result<std::unique_ptr<LivenessHub>> hub =
-      LivenessHub::Start(num_processes, LiveMember{0, host, pid}, nonce,
-                         LivenessOptionsFor(SecondsToNanos(heartbeat_timeout)), channel->Handler());
+                                      const std::string& policy, double exit_flush_seconds,
+                                      StopBoardPy* board, std::optional<double> stall_timeout,
+                                      int stack_signal, const std::string& record_path,
+                                      const std::vector<std::string>& hosts) {
+  auto channel = std::make_unique<LivenessChannelPy>(LiveMember{0, host, pid},
+                                                     PolicyOrRaise(policy), exit_flush_seconds,
+                                                     record_path);
+  Result<std::unique_ptr<LivenessHub>> hub = LivenessHub::Start(
+      num_processes, LiveMember{0, host, pid}, nonce,
+      LivenessOptionsFor(SecondsToNanos(heartbeat_timeout)),
+      StopOptionsFor(board, stall_timeout, stack_signal), channel->Handler(), hosts);
   RaiseIfError(hub.status());
   channel->hub = std::move(*hub);
   return channel.release();
@@ -171,21 +270,25 @@ LivenessChannelPy* JoinLivenessPy(const std::string& hub_endpoint, int64_t proce
                                   const std::string& host, int64_t pid, const std::string& nonce,
                                   const std::string& coordinator_host, int64_t coordinator_pid,
                                   double heartbeat_timeout, const std::string& policy,
-                                  double join_timeout, double exit_flush_seconds) {
+                                  double join_timeout, double exit_flush_seconds,
+                                  StopBoardPy* board, std::optional<double> stall_timeout,
+                                  int stack_signal, const std::string& record_path) {
   Result<Address> address = ParseAddress(hub_endpoint);
   RaiseIfError(address.status());
   Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
   RaiseIfError(endpoint.status());
-  auto channel =
-      std::make_unique<LivenessChannelPy>(process_id, PolicyOrRaise(policy), exit_flush_seconds);
+  auto channel = std::make_unique<LivenessChannelPy>(LiveMember{process_id, host, pid},
+                                                     PolicyOrRaise(policy), exit_flush_seconds,
+                                                     record_path);
   LivenessOptions options = LivenessOptionsFor(SecondsToNanos(heartbeat_timeout));
   options.join_timeout = SecondsToNanos(join_timeout);
+  const StopOptions stop = StopOptionsFor(board, stall_timeout, stack_signal);
   RealClock clock;
   Result<std::unique_ptr<LivenessSpoke>> spoke = Internal("not run");
   {
     nb::gil_scoped_release release;
     spoke = LivenessSpoke::Join(*endpoint, LiveJoin{process_id, nonce, host, pid},
-                                LiveMember{0, coordinator_host, coordinator_pid}, options,
+                                LiveMember{0, coordinator_host, coordinator_pid}, options, stop,
                                 channel->Handler(), clock);
   }
   RaiseIfError(spoke.status());
@@ -209,19 +312,91 @@ bool WaitAllDonePy(LivenessChannelPy& channel, double timeout,
   return *result;
 }
 
+void BarrierPy(LivenessChannelPy& channel, const std::string& name, int64_t index,
+               double timeout) {
+  RollCallOptions options;
+  PythonHooks hooks(std::nullopt);
+  hooks.Install(options);
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = channel.Barrier(name, index, SecondsToNanos(timeout), options.interrupted);
+  }
+  hooks.Finish(status, status.code() == StatusCode::kDeadlineExceeded ? "BarrierTimeoutError"
+                                                                      : "BarrierError");
+}
+
+void RequestStopPy(LivenessChannelPy& channel, const std::string& reason) {
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = channel.RequestStop(reason);
+  }
+  RaiseIfError(status);
+}
+
+// should_stop's answer: 0 go on, 1 stop, 2 wait for the agreement (then ask again).
+int ReportStepPy(StopBoardPy& board, int64_t step) {
+  return static_cast<int>(board.board.Report(step));
+}
+
+bool WaitForDecisionPy(StopBoardPy& board, double timeout) {
+  nb::gil_scoped_release release;
+  return board.board.WaitForDecision(SecondsToNanos(timeout));
+}
+
+void InstallSignalRelayPy(const std::vector<int>& signals, StopBoardPy& board) {
+  RaiseIfError(InstallSignalRelay(signals, &board.board));
+}
+
 }  // namespace
 
 namespace bindings {
 
 void BindLiveness(nb::module_& m) {
+  static_assert(static_cast<int>(StopBoard::Answer::kGoOn) == 0 &&
+                    static_cast<int>(StopBoard::Answer::kStop) == 1 &&
+                    static_cast<int>(StopBoard::Answer::kWait) == 2,
+                "StopBoard.report's answers, as kdist._start.stop reads them");
+  nb::class_<StopBoardPy>(
+      m, "StopBoard",
+      "This process's steps and the job's stop, shared by should_stop(step), the stop-signal "
+      "handler and the liveness channel's thread.")
+      .def(nb::init<>())
+      .def("report", &ReportStepPy, nb::arg("step"),
+           "should_stop(step): records the step; 0 go on, 1 stop (the agreed step or later), "
+           "2 a stop is being agreed: wait_for_decision, then report again.")
+      .def("beat", [](StopBoardPy& b) { b.board.Beat(); }, "Progress without a step.")
+      .def("wait_for_decision", &WaitForDecisionPy, nb::arg("timeout"),
+           "Waits (GIL released) until the stop step is decided; whether it is.")
+      .def_prop_ro("armed", [](const StopBoardPy& b) { return b.board.armed(); },
+                   "Whether should_stop or barrier reported progress yet.")
+      .def_prop_ro("step", [](const StopBoardPy& b) { return b.board.step(); },
+                   "The last step reported (-1: none).")
+      .def_prop_ro("stop_step",
+                   [](const StopBoardPy& b) -> std::optional<int64_t> {
+                     if (!b.board.decided()) return std::nullopt;
+                     return b.board.stop_step();
+                   },
+                   "The agreed stop step, or None.");
+  m.def("remember_program_handlers", &RememberProgramHandlers, nb::arg("signals"),
+        "Before JAX's initialize: the handlers in place now for `signals` are the program's own, "
+        "called (after XLA's) by kdist's stop-signal handler.");
+  m.def("install_signal_relay", &InstallSignalRelayPy, nb::arg("signals"), nb::arg("board"),
+        "Installs kdist's handler for the stop signals: it tells `board`, then calls the "
+        "handlers that were there (XLA's, the program's own).");
+  m.def("uninstall_signal_relay", &UninstallSignalRelay,
+        "Puts back the handlers install_signal_relay replaced.");
+
   nb::class_<LivenessChannelPy>(
       m, "LivenessChannel",
       "This process's end of the liveness channel: process 0's hub, or another process's "
       "connection to it. On a peer's failure it prints one line and leaves with status 1 "
-      "(policy 'exit'), or prints the line and goes on (policy 'ignore').")
+      "(policy 'exit'), or prints the line and goes on (policy 'ignore'); a stop of the job "
+      "and a stall end every process whatever the policy.")
       .def_prop_ro("port",
                    [](const LivenessChannelPy& c) -> int { return c.hub ? c.hub->port() : 0; },
-                   "Process 0's listening port (0 for other processes).")
+                   "Process 0's listening port (0 for other processes and a job of one).")
       .def_prop_ro("watched",
                    [](LivenessChannelPy& c) {
                      return c.hub ? c.hub->Watched() : std::vector<int64_t>();
@@ -229,14 +404,23 @@ void BindLiveness(nb::module_& m) {
                    "The process ids that joined process 0's hub (empty elsewhere).")
       .def_prop_ro("reported", &LivenessChannelPy::Reported,
                    "The lines printed about peers' failures under policy 'ignore'.")
+      .def_prop_ro("job_ended", &LivenessChannelPy::JobEnded,
+                   "Whether the job's end was decided (a failure, a stop, a stall): this "
+                   "process is about to be ended with the job's line.")
       .def("report_failure", &LivenessChannelPy::ReportFailure, nb::arg("message"),
            nb::call_guard<nb::gil_scoped_release>(),
            "Tells every process (through process 0) that this one failed with `message`; "
-           "returns once sent (bounded).")
+           "returns the line to print about it, once sent (bounded).")
       .def("finish", &LivenessChannelPy::Finish, nb::arg("barrier"),
            nb::call_guard<nb::gil_scoped_release>(),
            "Says this process's work is done; `barrier`: it will wait in JAX's shutdown "
            "barrier (False: it leaves at once).")
+      .def("request_stop", &RequestStopPy, nb::arg("reason"),
+           "Asks the whole job to stop (request_stop(reason)).")
+      .def("barrier", &BarrierPy, nb::arg("name"), nb::arg("index"), nb::arg("timeout"),
+           "Waits (GIL released) at this process's barrier call `index` named `name` until "
+           "every process reached it; raises BarrierTimeoutError after `timeout` seconds, "
+           "BarrierError when names differ or a process left without it.")
       .def("wait_all_done", &WaitAllDonePy, nb::arg("timeout"),
            nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
            "Process 0: waits until every watched process finished; returns whether all go "
@@ -246,17 +430,27 @@ void BindLiveness(nb::module_& m) {
            "Stops the channel's thread and closes its connections.");
   m.def("start_liveness_hub", &StartLivenessHubPy, nb::arg("num_processes"), nb::arg("host"),
         nb::arg("pid"), nb::arg("nonce"), nb::arg("heartbeat_timeout"), nb::arg("policy"),
-        nb::arg("exit_flush_seconds") = 1.0, nb::rv_policy::take_ownership,
+        nb::arg("exit_flush_seconds") = 1.0, nb::kw_only(),
+        nb::arg("board").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
+        nb::arg("stack_signal") = 0, nb::arg("record_path") = "",
+        nb::arg("hosts") = std::vector<std::string>{}, nb::rv_policy::take_ownership,
+        nb::keep_alive<0, 8>(),
         "Process 0: listens on an ephemeral port for the other processes' liveness "
-        "connections (admitted with `nonce`).");
+        "connections (admitted with `nonce`); with num_processes=1, a channel of one process "
+        "without a listener. `board`: this process's StopBoard (stop signals, should_stop, "
+        "barriers); `stall_timeout`: seconds of no progress that end the job (None: off); "
+        "`stack_signal`: the signal that makes Python's faulthandler write this process's "
+        "stacks; `record_path`: where the records of the job's end are appended.");
   m.def("join_liveness", &JoinLivenessPy, nb::arg("hub"), nb::arg("process_id"), nb::arg("host"),
         nb::arg("pid"), nb::arg("nonce"), nb::arg("coordinator_host"),
         nb::arg("coordinator_pid"), nb::arg("heartbeat_timeout"), nb::arg("policy"),
-        nb::arg("join_timeout") = 5.0, nb::arg("exit_flush_seconds") = 1.0,
-        nb::rv_policy::take_ownership,
+        nb::arg("join_timeout") = 5.0, nb::arg("exit_flush_seconds") = 1.0, nb::kw_only(),
+        nb::arg("board").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
+        nb::arg("stack_signal") = 0, nb::arg("record_path") = "",
+        nb::rv_policy::take_ownership, nb::keep_alive<0, 12>(),
         "Another process: connects to process 0's hub at `hub` (IP literal host:port) and is "
         "admitted with `nonce` (GIL released); raises CoordinatorUnreachableError when it "
-        "cannot.");
+        "cannot. The keywords are start_liveness_hub's.");
 }
 
 }  // namespace bindings

@@ -31,13 +31,13 @@ void PythonHooks::Install(RollCallOptions& options) {
   };
 }
 
-void PythonHooks::Finish(const Status& status) {
+void PythonHooks::Finish(const Status& status, const char* exception_name) {
   if (error_) {
     nb::python_error error = std::move(*error_);
     error_.reset();
     throw error;
   }
-  RaiseIfError(status);
+  RaiseIfError(status, exception_name);
 }
 
 }  // namespace kdist::bindings

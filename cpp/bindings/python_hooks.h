@@ -32,8 +32,8 @@ class PythonHooks {
   void Install(RollCallOptions& options);
 
   // With the GIL held: re-raises a Python exception caught in a hook, else
-  // raises the kdist exception for `status`.
-  void Finish(const Status& status);
+  // raises the kdist exception for `status` (see RaiseIfError).
+  void Finish(const Status& status, const char* exception_name = nullptr);
 
  private:
   std::optional<ProgressCallback> progress_;

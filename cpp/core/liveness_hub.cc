@@ -118,7 +118,11 @@ Status LivenessHub::ReportFailure(const std::string& message) {
   LiveNotice notice;
   notice.kind = LiveKind::kFailed;
   notice.message = message;
-  return OwnEvent(notice);
+  KDIST_RETURN_IF_ERROR(OwnEvent(notice));
+  // Process 0 leaves last (see AnyoneUntold): the others leave as soon as they hear.
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, kMaxExitDelay, [this] { return admitted_.empty(); });
+  return Status::Ok();
 }
 
 Status LivenessHub::Finish(bool barrier) {
@@ -171,6 +175,11 @@ Status LivenessHub::Barrier(const std::string& name, int64_t index, Nanos timeou
     }
     changed_.wait_for(lock, std::chrono::milliseconds(100));
   }
+}
+
+bool LivenessHub::JobEnded() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return book_.first_failure().has_value();
 }
 
 std::vector<int64_t> LivenessHub::Watched() {
@@ -553,6 +562,7 @@ void LivenessHub::Run() {
       }
       if (id >= 0) admitted_.erase(id);
       peers_.erase(it);
+      changed_.notify_all();  // ReportFailure may wait for the last one to leave
       if (id >= 0) {
         Act(book_.OnClosed(id), local);
         OnGone(id, local);
@@ -565,6 +575,9 @@ void LivenessHub::Run() {
 
 bool LivenessHub::AnyoneUntold() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Process 0 leaves last: its JAX service going away first would make the others'
+  // JAX clients abort the process before kdist's line and exit status.
+  if (!admitted_.empty()) return true;
   for (int64_t id : book_.NotJoined()) {
     if (told_.count(id) == 0) return true;
   }

@@ -63,8 +63,9 @@ class LivenessHub {
 
   uint16_t port() const { return port_; }
 
-  // Process 0's own events: its failure (sent to every process before this
-  // returns, bounded by send_timeout) or its finish. After its finish, the
+  // Process 0's own events: its failure (sent to every process, bounded by
+  // send_timeout, and then waited on until the others left, at most
+  // kMaxExitDelay: process 0 leaves last) or its finish. After its finish, the
   // processes that have not joined get options.join_timeout more to join;
   // then the job's end no longer waits for them.
   Status ReportFailure(const std::string& message);
@@ -87,6 +88,8 @@ class LivenessHub {
                            const std::function<Status()>& interrupted);
   // The processes that joined the channel (admitted), by id.
   std::vector<int64_t> Watched();
+  // Whether a failure, a stop or a stall ended the job.
+  bool JobEnded();
   // Stops the thread and closes every connection (idempotent).
   void Stop();
 

@@ -13,6 +13,8 @@ Example:
 
 from kdist._errors import (
     ArgumentTypeError,
+    BarrierError,
+    BarrierTimeoutError,
     ConfigError,
     CoordinatorUnreachableError,
     InitializationOrderError,
@@ -24,6 +26,8 @@ from kdist._errors import (
 
 __all__ = [
     "ArgumentTypeError",
+    "BarrierError",
+    "BarrierTimeoutError",
     "ConfigError",
     "CoordinatorUnreachableError",
     "DataParallel",
@@ -37,6 +41,7 @@ __all__ = [
     "RendezvousError",
     "RendezvousTimeoutError",
     "TensorLayout",
+    "barrier",
     "cluster_spec",
     "distribute_batch",
     "distribute_tensor",
@@ -45,7 +50,9 @@ __all__ = [
     "initialize",
     "is_initialized",
     "list_devices",
+    "request_stop",
     "set_distribution",
+    "should_stop",
     "shutdown",
 ]
 
@@ -55,6 +62,9 @@ _LAZY_NAMES = {
     "shutdown": "kdist._start.initialize",
     "is_initialized": "kdist._start.initialize",
     "cluster_spec": "kdist._start.initialize",
+    "should_stop": "kdist._start.stop",
+    "request_stop": "kdist._start.stop",
+    "barrier": "kdist._start.barrier",
     "list_devices": "kdist._devices",
     "get_device_count": "kdist._devices",
     "set_distribution": "kdist._distribution.current",
@@ -80,7 +90,9 @@ if TYPE_CHECKING:
     from kdist._layouts.device_mesh import DeviceMesh
     from kdist._layouts.layout_map import LayoutMap
     from kdist._layouts.tensor_layout import TensorLayout
+    from kdist._start.barrier import barrier
     from kdist._start.initialize import cluster_spec, initialize, is_initialized, shutdown
+    from kdist._start.stop import request_stop, should_stop
 
 
 def __getattr__(name: str) -> object:

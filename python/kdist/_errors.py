@@ -49,6 +49,17 @@ class RendezvousTimeoutError(RendezvousError, TimeoutError):
     """Not every process joined the roll call before the deadline."""
 
 
+class BarrierError(KdistError, RuntimeError):
+    """A `kdist.barrier()` cannot complete: processes met at barriers of different
+    names, or a process finished without reaching it. The message names the
+    barriers, the processes at each and their hosts."""
+
+
+class BarrierTimeoutError(BarrierError, TimeoutError):
+    """Not every process reached a `kdist.barrier()` before its timeout; raised in
+    every waiting process, naming the processes (and hosts) that did not arrive."""
+
+
 # Tracebacks, reprs and pickles name each class as users import it: kdist.ConfigError,
 # not kdist._errors.ConfigError (every one is exported by kdist/__init__.py).
 for _public in (
@@ -60,6 +71,8 @@ for _public in (
     CoordinatorUnreachableError,
     RendezvousError,
     RendezvousTimeoutError,
+    BarrierError,
+    BarrierTimeoutError,
 ):
     _public.__module__ = "kdist"
 del _public

@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from kdist import _core
 
@@ -40,14 +44,12 @@ _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # After the first failure, how long the others get to leave by themselves (kdist's
 # liveness channel ends them within about a second) before they are signalled.
 SETTLE_SECONDS = 3.0
-# The lines kdist's liveness channel prints that name the job's first failure:
-# "kdist: process 1 (host h, pid 9) failed first: ...", "... died (...) while the job
-# was running", and the failing process's own "... failed: ...; told the other processes".
-# Searched anywhere in a line: the channel's thread can write its line while the main
-# thread is in the middle of printing a traceback ("ValueErrorkdist: process 1 ...").
-_BLAME = re.compile(
-    rb"kdist: process (\d+) \(.*?\) (?:failed first: |died \(|failed: .*; told the other)"
-)
+# The variable that names the file where kdist appends each process's records of how its
+# job ended (JSON lines: the core's verdict_record.h); the launcher reads them instead of
+# parsing the lines kdist prints.
+VERDICT_FILE_VARIABLE = "KDIST_VERDICT_FILE"
+# Record events that name the job's first failure.
+_FAILURE_EVENTS = ("failed", "peer_failed", "died")
 
 
 def child_environment(
@@ -204,18 +206,36 @@ def _copy_lines(
 class _Process:
     process_id: int
     popen: subprocess.Popen[bytes]
+    verdict_file: Path | None = None  # where kdist in it records how its job ended
     status: int | None = None  # shell-style exit status once it has exited
+    killed_by: int | None = None  # the signal that ended it, when one did
     readers: list[threading.Thread] = field(default_factory=list)
     exited_at: float | None = None  # time.monotonic() when the launcher saw it exit
     last_error: str = ""  # its last non-empty stderr line
-    kdist_line: str = ""  # its last verdict line from kdist's channel (see _BLAME), if any
     signalled: bool = False  # the launcher stopped it
+
+    def records(self) -> list[dict[str, Any]]:
+        """What kdist in this process recorded about the job's end (oldest first)."""
+        if self.verdict_file is None:
+            return []
+        try:
+            text = self.verdict_file.read_text(errors="replace")
+        except OSError:
+            return []
+        out = []
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    out.append(record)
+        return out
 
     @property
     def error_line(self) -> str:
-        """The line that says how it ended: kdist's own verdict when it printed one
+        """The line that says how it ended: kdist's own verdict when it recorded one
         (a traceback may still be flushing around it), else its last stderr line."""
-        return self.kdist_line or self.last_error
+        ends = [r for r in self.records() if r.get("exit_status", -1) != -1]
+        return str(ends[-1].get("line", "")) if ends else self.last_error
 
     @property
     def pid(self) -> int:
@@ -232,16 +252,18 @@ class _Process:
                 return self.status
             if info is not None:
                 self.status = _shell_status(info)
+                if info.si_code != os.CLD_EXITED:
+                    self.killed_by = int(info.si_status)
         if self.status is not None and self.exited_at is None:
             self.exited_at = time.monotonic()
         return self.status
 
     def ended_how(self) -> str:
-        """'exit 0', 'exit 1', 'killed by SIGKILL' (and 'stopped by the launcher')."""
+        """'exit 0', 'exit 143', 'killed by SIGKILL' (and 'stopped by the launcher')."""
         if self.status is None:
             return "running"
-        if self.status > 128 and self.status - 128 in {s.value for s in signal.Signals}:
-            how = f"killed by {signal.Signals(self.status - 128).name}"
+        if self.killed_by is not None:
+            how = f"killed by {_signal_name(self.killed_by)}"
         else:
             how = f"exit {self.status}"
         return how + (" (stopped by the launcher)" if self.signalled else "")
@@ -254,33 +276,57 @@ class _Process:
             os.killpg(self.pid, signum)
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 class _Job:
     def __init__(self, processes: list[_Process], output: _Output, received: list[int]) -> None:
         self.processes = processes
         self.output = output
         self.received = received
         self.started = time.monotonic()
-        # The process that kdist's liveness channel named as the first failure.
-        self.blamed: int | None = None
-        self._lock = threading.Lock()
 
     def on_stderr_line(self, process: _Process, line: bytes) -> None:
-        """Remembers a process's last error line and the first failure kdist names."""
+        """Remembers a process's last error line."""
         text = line.rstrip(b"\r\n")
         if text.strip():
             process.last_error = text.decode(errors="replace")
-        match = _BLAME.search(text)
-        if match is not None:
-            process.kdist_line = text[match.start() :].decode(errors="replace")
-            named = int(match.group(1))
-            with self._lock:
-                if self.blamed is None and 0 <= named < len(self.processes):
-                    self.blamed = named
+
+    def records(self, events: Sequence[str]) -> list[dict[str, Any]]:
+        """Every process's records of these events, process by process."""
+        return [r for p in self.processes for r in p.records() if r.get("event") in events]
+
+    def blamed(self) -> int | None:
+        """The process kdist's channel named as the job's first failure, if it did."""
+        for record in self.records(_FAILURE_EVENTS):
+            named = record.get("process_id")
+            if isinstance(named, int) and 0 <= named < len(self.processes):
+                return named
+        return None
+
+    def ending(self) -> str | None:
+        """How kdist ended the job when it stopped it or the stall watchdog did, in
+        words: "every process stopped at step 42: process 1 (host h, pid 9) asked to
+        stop (SIGTERM)"; None when it did neither."""
+        for event, how in (
+            ("stalled", "the job stalled: {message}"),
+            ("stop_now", "the job stopped at once: {who} asked to stop ({message})"),
+            ("stop_at", "every process stopped at step {step}: {who} asked to stop ({message})"),
+        ):
+            found = self.records((event,))
+            if found:
+                r = found[0]
+                who = f"process {r.get('process_id')} (host {r.get('host')}, pid {r.get('pid')})"
+                return how.format(who=who, message=r.get("message"), step=r.get("step"))
+        return None
 
     def first_failure(self) -> _Process | None:
         """The process kdist named first, else the first to exit with a non-zero status."""
-        with self._lock:
-            blamed = self.blamed
+        blamed = self.blamed()
         if blamed is not None and self.processes[blamed].poll() not in (None, 0):
             return self.processes[blamed]
         failed = [p for p in self.processes if p.poll() not in (None, 0) and not p.signalled]
@@ -294,8 +340,19 @@ class _Job:
             time.sleep(_POLL_SECONDS)
 
     def summary(self) -> str:
-        """One line per process: id, host, pid, how it ended, when, its last error line."""
-        first = self.first_failure()
+        """One line per process: id, host, pid, how it ended, when, its last error line;
+        the first failure (or the process that asked the job to stop) marked."""
+        asked = self.records(("stop_now", "stop_at"))
+        if asked and not self.records(_FAILURE_EVENTS):
+            named = asked[0].get("process_id")
+            first = (
+                self.processes[named]
+                if isinstance(named, int) and 0 <= named < len(self.processes)
+                else None
+            )
+            legend = "(* the process asked to stop)"
+        else:
+            first, legend = self.first_failure(), "(* the first failure)"
         host = socket.gethostname()
         rows = [("", "process", "host", "pid", "ended", "after", "last error line")]
         for p in self.processes:
@@ -312,7 +369,7 @@ class _Job:
             + row[-1]
             for row in rows
         ]
-        return "\n".join(line.rstrip() for line in lines) + "\n(* the first failure)"
+        return "\n".join(line.rstrip() for line in lines) + "\n" + legend
 
     def running(self) -> list[_Process]:
         return [p for p in self.processes if p.poll() is None]
@@ -368,7 +425,8 @@ def _start(
                 start_new_session=True,
                 preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
             )
-            processes.append(_Process(process_id, popen))
+            verdict = env.get(VERDICT_FILE_VARIABLE)
+            processes.append(_Process(process_id, popen, Path(verdict) if verdict else None))
     except BaseException:
         for process in processes:
             process.signal_group(signal.SIGKILL)
@@ -406,7 +464,8 @@ def launch(
     devices_per_process: int | None = None,
     port: int | None = None,
     timeout: float | None = None,
-    grace: float = 5.0,
+    grace: float = 30.0,
+    stall_timeout: float | None = None,
     out: BinaryIO | None = None,
     err: BinaryIO | None = None,
 ) -> int:
@@ -450,16 +509,20 @@ def launch(
     """
     output = _Output(out or sys.stdout.buffer, err or sys.stderr.buffer)
     port = port or _core.free_port()
-    envs = [
-        child_environment(
+    records = Path(tempfile.mkdtemp(prefix="kdist-launch-"))
+    envs = []
+    for i in range(num_processes):
+        env = child_environment(
             os.environ,
             process_id=i,
             num_processes=num_processes,
             port=port,
             devices_per_process=devices_per_process,
         )
-        for i in range(num_processes)
-    ]
+        env[VERDICT_FILE_VARIABLE] = str(records / f"process-{i}.jsonl")
+        if stall_timeout is not None:
+            env["KDIST_STALL_TIMEOUT"] = repr(stall_timeout)
+        envs.append(env)
     received: list[int] = []
     previous = {
         s: signal.signal(s, lambda signum, _frame: received.append(signum))
@@ -492,6 +555,7 @@ def launch(
             job.finish()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        shutil.rmtree(records, ignore_errors=True)
 
 
 def _end_after_failure(job: _Job, failed: _Process, grace: float) -> int:
@@ -513,6 +577,11 @@ def _end_after_failure(job: _Job, failed: _Process, grace: float) -> int:
     job.settle(SETTLE_SECONDS)
     if job.running():
         job.stop(signal.SIGTERM, grace)
+    ending = job.ending()
+    if ending is not None:  # the job stopped or stalled, as kdist decided
+        job.output.note(ending)
+        job.output.note("summary:\n" + job.summary())
+        return failed.status
     first = job.first_failure() or failed
     assert first.status is not None
     job.output.note(
@@ -533,6 +602,9 @@ def _supervise(job: _Job, timeout: float | None, grace: float) -> int:
                 f"received {signal.Signals(signum).name}: forwarding it to every process"
             )
             job.stop(signum, grace)
+            ending = job.ending()
+            if ending is not None:
+                job.output.note(ending)
             return 128 + signum
         failed = next((p for p in job.processes if p.poll() not in (None, 0)), None)
         if failed is not None:

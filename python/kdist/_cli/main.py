@@ -74,9 +74,12 @@ KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT, KERAS_DISTRIBUTION_NUM_PROCESSE
 and KERAS_DISTRIBUTION_PROCESS_ID=<its id>, so kdist.initialize() needs no
 arguments. Every line a process writes is prefixed with its id ("[1] ...").
 
-Ctrl-C and SIGTERM are forwarded to every process. When a process exits with a
-non-zero status the others are stopped (SIGTERM, then SIGKILL after --grace
-seconds) and kdist launch exits with that status (128+N for signal N). Each
+Ctrl-C, SIGTERM and SIGHUP are forwarded to every process, which stop together
+(a kdist job agrees on one step: see kdist.should_stop) within --grace seconds
+before SIGKILL. When a process exits with a non-zero status the others are
+stopped (SIGTERM, then SIGKILL after --grace seconds) and kdist launch exits
+with that status (128+N for signal N); a summary names the first failure, or
+how kdist stopped the job. Each
 process it started dies with the launcher, even when the launcher is killed
 with SIGKILL (Linux). Their own children are stopped with them (each process
 runs in its own process group) when the launcher ends the job, but not when the
@@ -213,9 +216,18 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument(
         "--grace",
         type=_seconds,
-        default=5.0,
+        default=30.0,
         metavar="S",
-        help="seconds the processes get to exit after SIGTERM before SIGKILL (default: 5)",
+        help="seconds the processes get to exit after a forwarded SIGTERM (or Ctrl-C) before "
+        "SIGKILL: kdist's processes stop together at one agreed step meanwhile (default: 30)",
+    )
+    launch.add_argument(
+        "--stall-timeout",
+        type=_seconds,
+        metavar="S",
+        help="end the job when a process that reported progress (kdist.should_stop, "
+        "kdist.barrier) makes none for S seconds, naming it with its stacks (sets "
+        "KDIST_STALL_TIMEOUT; default: off)",
     )
     launch.add_argument(
         "command",
@@ -296,6 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=args.port,
             timeout=args.timeout,
             grace=args.grace,
+            stall_timeout=args.stall_timeout,
         )
     if args.command_name == "bench":
         from kdist._cli import bench

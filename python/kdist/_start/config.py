@@ -36,15 +36,26 @@ def _addresses_text(value: object) -> str | None:
     )
 
 
-def _seconds_text(value: object) -> str | None:
+def _seconds_text(value: object, name: str = "timeout") -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
-            f"{_describe('timeout', value)}: expected a number of seconds (int or float). "
+            f"{_describe(name, value)}: expected a number of seconds (int or float). "
             f"Received: {value!r}"
         )
     return repr(float(value))
+
+
+def _signals_text(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
+        return ",".join(value) if value else "none"
+    raise TypeError(
+        f'{_describe("stop_signals", value)}: expected signal names such as "SIGTERM,SIGUSR1" '
+        f'or a list of them, or "none". Received: {value!r}'
+    )
 
 
 def _bool_text(name: str, value: object) -> str | None:
@@ -73,6 +84,8 @@ def resolve(
     shutdown_timeout: object = None,
     on_peer_failure: object = None,
     consistency: object = None,
+    stop_signals: object = None,
+    stall_timeout: object = None,
 ) -> _core.ClusterSpec:
     """Resolves and validates every setting; raises before any side effect.
 
@@ -92,4 +105,6 @@ def resolve(
         shutdown_timeout=_integer_text("shutdown_timeout", shutdown_timeout),
         on_peer_failure=_string_text("on_peer_failure", on_peer_failure),
         consistency=_string_text("consistency", consistency),
+        stop_signals=_signals_text(stop_signals),
+        stall_timeout=_seconds_text(stall_timeout, "stall_timeout"),
     )

@@ -9,7 +9,7 @@ import time
 
 from kdist import _core, _devices, _jax_backend, _state
 from kdist._errors import ConfigError, InitializationOrderError
-from kdist._start import config, liveness, roll_call, seed
+from kdist._start import config, liveness, roll_call, seed, stop
 
 _lock = threading.Lock()
 _logger = logging.getLogger("kdist")
@@ -29,6 +29,8 @@ def initialize(
     shutdown_timeout: int | None = None,
     on_peer_failure: str | None = None,
     consistency: str | None = None,
+    stop_signals: str | list[str] | None = None,
+    stall_timeout: float | None = None,
 ) -> None:
     """Starts this process's part of a multi-process JAX job.
 
@@ -115,6 +117,20 @@ def initialize(
             "strict" stops it on any difference; "off" compares nothing. Every
             process must use the same value. Defaults to None:
             `KDIST_CONSISTENCY`, else "warn".
+        stop_signals: The signals that ask the whole job to stop: a comma list
+            of names ("SIGTERM,SIGUSR1") or a list of them; "none" turns this
+            off. kdist installs its handler after JAX's, chaining to the
+            handlers that were there (XLA's preemption notifier, the program's
+            own). Programs that call `kdist.should_stop(step)` every step see it
+            turn True at one agreed step in every process; in programs that do
+            not, a stop signal ends every process at once with status 128 + the
+            signal's number. Every process must use the same value. Defaults to
+            None: `KDIST_STOP_SIGNALS`, else "SIGTERM".
+        stall_timeout: Seconds after which a process that reported progress
+            (`should_stop`, `barrier`) and then none ends the whole job, named
+            with its last step and its Python stacks (every thread, on its
+            stderr). Every process must use the same value. Defaults to None:
+            `KDIST_STALL_TIMEOUT`, else off.
 
     Raises:
         TypeError: an argument has the wrong type (a float or bool where an
@@ -162,6 +178,8 @@ def initialize(
         shutdown_timeout=shutdown_timeout,
         on_peer_failure=on_peer_failure,
         consistency=consistency,
+        stop_signals=stop_signals,
+        stall_timeout=stall_timeout,
     )
     with _lock:
         if _already_joined(spec):
@@ -169,6 +187,12 @@ def initialize(
         start = _Start(spec, arrived)
         if spec.coordinator_address is not None:
             _join_job(start, spec.coordinator_address)
+        if start.channel is None:
+            # A job of one process, or one without the roll call (no liveness channel):
+            # this process answers for its own stop signals, stalls and barriers.
+            start.channel = stop.start_lone_channel(start.spec, start.board)
+            start.lone = True
+        stop.activate(start.spec, start.board, start.channel, lone=start.lone)
         seed_in_force, seed_source = seed.apply(
             start.shared.seed, start.seed_source, spec.process_id
         )
@@ -193,6 +217,11 @@ class _Start:
         self.shared.seed = seed.choose() if spec.process_id == 0 else 0
         self.seed_source = "drawn by this process"
         self.roll_call = spec.preflight and spec.num_processes > 1
+        # This process's board (should_stop, barriers, stop signals), made before JAX's
+        # initialize replaces the program's signal handlers, and the channel it reports to.
+        self.board = stop.prepare(spec)
+        self.channel: _core.LivenessChannel | None = None
+        self.lone = False
         self.started = time.monotonic()
         # The monotonic time by which the whole start must end.
         self.deadline = self.started + spec.timeout
@@ -226,7 +255,7 @@ def _join_job(start: _Start, coordinator: str) -> None:
     _check_jax_not_started()
     if start.roll_call and spec.process_id == 0:
         # Before the roll call: "go" announces the hub's port and nonce.
-        start.hub = liveness.start_hub(spec, start.shared)
+        start.hub = liveness.start_hub(spec, start.shared, start.board)
     try:
         if start.roll_call:
             _run_roll_call(start)
@@ -273,6 +302,7 @@ def _run_roll_call(start: _Start) -> None:
         outcome.shared,
         outcome.coordinator_host,
         outcome.coordinator_pid,
+        board=start.board,
     )
     waited_from = time.monotonic()
     roll_call.wait_for_coordinator_service(start.spec, outcome.service_endpoint, start.deadline)
@@ -302,6 +332,7 @@ def _install_liveness(start: _Start) -> None:
     channel = start.hub if start.joining is None else start.joining.result()
     if channel is not None:
         liveness.install(channel, start.spec)
+        start.channel = channel
         start.timings["liveness_s"] = time.monotonic() - waited_from
 
 
@@ -424,6 +455,7 @@ def shutdown() -> None:
                     "a process left the job with os._exit() without JAX's shutdown barrier; "
                     "skipping the barrier (it could never complete)"
                 )
+        stop.deactivate()
         if channel is not None:
             channel.stop()
         _state.set_active_spec(None)
@@ -447,8 +479,9 @@ def cluster_spec() -> _core.ClusterSpec | None:
     Each value remembers where it came from: `cluster_spec().sources` maps
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
-    "heartbeat_timeout", "shutdown_timeout", "on_peer_failure" and "consistency"
-    (and, after initialize(), "seed") to "argument", an environment variable's name (JAX's
+    "heartbeat_timeout", "shutdown_timeout", "on_peer_failure", "consistency",
+    "stop_signals" and "stall_timeout" (and, after initialize(), "seed") to
+    "argument", an environment variable's name (JAX's
     own JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID,
     JAX_LOCAL_DEVICE_IDS and JAX_COORDINATOR_BIND_ADDRESS are read after
     kdist's), a detector with its variables ("slurm (SLURM_PROCID)"),

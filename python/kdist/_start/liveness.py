@@ -50,6 +50,7 @@ from typing import Any, NoReturn
 
 from kdist import _core, _log
 from kdist._errors import KdistError, RendezvousError, RendezvousTimeoutError
+from kdist._start import stop
 
 _logger = _log.LOGGER
 # How long another process tries to join process 0's hub before falling back.
@@ -77,8 +78,6 @@ _real_exit = os._exit
 class _Installed:
     channel: _core.LivenessChannel
     process_id: int
-    host: str
-    pid: int
     shutdown_timeout: float
     on_peer_failure: str
     previous_excepthook: Any
@@ -89,9 +88,12 @@ _installed: _Installed | None = None
 _lock = threading.Lock()
 
 
-def start_hub(spec: _core.ClusterSpec, shared: _core.JobShared) -> _core.LivenessChannel | None:
+def start_hub(
+    spec: _core.ClusterSpec, shared: _core.JobShared, board: _core.StopBoard
+) -> _core.LivenessChannel | None:
     """Process 0, before its roll call: listens for the others' liveness connections
-    and writes the port and nonce into `shared`, which "go" carries.
+    and writes the port and nonce into `shared`, which "go" carries. `board`: this
+    process's (stop signals, should_stop, barriers, the stall watchdog).
 
     Returns None (after logging why, once) where it cannot listen; the job then
     runs on JAX's heartbeat alone.
@@ -105,6 +107,10 @@ def start_hub(spec: _core.ClusterSpec, shared: _core.JobShared) -> _core.Livenes
             nonce,
             float(spec.heartbeat_timeout),
             spec.on_peer_failure,
+            board=board,
+            stall_timeout=spec.stall_timeout,
+            stack_signal=stop.stack_signal(spec),
+            record_path=stop.verdict_file(),
         )
     except KdistError as error:
         _log_fallback(spec, f"process 0 cannot listen for it: {error}")
@@ -120,6 +126,8 @@ def join(
     shared: _core.JobShared,
     coordinator_host: str,
     coordinator_pid: int,
+    *,
+    board: _core.StopBoard,
 ) -> _core.LivenessChannel | None:
     """Another process, after "go": joins process 0's hub at the address
     that answered the roll call, on the port "go" announced.
@@ -144,6 +152,10 @@ def join(
             float(spec.heartbeat_timeout),
             spec.on_peer_failure,
             join_timeout=JOIN_TIMEOUT_SECONDS,
+            board=board,
+            stall_timeout=spec.stall_timeout,
+            stack_signal=stop.stack_signal(spec),
+            record_path=stop.verdict_file(),
         )
     except KdistError as error:
         _log_fallback(spec, str(error))
@@ -165,11 +177,15 @@ class BackgroundJoin:
         shared: _core.JobShared,
         coordinator_host: str,
         coordinator_pid: int,
+        *,
+        board: _core.StopBoard,
     ) -> None:
         self._channel: _core.LivenessChannel | None = None
 
         def run() -> None:
-            self._channel = join(spec, service_endpoint, shared, coordinator_host, coordinator_pid)
+            self._channel = join(
+                spec, service_endpoint, shared, coordinator_host, coordinator_pid, board=board
+            )
 
         self._thread = threading.Thread(target=run, name="kdist-liveness-join", daemon=True)
         self._thread.start()
@@ -205,8 +221,6 @@ def install(channel: _core.LivenessChannel, spec: _core.ClusterSpec) -> None:
         _installed = _Installed(
             channel,
             spec.process_id,
-            os.uname().nodename,
-            os.getpid(),
             float(spec.shutdown_timeout),
             spec.on_peer_failure,
             sys.excepthook,
@@ -291,21 +305,34 @@ def _fail(
         deadline = time.monotonic() + CONSEQUENCE_WAIT_SECONDS
         while time.monotonic() < deadline and not state.channel.reported:
             time.sleep(0.01)
-    state.channel.report_failure(message)
+    line = state.channel.report_failure(message)  # the core's line
     _flush()
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        sys.stderr.write(
-            f"kdist: process {state.process_id} (host {state.host}, pid {state.pid}) failed: "
-            f"{message}; told the other processes; stopping process {state.process_id}\n"
-        )
+        sys.stderr.write(line + "\n")
     _flush()
     _real_exit(status)
+
+
+def _ended_by_the_job(
+    exc_type: type[BaseException] | None, tb: TracebackType | None
+) -> bool:
+    """Whether an exception out of JAX is the consequence of the job's end that kdist
+    already decided (a stop, a stall, another process's failure): the channel's thread
+    is about to end this process with the job's line, so the error is not news."""
+    state = _installed
+    return (
+        state is not None
+        and state.channel.job_ended
+        and _maybe_a_consequence(exc_type, tb)
+    )
 
 
 def _excepthook(
     exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
 ) -> None:
     state = _installed
+    if _ended_by_the_job(exc_type, tb):
+        time.sleep(_EXIT_WAIT_SECONDS)  # the channel's thread ends this process meanwhile
     if state is not None:
         state.previous_excepthook(exc_type, exc, tb)
     else:
