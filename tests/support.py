@@ -71,6 +71,8 @@ ENVIRONMENT_SOURCES = {
     "shutdown_timeout": "default",
     "on_peer_failure": "default",
     "consistency": "default",
+    "stop_signals": "default",
+    "stall_timeout": "default",
 }
 
 
@@ -219,6 +221,9 @@ class Running:
 
     def stderr(self) -> str:
         return self._err.read_text(errors="replace")
+
+    def stdout(self) -> str:
+        return self._out.read_text(errors="replace")
 
     def wait_for_stderr(self, text: str, timeout: float) -> bool:
         """Whether `text` appears in stderr within `timeout` seconds."""

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from kdist import _core
 from support import WORKERS, Finished, Running, Spawned, clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.multiprocess
@@ -328,7 +329,8 @@ def _expect_reset_after_the_challenge(client: socket.socket) -> None:
                 raise AssertionError("closed without a reset")
             received += chunk
             assert len(received) <= 31, received  # one challenge frame, nothing more
-    assert b"KDRV\x00\x03\x00\x05".startswith(received[:8]), received
+    version = _core.PROTOCOL_VERSION.to_bytes(2, "big")
+    assert (b"KDRV" + version + b"\x00\x05").startswith(received[:8]), received
 
 
 def test_garbage_clients_do_not_stop_the_roll_call(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@
 #include "liveness_bindings.h"
 #include "network_bindings.h"
 #include "roll_call_bindings.h"
+#include "stop_bindings.h"
 
 NB_MODULE(_core, m) {
   m.doc() = "kdist's compiled core: configuration resolution, scheduler detection, the "
@@ -17,5 +18,6 @@ NB_MODULE(_core, m) {
   kdist::bindings::BindConfig(m);
   kdist::bindings::BindRollCall(m);
   kdist::bindings::BindNetwork(m);
+  kdist::bindings::BindStop(m);
   kdist::bindings::BindLiveness(m);
 }

@@ -26,9 +26,9 @@
 #include "liveness_wire.h"
 #include "python_hooks.h"
 #include "roll_call_options.h"
-#include "signal_relay.h"
 #include "socket.h"
 #include "status.h"
+#include "stop_bindings.h"
 #include "stop_board.h"
 #include "text.h"
 #include "verdict_record.h"
@@ -39,6 +39,7 @@ namespace kdist {
 namespace {
 
 using bindings::ProgressCallback;
+using bindings::StopBoardPy;
 using bindings::PythonHooks;
 using bindings::RaiseIfError;
 using bindings::ValueOrRaise;
@@ -97,12 +98,6 @@ const char* EventOf(const LiveNotice& notice) {
     default: return "";
   }
 }
-
-// This process's board, as Python holds it: should_stop(step) asks it on
-// every step (Report: a few atomic operations), a stop signal tells it.
-struct StopBoardPy {
-  StopBoard board;
-};
 
 // One process's end of the liveness channel as Python sees it: process 0's
 // hub (a job of one process has one too) or another process's spoke, and what
@@ -335,59 +330,11 @@ void RequestStopPy(LivenessChannelPy& channel, const std::string& reason) {
   RaiseIfError(status);
 }
 
-// should_stop's answer: 0 go on, 1 stop, 2 wait for the agreement (then ask again).
-int ReportStepPy(StopBoardPy& board, int64_t step) {
-  return static_cast<int>(board.board.Report(step));
-}
-
-bool WaitForDecisionPy(StopBoardPy& board, double timeout) {
-  nb::gil_scoped_release release;
-  return board.board.WaitForDecision(SecondsToNanos(timeout));
-}
-
-void InstallSignalRelayPy(const std::vector<int>& signals, StopBoardPy& board) {
-  RaiseIfError(InstallSignalRelay(signals, &board.board));
-}
-
 }  // namespace
 
 namespace bindings {
 
 void BindLiveness(nb::module_& m) {
-  static_assert(static_cast<int>(StopBoard::Answer::kGoOn) == 0 &&
-                    static_cast<int>(StopBoard::Answer::kStop) == 1 &&
-                    static_cast<int>(StopBoard::Answer::kWait) == 2,
-                "StopBoard.report's answers, as kdist._start.stop reads them");
-  nb::class_<StopBoardPy>(
-      m, "StopBoard",
-      "This process's steps and the job's stop, shared by should_stop(step), the stop-signal "
-      "handler and the liveness channel's thread.")
-      .def(nb::init<>())
-      .def("report", &ReportStepPy, nb::arg("step"),
-           "should_stop(step): records the step; 0 go on, 1 stop (the agreed step or later), "
-           "2 a stop is being agreed: wait_for_decision, then report again.")
-      .def("beat", [](StopBoardPy& b) { b.board.Beat(); }, "Progress without a step.")
-      .def("wait_for_decision", &WaitForDecisionPy, nb::arg("timeout"),
-           "Waits (GIL released) until the stop step is decided; whether it is.")
-      .def_prop_ro("armed", [](const StopBoardPy& b) { return b.board.armed(); },
-                   "Whether should_stop or barrier reported progress yet.")
-      .def_prop_ro("step", [](const StopBoardPy& b) { return b.board.step(); },
-                   "The last step reported (-1: none).")
-      .def_prop_ro("stop_step",
-                   [](const StopBoardPy& b) -> std::optional<int64_t> {
-                     if (!b.board.decided()) return std::nullopt;
-                     return b.board.stop_step();
-                   },
-                   "The agreed stop step, or None.");
-  m.def("remember_program_handlers", &RememberProgramHandlers, nb::arg("signals"),
-        "Before JAX's initialize: the handlers in place now for `signals` are the program's own, "
-        "called (after XLA's) by kdist's stop-signal handler.");
-  m.def("install_signal_relay", &InstallSignalRelayPy, nb::arg("signals"), nb::arg("board"),
-        "Installs kdist's handler for the stop signals: it tells `board`, then calls the "
-        "handlers that were there (XLA's, the program's own).");
-  m.def("uninstall_signal_relay", &UninstallSignalRelay,
-        "Puts back the handlers install_signal_relay replaced.");
-
   nb::class_<LivenessChannelPy>(
       m, "LivenessChannel",
       "This process's end of the liveness channel: process 0's hub, or another process's "

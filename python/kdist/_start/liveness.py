@@ -313,18 +313,12 @@ def _fail(
     _real_exit(status)
 
 
-def _ended_by_the_job(
-    exc_type: type[BaseException] | None, tb: TracebackType | None
-) -> bool:
+def _ended_by_the_job(exc_type: type[BaseException] | None, tb: TracebackType | None) -> bool:
     """Whether an exception out of JAX is the consequence of the job's end that kdist
     already decided (a stop, a stall, another process's failure): the channel's thread
     is about to end this process with the job's line, so the error is not news."""
     state = _installed
-    return (
-        state is not None
-        and state.channel.job_ended
-        and _maybe_a_consequence(exc_type, tb)
-    )
+    return state is not None and state.channel.job_ended and _maybe_a_consequence(exc_type, tb)
 
 
 def _excepthook(

@@ -44,9 +44,6 @@ STACK_SIGNAL = int(signal.SIGRTMAX) - 1
 # The name of the variable that names the file where this process appends the records of
 # its job's end (JSON lines; kdist launch sets it for every process).
 VERDICT_FILE_VARIABLE = "KDIST_VERDICT_FILE"
-# How long should_stop waits for the job to agree on the stop step, at most, before it
-# says so: the agreement takes one round trip to process 0.
-_AGREEMENT_SECONDS = 60.0
 
 
 @dataclass
@@ -127,6 +124,7 @@ def activate(
         if stacks:
             faulthandler.register(STACK_SIGNAL, file=_stderr_fd(), all_threads=True, chain=False)
         _active = _Active(board, channel, lone, spec, signals, stacks)
+        _core.set_active_board(board)
 
 
 def deactivate() -> None:
@@ -134,6 +132,7 @@ def deactivate() -> None:
     global _active
     with _lock:
         state, _active = _active, None
+        _core.set_active_board(None)
     if state is None:
         return
     if state.signals:
@@ -178,57 +177,14 @@ def _ensure() -> _Active:
         return _active
 
 
-def should_stop(step: int) -> bool:
-    """Whether the job stops at `step`: call it every step, in every process, with the
-    same step numbers.
-
-    Returns False until a stop is requested anywhere in the job (a stop signal, or
-    `kdist.request_stop()`); then True in every process at the same step, the first one
-    every process can still reach, and at every step after it. The common path costs a
-    few atomic operations: no collective, no I/O, no lock. A process outside any job
-    answers for its own stop signals. Calls to it are also the progress the stall
-    watchdog (`stall_timeout`) watches.
-
-    Args:
-        step: This step's number (an int; the same sequence in every process).
-
-    Returns:
-        Whether to stop now (save, then leave the loop).
-
-    Raises:
-        kdist.ArgumentTypeError: `step` is not an int.
-
-    Example:
-        >>> import kdist
-        >>> [kdist.should_stop(step) for step in range(3)]
-        [False, False, False]
-    """
-    state = _active if _active is not None else _ensure()
-    try:
-        answer = state.board.report(step)
-    except TypeError:
-        raise ArgumentTypeError(
-            f"should_stop: step must be an int (the step's number, the same in every "
-            f"process). Received: {step!r} of type {type(step).__name__}"
-        ) from None
-    if answer == 0:
-        return False
-    if answer == 1:
-        return True
-    return _after_agreement(state.board, step)
+# should_stop(step) is the core's: from the call to the answer its common path is C++ (a
+# few atomic operations on the board set_active_board() names); see its docstring.
+should_stop = _core.should_stop
 
 
-def _after_agreement(board: _core.StopBoard, step: int) -> bool:
-    """A stop is being agreed and `step` may be the one: wait for the decision."""
-    if not board.wait_for_decision(_AGREEMENT_SECONDS):
-        from kdist._errors import RendezvousTimeoutError
-
-        raise RendezvousTimeoutError(
-            f"should_stop({step}): the job did not agree on a stop step within "
-            f"{_AGREEMENT_SECONDS:g} s (process 0 asked every process for its step; one "
-            "did not answer). The liveness channel ends the job when a process dies."
-        )
-    return bool(board.report(step) == 1)
+def ensure_active() -> None:
+    """Called by should_stop when no board is active: this process's own, outside a job."""
+    _ensure()
 
 
 def request_stop(reason: str) -> None:

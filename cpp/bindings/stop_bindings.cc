@@ -1,0 +1,141 @@
+#include "stop_bindings.h"
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "casters.h"
+#include "clock.h"
+#include "errors.h"
+#include "signal_relay.h"
+
+namespace nb = nanobind;
+
+namespace kdist::bindings {
+namespace {
+
+// The board should_stop asks: the one kdist._start.stop activated (the job's, or
+// this process's own outside a job). Python keeps it alive while it is set.
+std::atomic<StopBoardPy*> g_active_board{nullptr};
+
+// How long should_stop waits for the job to agree on the stop step, at most.
+constexpr std::chrono::seconds kAgreementBound(60);
+
+[[noreturn]] void RaiseNamed(const char* exception_name, const std::string& message) {
+  nb::object errors = nb::module_::import_("kdist._errors");
+  PyErr_SetString(errors.attr(exception_name).ptr(), message.c_str());
+  throw nb::python_error();
+}
+
+[[noreturn]] void RaiseNotAStep(nb::handle step) {
+  const std::string received = nb::cast<std::string>(nb::repr(step));
+  const std::string type = nb::cast<std::string>(step.type().attr("__name__"));
+  RaiseNamed("ArgumentTypeError",
+             "should_stop: step must be an int (the step's number, the same in every "
+             "process). Received: " + received + " of type " + type);
+}
+
+StopBoardPy* ActiveBoard() {
+  StopBoardPy* board = g_active_board.load(std::memory_order_acquire);
+  if (board != nullptr) return board;
+  // Outside any job: this process's own board, made on first use.
+  nb::module_::import_("kdist._start.stop").attr("ensure_active")();
+  board = g_active_board.load(std::memory_order_acquire);
+  if (board == nullptr) RaiseNamed("KdistError", "should_stop: no stop board is active");
+  return board;
+}
+
+nb::object ShouldStop(nb::handle step) {
+  PyObject* value = step.ptr();
+  if (!PyLong_Check(value) || PyBool_Check(value)) RaiseNotAStep(step);
+  int overflow = 0;
+  const long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0) RaiseNotAStep(step);
+  StopBoard& board = ActiveBoard()->board;
+  StopBoard::Answer answer = board.Report(number);
+  if (answer == StopBoard::Answer::kWait) {
+    bool decided = false;
+    {
+      nb::gil_scoped_release release;
+      decided = board.WaitForDecision(kAgreementBound);
+    }
+    if (!decided) {
+      RaiseNamed("RendezvousTimeoutError",
+                 "should_stop(" + std::to_string(number) +
+                     "): the job did not agree on a stop step within 60 s (process 0 asked "
+                     "every process for its step; one did not answer)");
+    }
+    answer = board.Report(number);
+  }
+  return nb::borrow(answer == StopBoard::Answer::kStop ? Py_True : Py_False);
+}
+
+void InstallSignalRelayPy(const std::vector<int>& signals, StopBoardPy& board) {
+  RaiseIfError(InstallSignalRelay(signals, &board.board));
+}
+
+}  // namespace
+
+void BindStop(nb::module_& m) {
+  nb::class_<StopBoardPy>(
+      m, "StopBoard",
+      "This process's steps and the job's stop, shared by should_stop(step), the stop-signal "
+      "handler and the liveness channel's thread.")
+      .def(nb::init<>())
+      .def("beat", [](StopBoardPy& b) { b.board.Beat(); }, "Progress without a step.")
+      .def_prop_ro("armed", [](const StopBoardPy& b) { return b.board.armed(); },
+                   "Whether should_stop or barrier reported progress yet.")
+      .def_prop_ro("step", [](const StopBoardPy& b) { return b.board.step(); },
+                   "The last step reported (-1: none).")
+      .def_prop_ro("stop_step",
+                   [](const StopBoardPy& b) -> std::optional<int64_t> {
+                     if (!b.board.decided()) return std::nullopt;
+                     return b.board.stop_step();
+                   },
+                   "The agreed stop step, or None.");
+  m.def(
+      "set_active_board",
+      [](StopBoardPy* board) { g_active_board.store(board, std::memory_order_release); },
+      nb::arg("board").none(),
+      "The board should_stop asks (None: none; the next call makes this process's own). The "
+      "caller keeps it alive while it is set.");
+  m.def("should_stop", &ShouldStop, nb::arg("step"),
+        nb::sig("def should_stop(step: int) -> bool"),
+        R"doc(Whether the job stops at `step`: call it every step, in every process, with the
+same step numbers.
+
+Returns False until a stop is requested anywhere in the job (a stop signal such as
+SIGTERM, or `kdist.request_stop()`); then True in every process at the same step, the
+first one every process can still reach (one past the largest step any process had
+reported when the request arrived), and at every step after it. The common path is a
+few atomic operations in C++: no collective, no I/O, no lock. A process outside any job
+answers for its own stop signals. Calls to it are also the progress the stall watchdog
+(`stall_timeout`) watches.
+
+Args:
+    step: This step's number (an int; the same sequence in every process).
+
+Returns:
+    Whether to stop now (save, then leave the loop).
+
+Raises:
+    kdist.ArgumentTypeError: `step` is not an int.
+
+Example:
+    >>> import kdist
+    >>> [kdist.should_stop(step) for step in range(3)]
+    [False, False, False])doc");
+  m.def("remember_program_handlers", &RememberProgramHandlers, nb::arg("signals"),
+        "Before JAX's initialize: the handlers in place now for `signals` are the program's own, "
+        "called (after XLA's) by kdist's stop-signal handler.");
+  m.def("install_signal_relay", &InstallSignalRelayPy, nb::arg("signals"), nb::arg("board"),
+        "Installs kdist's handler for the stop signals: it tells `board`, then calls the "
+        "handlers that were there (XLA's, the program's own). The caller keeps `board` alive "
+        "until uninstall_signal_relay.");
+  m.def("uninstall_signal_relay", &UninstallSignalRelay,
+        "Puts back the handlers install_signal_relay replaced.");
+}
+
+}  // namespace kdist::bindings
