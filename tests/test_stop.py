@@ -1,6 +1,9 @@
 """The job stops together: stop signals agreed on one step, requests from code, the
 handlers that were there before, stalls named with their stacks, barriers with deadlines.
 
+A process that stopped at the agreed step leaves with 128 + the stop signal (143 for
+SIGTERM and for a request from code, 138 for SIGUSR1), so that schedulers can requeue it.
+
 Every test runs a real loopback job (real processes, real jax.distributed on JAX's CPU
 backend, steps of a few milliseconds with a collective each: tests/workers/stop_steps.py),
 sends real signals to real pids, and bounds every wait.
@@ -85,7 +88,7 @@ def test_a_stop_signal_to_one_process_stops_every_process_at_the_same_step(
         os.kill(job[victim].pid, signal.SIGTERM)
         results = finish(job)
     for result in results:
-        assert result.returncode == 0, result.describe()
+        assert result.returncode == 143, result.describe()
     steps = {report(r)["stopped_at"] for r in results}
     assert len(steps) == 1 and None not in steps, [r.describe() for r in results]
     line = (
@@ -104,7 +107,7 @@ def test_a_process_a_step_behind_stops_at_the_same_step(tmp_path: Path) -> None:
         os.kill(job[0].pid, signal.SIGTERM)
         results = finish(job)
     for result in results:
-        assert result.returncode == 0, result.describe()
+        assert result.returncode == 143, result.describe()
     assert len({report(r)["stopped_at"] for r in results}) == 1, [r.stdout for r in results]
 
 
@@ -117,7 +120,7 @@ def test_a_configured_signal_stops_the_job_and_another_kind_is_left_alone(
         os.kill(job[1].pid, signal.SIGUSR1)
         results = finish(job)
     for result in results:
-        assert result.returncode == 0, result.describe()
+        assert result.returncode == 138, result.describe()
         assert "asked to stop (SIGUSR1); every process stops at step" in result.stderr
     assert len({report(r)["stopped_at"] for r in results}) == 1
 
@@ -133,7 +136,7 @@ def test_a_configured_signal_stops_the_job_and_another_kind_is_left_alone(
         os.kill(job[1].pid, signal.SIGUSR1)
         results = finish(job)
     for result in results:
-        assert result.returncode == 0, result.describe()
+        assert result.returncode == 138, result.describe()
         assert "asked to stop (SIGUSR1); every process stops at step" in result.stderr
         assert "(SIGTERM)" not in result.stderr
 
@@ -143,7 +146,7 @@ def test_a_request_from_code_is_named_with_its_reason(tmp_path: Path) -> None:
         job = start_job(spawned, 2, "request", who=1)
         results = finish(job)
     for result in results:
-        assert result.returncode == 0, result.describe()
+        assert result.returncode == 143, result.describe()
     assert report(results[0])["stopped_at"] == report(results[1])["stopped_at"]
     assert (
         f"kdist: process 1 (host {os.uname().nodename}, pid {job[1].pid}) asked to stop "
@@ -160,7 +163,7 @@ def test_the_programs_handler_and_jax_s_preemption_sync_point_still_work(
         os.kill(job[1].pid, signal.SIGTERM)
         results = finish(job)
     for result in results:
-        assert result.returncode == 0, result.describe()
+        assert result.returncode == 143, result.describe()
     reports = [report(r) for r in results]
     assert reports[1]["handler_calls"] == [signal.SIGTERM], reports  # the program's own
     assert reports[0]["handler_calls"] == []
@@ -292,7 +295,7 @@ def test_a_lone_process_answers_for_its_own_signals(tmp_path: Path) -> None:
     )
     with Spawned(tmp_path) as spawned:
         result = spawned.start([sys.executable, "-c", code], clean_env(1)).finish(JOB_SECONDS)
-    assert result.returncode == 0, result.describe()
+    assert result.returncode == 143, result.describe()
     # The step after the one its channel saw when the signal arrived (a few ms later).
     assert 10 < json.loads(result.stdout.strip().splitlines()[-1])["stopped_at"] < 10_000
     assert "asked to stop (SIGTERM); every process stops at step" in result.stderr

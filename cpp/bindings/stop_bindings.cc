@@ -1,6 +1,7 @@
 #include "stop_bindings.h"
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <climits>
 #include <string>
@@ -94,7 +95,16 @@ void BindStop(nb::module_& m) {
                      if (!b.board.decided()) return std::nullopt;
                      return b.board.stop_step();
                    },
-                   "The agreed stop step, or None.");
+                   "The agreed stop step, or None.")
+      .def_prop_ro("stopped_status",
+                   [](const StopBoardPy& b) -> std::optional<int> {
+                     if (!b.board.stopped()) return std::nullopt;
+                     const int signal_number = b.board.stop_signal();
+                     return 128 + (signal_number != 0 ? signal_number : SIGTERM);
+                   },
+                   "The status this process leaves with because it stopped at the agreed step "
+                   "(128 + the stop signal: 143 for SIGTERM and for a request from code), or "
+                   "None while it has not stopped.");
   m.def(
       "set_active_board",
       [](StopBoardPy* board) { g_active_board.store(board, std::memory_order_release); },

@@ -264,7 +264,9 @@ void LivenessHub::ActOnStop(StopBook::Action action, std::vector<LiveNotice>& lo
     case StopBook::Action::kDecided:
       notice.kind = LiveKind::kStopAt;
       notice.step = stop_book_.stop_step();
-      if (stop_.board != nullptr) stop_.board->Decide(notice.step);
+      if (stop_.board != nullptr) {
+        stop_.board->Decide(notice.step, static_cast<int>(notice.signal_number));
+      }
       SendToAll(notice);
       local.push_back(notice);
       return;

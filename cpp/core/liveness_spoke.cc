@@ -185,7 +185,9 @@ void LivenessSpoke::OnNotice(const LiveNotice& notice) {
       return;
     }
     case LiveKind::kStopAt:
-      if (stop_.board != nullptr) stop_.board->Decide(notice.step);
+      if (stop_.board != nullptr) {
+        stop_.board->Decide(notice.step, static_cast<int>(notice.signal_number));
+      }
       break;  // and the handler says so
     case LiveKind::kProgressQuery: {
       const ProgressReport report = watch_.Report(join_.process_id, clock.Now());

@@ -38,10 +38,11 @@ int64_t StopBoard::BeginAgreement() {
   return step_.load();
 }
 
-void StopBoard::Decide(int64_t stop_step) {
+void StopBoard::Decide(int64_t stop_step, int signal_number) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.store(true);
+    stop_signal_.store(signal_number);
     stop_step_.store(stop_step);
   }
   decided_.notify_all();

@@ -73,9 +73,13 @@ class StopBoard {
   // The agreement starts: from now on Report() takes its slow path. Returns the
   // step to tell process 0 (read after the flag is set: see the header comment).
   int64_t BeginAgreement();
-  // The stop step, as process 0 decided it (wakes WaitForDecision).
-  void Decide(int64_t stop_step);
+  // The stop step, as process 0 decided it (wakes WaitForDecision), and the
+  // signal that asked for it (0: a request from code).
+  void Decide(int64_t stop_step, int signal_number = 0);
   int64_t stop_step() const { return stop_step_.load(); }
+  int stop_signal() const { return stop_signal_.load(); }
+  // Whether this process reached the stop step (should_stop answered True).
+  bool stopped() const { return decided() && step_.load() >= stop_step_.load(); }
   bool decided() const { return stop_step_.load() != kUndecided; }
   int64_t step() const { return step_.load(); }
   // Counts every Report and Beat: the stall watchdog compares two readings.
@@ -88,6 +92,7 @@ class StopBoard {
   std::atomic<uint64_t> beats_{0};
   std::atomic<bool> pending_{false};
   std::atomic<int64_t> stop_step_{kUndecided};
+  std::atomic<int> stop_signal_{0};
   std::atomic<bool> armed_taken_{false};
   // Signals: the first one's number (until taken) and the count.
   std::atomic<int> signal_{0};

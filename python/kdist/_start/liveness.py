@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn
 
-from kdist import _core, _log
+from kdist import _core, _jax_backend, _log
 from kdist._errors import KdistError, RendezvousError, RendezvousTimeoutError
 from kdist._start import stop
 
@@ -386,8 +386,18 @@ def finish(barrier: bool) -> bool:
 
 
 def _at_exit() -> None:
-    """Runs before JAX's own atexit shutdown (registered after JAX's import)."""
-    if finish(barrier=True):
+    """Runs before JAX's own atexit shutdown (registered after JAX's import). A process
+    that stopped at the job's agreed stop step leaves with its stop status (143 for
+    SIGTERM), after JAX's shutdown barrier, so that schedulers and `kdist launch
+    --max-restarts` can start the job again."""
+    stopped = stop.stopped_status()
+    barrier = finish(barrier=True)
+    if stopped is not None:
+        if barrier:
+            _jax_backend.shutdown_distributed()  # JAX's own barrier, before leaving
+        _flush()
+        _real_exit(stopped)
+    if barrier:
         return
     # A process left without JAX's barrier: the barrier can never complete.
     _flush()

@@ -28,6 +28,8 @@ its own signals alone.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import faulthandler
 import os
 import signal
@@ -35,7 +37,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from kdist import _core
+from kdist import _core, _jax_backend
 from kdist._errors import ArgumentTypeError
 
 # The signal that makes faulthandler write this process's Python stacks (every thread) to
@@ -125,6 +127,8 @@ def activate(
             faulthandler.register(STACK_SIGNAL, file=_stderr_fd(), all_threads=True, chain=False)
         _active = _Active(board, channel, lone, spec, signals, stacks)
         _core.set_active_board(board)
+        if lone:
+            atexit.register(_lone_at_exit)
 
 
 def deactivate() -> None:
@@ -139,8 +143,30 @@ def deactivate() -> None:
         _core.uninstall_signal_relay()
     if state.stacks:
         faulthandler.unregister(STACK_SIGNAL)
-    if state.lone and state.channel is not None:
-        state.channel.stop()
+    if state.lone:
+        atexit.unregister(_lone_at_exit)
+        if state.channel is not None:
+            state.channel.stop()
+
+
+def stopped_status() -> int | None:
+    """The status this process leaves with because it stopped at the agreed step (128 +
+    the stop signal: 143 for SIGTERM and for a request from code), or None."""
+    state = _active
+    return None if state is None else state.board.stopped_status
+
+
+def _lone_at_exit() -> None:
+    """A process outside any job (or a job of one) that stopped at its stop step leaves
+    with its stop status (see liveness._at_exit for jobs)."""
+    status = stopped_status()
+    if status is None:
+        return
+    _jax_backend.shutdown_distributed()  # a job of one with a coordinator: JAX's own end
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(status)
 
 
 def channel() -> _core.LivenessChannel | None:
