@@ -22,14 +22,19 @@ def test_tests_run_against_the_installed_package() -> None:
 # The wings of the house (DESIGN.md) and what each may import. Shared leaves sit at the
 # bottom; the CLI at the top; `_start` and `_distribution` never import each other.
 LEAVES = frozenset({"_errors", "_log", "_state", "_jax_backend", "_devices"})
-WINGS = ("_start", "_layouts", "_keras", "_distribution", "_cli")
+WINGS = ("_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli", "testing")
 MAY_IMPORT = {
     "leaves": {"leaves"},
     "_layouts": {"leaves", "_layouts"},
     "_keras": {"leaves", "_layouts", "_keras"},
     "_start": {"leaves", "_keras", "_start"},
     "_distribution": {"leaves", "_layouts", "_keras", "_distribution"},
-    "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_cli"},
+    # N processes on this machine: `kdist launch` and `kdist.testing` share it.
+    "_local_job": {"leaves", "_local_job"},
+    "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli"},
+    # The public test tool: a job of processes, each started by kdist.initialize();
+    # nothing imports it (`import kdist` does not), and it never imports the CLI.
+    "testing": {"leaves", "_local_job", "_start", "testing"},
     "__init__": {"leaves", "_start", "_layouts", "_keras", "_distribution"},
     "__main__": {"_cli"},
 }
