@@ -74,6 +74,26 @@ ENVIRONMENT_SOURCES = {
 }
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie or a missing pid is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until_gone(pids: Sequence[int], timeout: float = 15) -> list[int]:
+    """The pids still alive after `timeout` seconds (empty when all are gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        still = [pid for pid in pids if alive(pid)]
+        if not still:
+            return []
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
 def clean_env(devices: int = 2, **extra: str) -> dict[str, str]:
     """This environment without any kdist/Keras/JAX setting and without any variable
     a scheduler or the machine sets (SCHEDULER_VARIABLES), on JAX's CPU backend,
