@@ -45,6 +45,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         )
     options = {**_OPTIONS, **marker.kwargs}
     arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    failure = None
     try:
         run(
             pyfuncitem.obj,
@@ -57,7 +58,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             initialize=True,
         )
     except JobFailed as error:
-        pytest.fail(str(error), pytrace=False)
-    except TypeError as error:  # what cannot travel to the processes (a fixture's object)
-        pytest.fail(f"@pytest.mark.{MARKER}: {error}", pytrace=False)
+        failure = str(error)
+    except (TypeError, ValueError) as error:  # a wrong option, or what cannot be pickled
+        failure = f"@pytest.mark.{MARKER}: {error}"
+    if failure is not None:  # outside the except clause: no "during handling" chain
+        pytest.fail(failure, pytrace=False)
     return True
