@@ -57,7 +57,8 @@ SCHEDULER_VARIABLES: frozenset[str] = frozenset(
     }
 )
 # cluster_spec().sources of a process configured by the environment that
-# run_cluster() and `kdist launch` set (KERAS_DISTRIBUTION_* and KDIST_INIT_TIMEOUT).
+# run_cluster(), kdist.testing.run_job() and `kdist launch` set (KERAS_DISTRIBUTION_* and
+# KDIST_INIT_TIMEOUT).
 ENVIRONMENT_SOURCES = {
     "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
     "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
