@@ -114,6 +114,22 @@ def test_import_kdist_imports_neither_jax_nor_the_core() -> None:
     assert loaded == ["kdist", "kdist._errors"]
 
 
+def test_kdist_testing_is_loaded_only_when_imported_by_name() -> None:
+    """Neither `import kdist` nor any public name loads kdist.testing; importing it loads
+    neither JAX nor the compiled core (pytest imports its plugin in every session)."""
+    result = run_python(
+        "import sys, json, kdist\n"
+        "names = dir(kdist)\n"
+        "untouched = 'kdist.testing' not in sys.modules and 'testing' not in names\n"
+        "import kdist.testing, kdist.testing.plugin\n"
+        "print(json.dumps({'untouched': untouched, 'loaded': sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('jax', 'jaxlib', 'numpy') or m == 'kdist._core')}))\n"
+    )
+    assert result.returncode == 0, result.describe()
+    assert json.loads(result.stdout) == {"untouched": True, "loaded": []}
+    assert all(not name.startswith("testing") for name in kdist.__all__)
+
+
 def test_failed_validation_never_imports_jax() -> None:
     result = run_python(
         "import sys, kdist\n"
