@@ -19,6 +19,7 @@ from benchmarks import (
     misconfig,
     rollcall,
     spawn_ready,
+    testing_cost,
 )
 from benchmarks.harness import (
     MIN_COUNTED_RUNS,
@@ -38,6 +39,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "rollcall": rollcall.measure,
     "keras": keras_first_step.measure,
     "liveness": liveness.measure,
+    "testing": testing_cost.measure,
 }
 
 
