@@ -26,7 +26,7 @@ import pytest
 import kdist
 import kdist.testing
 from kdist.testing import JobFailed, JobTimeout, run_job
-from support import alive, clean_env
+from support import alive, clean_env, wait_until_gone
 
 # Seconds for a job whose function does little: the processes' start on two busy cores.
 JOB_TIMEOUT = 90
@@ -221,6 +221,48 @@ def test_a_return_value_that_cannot_be_pickled_is_a_failure_of_that_process() ->
     assert str(error).startswith("process ")
     assert "failed first, while pickling fn's return value: TypeError: " in str(error)
     assert error.process_id in (0, 1)
+
+
+@pytest.mark.multiprocess
+def test_the_processes_die_with_a_caller_killed_by_sigkill(tmp_path: Path) -> None:
+    """PR_SET_PDEATHSIG: a caller that cannot clean up (SIGKILL) still takes its job along."""
+    script = tmp_path / "caller.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            from kdist.testing import run_job
+            from test_testing import write_pid_and_wait
+
+            run_job(write_pid_and_wait, {str(tmp_path)!r}, timeout=300)
+            """
+        )
+    )
+    caller = subprocess.Popen(
+        [sys.executable, str(script)],
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while len(list(tmp_path.glob("pid-*"))) < 2:
+            assert time.monotonic() < deadline and caller.poll() is None, "the job never ran"
+            time.sleep(0.05)
+        pids = [int(p.read_text()) for p in tmp_path.glob("pid-*")]
+        assert all(alive(pid) for pid in pids)
+    finally:
+        caller.kill()
+        caller.wait(timeout=10)
+    assert wait_until_gone(pids, timeout=15) == []
+
+
+def write_pid_and_wait(folder: str) -> None:
+    me = kdist.cluster_spec().process_id  # type: ignore[union-attr]
+    Path(folder, f"pid-{me}.partial").write_text(str(os.getpid()))
+    Path(folder, f"pid-{me}.partial").rename(Path(folder, f"pid-{me}"))
+    time.sleep(300)
 
 
 # --- Side by side --------------------------------------------------------------------------

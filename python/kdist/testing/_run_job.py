@@ -290,16 +290,17 @@ def _base_environment(environ: Mapping[str, str], detector_variables: set[str]) 
 
 
 class _TextSink:
-    """A text stream (sys.stdout as it is now: pytest's capture, a notebook's) as a ByteSink."""
+    """A text stream (sys.stdout as it is now: pytest's capture, a notebook's) as a ByteSink;
+    None (a program without one) takes nothing."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream
 
     def write(self, data: bytes, /) -> object:
-        return self._stream.write(data.decode(errors="replace"))
+        return None if self._stream is None else self._stream.write(data.decode(errors="replace"))
 
     def flush(self) -> object:
-        return self._stream.flush()
+        return None if self._stream is None else self._stream.flush()
 
 
 class _Attempt:
