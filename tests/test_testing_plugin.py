@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import clean_env
+from support import alive, clean_env
 
 pytestmark = pytest.mark.multiprocess
 
@@ -254,6 +254,7 @@ def test_two_jobs_side_by_side_under_xdist_take_different_ports(tmp_path: Path) 
     assert "created: 2/2 workers" in result.stdout
     met = {name: json.loads((meeting / name).read_text()) for name in ("a", "b")}
     assert met["a"]["port"] != met["b"]["port"]
+    assert not alive(met["a"]["pid"]) and not alive(met["b"]["pid"])
 
 
 @pytest.mark.kdist_job(num_processes=2, devices_per_process=2)
