@@ -20,6 +20,7 @@ from benchmarks import (
     rollcall,
     spawn_ready,
     stopping,
+    testing_cost,
 )
 from benchmarks.harness import (
     MIN_COUNTED_RUNS,
@@ -40,6 +41,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "keras": keras_first_step.measure,
     "liveness": liveness.measure,
     "stopping": stopping.measure,
+    "testing": testing_cost.measure,
 }
 
 

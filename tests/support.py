@@ -57,7 +57,8 @@ SCHEDULER_VARIABLES: frozenset[str] = frozenset(
     }
 )
 # cluster_spec().sources of a process configured by the environment that
-# run_cluster() and `kdist launch` set (KERAS_DISTRIBUTION_* and KDIST_INIT_TIMEOUT).
+# run_cluster(), kdist.testing.run_job() and `kdist launch` set (KERAS_DISTRIBUTION_* and
+# KDIST_INIT_TIMEOUT).
 ENVIRONMENT_SOURCES = {
     "job_addresses": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
     "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
@@ -74,6 +75,26 @@ ENVIRONMENT_SOURCES = {
     "stop_signals": "default",
     "stall_timeout": "default",
 }
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie or a missing pid is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until_gone(pids: Sequence[int], timeout: float = 15) -> list[int]:
+    """The pids still alive after `timeout` seconds (empty when all are gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        still = [pid for pid in pids if alive(pid)]
+        if not still:
+            return []
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
 
 
 def clean_env(devices: int = 2, **extra: str) -> dict[str, str]:

@@ -15,30 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from support import KDIST_SCRIPT, WORKERS, clean_env, run_processes
+from support import KDIST_SCRIPT, WORKERS, alive, clean_env, run_processes, wait_until_gone
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = str(WORKERS / "launch_child.py")
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie or a missing pid is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _wait_until_gone(pids: Sequence[int], timeout: float = 15) -> list[int]:
-    """The pids still alive after `timeout` seconds (empty when all are gone)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alive = [pid for pid in pids if _alive(pid)]
-        if not alive:
-            return []
-        time.sleep(0.05)
-    return [pid for pid in pids if _alive(pid)]
 
 
 class Launcher:
@@ -133,7 +113,7 @@ def launchers() -> Iterator[list[Launcher]]:
             int(r["grandchild_pid"]) for r in launcher.reports().values() if "grandchild_pid" in r
         ]
         for pid in pids:
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -215,7 +195,7 @@ def test_each_process_gets_its_settings_and_prefixed_lines(
         }
         assert f"[{process_id}] stderr line of process {process_id}" in launcher.stderr
     assert len(launcher.started_pids()) == 3
-    assert _wait_until_gone(launcher.started_pids()) == []
+    assert wait_until_gone(launcher.started_pids()) == []
 
 
 def test_a_free_port_is_chosen_and_partial_lines_are_kept(
@@ -254,7 +234,7 @@ def test_a_failing_process_stops_the_others_and_its_status_propagates(
     assert "[0] got SIGTERM" in launcher.stdout  # stopped, not killed
     pids = launcher.started_pids()
     assert len(pids) == 2
-    assert _wait_until_gone(pids) == []
+    assert wait_until_gone(pids) == []
 
 
 def test_stopping_reaches_the_children_of_a_process(
@@ -267,7 +247,7 @@ def test_stopping_reaches_the_children_of_a_process(
     )
     assert launcher.wait(timeout=90) == 3, launcher.describe()
     grandchild = int(launcher.reports()[0]["grandchild_pid"])  # type: ignore[arg-type]
-    assert _wait_until_gone([grandchild, *launcher.started_pids()]) == []
+    assert wait_until_gone([grandchild, *launcher.started_pids()]) == []
 
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
@@ -281,12 +261,12 @@ def test_a_signal_to_the_launcher_is_forwarded_and_leaves_nothing_behind(
     )
     launcher.wait_for(lambda: len(launcher.reports()) == 2)
     pids = launcher.started_pids()
-    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    assert len(pids) == 2 and all(alive(pid) for pid in pids)
     launcher.proc.send_signal(signum)
     assert launcher.wait() == status, launcher.describe()
     assert f"[0] got {signum.name}" in launcher.stdout
     assert f"[1] got {signum.name}" in launcher.stdout
-    assert _wait_until_gone(pids) == []
+    assert wait_until_gone(pids) == []
 
 
 def test_children_die_with_a_killed_launcher(tmp_path: Path, launchers: list[Launcher]) -> None:
@@ -297,10 +277,10 @@ def test_children_die_with_a_killed_launcher(tmp_path: Path, launchers: list[Lau
     )
     launcher.wait_for(lambda: len(launcher.reports()) == 2)
     pids = launcher.started_pids()
-    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    assert len(pids) == 2 and all(alive(pid) for pid in pids)
     launcher.proc.kill()  # SIGKILL: no handler runs; the kernel kills the children
     launcher.wait()
-    assert _wait_until_gone(pids) == []
+    assert wait_until_gone(pids) == []
 
 
 def test_timeout_stops_the_job(tmp_path: Path, launchers: list[Launcher]) -> None:
@@ -311,7 +291,7 @@ def test_timeout_stops_the_job(tmp_path: Path, launchers: list[Launcher]) -> Non
     )
     assert launcher.wait() == 124, launcher.describe()
     assert any("timed out after 2 s" in line for line in launcher.stderr)
-    assert _wait_until_gone(launcher.started_pids()) == []
+    assert wait_until_gone(launcher.started_pids()) == []
 
 
 @pytest.mark.parametrize(

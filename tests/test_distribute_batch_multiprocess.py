@@ -3,19 +3,59 @@ kdist.initialize(), a DataParallel over all 4 global devices."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from support import run_cluster
+import kdist
+from kdist.testing import run_job
 
 pytestmark = pytest.mark.multiprocess
 
 
+def sum_one_global_batch() -> dict[str, Any]:
+    """DataParallel over every global device, this process's batch through
+    distribute_batch, a jitted sum of the global batch; what each process sees."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import multihost_utils
+
+    spec = kdist.cluster_spec()
+    assert spec is not None
+    dist = kdist.DataParallel()
+
+    # 2 rows per local device; values differ between processes.
+    rows = 2 * jax.local_device_count()
+    local = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3) + 100.0 * (spec.process_id + 1)
+    batch = kdist.distribute_batch(local, dist)
+    total = jax.jit(jnp.sum)(batch)
+    # Weighs each row by its global index, so the order of the rows shows in the result.
+    weighted = jax.jit(lambda b: jnp.sum(b * jnp.arange(b.shape[0], dtype=b.dtype)[:, None]))(
+        batch
+    )
+    gathered = multihost_utils.process_allgather(batch, tiled=True)
+    return {
+        "process_id": spec.process_id,
+        "local_batch": local.tolist(),
+        "global_shape": list(batch.shape),
+        "spec": [axis for axis in batch.sharding.spec],
+        "is_fully_addressable": batch.is_fully_addressable,
+        "total": float(total),
+        "weighted": float(weighted),
+        "gathered": np.asarray(gathered).tolist(),
+        "mesh_devices": dist.device_mesh.devices.tolist(),
+        "process_of_device": {f"{d.platform}:{d.id}": d.process_index for d in jax.devices()},
+        "num_processes": dist.num_processes,
+        "dist_process_id": dist.process_id,
+        "num_model_replicas": dist.num_model_replicas,
+        "num_data_shards": dist.num_data_shards,
+        "data_shard_id": dist.data_shard_id,
+    }
+
+
 def test_each_process_contributes_its_local_batch_to_one_global_batch() -> None:
-    results = run_cluster("distribute_batch.py", 2, devices_per_process=2, timeout=180)
-    for result in results:
-        assert result.returncode == 0, result.describe()
-    reports = [r.report() for r in results]
+    reports = run_job(sum_one_global_batch, num_processes=2, devices_per_process=2, timeout=180)
     assert [r["process_id"] for r in reports] == [0, 1]
 
     # The global batch holds each process's rows where the mesh puts its devices.

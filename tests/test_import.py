@@ -22,14 +22,19 @@ def test_tests_run_against_the_installed_package() -> None:
 # The wings of the house (DESIGN.md) and what each may import. Shared leaves sit at the
 # bottom; the CLI at the top; `_start` and `_distribution` never import each other.
 LEAVES = frozenset({"_errors", "_log", "_state", "_jax_backend", "_devices"})
-WINGS = ("_start", "_layouts", "_keras", "_distribution", "_cli")
+WINGS = ("_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli", "testing")
 MAY_IMPORT = {
     "leaves": {"leaves"},
     "_layouts": {"leaves", "_layouts"},
     "_keras": {"leaves", "_layouts", "_keras"},
     "_start": {"leaves", "_keras", "_start"},
     "_distribution": {"leaves", "_layouts", "_keras", "_distribution"},
-    "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_cli"},
+    # N processes on this machine: `kdist launch` and `kdist.testing` share it.
+    "_local_job": {"leaves", "_local_job"},
+    "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli"},
+    # The public test tool: a job of processes, each started by kdist.initialize();
+    # nothing imports it (`import kdist` does not), and it never imports the CLI.
+    "testing": {"leaves", "_local_job", "_start", "testing"},
     "__init__": {"leaves", "_start", "_layouts", "_keras", "_distribution"},
     "__main__": {"_cli"},
 }
@@ -107,6 +112,22 @@ def test_import_kdist_imports_neither_jax_nor_the_core() -> None:
     assert result.returncode == 0, result.describe()
     loaded = json.loads(result.stdout)
     assert loaded == ["kdist", "kdist._errors"]
+
+
+def test_kdist_testing_is_loaded_only_when_imported_by_name() -> None:
+    """Neither `import kdist` nor any public name loads kdist.testing; importing it loads
+    neither JAX nor the compiled core (pytest imports its plugin in every session)."""
+    result = run_python(
+        "import sys, json, kdist\n"
+        "names = dir(kdist)\n"
+        "untouched = 'kdist.testing' not in sys.modules and 'testing' not in names\n"
+        "import kdist.testing, kdist.testing.plugin\n"
+        "print(json.dumps({'untouched': untouched, 'loaded': sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('jax', 'jaxlib', 'numpy') or m == 'kdist._core')}))\n"
+    )
+    assert result.returncode == 0, result.describe()
+    assert json.loads(result.stdout) == {"untouched": True, "loaded": []}
+    assert all(not name.startswith("testing") for name in kdist.__all__)
 
 
 def test_failed_validation_never_imports_jax() -> None:

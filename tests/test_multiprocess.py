@@ -3,20 +3,57 @@
 from __future__ import annotations
 
 import json
+import random
+from typing import Any
 
+import numpy as np
 import pytest
 
-from support import ENVIRONMENT_SOURCES, run_cluster
+import kdist
+from kdist.testing import run_job
+from support import ENVIRONMENT_SOURCES
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.compat]
+
+JOB_TIMEOUT = 180
+
+
+def what_this_process_sees() -> dict[str, Any]:
+    """What a process of the job sees, once kdist.initialize() is done (run_job did it)."""
+    spec = kdist.cluster_spec()
+    assert spec is not None
+    kdist.initialize()  # the same configuration again: a no-op
+    try:
+        kdist.initialize(num_processes=spec.num_processes + 1)
+        second_call_error = ""
+    except kdist.ConfigError as error:
+        second_call_error = str(error)
+    return {
+        "process_id": spec.process_id,
+        "num_processes": spec.num_processes,
+        "coordinator": spec.coordinator_address,
+        "sources": spec.sources,
+        "scheduler": spec.scheduler,
+        "local_device_ids": spec.local_device_ids,
+        "fingerprint": spec.fingerprint,
+        # The job seed, and what it did: draws from the generators it seeds (Python's
+        # and NumPy's, which Keras's default seeding draws from).
+        "seed": spec.seed,
+        "draws": [random.random(), float(np.random.random())],
+        "devices": kdist.list_devices(),
+        "device_count": kdist.get_device_count(),
+        "second_call_error": second_call_error,
+    }
 
 
 @pytest.mark.parametrize("num_processes", [2, 4])
 def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
-    results = run_cluster("report_cluster.py", num_processes, devices_per_process=2, timeout=180)
-    for result in results:
-        assert result.returncode == 0, result.describe()
-    reports = [r.report() for r in results]
+    reports = run_job(
+        what_this_process_sees,
+        num_processes=num_processes,
+        devices_per_process=2,
+        timeout=JOB_TIMEOUT,
+    )
 
     assert [r["process_id"] for r in reports] == list(range(num_processes))
     first = reports[0]["devices"]
@@ -35,7 +72,7 @@ def test_every_process_sees_the_same_global_devices(num_processes: int) -> None:
     assert_one_job_seed(reports)
 
 
-def assert_one_job_seed(reports: list[dict[str, object]]) -> None:
+def assert_one_job_seed(reports: list[dict[str, Any]]) -> None:
     """Every process has the job's seed in force, not its own: the same value, and the
     same draws from the generators it seeds."""
     assert len({report["seed"] for report in reports}) == 1, reports
@@ -44,9 +81,12 @@ def assert_one_job_seed(reports: list[dict[str, object]]) -> None:
 
 
 def test_without_the_roll_call_every_process_has_process_0_s_seed() -> None:
-    results = run_cluster("report_cluster.py", 3, timeout=180, extra_env={"KDIST_ROLL_CALL": "off"})
-    for result in results:
-        assert result.returncode == 0, result.describe()
-    reports = [r.report() for r in results]
+    reports = run_job(
+        what_this_process_sees,
+        num_processes=3,
+        devices_per_process=2,
+        timeout=JOB_TIMEOUT,
+        env={"KDIST_ROLL_CALL": "off"},
+    )
     assert {str(r["sources"]["seed"]) for r in reports} == {"key-value store: process 0's seed"}
     assert_one_job_seed(reports)

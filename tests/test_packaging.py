@@ -57,6 +57,13 @@ def test_wheel_holds_the_package_the_core_its_stubs_and_py_typed(wheel: Path) ->
     assert not any(n.endswith((".cc", ".h")) for n in names)
 
 
+def test_wheel_declares_the_pytest_plugin_and_ships_kdist_testing(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    entry_points = next(n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt"))
+    assert "[pytest11]\nkdist = kdist.testing.plugin\n" in archive.read(entry_points).decode()
+    assert {"kdist/testing/__init__.py", "kdist/testing/plugin.py"} <= set(archive.namelist())
+
+
 def test_wheel_for_this_python_is_a_regular_cpython_wheel(wheel: Path) -> None:
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     if sys.version_info >= (3, 12):

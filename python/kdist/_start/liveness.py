@@ -284,6 +284,19 @@ def _maybe_a_consequence(exc_type: type[BaseException] | None, tb: TracebackType
     return any(package in frame.filename for frame in frames for package in _JAX_PACKAGES)
 
 
+def wait_if_a_consequence(exc_type: type[BaseException] | None, tb: TracebackType | None) -> None:
+    """For an exception that came out of JAX: waits up to CONSEQUENCE_WAIT_SECONDS for
+    news of a peer's failure, of which it is likely the consequence (under "exit", the
+    channel's thread then ends this process with the peer's line). Other exceptions,
+    and a process outside the channel, do not wait."""
+    state = _installed
+    if state is None or not _maybe_a_consequence(exc_type, tb):
+        return
+    deadline = time.monotonic() + CONSEQUENCE_WAIT_SECONDS
+    while time.monotonic() < deadline and not state.channel.reported:
+        time.sleep(0.01)
+
+
 def _fail(
     message: str,
     status: int,
@@ -301,10 +314,7 @@ def _fail(
     state = _installed
     if state is None:
         return
-    if _maybe_a_consequence(exc_type, tb):
-        deadline = time.monotonic() + CONSEQUENCE_WAIT_SECONDS
-        while time.monotonic() < deadline and not state.channel.reported:
-            time.sleep(0.01)
+    wait_if_a_consequence(exc_type, tb)
     line = state.channel.report_failure(message)  # the core's line
     _flush()
     with contextlib.suppress(OSError, ValueError, AttributeError):

@@ -1,0 +1,232 @@
+"""Every process of a job on this machine, started and ended together.
+
+`start()` starts each process in its own process group, told to die with its
+parent, and copies its output line by line with an `[id] ` prefix. A `Job`
+watches them (without reaping), learns the first failure (or how kdist stopped
+the job) from the records kdist appends to each process's KDIST_VERDICT_FILE,
+stops what is left by process group, and reaps.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kdist._local_job.output import Output, copy_lines, is_gloo_connected_note
+from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process, die_with_parent_hook
+
+POLL_SECONDS = 0.05
+_READER_JOIN_SECONDS = 5.0
+# After the first failure, how long the others get to leave by themselves (kdist's
+# liveness channel ends them within about a second) before they are signalled.
+SETTLE_SECONDS = 3.0
+# Record events that name the job's first failure.
+_FAILURE_EVENTS = ("failed", "peer_failed", "died")
+
+# What sees each line a process writes: the process, whether it is a stderr line, the line.
+LineHook = Callable[[Process, bool, bytes], None]
+
+
+class Job:
+    """The processes of one job, and what their ends say."""
+
+    def __init__(
+        self,
+        processes: list[Process],
+        output: Output,
+        received: list[int],
+        stopped_by: str = "the launcher",
+    ) -> None:
+        self.processes = processes
+        self.output = output
+        self.received = received  # signals the starter received (it stops waiting on one)
+        self.stopped_by = stopped_by
+        self.started = time.monotonic()
+
+    def on_line(self, process: Process, is_stderr: bool, line: bytes) -> None:
+        """Keeps a process's last lines and its last error line."""
+        text = line.rstrip(b"\r\n")
+        process.tail.append(text.decode(errors="replace"))
+        if is_stderr and text.strip():
+            process.last_error = text.decode(errors="replace")
+
+    def records(self, events: Sequence[str]) -> list[dict[str, Any]]:
+        """Every process's records of these events, process by process."""
+        return [r for p in self.processes for r in p.records() if r.get("event") in events]
+
+    @property
+    def blamed(self) -> int | None:
+        """The process kdist's channel named as the job's first failure, if it did."""
+        for record in self.records(_FAILURE_EVENTS):
+            named = record.get("process_id")
+            if isinstance(named, int) and 0 <= named < len(self.processes):
+                return named
+        return None
+
+    def ending(self) -> str | None:
+        """How kdist ended the job when it stopped it or the stall watchdog did, in
+        words: "every process stopped at step 42: process 1 (host h, pid 9) asked to
+        stop (SIGTERM)"; None when it did neither."""
+        for event, how in (
+            ("stalled", "the job stalled: {message}"),
+            ("stop_now", "the job stopped at once: {who} asked to stop ({message})"),
+            ("stop_at", "every process stopped at step {step}: {who} asked to stop ({message})"),
+        ):
+            found = self.records((event,))
+            if found:
+                r = found[0]
+                who = f"process {r.get('process_id')} (host {r.get('host')}, pid {r.get('pid')})"
+                return how.format(who=who, message=r.get("message"), step=r.get("step"))
+        return None
+
+    def first_failure(self) -> Process | None:
+        """The process kdist named first, else the first to exit with a non-zero status."""
+        blamed = self.blamed
+        if blamed is not None and self.processes[blamed].poll() not in (None, 0):
+            return self.processes[blamed]
+        failed = [p for p in self.processes if p.poll() not in (None, 0) and not p.signalled]
+        failed = failed or [p for p in self.processes if p.poll() not in (None, 0)]
+        return min(failed, key=lambda p: p.exited_at or 0.0) if failed else None
+
+    def settle(self, seconds: float) -> None:
+        """Waits up to `seconds` for every process to leave by itself."""
+        deadline = time.monotonic() + seconds
+        while self.running() and time.monotonic() < deadline and not self.received:
+            time.sleep(POLL_SECONDS)
+
+    def summary(self) -> str:
+        """One line per process: id, host, pid, how it ended, when, its last error line;
+        the first failure (or the process that asked the job to stop) marked."""
+        asked = self.records(("stop_now", "stop_at"))
+        if asked and not self.records(_FAILURE_EVENTS):
+            named = asked[0].get("process_id")
+            first = (
+                self.processes[named]
+                if isinstance(named, int) and 0 <= named < len(self.processes)
+                else None
+            )
+            legend = "(* the process asked to stop)"
+        else:
+            first, legend = self.first_failure(), "(* the first failure)"
+        host = socket.gethostname()
+        rows = [("", "process", "host", "pid", "ended", "after", "last error line")]
+        for p in self.processes:
+            p.poll()
+            after = "" if p.exited_at is None else f"{p.exited_at - self.started:.2f} s"
+            mark = "*" if p is first else ""
+            error = p.error_line if p.status not in (None, 0) or p is first else ""
+            error = error if len(error) <= 160 else error[:157] + "..."
+            ended = p.ended_how(self.stopped_by)
+            rows.append((mark, str(p.process_id), host, str(p.pid), ended, after, error))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+        lines = [
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[-1]
+            for row in rows
+        ]
+        return "\n".join(line.rstrip() for line in lines) + "\n" + legend
+
+    def running(self) -> list[Process]:
+        return [p for p in self.processes if p.poll() is None]
+
+    def stop(self, signum: int, grace: float) -> None:
+        """Sends `signum` to every running process, then SIGKILL after `grace` seconds
+        (at once on a second Ctrl-C / SIGTERM)."""
+        already = len(self.received)
+        for process in self.running():
+            process.signal_group(signum)
+        deadline = time.monotonic() + grace
+        while self.running() and time.monotonic() < deadline and len(self.received) <= already:
+            time.sleep(POLL_SECONDS)
+        for process in self.running():
+            process.signal_group(signal.SIGKILL)
+
+    def finish(self) -> None:
+        """Kills what is left of every process group, reaps, and drains the output."""
+        for process in self.processes:
+            process.signal_group(signal.SIGKILL)  # leftovers; the leader is unreaped, so ours
+        for process in self.processes:
+            process.popen.wait()
+        for process in self.processes:
+            for reader in process.readers:
+                reader.join(_READER_JOIN_SECONDS)
+
+
+def _bind_line_hook(hook: LineHook, process: Process, is_stderr: bool) -> Callable[[bytes], None]:
+    return lambda line: hook(process, is_stderr, line)
+
+
+def start(
+    command: Sequence[str],
+    envs: Sequence[Mapping[str, str]],
+    output: Output,
+    on_line: LineHook | None = None,
+    *,
+    hook_before_exec: bool = True,
+) -> list[Process]:
+    """Starts one process of `command` per environment, then the threads that copy
+    their output (threads only after the last fork, so the fork-to-exec hook runs in
+    a single-threaded parent).
+
+    Args:
+        command: The program and its arguments, the same for every process.
+        envs: Each process's environment, in process-id order.
+        output: Where their lines go, each with its `[id] ` prefix (Gloo's
+            "connected as expected" notes on stdout are left out).
+        on_line: Sees each line (both streams) with its process.
+        hook_before_exec: True: each process is told to die with this one between
+            fork and exec (Python code runs there: only for a parent without other
+            threads). False: the program asks for it itself once it runs
+            (`process.die_with_parent`), as kdist.testing's child does.
+
+    Returns:
+        The started processes, in process-id order.
+    """
+    hook = die_with_parent_hook() if hook_before_exec else None
+    processes: list[Process] = []
+    try:
+        for process_id, env in enumerate(envs):
+            popen = subprocess.Popen(
+                list(command),
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
+            )
+            verdict = env.get(VERDICT_FILE_VARIABLE)
+            processes.append(Process(process_id, popen, Path(verdict) if verdict else None))
+    except BaseException:
+        for process in processes:
+            process.signal_group(signal.SIGKILL)
+            process.popen.wait()
+            for pipe in (process.popen.stdout, process.popen.stderr):
+                if pipe is not None:
+                    pipe.close()
+        raise
+    for process in processes:
+        prefix = f"[{process.process_id}] ".encode()
+        pipes = (
+            (process.popen.stdout, output.out, False, is_gloo_connected_note),
+            (process.popen.stderr, output.err, True, None),
+        )
+        for source, stream, is_stderr, drop in pipes:
+            assert source is not None
+            hook_line = None if on_line is None else _bind_line_hook(on_line, process, is_stderr)
+            reader = threading.Thread(
+                target=copy_lines,
+                args=(source, output, stream, prefix, hook_line),
+                kwargs={"drop": drop},
+                daemon=True,
+            )
+            reader.start()
+            process.readers.append(reader)
+    return processes

@@ -1,0 +1,187 @@
+"""One process of a job on this machine: dies with its parent, watched without reaping.
+
+A process is started in its own process group (so that its own children are
+signalled with it) and asks the kernel to SIGKILL it when its parent dies
+(PR_SET_PDEATHSIG, Linux), so that it dies with whoever started it, even when
+that one is killed with SIGKILL. Its exit is watched without reaping it (waitid
+with WNOWAIT) until the end, so a process group id that is signalled can never
+belong to someone else's processes.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+# How many of a process's last output lines are kept (both streams, in arrival order).
+TAIL_LINES = 40
+
+_Prctl = Callable[[int, int, int, int, int], int]
+
+
+def _prctl() -> _Prctl | None:
+    """libc's prctl, or None where it does not exist (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+def _die_with(prctl: _Prctl, parent: int) -> None:
+    """SIGKILL me when my parent dies; at once when it already has (before prctl took effect)."""
+    kill_signal = int(signal.SIGKILL)
+    prctl(_PR_SET_PDEATHSIG, kill_signal, 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), kill_signal)
+
+
+def die_with_parent_hook() -> Callable[[], None] | None:
+    """A function for the child, between fork and exec: SIGKILL me when my parent dies.
+
+    Everything it needs is looked up here, in the parent, so the child only
+    makes two system calls. None where prctl does not exist (not Linux). Only
+    for a parent without other threads (Python code runs between fork and exec).
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+    return lambda: _die_with(prctl, parent)
+
+
+def die_with_parent(parent: int) -> bool:
+    """In a process that was started by `parent`: SIGKILL me when `parent` dies.
+
+    The same as die_with_parent_hook(), asked for by the started program itself
+    once it runs, for parents that may have threads (where no Python code may run
+    between fork and exec). When `parent` is already gone, ends this process now.
+
+    Returns:
+        Whether the kernel was asked (False where prctl does not exist).
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return False
+    _die_with(prctl, parent)
+    return True
+
+
+def shell_status(info: os.waitid_result) -> int:
+    """A child's exit as a shell reports it: its exit code, or 128 + the signal."""
+    if info.si_code == os.CLD_EXITED:
+        return int(info.si_status)
+    return 128 + int(info.si_status)
+
+
+def signal_name(number: int) -> str:
+    """ "SIGTERM" for 15; "signal 40" for a number without a name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+# The variable that names the file where kdist appends each process's records of how
+# its job ended (JSON lines, the core's verdict_record.h): read, not the lines parsed.
+VERDICT_FILE_VARIABLE = "KDIST_VERDICT_FILE"
+
+
+@dataclass
+class Process:
+    """One started process of a job, and what is known of its end."""
+
+    process_id: int
+    popen: subprocess.Popen[bytes]
+    verdict_file: Path | None = None  # where kdist in it records how its job ended
+    status: int | None = None  # shell-style exit status once it has exited
+    killed_by: int | None = None  # the signal that ended it, when one did
+    readers: list[threading.Thread] = field(default_factory=list)
+    exited_at: float | None = None  # time.monotonic() when it was seen to exit
+    last_error: str = ""  # its last non-empty stderr line
+    signalled: bool = False  # it was stopped (signalled while still running)
+    # Its last lines of output, both streams in arrival order, without the prefix.
+    tail: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=TAIL_LINES)
+    )
+
+    def records(self) -> list[dict[str, Any]]:
+        """What kdist in this process recorded about its job's end (oldest first)."""
+        if self.verdict_file is None:
+            return []
+        try:
+            text = self.verdict_file.read_text(errors="replace")
+        except OSError:
+            return []
+        out = []
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    out.append(record)
+        return out
+
+    @property
+    def error_line(self) -> str:
+        """The line that says how it ended: kdist's own verdict when it recorded one
+        (a traceback may still be flushing around it), else its last stderr line."""
+        ends = [r for r in self.records() if r.get("exit_status", -1) != -1]
+        return str(ends[-1].get("line", "")) if ends else self.last_error
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        """The exit status once the process has exited; it stays unreaped (a zombie)."""
+        if self.status is None:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped elsewhere: fall back to Popen's record
+                code = self.popen.poll()
+                self.status = 0 if code is None else (code if code >= 0 else 128 - code)
+                if code is not None and code < 0:
+                    self.killed_by = -code
+                return self.status
+            if info is not None:
+                self.status = shell_status(info)
+                if info.si_code != os.CLD_EXITED:
+                    self.killed_by = int(info.si_status)
+        if self.status is not None and self.exited_at is None:
+            self.exited_at = time.monotonic()
+        return self.status
+
+    def ended_how(self, stopped_by: str = "the launcher") -> str:
+        """'exit 0', 'exit 1', 'killed by SIGKILL' (and 'stopped by <stopped_by>')."""
+        if self.status is None:
+            return "running"
+        how = (
+            f"killed by {signal_name(self.killed_by)}"
+            if self.killed_by is not None
+            else f"exit {self.status}"
+        )
+        return how + (f" (stopped by {stopped_by})" if self.signalled else "")
+
+    def signal_group(self, signum: int) -> None:
+        """Sends `signum` to the process's group (its children included)."""
+        if self.poll() is None:
+            self.signalled = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
