@@ -193,6 +193,8 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         "shutdown_timeout": "default",
         "on_peer_failure": "default",
         "consistency": "default",
+        "stop_signals": "default",
+        "stall_timeout": "default",
     }
 
 
@@ -367,6 +369,8 @@ OWN_VARIABLES = {
     "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203"),
     "on_peer_failure": ("KDIST_ON_PEER_FAILURE", "ignore"),
     "consistency": ("KDIST_CONSISTENCY", "strict"),
+    "stop_signals": ("KDIST_STOP_SIGNALS", "SIGTERM,SIGUSR1"),
+    "stall_timeout": ("KDIST_STALL_TIMEOUT", "601"),
 }
 
 
@@ -382,6 +386,7 @@ def test_every_setting_reports_its_own_variable_and_value(monkeypatch: pytest.Mo
     assert spec.coordinator_bind_address == "127.0.0.2:1234"
     assert (spec.heartbeat_timeout, spec.shutdown_timeout) == (91, 203)
     assert (spec.on_peer_failure, spec.consistency) == ("ignore", "strict")
+    assert (spec.stop_signals, spec.stall_timeout) == (["SIGTERM", "SIGUSR1"], 601.0)
 
 
 def test_arguments_variables_and_defaults_each_keep_their_own_source(
@@ -398,6 +403,7 @@ def test_arguments_variables_and_defaults_each_keep_their_own_source(
         cluster_detection="none",
         heartbeat_timeout=91,
         on_peer_failure="ignore",
+        stop_signals=["SIGUSR1"],
     )
     assert spec.sources == {
         "job_addresses": "argument",
@@ -412,5 +418,7 @@ def test_arguments_variables_and_defaults_each_keep_their_own_source(
         "shutdown_timeout": "KDIST_SHUTDOWN_TIMEOUT",
         "on_peer_failure": "argument",
         "consistency": "KDIST_CONSISTENCY",
+        "stop_signals": "argument",
+        "stall_timeout": "default",
     }
     assert (spec.heartbeat_timeout, spec.shutdown_timeout, spec.timeout) == (91, 203, 77)

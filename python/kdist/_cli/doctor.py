@@ -211,6 +211,12 @@ def json_report(report: Report) -> dict[str, Any]:
             "local_devices_reason": spec.local_devices_reason,
             "local_devices_suggestion_applied": spec.local_devices_suggestion_applied,
             "coordinator_bind_address": spec.coordinator_bind_address,
+            "heartbeat_timeout": spec.heartbeat_timeout,
+            "shutdown_timeout": spec.shutdown_timeout,
+            "on_peer_failure": spec.on_peer_failure,
+            "consistency": spec.consistency,
+            "stop_signals": list(spec.stop_signals),
+            "stall_timeout": spec.stall_timeout,
             "fingerprint": spec.fingerprint,
             "sources": dict(spec.sources),
         }
@@ -295,6 +301,8 @@ def render(report: Report) -> str:
             ("shutdown_timeout", f"{spec.shutdown_timeout} s"),
             ("on_peer_failure", spec.on_peer_failure),
             ("consistency", spec.consistency),
+            ("stop_signals", ",".join(spec.stop_signals) or "none"),
+            ("stall_timeout", "off" if spec.stall_timeout is None else f"{spec.stall_timeout:g} s"),
         ]
         names = max(len(name) for name, _ in rows)
         width = max(len(value) for _, value in rows)
