@@ -71,6 +71,8 @@ ENVIRONMENT_SOURCES = {
     "shutdown_timeout": "default",
     "on_peer_failure": "default",
     "consistency": "default",
+    "stop_signals": "default",
+    "stall_timeout": "default",
 }
 
 

@@ -295,6 +295,8 @@ def render(report: Report) -> str:
             ("shutdown_timeout", f"{spec.shutdown_timeout} s"),
             ("on_peer_failure", spec.on_peer_failure),
             ("consistency", spec.consistency),
+            ("stop_signals", ",".join(spec.stop_signals) or "none"),
+            ("stall_timeout", "off" if spec.stall_timeout is None else f"{spec.stall_timeout:g} s"),
         ]
         names = max(len(name) for name, _ in rows)
         width = max(len(value) for _, value in rows)
