@@ -28,7 +28,10 @@ def _kib(field: str) -> int:
 
 def main() -> None:
     n, port, timeout = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-    spec = _core.resolve(f"127.0.0.1:{port}", str(n), "0", repr(timeout), None, None, {})
+    request = _core.Request()
+    request.job_addresses, request.num_processes = f"127.0.0.1:{port}", str(n)
+    request.process_id, request.timeout = "0", repr(timeout)
+    spec = _core.resolve(request, {})
     listener = _core.bind_coordinator_port(spec)
     Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) starts from here
     before = _kib("VmRSS")
@@ -41,7 +44,7 @@ def main() -> None:
         os.getpid(),
         shared=_core.JobShared(),
         listener=listener,
-        timeout=timeout,
+        deadline=_core.Deadline(timeout),
     )
     elapsed = time.perf_counter() - start
     print(

@@ -45,9 +45,10 @@ class RollCallRun:
 
 
 def _spec(port: int, n: int, process_id: int, timeout: float) -> _core.ClusterSpec:
-    return _core.resolve(
-        f"127.0.0.1:{port}", str(n), str(process_id), repr(timeout), None, None, {}
-    )
+    request = _core.Request()
+    request.job_addresses, request.num_processes = f"127.0.0.1:{port}", str(n)
+    request.process_id, request.timeout = str(process_id), repr(timeout)
+    return _core.resolve(request, {})
 
 
 def roll_call(num_processes: int, timeout: float = 60.0) -> RollCallRun:

@@ -92,8 +92,8 @@ def test_every_setting_shows_with_its_own_value_and_source() -> None:
         "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203", "203 s"),
         "on_peer_failure": ("KDIST_ON_PEER_FAILURE", "ignore", "ignore"),
         "consistency": ("KDIST_CONSISTENCY", "strict", "strict"),
-        "stop_signals": ("KDIST_STOP_SIGNALS", "SIGTERM,SIGUSR1", "SIGTERM,SIGUSR1"),
-        "stall_timeout": ("KDIST_STALL_TIMEOUT", "601", "601 s"),
+        "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM", "SIGUSR1,SIGTERM"),
+        "stall_timeout": ("KDIST_STALL_TIMEOUT", "45", "45 s"),
     }
     env = clean_env(2, **{variable: value for variable, value, _ in own.values()})
     text = doctor("--no-probe", env=env)

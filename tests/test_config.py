@@ -351,6 +351,56 @@ def test_after_start_settings_resolve_with_their_sources(monkeypatch: pytest.Mon
     assert spec.fingerprint != resolve("127.0.0.1:1", 2, 0).fingerprint
 
 
+def test_stop_signals_and_stall_timeout_arguments() -> None:
+    spec = resolve("127.0.0.1:1", 2, 0)
+    assert (spec.stop_signals, spec.stall_timeout) == (["SIGTERM"], None)
+    assert (spec.sources["stop_signals"], spec.sources["stall_timeout"]) == ("default", "default")
+    spec = resolve("127.0.0.1:1", 2, 0, stop_signals="usr1,SIGTERM", stall_timeout=90)
+    assert (spec.stop_signals, spec.stall_timeout) == (["SIGUSR1", "SIGTERM"], 90.0)
+    assert (spec.sources["stop_signals"], spec.sources["stall_timeout"]) == ("argument", "argument")
+    assert resolve("127.0.0.1:1", 2, 0, stop_signals=["SIGUSR2", "SIGINT"]).stop_signals == [
+        "SIGUSR2",
+        "SIGINT",
+    ]
+    assert resolve("127.0.0.1:1", 2, 0, stop_signals="none").stop_signals == []
+    assert resolve("127.0.0.1:1", 2, 0, stall_timeout=2.5).stall_timeout == 2.5
+    with pytest.raises(
+        TypeError,
+        match=r"stop_signals=15 \(argument, of type int\): expected a string of comma-separated "
+        "signal names",
+    ):
+        resolve("127.0.0.1:1", 2, 0, stop_signals=15)
+    with pytest.raises(
+        TypeError,
+        match=r"stall_timeout='30' \(argument, of type str\): expected a number of seconds",
+    ):
+        resolve("127.0.0.1:1", 2, 0, stall_timeout="30")
+    with pytest.raises(TypeError, match=r"stall_timeout=True .*expected a number of seconds"):
+        resolve("127.0.0.1:1", 2, 0, stall_timeout=True)
+    with pytest.raises(kdist.ConfigError, match=r'stop_signals="SIGKILL" \(argument\)'):
+        resolve("127.0.0.1:1", 2, 0, stop_signals="SIGKILL")
+
+
+def test_a_keyword_that_names_no_setting_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'timout'"):
+        resolve("127.0.0.1:1", 2, 0, timout=3)
+
+
+def test_the_request_is_filled_once_from_the_settings_table() -> None:
+    """Every setting of the table is a field of the bound Request (None: not passed), and
+    the core resolves a Request built by hand like one filled by config.resolve()."""
+    request = kdist._core.Request()
+    for name, _ in _config._SETTINGS:
+        assert getattr(request, name) is None, name
+    request.job_addresses, request.num_processes, request.process_id = "127.0.0.1:1", "2", "1"
+    request.stall_timeout = "12"
+    spec = kdist._core.resolve(request, {})
+    assert (spec.num_processes, spec.process_id, spec.stall_timeout) == (2, 1, 12.0)
+    assert spec.fingerprint == resolve("127.0.0.1:1", 2, 1, stall_timeout=12).fingerprint
+    request.stall_timeout = None
+    assert kdist._core.resolve(request, {}).sources["stall_timeout"] == "default"
+
+
 # ---- every value with its own source -------------------------------------------------------
 
 # Each setting set through its own variable, to a value no other setting shares: a value or
@@ -369,8 +419,8 @@ OWN_VARIABLES = {
     "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203"),
     "on_peer_failure": ("KDIST_ON_PEER_FAILURE", "ignore"),
     "consistency": ("KDIST_CONSISTENCY", "strict"),
-    "stop_signals": ("KDIST_STOP_SIGNALS", "SIGTERM,SIGUSR1"),
-    "stall_timeout": ("KDIST_STALL_TIMEOUT", "601"),
+    "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM"),
+    "stall_timeout": ("KDIST_STALL_TIMEOUT", "45"),
 }
 
 
@@ -386,7 +436,7 @@ def test_every_setting_reports_its_own_variable_and_value(monkeypatch: pytest.Mo
     assert spec.coordinator_bind_address == "127.0.0.2:1234"
     assert (spec.heartbeat_timeout, spec.shutdown_timeout) == (91, 203)
     assert (spec.on_peer_failure, spec.consistency) == ("ignore", "strict")
-    assert (spec.stop_signals, spec.stall_timeout) == (["SIGTERM", "SIGUSR1"], 601.0)
+    assert (spec.stop_signals, spec.stall_timeout) == (["SIGUSR1", "SIGTERM"], 45)
 
 
 def test_arguments_variables_and_defaults_each_keep_their_own_source(
@@ -397,13 +447,14 @@ def test_arguments_variables_and_defaults_each_keep_their_own_source(
     monkeypatch.setenv("KDIST_INIT_TIMEOUT", "77")
     monkeypatch.setenv("KDIST_SHUTDOWN_TIMEOUT", "203")
     monkeypatch.setenv("KDIST_CONSISTENCY", "off")
+    monkeypatch.setenv("KDIST_STALL_TIMEOUT", "45")
     spec = resolve(
         "127.0.0.1:1234",
         process_id=2,
         cluster_detection="none",
         heartbeat_timeout=91,
         on_peer_failure="ignore",
-        stop_signals=["SIGUSR1"],
+        stop_signals=("SIGUSR1",),
     )
     assert spec.sources == {
         "job_addresses": "argument",
@@ -419,6 +470,7 @@ def test_arguments_variables_and_defaults_each_keep_their_own_source(
         "on_peer_failure": "argument",
         "consistency": "KDIST_CONSISTENCY",
         "stop_signals": "argument",
-        "stall_timeout": "default",
+        "stall_timeout": "KDIST_STALL_TIMEOUT",
     }
     assert (spec.heartbeat_timeout, spec.shutdown_timeout, spec.timeout) == (91, 203, 77)
+    assert (spec.stop_signals, spec.stall_timeout) == (["SIGUSR1"], 45)

@@ -44,7 +44,7 @@ class ProcessZero:
                 os.getpid(),
                 shared=_core.JobShared(),
                 listener=listener,
-                timeout=timeout,
+                deadline=_core.Deadline(timeout),
             )
         except BaseException as error:  # handed to the test's thread
             self.error = error
@@ -55,7 +55,10 @@ class ProcessZero:
 
 
 def spec_of(addresses: str, process_id: int, timeout: float) -> _core.ClusterSpec:
-    return _core.resolve(addresses, str(N), str(process_id), repr(timeout), None, None, {})
+    request = _core.Request()
+    request.job_addresses, request.num_processes = addresses, str(N)
+    request.process_id, request.timeout = str(process_id), repr(timeout)
+    return _core.resolve(request, {})
 
 
 def test_a_2048_process_roll_call_gives_every_process_go() -> None:

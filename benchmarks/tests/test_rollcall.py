@@ -24,7 +24,9 @@ def test_a_small_roll_call_completes_and_measures_process_zero() -> None:
 
 def test_the_load_generator_times_out_naming_the_waiting() -> None:
     port = _core.free_port()  # nothing listens there
-    spec = _core.resolve(f"127.0.0.1:{port}", "4", "1", None, None, None, {})
+    request = _core.Request()
+    request.job_addresses, request.num_processes, request.process_id = f"127.0.0.1:{port}", "4", "1"
+    spec = _core.resolve(request, {})
     with pytest.raises(kdist.RendezvousTimeoutError, match="3 of 3 simulated processes"):
         _core_bench.run_roll_call_load(spec, "127.0.0.1", port, count=3, timeout=0.3)
 

@@ -13,8 +13,8 @@
 #include "environment.h"
 #include "errors.h"
 #include "resolve.h"
-#include "stop_signals.h"
 #include "status.h"
+#include "stop_signals.h"
 #include "text.h"
 
 namespace nb = nanobind;
@@ -50,6 +50,13 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"stall_timeout", spec.stall_timeout_seconds.source}};
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
+}
+
+std::vector<std::string> StopSignalList(const ClusterSpec& spec) {
+  std::vector<std::string> names;
+  names.reserve(spec.stop_signals.value.size());
+  for (int signal_number : spec.stop_signals.value) names.push_back(SignalName(signal_number));
+  return names;
 }
 
 std::string IdList(const std::optional<std::vector<int64_t>>& ids) {
@@ -146,23 +153,18 @@ void BindConfig(nb::module_& m) {
                    [](const ClusterSpec& s) { return s.on_peer_failure.value; },
                    "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
                    "fails or dies; 'ignore': it prints the line and goes on.")
-      .def_prop_ro("stop_signals",
-                   [](const ClusterSpec& s) {
-                     std::vector<std::string> names;
-                     for (int number : s.stop_signals.value) names.push_back(SignalName(number));
-                     return names;
-                   },
-                   "The signals that are stop requests for the whole job, by name "
-                   "(KDIST_STOP_SIGNALS; default ['SIGTERM']; empty: none).")
-      .def_prop_ro("stall_timeout",
-                   [](const ClusterSpec& s) { return s.stall_timeout_seconds.value; },
-                   "Seconds without progress (should_stop, barrier) after which the job ends, "
-                   "naming the stuck process (KDIST_STALL_TIMEOUT); None: off (the default).")
       .def_prop_ro("consistency", [](const ClusterSpec& s) { return s.consistency.value; },
                    "'warn' (default; KDIST_CONSISTENCY): the roll call stops the job when the "
                    "processes' environments differ in a way that crashes or corrupts it (jax, "
                    "jaxlib, device platform or count) and warns about other differences; "
                    "'strict': any difference stops it; 'off': nothing is compared.")
+      .def_prop_ro("stop_signals", &StopSignalList,
+                   "The signals that are stop requests for the whole job, by name "
+                   "(KDIST_STOP_SIGNALS; default ['SIGTERM']); empty: none.")
+      .def_prop_ro("stall_timeout",
+                   [](const ClusterSpec& s) { return s.stall_timeout_seconds.value; },
+                   "Seconds without reported progress after which a process ends the job "
+                   "(KDIST_STALL_TIMEOUT), or None: no stall watchdog (the default).")
       .def_prop_ro("cluster_detection",
                    [](const ClusterSpec& s) { return s.cluster_detection.value; })
       .def_prop_ro("scheduler",
@@ -228,33 +230,31 @@ void BindConfig(nb::module_& m) {
            "Whether `other` has the same addresses, process count and process id.")
       .def("__repr__", &Repr);
 
+  nb::class_<Request>(m, "Request",
+                      "initialize()'s settings as the caller passed them, in text form "
+                      "(integers in decimal, booleans 'true'/'false', seconds as a number); "
+                      "None: not passed.")
+      .def(nb::init<>())
+      .def_rw("job_addresses", &Request::job_addresses)
+      .def_rw("num_processes", &Request::num_processes)
+      .def_rw("process_id", &Request::process_id)
+      .def_rw("timeout", &Request::timeout)
+      .def_rw("cluster_detection", &Request::cluster_detection)
+      .def_rw("preflight", &Request::preflight)
+      .def_rw("heartbeat_timeout", &Request::heartbeat_timeout)
+      .def_rw("shutdown_timeout", &Request::shutdown_timeout)
+      .def_rw("on_peer_failure", &Request::on_peer_failure)
+      .def_rw("consistency", &Request::consistency)
+      .def_rw("stop_signals", &Request::stop_signals)
+      .def_rw("stall_timeout", &Request::stall_timeout);
+
   m.def(
       "resolve",
-      [](std::optional<std::string> job_addresses, std::optional<std::string> num_processes,
-         std::optional<std::string> process_id, std::optional<std::string> timeout,
-         std::optional<std::string> cluster_detection, std::optional<std::string> preflight,
-         const std::map<std::string, std::string>& environment,
-         std::optional<std::string> heartbeat_timeout,
-         std::optional<std::string> shutdown_timeout,
-         std::optional<std::string> on_peer_failure, std::optional<std::string> consistency,
-         std::optional<std::string> stop_signals, std::optional<std::string> stall_timeout) {
-        Request request{std::move(job_addresses),     std::move(num_processes),
-                        std::move(process_id),        std::move(timeout),
-                        std::move(cluster_detection), std::move(preflight),
-                        std::move(heartbeat_timeout), std::move(shutdown_timeout),
-                        std::move(on_peer_failure),   std::move(consistency),
-                        std::move(stop_signals),      std::move(stall_timeout)};
+      [](const Request& request, const std::map<std::string, std::string>& environment) {
         Environment env(environment.begin(), environment.end());
         return ValueOrRaise(Resolve(request, env));
       },
-      nb::arg("job_addresses").none(), nb::arg("num_processes").none(),
-      nb::arg("process_id").none(), nb::arg("timeout").none(),
-      nb::arg("cluster_detection").none(), nb::arg("preflight").none(), nb::arg("environment"),
-      nb::arg("heartbeat_timeout").none() = nb::none(),
-      nb::arg("shutdown_timeout").none() = nb::none(),
-      nb::arg("on_peer_failure").none() = nb::none(),
-      nb::arg("consistency").none() = nb::none(),
-      nb::arg("stop_signals").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
+      nb::arg("request"), nb::arg("environment"),
       "Resolves initialize()'s settings (as text) against an environment snapshot; raises "
       "kdist.ConfigError naming the bad value and its source.");
 

@@ -1,4 +1,4 @@
-// kdist._core's configuration: ClusterSpec, resolve() and the scheduler
+// kdist._core's configuration: ClusterSpec, Request, resolve() and the scheduler
 // detectors.
 #ifndef KDIST_BINDINGS_CONFIG_BINDINGS_H_
 #define KDIST_BINDINGS_CONFIG_BINDINGS_H_
@@ -7,7 +7,7 @@
 
 namespace kdist::bindings {
 
-// Binds ClusterSpec, resolve(), cluster_detection_modes(), the detector
+// Binds ClusterSpec, Request, resolve(), cluster_detection_modes(), the detector
 // table and what detectors report into `m`.
 void BindConfig(nanobind::module_& m);
 

@@ -14,6 +14,7 @@
 #include "cluster_spec.h"
 #include "consistency.h"
 #include "coordinator.h"
+#include "deadline.h"
 #include "errors.h"
 #include "python_hooks.h"
 #include "roll_call_options.h"
@@ -36,10 +37,9 @@ using bindings::ValueOrRaise;
 // An environment fingerprint as Python passes it: (name, value, must_match) entries.
 using EnvironmentEntries = std::vector<std::tuple<std::string, std::string, bool>>;
 
-RollCallOptions Options(double timeout, double elapsed, double progress_interval) {
+RollCallOptions Options(const Deadline& deadline, double progress_interval) {
   RollCallOptions options;
-  options.timeout = SecondsToNanos(timeout);
-  options.already_elapsed = SecondsToNanos(elapsed);
+  options.deadline = deadline;
   options.progress_interval = SecondsToNanos(progress_interval);
   return options;
 }
@@ -94,12 +94,12 @@ Listener BindCoordinatorPortPy(const ClusterSpec& spec) {
 
 RollCallSummary RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax_version,
                                  const std::string& host, int64_t pid, const JobShared& shared,
-                                 Listener* listener, double timeout, double elapsed,
+                                 Listener* listener, const Deadline& deadline,
                                  std::optional<ProgressCallback> progress,
                                  double progress_interval, const EnvironmentEntries& environment) {
   const Address coordinator = CoordinatorOrRaise(spec);
   Hello own = MakeHello(spec, Identity{jax_version, host, pid});
-  RollCallOptions options = Options(timeout, elapsed, progress_interval);
+  RollCallOptions options = Options(deadline, progress_interval);
   options.listen_backlog = ListenBacklog(spec.num_processes.value);
   ApplyEnvironment(spec, environment, options, own);
   options.process_hosts = spec.process_hosts.value;
@@ -129,12 +129,12 @@ RollCallSummary RunCoordinatorPy(const ClusterSpec& spec, const std::string& jax
 }
 
 WorkerResult RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version,
-                         const std::string& host, int64_t pid, double timeout, double elapsed,
+                         const std::string& host, int64_t pid, const Deadline& deadline,
                          std::optional<ProgressCallback> progress, double progress_interval,
                          std::optional<uint64_t> seed, const EnvironmentEntries& environment) {
   const Address coordinator = CoordinatorOrRaise(spec);
   Hello own = MakeHello(spec, Identity{jax_version, host, pid});
-  RollCallOptions options = Options(timeout, elapsed, progress_interval);
+  RollCallOptions options = Options(deadline, progress_interval);
   ApplyEnvironment(spec, environment, options, own);
   options.backoff = WorkerBackoff(own.num_processes);
   options.seed = seed ? *seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
@@ -150,14 +150,14 @@ WorkerResult RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version
   return std::move(result).value();
 }
 
-void WaitForServicePy(const std::string& endpoint_text, int64_t num_processes, double timeout,
-                      double elapsed, std::optional<ProgressCallback> progress,
+void WaitForServicePy(const std::string& endpoint_text, int64_t num_processes,
+                      const Deadline& deadline, std::optional<ProgressCallback> progress,
                       double progress_interval) {
   Result<Address> address = ParseAddress(endpoint_text);
   RaiseIfError(address.status());
   Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
   RaiseIfError(endpoint.status());
-  RollCallOptions options = Options(timeout, elapsed, progress_interval);
+  RollCallOptions options = Options(deadline, progress_interval);
   options.probe_interval = ServiceProbeInterval(num_processes);
   PythonHooks hooks(std::move(progress));
   hooks.Install(options);
@@ -175,6 +175,35 @@ void WaitForServicePy(const std::string& endpoint_text, int64_t num_processes, d
 namespace bindings {
 
 void BindRollCall(nb::module_& m) {
+  nb::class_<Deadline>(m, "Deadline",
+                       "The deadline of a start: a budget of seconds from the moment it was "
+                       "made, on the monotonic clock. initialize() makes one; every wait of the "
+                       "start (the roll call, the service wait, JAX's initialize) takes it.")
+      .def(
+          "__init__",
+          [](Deadline* self, double timeout_seconds) {
+            RealClock clock;
+            new (self) Deadline(Deadline::StartingNow(clock, SecondsToNanos(timeout_seconds)));
+          },
+          nb::arg("timeout_seconds"), "`timeout_seconds` from now.")
+      .def_prop_ro(
+          "budget", [](const Deadline& d) { return NanosToSeconds(d.budget()); },
+          "The whole budget, in seconds.")
+      .def(
+          "remaining",
+          [](const Deadline& d) {
+            RealClock clock;
+            return NanosToSeconds(d.Remaining(clock));
+          },
+          "Seconds left (0.0 once it passed).")
+      .def(
+          "elapsed",
+          [](const Deadline& d) {
+            RealClock clock;
+            return NanosToSeconds(d.Elapsed(clock));
+          },
+          "Seconds since it was made.");
+
   nb::class_<Listener>(m, "CoordinatorListener",
                        "Process 0's listener on the coordinator port, bound and not yet used.")
       .def_prop_ro("port", [](const Listener& l) { return l.port; })
@@ -270,24 +299,24 @@ void BindRollCall(nb::module_& m) {
 
   m.def("run_coordinator", &RunCoordinatorPy, nb::arg("spec"), nb::arg("jax_version"),
         nb::arg("host"), nb::arg("pid"), nb::kw_only(), nb::arg("shared"),
-        nb::arg("listener").none() = nb::none(), nb::arg("timeout"), nb::arg("elapsed") = 0.0,
+        nb::arg("listener").none() = nb::none(), nb::arg("deadline"),
         nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
         nb::arg("environment") = EnvironmentEntries{},
         "Process 0's roll call on the coordinator port (on `listener` when given, which it "
         "closes; else it binds the port), GIL released while it waits; its \"go\" carries "
         "`shared` to every process. `environment`: this process's fingerprint, (name, value, "
-        "must_match) entries that every hello's is compared with under spec.consistency. It has `timeout` seconds in all of which `elapsed` were "
-        "spent before the call. Raises PortInUseError, RendezvousError, "
+        "must_match) entries that every hello's is compared with under spec.consistency. It waits "
+        "until `deadline`, counting its progress lines from the deadline's start. Raises PortInUseError, RendezvousError, "
         "RendezvousTimeoutError, or KeyboardInterrupt on Ctrl-C.");
   m.def("run_worker", &RunWorkerPy, nb::arg("spec"), nb::arg("jax_version"), nb::arg("host"),
-        nb::arg("pid"), nb::kw_only(), nb::arg("timeout"), nb::arg("elapsed") = 0.0,
+        nb::arg("pid"), nb::kw_only(), nb::arg("deadline"),
         nb::arg("progress").none() = nb::none(), nb::arg("progress_interval") = 5.0,
         nb::arg("seed").none() = nb::none(), nb::arg("environment") = EnvironmentEntries{},
         "Another process's side of the roll call (GIL released while it waits). Raises "
         "CoordinatorUnreachableError, RendezvousError, RendezvousTimeoutError, or "
         "KeyboardInterrupt on Ctrl-C.");
   m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("endpoint"), nb::kw_only(),
-        nb::arg("num_processes"), nb::arg("timeout"), nb::arg("elapsed") = 0.0, nb::arg("progress").none() = nb::none(),
+        nb::arg("num_processes"), nb::arg("deadline"), nb::arg("progress").none() = nb::none(),
         nb::arg("progress_interval") = 5.0,
         "Waits until `endpoint` (an IP literal host:port, WorkerResult.connected_to) accepts "
         "TCP connections, probing every ServiceProbeInterval(num_processes); raises RendezvousTimeoutError at the deadline.");

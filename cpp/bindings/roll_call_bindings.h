@@ -7,9 +7,9 @@
 
 namespace kdist::bindings {
 
-// Binds the coordinator listener, the roll call's messages and results,
-// run_coordinator(), run_worker(), wait_for_coordinator_service() and
-// PROTOCOL_VERSION into `m`.
+// Binds the start's Deadline, the coordinator listener, the roll call's
+// messages and results, run_coordinator(), run_worker(),
+// wait_for_coordinator_service() and PROTOCOL_VERSION into `m`.
 void BindRollCall(nanobind::module_& m);
 
 }  // namespace kdist::bindings

@@ -434,11 +434,11 @@ Status Coordinator::Collect() {
     return failure_.ok();  // a failed roll call stops the round
   };
   while (!call_.complete() && failure_.ok()) {
-    if (waiter_.Expired()) return call_.TimedOut(FormatTimeout(options_.timeout), listener_.bound);
+    if (waiter_.Expired()) return call_.TimedOut(options_.deadline.Budget(), listener_.bound);
 
     const bool accepting = non_members_ < options_.max_pending;
     const Nanos next_expiry =
-        deadlines_.empty() ? options_.timeout : deadlines_.begin()->first - Now();
+        deadlines_.empty() ? options_.deadline.budget() : deadlines_.begin()->first - Now();
     const Nanos slice = waiter_.Slice(std::max(next_expiry, Nanos(0)));
     KDIST_ASSIGN_OR_RETURN(const bool listener_ready, PollRound(accepting, slice, on_readable));
     if (!failure_.ok()) return failure_;

@@ -62,9 +62,8 @@ ProbeResult ConnectOnce(const Endpoint& endpoint, Waiter& waiter) {
 
 ProbeResult ProbeTcp(const Address& address, Nanos timeout, Clock& clock) {
   RollCallOptions options;
-  options.timeout = timeout;
+  options.deadline = Deadline::StartingNow(clock, timeout);
   Waiter waiter(clock, options);
-  const Nanos started = clock.Now();
   ProbeResult out;
   Result<std::vector<Endpoint>> endpoints =
       ResolveEndpoints(address, waiter, [] { return std::string(); });
@@ -82,7 +81,7 @@ ProbeResult ProbeTcp(const Address& address, Nanos timeout, Clock& clock) {
       if (out.state == ProbeState::kListening || waiter.Expired()) break;
     }
   }
-  out.elapsed = clock.Now() - started;
+  out.elapsed = options.deadline.Elapsed(clock);
   return out;
 }
 

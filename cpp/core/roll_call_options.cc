@@ -1,7 +1,6 @@
 #include "roll_call_options.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace kdist {
 
@@ -47,29 +46,8 @@ int ListenBacklog(int64_t num_processes) {
   return static_cast<int>(std::clamp<int64_t>(num_processes + 64, 128, 65535));
 }
 
-std::string FormatElapsed(Nanos elapsed) {
-  const double seconds = std::max(0.0, NanosToSeconds(elapsed));
-  char buffer[32];
-  if (seconds < 10) {
-    std::snprintf(buffer, sizeof buffer, "%.1f s", seconds);
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%.0f s", seconds);
-  }
-  return buffer;
-}
-
-std::string FormatTimeout(Nanos timeout) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g s", NanosToSeconds(timeout));
-  return buffer;
-}
-
 Waiter::Waiter(Clock& clock, const RollCallOptions& options)
-    : clock_(clock),
-      options_(options),
-      start_(clock.Now() - std::max(options.already_elapsed, Nanos(0))),
-      deadline_(start_ + std::max(options.timeout, Nanos(0))),
-      next_check_(start_) {
+    : clock_(clock), options_(options), next_check_(options.deadline.start()) {
   next_progress_ = NextProgressAfter(clock.Now());
 }
 
@@ -83,21 +61,14 @@ Nanos Waiter::NextProgressAfter(Nanos now) const {
   // Lines fall on whole intervals since the start of initialize(), the first
   // one strictly after `now`: one cadence across the phases of a start, and
   // the lines missed by a long stall are skipped instead of printed.
+  const Nanos start = options_.deadline.start();
   const Nanos interval = ProgressInterval();
-  return start_ + interval * ((now - start_) / interval + 1);
-}
-
-Nanos Waiter::Elapsed() const { return clock_.Now() - start_; }
-
-Nanos Waiter::Remaining() const { return std::max(Nanos(0), deadline_ - clock_.Now()); }
-
-std::string Waiter::Progress() const {
-  return FormatElapsed(Elapsed()) + " of " + FormatTimeout(options_.timeout);
+  return start + interval * ((now - start) / interval + 1);
 }
 
 Nanos Waiter::Slice(Nanos want) const {
   const Nanos now = clock_.Now();
-  Nanos slice = std::min(want, deadline_ - now);
+  Nanos slice = std::min(want, options_.deadline.end() - now);
   if (options_.interrupted) slice = std::min(slice, std::max(Nanos(0), next_check_ - now));
   if (options_.progress) slice = std::min(slice, std::max(Nanos(0), next_progress_ - now));
   return std::max(slice, Nanos(0));
@@ -117,7 +88,7 @@ Status Waiter::Check(const std::function<std::string()>& line) {
 }
 
 Status Waiter::Sleep(Nanos duration, const std::function<std::string()>& line) {
-  const Nanos until = std::min(clock_.Now() + duration, deadline_);
+  const Nanos until = std::min(clock_.Now() + duration, options_.deadline.end());
   // Each pass sleeps at least 1 ns of a bounded remainder, so the loop ends.
   while (clock_.Now() < until) {
     const Nanos slice = std::max(Nanos(1), std::min(until - clock_.Now(), Slice(until - clock_.Now())));

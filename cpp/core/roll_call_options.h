@@ -1,7 +1,7 @@
 // What the two sides of the roll call share: the options and hooks
 // the caller passes in, the hello built from a resolved ClusterSpec, and the
-// Waiter that turns one deadline into bounded waits with progress lines and
-// interrupt checks.
+// Waiter that turns one Deadline (deadline.h) into bounded waits with progress
+// lines and interrupt checks.
 //
 // Process 0 runs RunCoordinator (coordinator.h); every other process runs
 // RunWorker and then WaitForCoordinatorService (worker.h).
@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "cluster_spec.h"
 #include "consistency.h"
+#include "deadline.h"
 #include "roll_call_wire.h"
 #include "status.h"
 
@@ -30,11 +31,11 @@ struct Identity {
 };
 
 struct RollCallOptions {
-  // The deadline: `timeout` after the start of initialize(), of which the
-  // caller had used `already_elapsed` before this call. Messages and progress
-  // lines count from that start ("12 s of 300 s").
-  Nanos timeout = std::chrono::seconds(300);
-  Nanos already_elapsed = Nanos(0);
+  // The deadline of the whole start, made when initialize() began, on the
+  // time base of the Clock the call is given. Messages and progress lines
+  // count from its start ("12 s of 300 s"). A default Deadline has no budget:
+  // set one.
+  Deadline deadline;
   // A progress line every `progress_interval` while waiting, on whole
   // intervals counted from the start of initialize(). The Waiter reads this
   // and check_interval as at least kMinWaiterInterval.
@@ -104,26 +105,22 @@ Nanos ServiceProbeInterval(int64_t num_processes);
 // process to be waiting at once (the kernel caps it at net.core.somaxconn).
 int ListenBacklog(int64_t num_processes);
 
-// "0.4 s", "12 s": one decimal below ten seconds, whole seconds above.
-std::string FormatElapsed(Nanos elapsed);
-// "3 s", "2.5 s", "300 s".
-std::string FormatTimeout(Nanos timeout);
-
 // The shortest progress and check interval a Waiter uses: a smaller (or zero,
 // or negative) setting would turn waits into busy loops.
 inline constexpr Nanos kMinWaiterInterval = std::chrono::milliseconds(1);
 
-// One deadline, cut into bounded waits. Not thread-safe; one per call.
+// The options' deadline, cut into bounded waits. Not thread-safe; one per call.
 class Waiter {
  public:
   Waiter(Clock& clock, const RollCallOptions& options);
 
   Clock& clock() { return clock_; }
-  Nanos Elapsed() const;
-  Nanos Remaining() const;  // 0 once the deadline passed
-  bool Expired() const { return Remaining().count() <= 0; }
+  const Deadline& deadline() const { return options_.deadline; }
+  Nanos Elapsed() const { return options_.deadline.Elapsed(clock_); }
+  Nanos Remaining() const { return options_.deadline.Remaining(clock_); }  // 0 once passed
+  bool Expired() const { return options_.deadline.Expired(clock_); }
   // "12 s of 300 s".
-  std::string Progress() const;
+  std::string Progress() const { return options_.deadline.Progress(clock_); }
 
   // How long the next blocking call may wait: `want`, shortened to the
   // deadline, to the next interrupt check and to the next progress line.
@@ -144,8 +141,6 @@ class Waiter {
 
   Clock& clock_;
   const RollCallOptions& options_;
-  Nanos start_;
-  Nanos deadline_;
   Nanos next_progress_;
   Nanos next_check_;
 };

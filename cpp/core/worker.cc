@@ -281,7 +281,7 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
           DeadlineExceeded(
               DescribeProcess(own_) + " reached the coordinator " + coordinator_.ToString() +
               " and sent its hello, but the roll call did not complete within " +
-              FormatTimeout(options_.timeout) +
+              options_.deadline.Budget() +
               (last_status_.empty() ? "" : "; process 0 last reported " + last_status_) +
               ". Process 0's own error names the processes that did not join."),
           ""};
@@ -292,7 +292,7 @@ Result<WorkerResult> Worker::Run() {
   // The loop bound counts rounds (one resolution or one pass over the
   // endpoints, then one backoff delay), not attempts: a name with many
   // addresses makes several attempts per round.
-  const int64_t max_rounds = backoff.MaxAttemptsWithin(options_.timeout) + 1;
+  const int64_t max_rounds = backoff.MaxAttemptsWithin(options_.deadline.budget()) + 1;
   const auto line = [this] { return Line(); };
   std::vector<Endpoint> endpoints;
   std::string last_endpoint = coordinator_.ToString();
@@ -338,7 +338,7 @@ Result<WorkerResult> Worker::Run() {
       last_endpoint == coordinator_.ToString() ? "" : " (at " + last_endpoint + ")";
   return Unavailable(
       DescribeProcess(own_) + " could not reach the coordinator " + coordinator_.ToString() +
-      " within " + FormatTimeout(options_.timeout) + ": " + std::to_string(attempts) +
+      " within " + options_.deadline.Budget() + ": " + std::to_string(attempts) +
       " attempt" + (attempts == 1 ? "" : "s") + ", last error: " + last_error_ + via +
       ", elapsed " + FormatElapsed(waiter_.Elapsed()) +
       ". Check that process 0 is running with the same coordinator address, that the address "
@@ -370,7 +370,7 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions
            last_error + "; " + waiter.Progress();
   };
   const Nanos interval = std::max(options.probe_interval, kMinServiceProbeInterval);
-  const int64_t max_probes = options.timeout / interval + 2;
+  const int64_t max_probes = options.deadline.budget() / interval + 2;
   for (int64_t probe = 0; probe < max_probes && !waiter.Expired(); ++probe) {
     KDIST_ASSIGN_OR_RETURN(Connected connected,
                            ConnectWithin(endpoint, options.connect_timeout, waiter, line));
@@ -380,7 +380,7 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions
   }
   return DeadlineExceeded(
       "the roll call completed, but process 0's JAX coordination service did not accept "
-      "connections at " + endpoint.ToString() + " within " + FormatTimeout(options.timeout) +
+      "connections at " + endpoint.ToString() + " within " + options.deadline.Budget() +
       " (last error: " + last_error +
       "); check process 0's output for an error while it started JAX");
 }

@@ -45,7 +45,7 @@ Address Make(std::string host, uint16_t port, HostKind kind) {
 TEST(Resolver, IpLiteralsNeedNoLookup) {
   RealClock clock;
   RollCallOptions options;
-  options.timeout = std::chrono::seconds(1);
+  options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(1));
   Waiter waiter(clock, options);
   auto v4 = ResolveEndpoints(Make("127.0.0.1", 5000, HostKind::kIPv4), waiter, nullptr);
   KDIST_ASSERT_OK(v4);
@@ -59,7 +59,7 @@ TEST(Resolver, IpLiteralsNeedNoLookup) {
 TEST(Resolver, LocalhostResolvesAndLeavesNoThread) {
   RealClock clock;
   RollCallOptions options;
-  options.timeout = std::chrono::seconds(5);
+  options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(5));
   Waiter waiter(clock, options);
   const int before = ThreadCount();
   auto endpoints = ResolveEndpoints(Make("localhost", 7000, HostKind::kName), waiter, nullptr);
@@ -97,7 +97,7 @@ bool ThreadsReturnTo(int want) {
 TEST(Resolver, BlockedLookupIsAbandonedAtTheDeadline) {
   RealClock clock;
   RollCallOptions options;
-  options.timeout = std::chrono::milliseconds(150);
+  options.deadline = Deadline::StartingNow(clock, std::chrono::milliseconds(150));
   Waiter waiter(clock, options);
   const int before = ThreadCount();
   g_answer = false;
@@ -115,7 +115,7 @@ TEST(Resolver, BlockedLookupIsAbandonedAtTheDeadline) {
 TEST(Resolver, SlowLookupWithinTheDeadlineIsJoined) {
   RealClock clock;
   RollCallOptions options;
-  options.timeout = std::chrono::seconds(30);
+  options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(30));
   Waiter waiter(clock, options);
   const int before = ThreadCount();
   g_answer = false;
@@ -133,7 +133,7 @@ TEST(Resolver, SlowLookupWithinTheDeadlineIsJoined) {
 TEST(Resolver, InterruptStopsTheWait) {
   RealClock clock;
   RollCallOptions options;
-  options.timeout = std::chrono::seconds(30);
+  options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(30));
   options.check_interval = std::chrono::milliseconds(20);
   int asked = 0;
   options.interrupted = [&]() -> Status {
@@ -155,7 +155,7 @@ TEST(Resolver, UnknownNameIsUnavailable) {
   // when resolution is done from /etc/hosts, and the test accepts either failure kind.
   RealClock clock;
   RollCallOptions options;
-  options.timeout = std::chrono::seconds(5);
+  options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(5));
   Waiter waiter(clock, options);
   auto endpoints = ResolveEndpointsWith(Make("no-such-host.invalid", 1, HostKind::kName), waiter,
                                         nullptr,

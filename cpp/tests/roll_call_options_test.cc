@@ -85,20 +85,11 @@ TEST(Rendezvous, TheListenBacklogIsSizedToTheJob) {
   EXPECT_EQ(ListenBacklog(1'000'000), 65535);
 }
 
-TEST(Rendezvous, TimesReadWell) {
-  EXPECT_EQ(FormatElapsed(milliseconds(400)), std::string("0.4 s"));
-  EXPECT_EQ(FormatElapsed(milliseconds(9940)), std::string("9.9 s"));
-  EXPECT_EQ(FormatElapsed(seconds(12)), std::string("12 s"));
-  EXPECT_EQ(FormatElapsed(Nanos(-5)), std::string("0.0 s"));
-  EXPECT_EQ(FormatTimeout(seconds(300)), std::string("300 s"));
-  EXPECT_EQ(FormatTimeout(milliseconds(2500)), std::string("2.5 s"));
-}
-
 TEST(Waiter, SleepStopsAtTheDeadlineAndLogsAtTheInterval) {
   FakeClock clock;
   std::vector<std::string> lines;
   RollCallOptions options;
-  options.timeout = seconds(300);
+  options.deadline = Deadline::StartingNow(clock, seconds(300));
   options.progress_interval = seconds(5);
   options.progress = [&](const std::string& line) { lines.push_back(line); };
   Waiter waiter(clock, options);
@@ -116,7 +107,7 @@ TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
   FakeClock clock;
   int asked = 0;
   RollCallOptions options;
-  options.timeout = seconds(60);
+  options.deadline = Deadline::StartingNow(clock, seconds(60));
   options.check_interval = milliseconds(100);
   options.interrupted = [&]() -> Status {
     ++asked;
@@ -133,7 +124,7 @@ TEST(Waiter, InterruptIsAskedEveryCheckIntervalAndStopsTheWait) {
 TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
   FakeClock clock;
   RollCallOptions options;
-  options.timeout = seconds(3);
+  options.deadline = Deadline::StartingNow(clock, seconds(3));
   options.progress_interval = seconds(1);
   options.progress = [](const std::string&) {};
   Waiter waiter(clock, options);
@@ -150,8 +141,7 @@ TEST(Waiter, SliceRespectsDeadlineChecksAndProgress) {
 TEST(Waiter, TimeSpentBeforeTheCallCountsAgainstTheDeadline) {
   FakeClock clock(seconds(1000));
   RollCallOptions options;
-  options.timeout = seconds(3);
-  options.already_elapsed = milliseconds(500);
+  options.deadline = Deadline(clock.Now() - milliseconds(500), seconds(3));
   Waiter waiter(clock, options);
   EXPECT_EQ(Ns(waiter.Remaining()), Ns(milliseconds(2500)));
   EXPECT_EQ(waiter.Progress(), std::string("0.5 s of 3 s"));
@@ -164,8 +154,8 @@ TEST(Waiter, ProgressKeepsItsCadenceAcrossCalls) {
   FakeClock clock;
   std::vector<std::string> lines;
   RollCallOptions options;
-  options.timeout = seconds(10);
-  options.already_elapsed = milliseconds(1700);  // an earlier phase used 1.7 s
+  // An earlier phase used 1.7 s.
+  options.deadline = Deadline(clock.Now() - milliseconds(1700), seconds(10));
   options.progress_interval = milliseconds(500);
   options.progress = [&](const std::string& line) { lines.push_back(line); };
   Waiter waiter(clock, options);
@@ -181,6 +171,7 @@ TEST(Waiter, AStallSkipsMissedLinesInsteadOfFlooding) {
   FakeClock clock;
   int lines = 0;
   RollCallOptions options;
+  options.deadline = Deadline::StartingNow(clock, seconds(300));
   options.progress_interval = seconds(1);
   options.progress = [&](const std::string&) { ++lines; };
   Waiter waiter(clock, options);
@@ -196,7 +187,7 @@ TEST(Waiter, ZeroOrNegativeIntervalsDoNotSpin) {
     int64_t lines = 0;
     int64_t asked = 0;
     RollCallOptions options;
-    options.timeout = seconds(10);
+    options.deadline = Deadline::StartingNow(clock, seconds(10));
     options.progress_interval = interval;
     options.check_interval = interval;
     options.progress = [&](const std::string&) { ++lines; };

@@ -32,7 +32,7 @@ TEST(Worker, UnreachableCoordinatorWithAFakeClock) {
   FakeClock clock;
   const uint16_t port = ClosedPort();
   RollCallOptions options;
-  options.timeout = seconds(300);
+  options.deadline = Deadline::StartingNow(clock, seconds(300));
   options.seed = 7;
   std::vector<std::string> lines;
   options.progress = [&](const std::string& line) { lines.push_back(line); };

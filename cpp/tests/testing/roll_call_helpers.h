@@ -38,10 +38,12 @@ inline Address Loopback(uint16_t port) {
   return a;
 }
 
-// Short deadlines so failures show in milliseconds.
+// Short deadlines so failures show in milliseconds. The deadline starts now,
+// on the real clock's time base (every RealClock shares it).
 inline RollCallOptions FastOptions(std::chrono::milliseconds timeout) {
   RollCallOptions o;
-  o.timeout = timeout;
+  RealClock clock;
+  o.deadline = Deadline::StartingNow(clock, timeout);
   o.hello_timeout = std::chrono::milliseconds(2000);
   o.close_grace = std::chrono::milliseconds(1000);
   o.backoff.initial = std::chrono::milliseconds(5);

@@ -8,7 +8,7 @@ one snapshot of the environment, before any side effect.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kdist import _core
 
@@ -25,18 +25,18 @@ def _integer_text(name: str, value: object) -> str | None:
     return str(value.__index__())  # type: ignore[attr-defined]
 
 
-def _addresses_text(value: object) -> str | None:
+def _addresses_text(name: str, value: object) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
         return ",".join(value)
     raise TypeError(
-        f"{_describe('job_addresses', value)}: expected a string of comma-separated host:port "
+        f"{_describe(name, value)}: expected a string of comma-separated host:port "
         f"addresses or a list of such strings. Received: {value!r}"
     )
 
 
-def _seconds_text(value: object, name: str = "timeout") -> str | None:
+def _seconds_text(name: str, value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -47,14 +47,14 @@ def _seconds_text(value: object, name: str = "timeout") -> str | None:
     return repr(float(value))
 
 
-def _signals_text(value: object) -> str | None:
+def _signals_text(name: str, value: object) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
         return ",".join(value) if value else "none"
     raise TypeError(
-        f'{_describe("stop_signals", value)}: expected signal names such as "SIGTERM,SIGUSR1" '
-        f'or a list of them, or "none". Received: {value!r}'
+        f"{_describe(name, value)}: expected a string of comma-separated signal names "
+        f'("SIGTERM,SIGUSR1", or "none") or a list of such names. Received: {value!r}'
     )
 
 
@@ -72,39 +72,58 @@ def _string_text(name: str, value: object) -> str | None:
     raise TypeError(f"{_describe(name, value)}: expected a string. Received: {value!r}")
 
 
+# Every setting of initialize(), in the order its type is checked: the name of its
+# keyword (and of its _core.Request field), and what checks the Python type and turns the
+# value into the core's text form (None: not passed). A new setting is one row here, its
+# field and Resolve step in the core, and initialize()'s keyword.
+_SETTINGS: tuple[tuple[str, Callable[[str, object], str | None]], ...] = (
+    ("job_addresses", _addresses_text),
+    ("num_processes", _integer_text),
+    ("process_id", _integer_text),
+    ("timeout", _seconds_text),
+    ("cluster_detection", _string_text),
+    ("preflight", _bool_text),
+    ("heartbeat_timeout", _integer_text),
+    ("shutdown_timeout", _integer_text),
+    ("on_peer_failure", _string_text),
+    ("consistency", _string_text),
+    ("stop_signals", _signals_text),
+    ("stall_timeout", _seconds_text),
+)
+_NAMES = frozenset(name for name, _ in _SETTINGS)
+
+
 def resolve(
     job_addresses: object = None,
     num_processes: object = None,
     process_id: object = None,
-    *,
-    timeout: object = None,
-    cluster_detection: object = None,
-    preflight: object = None,
-    heartbeat_timeout: object = None,
-    shutdown_timeout: object = None,
-    on_peer_failure: object = None,
-    consistency: object = None,
-    stop_signals: object = None,
-    stall_timeout: object = None,
+    **settings: object,
 ) -> _core.ClusterSpec:
     """Resolves and validates every setting; raises before any side effect.
 
+    Args:
+        job_addresses: initialize()'s `job_addresses`.
+        num_processes: initialize()'s `num_processes`.
+        process_id: initialize()'s `process_id`.
+        **settings: initialize()'s other keywords, by the names in `_SETTINGS`
+            (`timeout`, `cluster_detection`, `preflight`, `heartbeat_timeout`,
+            `shutdown_timeout`, `on_peer_failure`, `consistency`,
+            `stop_signals`, `stall_timeout`); a value of None is not passed.
+
     Raises:
-        TypeError: an argument has the wrong type.
+        TypeError: an argument has the wrong type, or a keyword names no setting.
         kdist.ConfigError: a value is malformed, out of range or missing.
     """
-    return _core.resolve(
-        job_addresses=_addresses_text(job_addresses),
-        num_processes=_integer_text("num_processes", num_processes),
-        process_id=_integer_text("process_id", process_id),
-        timeout=_seconds_text(timeout),
-        cluster_detection=_string_text("cluster_detection", cluster_detection),
-        preflight=_bool_text("preflight", preflight),
-        environment=dict(os.environ),
-        heartbeat_timeout=_integer_text("heartbeat_timeout", heartbeat_timeout),
-        shutdown_timeout=_integer_text("shutdown_timeout", shutdown_timeout),
-        on_peer_failure=_string_text("on_peer_failure", on_peer_failure),
-        consistency=_string_text("consistency", consistency),
-        stop_signals=_signals_text(stop_signals),
-        stall_timeout=_seconds_text(stall_timeout, "stall_timeout"),
-    )
+    unknown = sorted(set(settings) - _NAMES)
+    if unknown:
+        raise TypeError(f"resolve() got an unexpected keyword argument {unknown[0]!r}")
+    given = {
+        "job_addresses": job_addresses,
+        "num_processes": num_processes,
+        "process_id": process_id,
+        **settings,
+    }
+    request = _core.Request()
+    for name, text in _SETTINGS:
+        setattr(request, name, text(name, given.get(name)))
+    return _core.resolve(request, dict(os.environ))

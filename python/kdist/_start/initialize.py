@@ -222,9 +222,8 @@ class _Start:
         self.board = stop.prepare(spec)
         self.channel: _core.LivenessChannel | None = None
         self.lone = False
-        self.started = time.monotonic()
-        # The monotonic time by which the whole start must end.
-        self.deadline = self.started + spec.timeout
+        # The bound of the whole start, from now: every wait below takes it.
+        self.deadline = _core.Deadline(spec.timeout)
         # Process 0's hub, or another process's join under way (None without the roll call).
         self.hub: _core.LivenessChannel | None = None
         self.joining: liveness.BackgroundJoin | None = None
@@ -267,7 +266,7 @@ def _join_job(start: _Start, coordinator: str) -> None:
     if not start.roll_call and spec.num_processes > 1:
         start.shared.seed = _share_seed_by_key_value_store(spec, start.shared.seed, start.deadline)
         start.seed_source = "key-value store: process 0's seed"
-    _log_initialized(spec, time.monotonic() - start.started)
+    _log_initialized(spec, start.deadline.elapsed())
 
 
 def _run_roll_call(start: _Start) -> None:
@@ -281,7 +280,7 @@ def _run_roll_call(start: _Start) -> None:
             start.spec, start.deadline, start.shared, on_waiting=jax_import.start
         )
         roll_call_ended = time.monotonic()
-        start.timings["roll_call_s"] = roll_call_ended - start.started
+        start.timings["roll_call_s"] = start.deadline.elapsed()
     finally:
         jax_import.join()
     jax_import.raise_error()
@@ -317,7 +316,7 @@ def _start_jax(start: _Start, coordinator: str) -> None:
         coordinator,
         spec.num_processes,
         spec.process_id,
-        max(0.0, start.deadline - time.monotonic()),
+        start.deadline.remaining(),
         spec.local_device_ids,
         lifetime_timeouts=_lifetime_timeouts(spec),
         coordinator_bind_address=spec.coordinator_bind_address,
@@ -357,15 +356,15 @@ def _lifetime_timeouts(spec: _core.ClusterSpec) -> dict[str, int]:
     return out
 
 
-def _share_seed_by_key_value_store(spec: _core.ClusterSpec, job_seed: int, deadline: float) -> int:
+def _share_seed_by_key_value_store(
+    spec: _core.ClusterSpec, job_seed: int, deadline: _core.Deadline
+) -> int:
     """Without the roll call: process 0 publishes the job seed in JAX's key-value store,
     the others read it (one key, one round trip)."""
     if spec.process_id == 0:
         _jax_backend.key_value_set(seed.KEY_VALUE_STORE_KEY, str(job_seed))
         return job_seed
-    text = _jax_backend.key_value_get(
-        seed.KEY_VALUE_STORE_KEY, max(1.0, deadline - time.monotonic())
-    )
+    text = _jax_backend.key_value_get(seed.KEY_VALUE_STORE_KEY, max(1.0, deadline.remaining()))
     return int(text)
 
 
@@ -481,11 +480,11 @@ def cluster_spec() -> _core.ClusterSpec | None:
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
     "heartbeat_timeout", "shutdown_timeout", "on_peer_failure", "consistency",
     "stop_signals" and "stall_timeout" (and, after initialize(), "seed") to
-    "argument", an environment variable's name (JAX's
-    own JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID,
-    JAX_LOCAL_DEVICE_IDS and JAX_COORDINATOR_BIND_ADDRESS are read after
-    kdist's), a detector with its variables ("slurm (SLURM_PROCID)"),
-    "job_addresses" (counted from the list) or "default".
+    "argument", an environment variable's name (JAX's own JAX_COORDINATOR_ADDRESS,
+    JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS and
+    JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its
+    variables ("slurm (SLURM_PROCID)"), "job_addresses" (counted from the list) or
+    "default".
     `cluster_spec().scheduler` names the detected scheduler (or is None);
     `local_device_ids` are the device ids handed to JAX (None: all),
     `suggested_local_device_ids` and `local_devices_reason` what the scheduler

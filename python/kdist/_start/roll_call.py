@@ -3,8 +3,8 @@
 Process 0 binds the coordinator port and collects a hello from every other
 process; the others connect (with backoff, until the deadline) and wait for
 its verdict. The work happens in the compiled core with the GIL released;
-this module supplies who this process is, turns the deadline into timeouts,
-and says how the wait goes (`kdist._log`: visible without any logging
+this module supplies who this process is, hands the core the start's
+deadline, and says how the wait goes (`kdist._log`: visible without any logging
 configuration, a first line after a few seconds, then every half minute).
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,11 +21,6 @@ from kdist import _core, _jax_backend, _log
 from kdist._start import environment_fingerprint
 
 _logger = _log.LOGGER
-
-
-def _spent(spec: _core.ClusterSpec, deadline: float) -> float:
-    """Seconds of spec.timeout already used when the deadline is `deadline`."""
-    return max(0.0, spec.timeout - (deadline - time.monotonic()))
 
 
 def _progress(spec: _core.ClusterSpec) -> _log.Progress:
@@ -68,7 +62,7 @@ def _note_if_ctrl_c_cannot_interrupt() -> None:
 
 def roll_call(
     spec: _core.ClusterSpec,
-    deadline: float,
+    deadline: _core.Deadline,
     shared: _core.JobShared,
     on_waiting: Callable[[], None] | None = None,
 ) -> RollCallOutcome:
@@ -77,7 +71,8 @@ def roll_call(
     Args:
         spec: The resolved configuration (at least two processes, a
             coordinator address).
-        deadline: `time.monotonic()` value by which the whole start must end.
+        deadline: The whole start's deadline (its budget is spec.timeout),
+            made when initialize() began.
         shared: What process 0's "go" carries to every process (the job
             seed); ignored in the other processes, which receive it.
         on_waiting: Called once the wait begins: for process 0 after it
@@ -96,11 +91,10 @@ def roll_call(
         KeyboardInterrupt: Ctrl-C while waiting (nothing is left open).
 
     Example:
-        >>> import time
         >>> from kdist import _core
         >>> from kdist._start import config, roll_call
         >>> spec = config.resolve("127.0.0.1:1", 2, 1, timeout=0.2)
-        >>> deadline = time.monotonic() + spec.timeout
+        >>> deadline = _core.Deadline(spec.timeout)
         >>> roll_call.roll_call(spec, deadline, _core.JobShared())  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -125,8 +119,7 @@ def roll_call(
             pid,
             shared=shared,
             listener=listener,
-            timeout=spec.timeout,
-            elapsed=_spent(spec, deadline),
+            deadline=deadline,
             progress=_progress(spec),
             progress_interval=_log.FIRST_SECONDS,
             environment=environment,
@@ -154,8 +147,7 @@ def roll_call(
         jax_version,
         host,
         pid,
-        timeout=spec.timeout,
-        elapsed=_spent(spec, deadline),
+        deadline=deadline,
         progress=_progress(spec),
         progress_interval=_log.FIRST_SECONDS,
         environment=environment,
@@ -174,35 +166,37 @@ def roll_call(
     )
 
 
-def wait_for_coordinator_service(spec: _core.ClusterSpec, endpoint: str, deadline: float) -> None:
+def wait_for_coordinator_service(
+    spec: _core.ClusterSpec, endpoint: str, deadline: _core.Deadline
+) -> None:
     """Waits until process 0's JAX coordination service accepts connections.
 
     Called after the roll call's "go" (and after importing JAX), so JAX's
     client connects at its first try instead of sleeping in its own retry.
 
     Args:
-        spec: The resolved configuration (its timeout is the whole budget).
+        spec: The resolved configuration.
         endpoint: The IP literal "host:port" that `roll_call` returned.
-        deadline: `time.monotonic()` value by which the whole start must end.
+        deadline: The whole start's deadline, made when initialize() began.
 
     Raises:
         kdist.RendezvousTimeoutError: the service did not come up in time.
         KeyboardInterrupt: Ctrl-C while waiting.
 
     Example:
-        >>> import socket, time
+        >>> import socket
+        >>> from kdist import _core
         >>> from kdist._start import config, roll_call
         >>> spec = config.resolve("127.0.0.1:1", 2, 1, timeout=1)
         >>> with socket.create_server(("127.0.0.1", 0)) as server:
         ...     port = server.getsockname()[1]
         ...     roll_call.wait_for_coordinator_service(
-        ...         spec, f"127.0.0.1:{port}", time.monotonic() + 1)
+        ...         spec, f"127.0.0.1:{port}", _core.Deadline(1))
     """
     _core.wait_for_coordinator_service(
         endpoint,
         num_processes=spec.num_processes,
-        timeout=spec.timeout,
-        elapsed=_spent(spec, deadline),
+        deadline=deadline,
         progress=_progress(spec),
         progress_interval=_log.FIRST_SECONDS,
     )
