@@ -84,6 +84,14 @@ class Launcher:
                 return [int(p) for p in m.group(1).split(", ")]
         return []
 
+    def every_started_pid(self) -> list[int]:
+        """The pids the launcher reports it started, on every attempt."""
+        pids = []
+        for line in self.stderr:
+            if m := re.search(r"started \d+ process(?:es)? \(pids ([\d, ]+)\)", line):
+                pids += [int(p) for p in m.group(1).split(", ")]
+        return pids
+
     def reports(self) -> dict[int, dict[str, object]]:
         """Each child's JSON report, by process id (the prefix is checked)."""
         found = {}
@@ -109,7 +117,7 @@ def launchers() -> Iterator[list[Launcher]]:
             launcher.proc.kill()
             launcher.proc.wait(timeout=10)
         launcher.close()
-        pids = launcher.started_pids() + [
+        pids = launcher.every_started_pid() + [
             int(r["grandchild_pid"]) for r in launcher.reports().values() if "grandchild_pid" in r
         ]
         for pid in pids:
@@ -346,3 +354,184 @@ def test_help_texts_have_examples(args: list[str], example: str) -> None:
     examples = result.stdout.split("examples:", 1)
     assert len(examples) == 2, result.describe()
     assert example in examples[1], result.describe()
+
+
+# --- restarts, logs and quiet processes ---------------------------------------------------
+
+RESTART_CHILD = str(WORKERS / "restart_steps.py")
+
+
+def attempt_rows(launcher: Launcher) -> list[list[str]]:
+    """The rows of the launcher's last table (one per attempt), split into columns
+    (attempt, port, status, after, ended... and the first failure as the rest)."""
+    at = launcher.stderr.index("kdist launch: attempts:")
+    rows = []
+    for line in launcher.stderr[at + 2 :]:
+        if not re.match(r"  \d+ ", line):
+            break
+        rows.append(line.split())
+    return rows
+
+
+def test_a_job_that_fails_only_on_its_first_attempt_ends_in_success(
+    launchers: list[Launcher],
+) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--max-restarts", "1", "--", sys.executable, RESTART_CHILD, "fail_first"],
+        clean_env(2),
+    )
+    assert launcher.wait(timeout=120) == 0, launcher.describe()
+    reports = [json.loads(line.split(" ", 1)[1]) for line in launcher.stdout if "attempt" in line]
+    assert sorted((r["attempt"], r["process_id"]) for r in reports) == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]
+    ports = {r["attempt"]: r["address"] for r in reports}
+    assert ports[0] != ports[1], "each attempt has a fresh coordinator port"
+    assert (
+        "kdist launch: attempt 0 failed (exit 1); starting the job again (attempt 1 of at most 2)"
+        in launcher.stderr
+    ), launcher.describe()
+    rows = attempt_rows(launcher)
+    assert [row[:3] for row in rows] == [
+        ["0", ports[0].rsplit(":", 1)[1], "1"],
+        ["1", ports[1].rsplit(":", 1)[1], "0"],
+    ], launcher.describe()
+    assert "RuntimeError: fails on attempt 0 only" in " ".join(rows[0])
+
+
+def test_a_job_that_always_fails_exhausts_its_restarts_with_one_row_per_attempt(
+    launchers: list[Launcher],
+) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--max-restarts", "2", "--", sys.executable, RESTART_CHILD, "always_fail"],
+        clean_env(2),
+    )
+    assert launcher.wait(timeout=180) == 1, launcher.describe()
+    assert len(launcher.started_pids()) == 2
+    assert sum("kdist launch: started 2 processes" in line for line in launcher.stderr) == 3
+    rows = attempt_rows(launcher)
+    assert [row[0] for row in rows] == ["0", "1", "2"], launcher.describe()
+    for number, row in enumerate(rows):
+        line = " ".join(row)
+        assert row[2] == "1" and "failed (exit 1)" in line, line
+        assert re.search(r"process 1 \(host \S+, pid \d+\): RuntimeError: fails on every", line)
+        assert f"(this is attempt {number})" in line, line
+
+
+def test_no_restart_by_default_nor_after_success(launchers: list[Launcher]) -> None:
+    once = start(
+        launchers,
+        ["-n", "2", "--", sys.executable, RESTART_CHILD, "always_fail"],
+        clean_env(2),
+    )
+    assert once.wait(timeout=120) == 1, once.describe()
+    assert sum("started 2 processes" in line for line in once.stderr) == 1
+    assert not any(
+        line.startswith(("kdist launch: attempt", "kdist launch: attempts")) for line in once.stderr
+    ), once.describe()
+    succeeded = start(
+        launchers,
+        ["-n", "2", "--max-restarts", "3", "--", sys.executable, RESTART_CHILD, "fail_first"],
+        clean_env(2, KDIST_RESTART_COUNT="1"),  # the launcher's own count is not inherited
+    )
+    assert succeeded.wait(timeout=120) == 0, succeeded.describe()
+    assert sum("started 2 processes" in line for line in succeeded.stderr) == 2
+
+
+def test_a_signal_to_the_launcher_is_not_restarted(launchers: list[Launcher]) -> None:
+    launcher = start(
+        launchers,
+        ["-n", "2", "--max-restarts", "2", "--", sys.executable, CHILD, "wait"],
+        clean_env(2),
+    )
+    launcher.wait_for(lambda: len(launcher.reports()) == 2)
+    launcher.proc.send_signal(signal.SIGTERM)
+    assert launcher.wait(timeout=90) == 128 + signal.SIGTERM, launcher.describe()
+    assert sum("started 2 processes" in line for line in launcher.stderr) == 1
+    rows = attempt_rows(launcher)
+    assert len(rows) == 1 and "stopped by the launcher's SIGTERM" in " ".join(rows[0])
+
+
+@pytest.mark.multiprocess
+def test_a_job_stopped_by_a_signal_to_one_process_is_started_again(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    """A scheduler's stop of one process (SIGTERM to its pid): the job stops together,
+    exits 143, and the launcher starts the next attempt, which sees its restart count."""
+    launcher = start(
+        launchers,
+        [
+            "-n", "2", "--devices-per-process", "1", "--max-restarts", "1", "--",
+            sys.executable, RESTART_CHILD, "stop_then_finish",
+        ],
+        clean_env(1, RESTART_TEST_DIR=str(tmp_path)),
+    )  # fmt: skip
+    launcher.wait_for((tmp_path / "stepping-1").exists, timeout=120)
+    os.kill(launcher.started_pids()[1], signal.SIGTERM)
+    assert launcher.wait(timeout=180) == 0, launcher.describe()
+    assert any(re.fullmatch(r"\[0\] stopped at step \d+", line) for line in launcher.stdout)
+    rows = attempt_rows(launcher)
+    assert [row[2] for row in rows] == ["143", "0"], launcher.describe()
+    first = " ".join(rows[0])
+    assert "every process stopped at step" in first, first
+    assert re.search(r"process 1 \(host \S+, pid \d+\) asked to stop \(SIGTERM\)", first), first
+
+
+def test_log_dir_keeps_every_line_of_every_process_and_attempt(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    logs = tmp_path / "logs"
+    launcher = start(
+        launchers,
+        [
+            "-n", "3", "--max-restarts", "1", "--log-dir", str(logs), "--quiet-processes", "1-",
+            "--", sys.executable, RESTART_CHILD, "fail_first",
+        ],
+        clean_env(2),
+    )  # fmt: skip
+    assert launcher.wait(timeout=120) == 0, launcher.describe()
+    files = sorted(str(p.relative_to(logs)) for p in logs.rglob("*") if p.is_file())
+    assert files == [f"attempt-{a}/process-{i}.log" for a in (0, 1) for i in (0, 1, 2)], files
+    for attempt in (0, 1):
+        for process_id in (0, 1, 2):
+            text = (logs / f"attempt-{attempt}" / f"process-{process_id}.log").read_text()
+            report = json.loads(next(line for line in text.splitlines() if line[:1] == "{"))
+            assert (report["attempt"], report["process_id"]) == (attempt, process_id)
+            assert not text.startswith("["), "the log has no prefix"
+    failed = (logs / "attempt-0" / "process-1.log").read_text()
+    assert "Traceback (most recent call last)" in failed
+    assert "RuntimeError: fails on attempt 0 only" in failed
+    # The console: only process 0 (with its prefix) and the launcher's notes...
+    assert [line[:4] for line in launcher.stdout] == ["[0] ", "[0] "], launcher.describe()
+    assert not any(line.startswith(("[1]", "[2]")) for line in launcher.stderr)
+    # ...and, the quiet process having failed, its traceback right above the summary.
+    at = launcher.stderr.index("kdist launch: the last lines of process 1:")
+    tail = launcher.stderr[at + 1 : at + 5]
+    assert tail[0] == "  Traceback (most recent call last):", launcher.describe()
+    assert tail[-1] == "  RuntimeError: fails on attempt 0 only", launcher.describe()
+    assert launcher.stderr[at + 5].startswith("kdist launch: process 1 failed first")
+    assert launcher.stderr[at + 6] == "kdist launch: summary:"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-restarts", "-1"], "expected an integer >= 0, got '-1'"),
+        (["--quiet-processes", "x"], "expected process ids such as 1,3 or 2-5"),
+        (["--quiet-processes", "5-2"], "low <= high, got '5-2'"),
+    ],
+)
+def test_restart_and_log_usage_errors(args: list[str], message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", "-n", "2", *args, "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2 and message in result.stderr, result.stderr

@@ -31,9 +31,7 @@ def sum_one_global_batch() -> dict[str, Any]:
     batch = kdist.distribute_batch(local, dist)
     total = jax.jit(jnp.sum)(batch)
     # Weighs each row by its global index, so the order of the rows shows in the result.
-    weighted = jax.jit(lambda b: jnp.sum(b * jnp.arange(b.shape[0], dtype=b.dtype)[:, None]))(
-        batch
-    )
+    weighted = jax.jit(lambda b: jnp.sum(b * jnp.arange(b.shape[0], dtype=b.dtype)[:, None]))(batch)
     gathered = multihost_utils.process_allgather(batch, tiled=True)
     return {
         "process_id": spec.process_id,

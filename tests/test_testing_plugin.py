@@ -232,9 +232,7 @@ def test_dash_x_stops_at_the_first_failing_job(tmp_path: Path) -> None:
     assert outcome(result) == "1 failed", result.stdout[-3000:]
     assert "process 0 of 2 failed first, in fn: RuntimeError: failed in process 0" in (
         result.stdout
-    ) or "process 1 of 2 failed first, in fn: RuntimeError: failed in process 1" in (
-        result.stdout
-    )
+    ) or "process 1 of 2 failed first, in fn: RuntimeError: failed in process 1" in (result.stdout)
     assert "stopping after 1 failures" in result.stdout
     assert "test_second_is_never_run" not in result.stdout
 
@@ -246,9 +244,7 @@ def test_dash_x_stops_at_the_first_failing_job(tmp_path: Path) -> None:
 def test_two_jobs_side_by_side_under_xdist_take_different_ports(tmp_path: Path) -> None:
     meeting = tmp_path / "meeting"
     meeting.mkdir()
-    result = run_pytest(
-        tmp_path, SIDE_BY_SIDE, "-n", "2", env={"MEETING_FOLDER": str(meeting)}
-    )
+    result = run_pytest(tmp_path, SIDE_BY_SIDE, "-n", "2", env={"MEETING_FOLDER": str(meeting)})
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
     assert outcome(result) == "2 passed", result.stdout[-3000:]
     assert "created: 2/2 workers" in result.stdout

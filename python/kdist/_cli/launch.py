@@ -11,7 +11,7 @@ reaping them (waitid with WNOWAIT) until the end, so a process group id it
 signals can never belong to someone else's processes. Starting, watching,
 copying the output and stopping are `kdist._local_job`'s, shared with
 `kdist.testing.run_job`; this module is the command's policy: signals, notes,
-the timeout and the exit status.
+the timeout, the restarts, the logs and the exit status.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,6 +37,23 @@ EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The variable that tells each process which attempt of the job it belongs to (0 first).
+RESTART_COUNT_VARIABLE = "KDIST_RESTART_COUNT"
+# How many of the first failed process's last lines are printed above the summary.
+_TAIL_LINES = 30
+
+
+@dataclass
+class Attempt:
+    """One run of the whole job, and how it ended."""
+
+    number: int
+    port: int
+    status: int = 0
+    ended: str = "every process exited 0"
+    failure: str = ""  # the first failure: process, host, pid and its last error line
+    seconds: float = 0.0
+    final: bool = False  # nothing may follow it (success, a launcher signal, the timeout)
 
 
 def launch(
@@ -47,6 +65,9 @@ def launch(
     timeout: float | None = None,
     grace: float = 30.0,
     stall_timeout: float | None = None,
+    max_restarts: int = 0,
+    log_dir: Path | None = None,
+    quiet_processes: Container[int] = (),
     out: BinaryIO | None = None,
     err: BinaryIO | None = None,
 ) -> int:
@@ -62,13 +83,24 @@ def launch(
             KERAS_DISTRIBUTION_PROCESS_ID.
         devices_per_process: When set, each process uses JAX's CPU backend
             with this many devices. Defaults to None: the machine's devices.
-        port: The coordinator's port. Defaults to None: a free port.
+        port: The coordinator's port, the same on every attempt. Defaults to
+            None: a free port, a fresh one for each attempt.
         timeout: Seconds after which the whole job is stopped (exit status
-            124). Defaults to None: no limit.
+            124), restarts included. Defaults to None: no limit.
         grace: Seconds between SIGTERM and SIGKILL when stopping; a kdist job
             stops together at one agreed step meanwhile. Defaults to 30.
         stall_timeout: When set, KDIST_STALL_TIMEOUT for every process (kdist's
             stall watchdog). Defaults to None: off.
+        max_restarts: How many times the whole job is started again after it
+            failed or stopped (not after success, a signal to the launcher or the
+            timeout). Each process gets its attempt in KDIST_RESTART_COUNT (0
+            first). Defaults to 0: it runs once.
+        log_dir: When set, every line of process i of attempt a also goes to
+            `log_dir/attempt-<a>/process-<i>.log` (both streams as they arrive,
+            without the prefix). Defaults to None: no files.
+        quiet_processes: The ids of the processes whose lines stay off the
+            console (they are still logged, and a failed one's last lines are
+            still printed). Defaults to none.
         out: Where the processes' stdout lines go. Defaults to stdout.
         err: Where their stderr lines and the launcher's notes go. Defaults
             to stderr.
@@ -76,15 +108,16 @@ def launch(
     After the first non-zero exit the others get SETTLE_SECONDS to leave by
     themselves (kdist's liveness channel ends them at once), then SIGTERM and,
     after `grace`, SIGKILL. The launcher then names the first failure (the
-    process kdist's channel named, else the first to exit non-zero) and prints
-    a summary table: process, host, pid, how it ended, when, its last error
-    line, with the first failure marked.
+    process kdist's channel named, else the first to exit non-zero), prints its
+    last lines (its traceback) and a summary table: process, host, pid, how it
+    ended, when, its last error line, with the first failure marked. With
+    restarts, a last table has one row per attempt.
 
     Returns:
-        0 when every process exited with 0; else the first failure's status
-        (128 + N for a process killed by signal N); 128 + N when the
-        launcher received signal N; 124 on timeout; 127 (126) when the
-        command cannot be found (executed).
+        The last attempt's status: 0 when every process exited with 0; else
+        its first failure's status (128 + N for a process killed by signal N);
+        128 + N when the launcher received signal N; 124 on timeout; 127 (126)
+        when the command cannot be found (executed).
 
     Example:
         >>> from kdist._cli.launch import launch
@@ -92,62 +125,149 @@ def launch(
         0
     """
     output = Output(out or sys.stdout.buffer, err or sys.stderr.buffer)
-    port = port or _core.free_port()
-    records = Path(tempfile.mkdtemp(prefix="kdist-launch-"))
-    envs = []
-    for i in range(num_processes):
-        env = child_environment(
-            os.environ,
-            process_id=i,
-            num_processes=num_processes,
-            port=port,
-            devices_per_process=devices_per_process,
-        )
-        env[VERDICT_FILE_VARIABLE] = str(records / f"process-{i}.jsonl")
-        if stall_timeout is not None:
-            env["KDIST_STALL_TIMEOUT"] = repr(stall_timeout)
-        envs.append(env)
     received: list[int] = []
     previous = {
         s: signal.signal(s, lambda signum, _frame: received.append(signum))
         for s in _FORWARDED_SIGNALS
     }
+    options = _JobOptions(
+        num_processes,
+        devices_per_process,
+        stall_timeout,
+        log_dir,
+        quiet_processes,
+        grace,
+        timeout,
+        None if timeout is None else time.monotonic() + timeout,
+    )
+    attempts: list[Attempt] = []
+    try:
+        for number in range(max_restarts + 1):
+            if number:
+                output.note(
+                    f"attempt {number - 1} {attempts[-1].ended}; starting the job again "
+                    f"(attempt {number} of at most {max_restarts + 1})"
+                )
+            attempt = Attempt(number, port or _core.free_port())
+            attempts.append(attempt)
+            _run_attempt(command, attempt, options, output, received)
+            if attempt.final or attempt.status == 0:
+                break
+        if len(attempts) > 1 or max_restarts:
+            output.note("attempts:\n" + _attempt_table(attempts))
+        return attempts[-1].status
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@dataclass
+class _JobOptions:
+    """What every attempt of one `launch()` shares."""
+
+    num_processes: int
+    devices_per_process: int | None
+    stall_timeout: float | None
+    log_dir: Path | None
+    quiet_processes: Container[int]
+    grace: float
+    timeout: float | None
+    ends_at: float | None  # the monotonic time at which the timeout stops the job
+
+
+def _run_attempt(
+    command: Sequence[str],
+    attempt: Attempt,
+    options: _JobOptions,
+    output: Output,
+    received: list[int],
+) -> None:
+    """Starts every process of one attempt, supervises them and fills in `attempt`."""
+    records = Path(tempfile.mkdtemp(prefix="kdist-launch-"))
+    envs = []
+    for i in range(options.num_processes):
+        env = child_environment(
+            os.environ,
+            process_id=i,
+            num_processes=options.num_processes,
+            port=attempt.port,
+            devices_per_process=options.devices_per_process,
+        )
+        env[VERDICT_FILE_VARIABLE] = str(records / f"process-{i}.jsonl")
+        env[RESTART_COUNT_VARIABLE] = str(attempt.number)
+        if options.stall_timeout is not None:
+            env["KDIST_STALL_TIMEOUT"] = repr(options.stall_timeout)
+        envs.append(env)
+    log_files = None
+    if options.log_dir is not None:
+        folder = options.log_dir / f"attempt-{attempt.number}"
+        log_files = [folder / f"process-{i}.log" for i in range(options.num_processes)]
     job: Job | None = None
     # Made before the start so that the output readers can feed it the kdist lines.
     pending = Job([], output, received)
+    began = time.monotonic()
     try:
         try:
-            processes = start(command, envs, output, pending.on_line)
-        except FileNotFoundError:
-            output.note(f"cannot run {command[0]!r}: no such file or command")
-            return EXIT_NOT_FOUND
-        except PermissionError:
-            output.note(f"cannot run {command[0]!r}: permission denied")
-            return EXIT_CANNOT_EXECUTE
-        except OSError as error:  # ENOEXEC (not a program nor a #! script), ENOTDIR, ...
-            output.note(f"cannot run {command[0]!r}: {error.strerror or error}")
-            return EXIT_CANNOT_EXECUTE
+            processes = start(
+                command,
+                envs,
+                output,
+                pending.on_line,
+                quiet=options.quiet_processes,
+                log_files=log_files,
+            )
+        except OSError as error:
+            attempt.status, attempt.final = _cannot_run(command, error, output), True
+            attempt.ended = f"could not start (status {attempt.status})"
+            return
         pending.processes, pending.started = processes, time.monotonic()
         job = pending
+        count = options.num_processes
         output.note(
-            f"started {num_processes} process{'es' if num_processes != 1 else ''} "
-            f"(pids {', '.join(str(p.pid) for p in processes)}), coordinator 127.0.0.1:{port}"
+            f"started {count} process{'es' if count != 1 else ''} "
+            f"(pids {', '.join(str(p.pid) for p in processes)}), coordinator "
+            f"127.0.0.1:{attempt.port}"
+            + (f", attempt {attempt.number}" if attempt.number else "")
+            + (f", logs in {log_files[0].parent}" if log_files else "")
         )
-        return _supervise(job, timeout, grace)
+        _supervise(job, attempt, options)
     finally:
+        attempt.seconds = time.monotonic() - began
         if job is not None:
             job.finish()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         shutil.rmtree(records, ignore_errors=True)
 
 
-def _end_after_failure(job: Job, failed: Process, grace: float) -> int:
+def _cannot_run(command: Sequence[str], error: OSError, output: Output) -> int:
+    """The note and the status (as a shell's) when the command cannot be started."""
+    if isinstance(error, FileNotFoundError):
+        output.note(f"cannot run {command[0]!r}: no such file or command")
+        return EXIT_NOT_FOUND
+    if isinstance(error, PermissionError):
+        output.note(f"cannot run {command[0]!r}: permission denied")
+        return EXIT_CANNOT_EXECUTE
+    # ENOEXEC (not a program nor a #! script), ENOTDIR, ...
+    output.note(f"cannot run {command[0]!r}: {error.strerror or error}")
+    return EXIT_CANNOT_EXECUTE
+
+
+def _print_last_lines(job: Job, process: Process) -> None:
+    """The last lines the first failed process wrote (its traceback), above the summary."""
+    lines = process.last_lines(_TAIL_LINES)
+    if not lines:
+        return
+    job.output.note(
+        f"the last lines of process {process.process_id}:\n"
+        + "\n".join(f"  {line}" for line in lines)
+    )
+
+
+def _end_after_failure(job: Job, failed: Process, attempt: Attempt, grace: float) -> None:
     """The first non-zero exit: lets the others leave by themselves (kdist's liveness
     channel ends them within about a second; a SIGTERM would be caught by JAX's
     preemption notifier and only waste the grace), stops what is left, then blames
-    the first failure (the one kdist named, else the first non-zero exit), prints the
-    summary table and returns that failure's status."""
+    the first failure (the one kdist named, else the first non-zero exit), prints its
+    last lines and the summary table, and records that failure's status."""
     assert failed.status is not None
     others = [p for p in job.processes if p is not failed and p.poll() is None]
     job.output.note(
@@ -165,38 +285,67 @@ def _end_after_failure(job: Job, failed: Process, grace: float) -> int:
     if ending is not None:  # the job stopped or stalled, as kdist decided
         job.output.note(ending)
         job.output.note("summary:\n" + job.summary())
-        return failed.status
+        attempt.status, attempt.ended = failed.status, ending.split(":", 1)[0]
+        attempt.failure = ending.split(":", 1)[1].strip() if ":" in ending else ""
+        return
     first = job.first_failure() or failed
     assert first.status is not None
+    _print_last_lines(job, first)
     job.output.note(
         f"process {first.process_id} failed first ({first.ended_how()})"
         + (f": {first.error_line}" if first.error_line else "")
     )
     job.output.note("summary:\n" + job.summary())
-    return first.status
+    attempt.status = first.status
+    attempt.ended = f"failed ({first.ended_how()})"
+    attempt.failure = job.describe_failure(first)
 
 
-def _supervise(job: Job, timeout: float | None, grace: float) -> int:
+def _supervise(job: Job, attempt: Attempt, options: _JobOptions) -> None:
     """Waits for the job; stops it on the first failure, a signal or the timeout."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+    grace = options.grace
     while True:
         if job.received:
             signum = job.received[0]
-            job.output.note(
-                f"received {signal.Signals(signum).name}: forwarding it to every process"
-            )
+            name = signal.Signals(signum).name
+            job.output.note(f"received {name}: forwarding it to every process")
             job.stop(signum, grace)
             ending = job.ending()
             if ending is not None:
                 job.output.note(ending)
-            return 128 + signum
+            attempt.status, attempt.final = 128 + signum, True
+            attempt.ended = f"stopped by the launcher's {name}"
+            return
         failed = next((p for p in job.processes if p.poll() not in (None, 0)), None)
         if failed is not None:
-            return _end_after_failure(job, failed, grace)
+            _end_after_failure(job, failed, attempt, grace)
+            return
         if not job.running():
-            return 0
-        if deadline is not None and time.monotonic() >= deadline:
-            job.output.note(f"timed out after {timeout:g} s; stopping every process")
+            attempt.status, attempt.final = 0, True
+            return
+        if options.ends_at is not None and time.monotonic() >= options.ends_at:
+            job.output.note(f"timed out after {options.timeout:g} s; stopping every process")
             job.stop(signal.SIGTERM, grace)
-            return EXIT_TIMEOUT
+            attempt.status, attempt.final = EXIT_TIMEOUT, True
+            attempt.ended = "timed out"
+            return
         time.sleep(POLL_SECONDS)
+
+
+def _attempt_table(attempts: Sequence[Attempt]) -> str:
+    """One row per attempt: its number, port, status, how it ended, how long it ran and
+    its first failure."""
+    rows = [("attempt", "port", "status", "after", "ended", "first failure")]
+    for a in attempts:
+        failure = a.failure if len(a.failure) <= 160 else a.failure[:157] + "..."
+        rows.append(
+            (str(a.number), str(a.port), str(a.status), f"{a.seconds:.2f} s", a.ended, failure)
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        + "  "
+        + row[-1]
+        for row in rows
+    ]
+    return "\n".join("  " + line.rstrip() for line in lines)

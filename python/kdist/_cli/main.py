@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 _DESCRIPTION = """\
 kdist: start multi-process JAX jobs fast, checked and explained.
@@ -79,12 +80,14 @@ Ctrl-C, SIGTERM and SIGHUP are forwarded to every process, which stop together
 before SIGKILL. When a process exits with a non-zero status the others are
 stopped (SIGTERM, then SIGKILL after --grace seconds) and kdist launch exits
 with that status (128+N for signal N); a summary names the first failure, or
-how kdist stopped the job. Each
-process it started dies with the launcher, even when the launcher is killed
-with SIGKILL (Linux). Their own children are stopped with them (each process
-runs in its own process group) when the launcher ends the job, but not when the
-launcher is killed with SIGKILL: a program that starts children should make
-them exit with it.
+how kdist stopped the job, above it the first failed process's last lines (its
+traceback). With --max-restarts the whole job is started again after a failure
+or a stop (not after success, a signal to the launcher or --timeout), and a last
+table has one row per attempt. Each process it started dies with the launcher,
+even when the launcher is killed with SIGKILL (Linux). Their own children are
+stopped with them (each process runs in its own process group) when the launcher
+ends the job, but not when the launcher is killed with SIGKILL: a program that
+starts children should make them exit with it.
 """
 
 _LAUNCH_EPILOG = """\
@@ -92,6 +95,7 @@ examples:
   kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py
   kdist launch -n 4 --port 12345 --timeout 600 -- python train.py --epochs 3
   kdist launch -n 2 -- bash -c 'echo "process $KERAS_DISTRIBUTION_PROCESS_ID"'
+  kdist launch -n 8 --max-restarts 3 --log-dir logs --quiet-processes 1- -- python train.py
 """
 
 
@@ -103,6 +107,61 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+class ProcessIds:
+    """A set of process ids from text: "1,3", "2-5", "1-" (1 and every id after it),
+    "all".
+
+    Example:
+        >>> from kdist._cli.main import ProcessIds
+        >>> ids = ProcessIds.parse("0,4-5,9-")
+        >>> [i for i in range(12) if i in ids]
+        [0, 4, 5, 9, 10, 11]
+    """
+
+    def __init__(self, ranges: list[tuple[int, int | None]]) -> None:
+        self.ranges = ranges  # (first, last or None: no end), inclusive
+
+    def __contains__(self, process_id: object) -> bool:
+        if not isinstance(process_id, int):
+            return False
+        return any(
+            first <= process_id and (last is None or process_id <= last)
+            for first, last in self.ranges
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> ProcessIds:
+        if text.strip() == "all":
+            return cls([(0, None)])
+        ranges: list[tuple[int, int | None]] = []
+        for part in text.split(","):
+            first, dash, last = part.strip().partition("-")
+            try:
+                low = int(first)
+                high = (int(last) if last else None) if dash else low
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"expected process ids such as 1,3 or 2-5 or 1- (1 and every id "
+                    f"after it) or all, got {text!r}"
+                ) from None
+            if low < 0 or (high is not None and high < low):
+                raise argparse.ArgumentTypeError(
+                    f"expected ids >= 0 and ranges low-high with low <= high, got {part!r}"
+                )
+            ranges.append((low, high))
+        return cls(ranges)
 
 
 def _port(text: str) -> int:
@@ -230,6 +289,31 @@ def build_parser() -> argparse.ArgumentParser:
         "KDIST_STALL_TIMEOUT; default: off)",
     )
     launch.add_argument(
+        "--max-restarts",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="after a failure or a stop, end every process and start the whole job again on "
+        "a fresh coordinator port, at most N times; each process gets its attempt in "
+        "KDIST_RESTART_COUNT (0 first) and the exit status is the last attempt's "
+        "(default: 0, no restart)",
+    )
+    launch.add_argument(
+        "--log-dir",
+        type=Path,
+        metavar="DIR",
+        help="also write every line of process I of attempt A to DIR/attempt-A/process-I.log",
+    )
+    launch.add_argument(
+        "--quiet-processes",
+        type=ProcessIds.parse,
+        default=ProcessIds([]),
+        metavar="IDS",
+        help="keep these processes' lines off the console (e.g. 1- : every process but 0; "
+        "2,5-7; all); they still reach --log-dir, and a failed process's last lines are "
+        "still printed",
+    )
+    launch.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND ...",
@@ -309,6 +393,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout=args.timeout,
             grace=args.grace,
             stall_timeout=args.stall_timeout,
+            max_restarts=args.max_restarts,
+            log_dir=args.log_dir,
+            quiet_processes=args.quiet_processes,
         )
     if args.command_name == "bench":
         from kdist._cli import bench

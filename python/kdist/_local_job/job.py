@@ -14,9 +14,9 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from kdist._local_job.output import Output, copy_lines, is_gloo_connected_note
 from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process, die_with_parent_hook
@@ -52,9 +52,12 @@ class Job:
     def on_line(self, process: Process, is_stderr: bool, line: bytes) -> None:
         """Keeps a process's last lines and its last error line."""
         text = line.rstrip(b"\r\n")
-        process.tail.append(text.decode(errors="replace"))
-        if is_stderr and text.strip():
-            process.last_error = text.decode(errors="replace")
+        decoded = text.decode(errors="replace")
+        process.tail.append(decoded)
+        if is_stderr:
+            process.error_tail.append(decoded)
+            if text.strip():
+                process.last_error = decoded
 
     def records(self, events: Sequence[str]) -> list[dict[str, Any]]:
         """Every process's records of these events, process by process."""
@@ -84,6 +87,17 @@ class Job:
                 who = f"process {r.get('process_id')} (host {r.get('host')}, pid {r.get('pid')})"
                 return how.format(who=who, message=r.get("message"), step=r.get("step"))
         return None
+
+    def describe_failure(self, process: Process) -> str:
+        """ "process 1 (host h, pid 9): ValueError: boom": the process, and what kdist
+        recorded as its failure (else its last stderr line)."""
+        message = process.last_error
+        for record in self.records(_FAILURE_EVENTS):
+            if record.get("process_id") == process.process_id and record.get("message"):
+                message = str(record["message"])
+                break
+        where = f"process {process.process_id} (host {socket.gethostname()}, pid {process.pid})"
+        return where + (f": {message}" if message else "")
 
     def first_failure(self) -> Process | None:
         """The process kdist named first, else the first to exit with a non-zero status."""
@@ -157,6 +171,8 @@ class Job:
         for process in self.processes:
             for reader in process.readers:
                 reader.join(_READER_JOIN_SECONDS)
+            if process.log is not None:
+                process.log.close()
 
 
 def _bind_line_hook(hook: LineHook, process: Process, is_stderr: bool) -> Callable[[bytes], None]:
@@ -170,6 +186,8 @@ def start(
     on_line: LineHook | None = None,
     *,
     hook_before_exec: bool = True,
+    quiet: Container[int] = (),
+    log_files: Sequence[Path] | None = None,
 ) -> list[Process]:
     """Starts one process of `command` per environment, then the threads that copy
     their output (threads only after the last fork, so the fork-to-exec hook runs in
@@ -181,6 +199,11 @@ def start(
         output: Where their lines go, each with its `[id] ` prefix (Gloo's
             "connected as expected" notes on stdout are left out).
         on_line: Sees each line (both streams) with its process.
+        quiet: The ids of the processes whose lines stay off `output` (they still
+            reach `on_line` and their log file).
+        log_files: When given, one file per process (in process-id order) that
+            gets every line it writes, both streams as they arrive, without the
+            prefix; made with its folder, and closed by `Job.finish()`.
         hook_before_exec: True: each process is told to die with this one between
             fork and exec (Python code runs there: only for a parent without other
             threads). False: the program asks for it itself once it runs
@@ -191,7 +214,11 @@ def start(
     """
     hook = die_with_parent_hook() if hook_before_exec else None
     processes: list[Process] = []
+    logs: list[BinaryIO] = []
     try:
+        for path in log_files or ():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            logs.append(path.open("wb"))
         for process_id, env in enumerate(envs):
             popen = subprocess.Popen(
                 list(command),
@@ -203,8 +230,12 @@ def start(
                 preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
             )
             verdict = env.get(VERDICT_FILE_VARIABLE)
-            processes.append(Process(process_id, popen, Path(verdict) if verdict else None))
+            process = Process(process_id, popen, Path(verdict) if verdict else None)
+            process.log = logs[process_id] if logs else None
+            processes.append(process)
     except BaseException:
+        for log in logs:
+            log.close()
         for process in processes:
             process.signal_group(signal.SIGKILL)
             process.popen.wait()
@@ -214,9 +245,10 @@ def start(
         raise
     for process in processes:
         prefix = f"[{process.process_id}] ".encode()
+        shown = process.process_id not in quiet
         pipes = (
-            (process.popen.stdout, output.out, False, is_gloo_connected_note),
-            (process.popen.stderr, output.err, True, None),
+            (process.popen.stdout, output.out if shown else None, False, is_gloo_connected_note),
+            (process.popen.stderr, output.err if shown else None, True, None),
         )
         for source, stream, is_stderr, drop in pipes:
             assert source is not None
@@ -224,7 +256,7 @@ def start(
             reader = threading.Thread(
                 target=copy_lines,
                 args=(source, output, stream, prefix, hook_line),
-                kwargs={"drop": drop},
+                kwargs={"drop": drop, "log": process.log},
                 daemon=True,
             )
             reader.start()

@@ -71,15 +71,17 @@ def is_gloo_connected_note(line: bytes) -> bool:
 def copy_lines(
     source: BinaryIO,
     output: Output,
-    stream: ByteSink,
+    stream: ByteSink | None,
     prefix: bytes,
     on_line: Callable[[bytes], None] | None = None,
     *,
     drop: Callable[[bytes], bool] | None = None,
+    log: ByteSink | None = None,
 ) -> None:
-    """Copies `source` to `stream` until EOF, each line prefixed with `prefix`;
-    whole lines for which `drop` says True are left out; `on_line` sees every other line
-    (its first chunk, when a line is longer than the read size)."""
+    """Copies `source` to `stream` until EOF, each line prefixed with `prefix`, and to
+    `log` as it came; whole lines for which `drop` says True are left out; `on_line`
+    sees every other line (its first chunk, when a line is longer than the read size).
+    A `stream` of None: the lines go only to `log` and `on_line`."""
     at_line_start = True
     try:
         while True:
@@ -90,9 +92,15 @@ def copy_lines(
                 continue
             if on_line is not None and at_line_start:
                 on_line(chunk)
-            output.write(stream, (prefix if at_line_start else b"") + chunk)
+            if stream is not None:
+                output.write(stream, (prefix if at_line_start else b"") + chunk)
+            if log is not None:
+                output.write(log, chunk)
             at_line_start = chunk.endswith(b"\n")
         if not at_line_start:
-            output.write(stream, b"\n")
+            if stream is not None:
+                output.write(stream, b"\n")
+            if log is not None:
+                output.write(log, b"\n")
     finally:
         source.close()

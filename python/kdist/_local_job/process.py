@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 _PR_SET_PDEATHSIG = 1
 # How many of a process's last output lines are kept (both streams, in arrival order).
@@ -114,11 +114,17 @@ class Process:
     status: int | None = None  # shell-style exit status once it has exited
     killed_by: int | None = None  # the signal that ended it, when one did
     readers: list[threading.Thread] = field(default_factory=list)
+    log: BinaryIO | None = None  # the file that gets every line it writes, when there is one
     exited_at: float | None = None  # time.monotonic() when it was seen to exit
     last_error: str = ""  # its last non-empty stderr line
     signalled: bool = False  # it was stopped (signalled while still running)
     # Its last lines of output, both streams in arrival order, without the prefix.
     tail: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=TAIL_LINES)
+    )
+    # Its last stderr lines (stdout and stderr are read apart, so their order in `tail`
+    # is only roughly the order they were written in).
+    error_tail: collections.deque[str] = field(
         default_factory=lambda: collections.deque(maxlen=TAIL_LINES)
     )
 
@@ -137,6 +143,15 @@ class Process:
                 if isinstance(record, dict):
                     out.append(record)
         return out
+
+    def last_lines(self, most: int = 30) -> list[str]:
+        """Its last Python traceback when its last stderr lines hold one (what follows
+        it on stderr included), else its last lines of output; at most `most` lines,
+        the end kept."""
+        errors = list(self.error_tail)
+        starts = [i for i, line in enumerate(errors) if line.startswith("Traceback (most recent")]
+        lines = errors[starts[-1] :] if starts else list(self.tail)
+        return lines[-most:]
 
     @property
     def error_line(self) -> str:
