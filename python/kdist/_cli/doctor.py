@@ -211,6 +211,7 @@ def json_report(report: Report) -> dict[str, Any]:
             "local_devices_reason": spec.local_devices_reason,
             "local_devices_suggestion_applied": spec.local_devices_suggestion_applied,
             "coordinator_bind_address": spec.coordinator_bind_address,
+            "restart_count": spec.restart_count,
             "fingerprint": spec.fingerprint,
             "sources": dict(spec.sources),
         }
@@ -295,6 +296,7 @@ def render(report: Report) -> str:
             ("shutdown_timeout", f"{spec.shutdown_timeout} s"),
             ("on_peer_failure", spec.on_peer_failure),
             ("consistency", spec.consistency),
+            ("restart_count", str(spec.restart_count)),
         ]
         names = max(len(name) for name, _ in rows)
         width = max(len(value) for _, value in rows)
