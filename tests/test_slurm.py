@@ -95,6 +95,11 @@ def task_files(directory: Path) -> list[str]:
     return [option.format(dir=directory) for option in TASK_FILES]
 
 
+def started_at(fields: dict[str, str]) -> float:
+    """A job's StartTime (Slurm writes local time, to the second) as a time.time() value."""
+    return time.mktime(time.strptime(fields["StartTime"], "%Y-%m-%dT%H:%M:%S"))
+
+
 def expected_total(steps: int, tasks: int) -> int:
     """The result of an uninterrupted run of slurm_steps.py."""
     return steps * (steps - 1) // 2 * tasks * (tasks + 1) // 2
@@ -311,6 +316,39 @@ def test_scancel_stops_every_task_at_one_step_before_kill_wait(
     assert "asked to stop (SIGTERM); every process stops at step" in stderr, stderr
 
 
+@pytest.mark.slow
+def test_the_time_limit_itself_stops_every_task_at_one_step(slurm: Cluster, tmp_path: Path) -> None:
+    # At the limit (checked every ~30 s, so up to 30 s after it) slurmstepd sends each task
+    # SIGTERM, SIGCONT and SIGTERM again within milliseconds, then SIGKILL after KillWait:
+    # one stop, which the tasks must not take for a second one ("now").
+    with slurm.jobs() as jobs:
+        job_id = submit(
+            slurm,
+            jobs.new(),
+            tmp_path,
+            ["--time=1"],
+            SLURM_TEST_STEPS="1000000",
+            SLURM_TEST_SAVE_SECONDS="1",
+        )
+        wait_events(tmp_path, "running", 2, STEP_SECONDS)
+        pids = [int(event(tmp_path, i, "running")["pid"]) for i in range(2)]  # type: ignore[index]
+        started = started_at(slurm.job(job_id))
+        wait_events(tmp_path, "stopped", 2, 120)
+        wait_gone(pids, 3 * slurm.kill_wait)
+        gone = time.time()
+        step = assert_stopped_together(tmp_path, 2)
+        seen = min(float(event(tmp_path, i, "stopped")["stop_seen"]) for i in range(2))  # type: ignore[arg-type]
+        fields = slurm.wait_job(job_id, {"TIMEOUT"}, STEP_SECONDS)
+    batch = (tmp_path / "batch.out").read_text()
+    assert "DUE TO TIME LIMIT" in batch and "a second time" not in batch, batch
+    figure(
+        f"--time=1: SIGTERM reached should_stop {seen - started:.0f} s into the job (the limit "
+        f"is 60 s); every task stopped at step {step}, saved (1 s) and was gone "
+        f"{gone - seen:.2f} s after it (KillWait {slurm.kill_wait:g} s); job {fields['JobState']}"
+    )
+    assert gone - seen < slurm.kill_wait
+
+
 def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
     slurm: Cluster, tmp_path: Path
 ) -> None:
@@ -330,10 +368,10 @@ def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
             REQUEUE_UNFINISHED="1",
         )
         wait_events(tmp_path, "running", 2, STEP_SECONDS)
+        started = started_at(slurm.job(job_id))
         wait_events(tmp_path, "stopped", 2, 70)
         step = assert_stopped_together(tmp_path, 2)
-        started = float(event(tmp_path, 0, "running")["started"])  # type: ignore[arg-type]
-        seen = float(event(tmp_path, 0, "stopped")["stop_seen"])  # type: ignore[arg-type]
+        seen = min(float(event(tmp_path, i, "stopped")["stop_seen"]) for i in range(2))  # type: ignore[arg-type]
         # The batch script requeues the unfinished job; it runs again from the saved step.
         slurm.start_now(job_id, STEP_SECONDS)
         wait_events(tmp_path, "finished", 2, STEP_SECONDS, run=1)
@@ -347,9 +385,9 @@ def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
         assert result["total"] == expected_total(steps, 2)
     assert fields["Restarts"] == "1"
     figure(
-        f"--time=1 --signal=USR1@50: the stop reached should_stop {seen - started:.1f} s after "
-        f"the tasks started (the limit is 60 s); both stopped at step {step}; the requeued "
-        f"run resumed there and ended with the uninterrupted total"
+        f"--time=1 --signal=USR1@50: SIGUSR1 reached should_stop {seen - started:.0f} s into "
+        f"the job ({60 - (seen - started):.0f} s before the limit); both tasks stopped at step "
+        f"{step}; the requeued run resumed there and ended with the uninterrupted total"
     )
     # KERAS_BACKUP_AND_RESTORE: the same scenario with kdist.BackupAndRestore (another
     # branch) belongs here: model.fit with callbacks=[kdist.BackupAndRestore(tmp_path)],
