@@ -3,7 +3,9 @@
 # $KDIST_VENV); builds kdist's wheel and installs it with its test dependencies;
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
-# package (with real MPI launchers), then Keras's own distribution tests against kdist
+# package (with real MPI launchers), then the Slurm tests on a real single-node Slurm
+# (scripts/slurm.sh: started for them and stopped after, unless it was already up), then
+# Keras's own distribution tests against kdist
 # (scripts/keras_upstream.sh), then the compatibility runs of scripts/compat.sh (oldest
 # JAX and Keras; the abi3 wheel on Python 3.13).
 # Extra arguments go to the main pytest run.
@@ -62,7 +64,23 @@ abi3_wheel=$(bash scripts/compat.sh abi3-wheel | tail -n 1)
 export KDIST_TEST_ABI3_WHEEL="$abi3_wheel"
 
 echo "== Python tests (against the installed package)"
-"$venv/bin/python" -m pytest "$@"
+"$venv/bin/python" -m pytest -m "not slurm" "$@"
+
+echo "== Slurm: a real single-node cluster on loopback (scripts/slurm.sh), and the tests on it"
+# Installed when missing and running as root; where it cannot start, the tests skip and say why.
+slurm_started=$SECONDS
+slurm_ours=
+if ! bash scripts/slurm.sh status > /dev/null 2>&1; then
+  slurm_ours=1
+  trap 'bash scripts/slurm.sh stop' EXIT
+  bash scripts/slurm.sh start > /dev/null || true
+fi
+"$venv/bin/python" -m pytest -m slurm tests/test_slurm.py
+if [ -n "$slurm_ours" ]; then
+  bash scripts/slurm.sh stop
+  trap - EXIT
+fi
+echo "Slurm: $((SECONDS - slurm_started)) s, the cluster's start and stop included"
 
 echo "== Keras's own distribution tests (from its sdist): Keras alone, then served by kdist"
 KDIST_VENV="$venv" bash scripts/keras_upstream.sh both

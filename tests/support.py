@@ -74,6 +74,7 @@ ENVIRONMENT_SOURCES = {
     "consistency": "default",
     "stop_signals": "default",
     "stall_timeout": "default",
+    "restart_count": "default",
 }
 
 

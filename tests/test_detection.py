@@ -80,6 +80,22 @@ RESOLVED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "suggested_local_device_ids": None,  # one task per node keeps every device
         },
     ),
+    "slurm_requeued": (
+        {},
+        {
+            "scheduler": "slurm",
+            "job_addresses": ["localhost:61445"],  # 61440 + 5 % 4096
+            "num_processes": 2,
+            "process_id": 1,
+            "restart_count": 1,
+            "sources": {
+                "num_processes": "slurm (SLURM_STEP_NUM_TASKS)",
+                "process_id": "slurm (SLURM_PROCID)",
+                "restart_count": "slurm (SLURM_RESTART_COUNT)",
+            },
+            "suggested_local_device_ids": [1],
+        },
+    ),
     "srun_pmi2": (
         {},
         {
@@ -340,13 +356,124 @@ def test_explicit_settings_win_over_the_scheduler(
     use_fixture: Callable[[str], dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fixture("slurm_srun")
-    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "7")
-    spec = _config.resolve(job_addresses="10.0.0.9:7000")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "5")  # agrees with SLURM_PROCID
+    spec = _config.resolve(job_addresses="10.0.0.9:7000")  # kdist's own coordinator
     assert spec.job_addresses == ["10.0.0.9:7000"]
-    assert spec.process_id == 7
+    assert spec.process_id == 5
     assert spec.sources["job_addresses"] == "argument"
     assert spec.sources["process_id"] == "KERAS_DISTRIBUTION_PROCESS_ID"
     assert spec.sources["num_processes"] == "slurm (SLURM_STEP_NUM_TASKS)"
+    # Settings that describe the whole job take nothing from Slurm, so Slurm's other
+    # count and id are not compared (a launcher inside a job step: kdist launch).
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "7")
+    spec = _config.resolve(job_addresses="127.0.0.1:7000", num_processes=12)
+    assert (spec.num_processes, spec.process_id) == (12, 7)
+    assert spec.scheduler == "slurm"
+
+
+CONTRADICTION_ADVICE = (
+    "the scheduler that started it, so its processes would never form one job. To use "
+    "slurm's values, {remedy}; to describe a job of your own instead, give job_addresses, "
+    "num_processes and process_id all explicitly (slurm's are then not used)"
+)
+
+
+def test_a_count_that_contradicts_the_scheduler_is_an_error_naming_both(
+    use_fixture: Callable[[str], dict[str, str]], monkeypatch: pytest.MonkeyPatch, kdist_reset: None
+) -> None:
+    use_fixture("slurm_srun")  # srun of 8 tasks, task 5
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "3")
+    message = (
+        'KERAS_DISTRIBUTION_NUM_PROCESSES="3" (from the environment) contradicts '
+        'SLURM_STEP_NUM_TASKS="8" (detected: slurm): this process takes its other settings '
+        "(job_addresses, process_id) from slurm, "
+        + CONTRADICTION_ADVICE.format(remedy="unset KERAS_DISTRIBUTION_NUM_PROCESSES")
+    )
+    with pytest.raises(kdist.ConfigError, match=re.escape(message) + "$"):
+        kdist.initialize()
+    assert not kdist.is_initialized()
+    monkeypatch.delenv("KERAS_DISTRIBUTION_NUM_PROCESSES")
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape('num_processes=16 (argument) contradicts SLURM_STEP_NUM_TASKS="8"')
+        + ".*"
+        + re.escape("To use slurm's values, do not pass num_processes;"),
+    ):
+        _config.resolve(num_processes=16)
+    # The same count is no contradiction.
+    assert _config.resolve(num_processes=8).sources["num_processes"] == "argument"
+
+
+def test_a_process_id_that_contradicts_the_scheduler_is_an_error_naming_both(
+    use_fixture: Callable[[str], dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fixture("slurm_srun")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "0")  # another task's id
+    message = (
+        'KERAS_DISTRIBUTION_PROCESS_ID="0" (from the environment) contradicts '
+        'SLURM_PROCID="5" (detected: slurm): this process takes its other settings '
+        "(job_addresses, num_processes) from slurm, "
+        + CONTRADICTION_ADVICE.format(remedy="unset KERAS_DISTRIBUTION_PROCESS_ID")
+    )
+    with pytest.raises(kdist.ConfigError, match=re.escape(message) + "$"):
+        _config.resolve()
+    # kdist doctor says the same, and exits 1.
+    from kdist._cli import doctor
+
+    report = doctor.collect(probe=False)
+    assert not report.ok and report.error == message
+
+
+def test_other_schedulers_are_held_to_the_same_rule(
+    use_fixture: Callable[[str], dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fixture("torchrun")
+    monkeypatch.setenv("JAX_NUM_PROCESSES", "2")
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
+            'JAX_NUM_PROCESSES="2" (from the environment) contradicts WORLD_SIZE="4" '
+            "(detected: torchrun)"
+        ),
+    ):
+        _config.resolve()
+
+
+def test_the_restart_count_comes_from_kdist_then_the_scheduler_then_zero(
+    use_fixture: Callable[[str], dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = _config.resolve(num_processes=1)
+    assert (spec.restart_count, spec.sources["restart_count"]) == (0, "default")
+    use_fixture("slurm_srun")  # a first run: Slurm sets no restart count
+    assert _config.resolve().sources["restart_count"] == "default"
+    use_fixture("slurm_requeued")
+    spec = _config.resolve()
+    assert (spec.restart_count, spec.sources["restart_count"]) == (
+        1,
+        "slurm (SLURM_RESTART_COUNT)",
+    )
+    monkeypatch.setenv("KDIST_RESTART_COUNT", "4")
+    spec = _config.resolve()
+    assert (spec.restart_count, spec.sources["restart_count"]) == (4, "KDIST_RESTART_COUNT")
+    monkeypatch.setenv("KDIST_RESTART_COUNT", "-1")
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape(
+            'KDIST_RESTART_COUNT="-1" (from the environment): expected a non-negative integer '
+            "(how many times the job was started again)"
+        ),
+    ):
+        _config.resolve()
+    monkeypatch.delenv("KDIST_RESTART_COUNT")
+    use_fixture("torchrun")
+    for name in ("SLURM_JOB_ID", "SLURM_RESTART_COUNT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
+    spec = _config.resolve()
+    assert (spec.restart_count, spec.sources["restart_count"]) == (
+        2,
+        "torchrun (TORCHELASTIC_RESTART_COUNT)",
+    )
 
 
 def test_a_broken_scheduler_environment_does_not_block_an_explicit_job(

@@ -141,6 +141,26 @@ def test_a_configured_signal_stops_the_job_and_another_kind_is_left_alone(
         assert "(SIGTERM)" not in result.stderr
 
 
+def test_a_stop_signal_repeated_at_once_is_one_stop_not_a_second(tmp_path: Path) -> None:
+    # Slurm's time limit sends every task SIGTERM, SIGCONT and SIGTERM again within a
+    # few milliseconds (tests/test_slurm.py measures it): one stop, not the user's "now".
+    with Spawned(tmp_path) as spawned:
+        job = start_job(spawned, 2, "agreed")
+        wait_running(job)
+        for number in (signal.SIGTERM, signal.SIGCONT, signal.SIGTERM):
+            for process in job:
+                os.kill(process.pid, number)
+        results = finish(job)
+    for result in results:
+        # 0, or 143 where an agreed stop leaves with 128 + its signal: not what tells.
+        assert result.returncode in (0, 128 + signal.SIGTERM), result.describe()
+        assert "a second time" not in result.stderr, result.describe()
+    # Every process went on to its agreed step and reported it (a job ended "now" would
+    # have left without a report).
+    steps = {report(r)["stopped_at"] for r in results}
+    assert len(steps) == 1 and None not in steps, [r.describe() for r in results]
+
+
 def test_a_request_from_code_is_named_with_its_reason(tmp_path: Path) -> None:
     with Spawned(tmp_path) as spawned:
         job = start_job(spawned, 2, "request", who=1)

@@ -47,7 +47,8 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"on_peer_failure", spec.on_peer_failure.source},
       {"consistency", spec.consistency.source},
       {"stop_signals", spec.stop_signals.source},
-      {"stall_timeout", spec.stall_timeout_seconds.source}};
+      {"stall_timeout", spec.stall_timeout_seconds.source},
+      {"restart_count", spec.restart_count.source}};
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
 }
@@ -72,7 +73,7 @@ std::vector<std::pair<std::string, DetectedValue>> DetectedValues(const Detectio
   const std::pair<const char*, const std::optional<DetectedValue>*> fields[] = {
       {"job_addresses", &d.job_addresses}, {"num_processes", &d.num_processes},
       {"process_id", &d.process_id},       {"local_rank", &d.local_rank},
-      {"local_size", &d.local_size}};
+      {"local_size", &d.local_size},       {"restart_count", &d.restart_count}};
   for (const auto& [name, value] : fields) {
     if (*value) values.emplace_back(name, **value);
   }
@@ -153,6 +154,10 @@ void BindConfig(nb::module_& m) {
                    [](const ClusterSpec& s) { return s.on_peer_failure.value; },
                    "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
                    "fails or dies; 'ignore': it prints the line and goes on.")
+      .def_prop_ro("restart_count", [](const ClusterSpec& s) { return s.restart_count.value; },
+                   "How many times this job was started again: KDIST_RESTART_COUNT, else the "
+                   "detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption, "
+                   "TORCHELASTIC_RESTART_COUNT), else 0; sources['restart_count'] says which.")
       .def_prop_ro("consistency", [](const ClusterSpec& s) { return s.consistency.value; },
                    "'warn' (default; KDIST_CONSISTENCY): the roll call stops the job when the "
                    "processes' environments differ in a way that crashes or corrupts it (jax, "
@@ -293,6 +298,9 @@ void BindConfig(nb::module_& m) {
               "This process's index among the job's processes on its host.")
       .def_ro("local_size", &Detection::local_size,
               "The number of the job's processes on its host.")
+      .def_ro("restart_count", &Detection::restart_count,
+              "How many times the scheduler started this job again, when it says "
+              "(SLURM_RESTART_COUNT, TORCHELASTIC_RESTART_COUNT).")
       .def_ro("job_addresses_hint", &Detection::job_addresses_hint,
               "Why job_addresses is left out and what to set instead; '' when found.")
       .def_ro("num_processes_hint", &Detection::num_processes_hint)

@@ -46,6 +46,11 @@ struct ClusterSpec {
   // The stall watchdog: a process that reports no progress for this many
   // seconds ends the job; nullopt: off. Part of the fingerprint.
   Sourced<std::optional<double>> stall_timeout_seconds;
+  // How many times this job was started again: KDIST_RESTART_COUNT, else the
+  // detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption,
+  // TORCHELASTIC_RESTART_COUNT), else 0 ("default"). Not part of the
+  // fingerprint.
+  Sourced<int64_t> restart_count;
   // After the roll call: this process's environment fingerprint as compared
   // (empty when nothing was), and the differences let pass.
   std::vector<std::pair<std::string, std::string>> compared_environment;

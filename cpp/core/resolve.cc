@@ -390,6 +390,59 @@ Status ResolveLocalDevices(const Environment& env, const std::optional<Detection
   return Status::Ok();
 }
 
+// How to take an explicit setting away: "unset KERAS_DISTRIBUTION_NUM_PROCESSES",
+// "do not pass num_processes".
+std::string TakeAway(const Raw& raw) {
+  if (raw.source == "argument") return "do not pass " + raw.label;
+  return "unset " + raw.source;
+}
+
+// One explicit setting that contradicts the detected scheduler's value for it.
+struct Contradiction {
+  std::string described;  // the explicit side, as messages show it
+  std::string detected;   // the scheduler's side
+  std::string remedy;     // how to take the explicit side away
+};
+
+// An explicit process count or id against the value of the scheduler that
+// fills the job's other settings (`filled`, by name). The processes of such a
+// job take their ids, count and coordinator from the scheduler; one that
+// counts or numbers itself otherwise can never form a job with them, and
+// would wait out the roll call's deadline to learn it. Every process knows
+// both values, so each says so at once. Explicit settings that describe the
+// whole job never get here: the scheduler fills nothing for them.
+Status CheckAgainstScheduler(const Detection& detection, const std::vector<std::string>& filled,
+                             const std::vector<Contradiction>& contradictions) {
+  if (contradictions.empty()) return Status::Ok();
+  std::vector<std::string> sides;
+  std::vector<std::string> remedies;
+  for (const Contradiction& c : contradictions) {
+    sides.push_back(c.described + " contradicts " + c.detected);
+    remedies.push_back(c.remedy);
+  }
+  const std::string& name = detection.detector;
+  return InvalidArgument(
+      Join(sides, "; ") + ": this process takes its other settings (" + Join(filled, ", ") +
+      ") from " + name + ", the scheduler that started it, so its processes would never form "
+      "one job. To use " + name + "'s values, " + Join(remedies, " and ") +
+      "; to describe a job of your own instead, give job_addresses, num_processes and "
+      "process_id all explicitly (" + name + "'s are then not used)");
+}
+
+// The restart count: KDIST_RESTART_COUNT, else the detected scheduler's, else 0.
+Result<Sourced<int64_t>> ResolveRestartCount(const Environment& env,
+                                             const std::optional<Detection>& detection) {
+  std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvRestartCount);
+  if (!raw && detection) raw = FromDetection(detection->restart_count, detection->detector);
+  if (!raw) return Sourced<int64_t>{0, "default"};
+  const std::string expected =
+      "expected a non-negative integer (how many times the job was started again)";
+  Result<int64_t> value = ParseInteger(raw->text);
+  if (!value.ok()) return Invalid(*raw, value.status().message() + "; " + expected);
+  if (*value < 0) return Invalid(*raw, expected);
+  return Sourced<int64_t>{*value, raw->source};
+}
+
 // JAX_COORDINATOR_BIND_ADDRESS: process 0 binds there instead of every interface.
 Status ResolveBindAddress(const Environment& env, ClusterSpec& spec) {
   spec.coordinator_bind_address = {std::nullopt, "default"};
@@ -464,13 +517,24 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
                          DetectScheduler(spec.cluster_detection, needed, env));
   if (detected) spec.scheduler = detected->detector;
   const Detection* filler = (detected && !single_process) ? &*detected : nullptr;
+  // The settings the scheduler fills, and the explicit ones it must then agree with.
+  std::vector<std::string> filled;
+  const std::optional<Raw> count_given = count_raw;
+  const std::optional<Raw> id_given = id_raw;
   if (filler) {
     const std::string& name = filler->detector;
-    if (!addresses_raw) addresses_raw = FromDetection(filler->job_addresses, name);
-    if (!count_raw && explicit_addresses <= 1) {
-      count_raw = FromDetection(filler->num_processes, name);
+    if (!addresses_raw && filler->job_addresses) {
+      addresses_raw = FromDetection(filler->job_addresses, name);
+      filled.emplace_back("job_addresses");
     }
-    if (!id_raw) id_raw = FromDetection(filler->process_id, name);
+    if (!count_raw && explicit_addresses <= 1 && filler->num_processes) {
+      count_raw = FromDetection(filler->num_processes, name);
+      filled.emplace_back("num_processes");
+    }
+    if (!id_raw && filler->process_id) {
+      id_raw = FromDetection(filler->process_id, name);
+      filled.emplace_back("process_id");
+    }
   }
   const Detection no_detection;
   const Detection& hints = filler ? *filler : no_detection;
@@ -507,6 +571,35 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   }
   const int64_t n = spec.num_processes.value;
 
+  if (!filled.empty()) {
+    std::vector<Contradiction> contradictions;
+    const std::optional<DetectedValue>& their_count = filler->num_processes;
+    Result<int64_t> theirs = ParseInteger(their_count ? their_count->text : "");
+    // Explicit: an argument or variable, or the length of an explicit address list.
+    if (theirs.ok() && *theirs != n && (count_given || address_count > 1)) {
+      Contradiction c;
+      if (count_given) {
+        c.described = Describe(*count_given);
+        c.remedy = TakeAway(*count_given);
+      } else {
+        c.described = Describe(*addresses_raw) + ", which lists " +
+                      std::to_string(address_count) + " addresses,";
+        c.remedy = "list only the coordinator's address in " + addresses_raw->label;
+      }
+      c.detected = Describe(*FromDetection(their_count, filler->detector));
+      contradictions.push_back(std::move(c));
+    }
+    const std::optional<DetectedValue>& their_id = filler->process_id;
+    Result<int64_t> mine = ParseInteger(id_given ? id_given->text : "");
+    Result<int64_t> their_id_value = ParseInteger(their_id ? their_id->text : "");
+    if (id_given && mine.ok() && their_id_value.ok() && *mine != *their_id_value) {
+      contradictions.push_back({Describe(*id_given),
+                                Describe(*FromDetection(their_id, filler->detector)),
+                                TakeAway(*id_given)});
+    }
+    KDIST_RETURN_IF_ERROR(CheckAgainstScheduler(*filler, filled, contradictions));
+  }
+
   if (n > 1 && address_count == 0) {
     return InvalidArgument(
         Describe(*count_raw) +
@@ -536,6 +629,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   if (spec.process_id.value == 0) spec.process_hosts = ProcessHosts(spec, filler);
   KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, detected, spec));
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
+  KDIST_ASSIGN_OR_RETURN(spec.restart_count, ResolveRestartCount(env, detected));
   return spec;
 }
 

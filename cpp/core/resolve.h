@@ -41,6 +41,9 @@ inline constexpr std::string_view kEnvOnPeerFailure = "KDIST_ON_PEER_FAILURE";
 // Stopping together: the signals that are stop requests, and the stall watchdog.
 inline constexpr std::string_view kEnvStopSignals = "KDIST_STOP_SIGNALS";
 inline constexpr std::string_view kEnvStallTimeout = "KDIST_STALL_TIMEOUT";
+// How many times this job was started again (requeued, preempted, restarted by
+// its launcher): from the environment only, else the detected scheduler's.
+inline constexpr std::string_view kEnvRestartCount = "KDIST_RESTART_COUNT";
 inline constexpr int64_t kDefaultHeartbeatTimeoutSeconds = 100;  // JAX's own default
 inline constexpr int64_t kDefaultShutdownTimeoutSeconds = 300;   // JAX's own default
 inline constexpr int64_t kMaxJaxTimeoutSeconds = 1000000;
@@ -77,7 +80,13 @@ std::vector<std::string> ClusterDetectionModes();
 // (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID). A detected
 // scheduler fills only the cluster settings (job addresses, process count,
 // process id) that none of those gives, and nothing when the explicit
-// process count is 1. Failure is kInvalidArgument with a message
+// process count is 1. When it fills any of them, the explicit ones must agree
+// with its values: an explicit process count or id that contradicts the
+// scheduler's is an error naming both (a job taken half from the scheduler and
+// half from elsewhere cannot form); explicit settings that describe the whole
+// job leave the scheduler nothing to fill and win without a check (a launcher
+// inside a job step). The restart count comes from KDIST_RESTART_COUNT, else
+// the detected scheduler, else 0. Failure is kInvalidArgument with a message
 // that names the value, where it came from, and the expected form.
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env);
 

@@ -1,6 +1,7 @@
 #include "signal_relay.h"
 
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,9 +50,16 @@ void Call(const struct sigaction& action, int signal_number, siginfo_t* info, vo
   }
 }
 
+// CLOCK_MONOTONIC (steady_clock's time base), read the async-signal-safe way.
+Nanos SignalSafeNow() {
+  struct timespec now;
+  if (clock_gettime(CLOCK_MONOTONIC, &now) != 0) return Nanos(0);
+  return Nanos(int64_t{now.tv_sec} * 1000000000 + now.tv_nsec);
+}
+
 void Relay(int signal_number, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  if (StopBoard* board = g_board.load()) board->OnSignal(signal_number);
+  if (StopBoard* board = g_board.load()) board->OnSignal(signal_number, SignalSafeNow());
   if (signal_number > 0 && signal_number < kMaxSignal) {
     const Slot& slot = g_slots[signal_number];
     if (slot.installed && IsFunction(slot.found)) Call(slot.found, signal_number, info, context);

@@ -18,10 +18,14 @@ bool StopBoard::WaitForDecision(Nanos timeout) {
   return decided_.wait_for(lock, timeout, [this] { return decided(); });
 }
 
-void StopBoard::OnSignal(int signal_number) {
+void StopBoard::OnSignal(int signal_number, Nanos now) {
   int expected = 0;
   signal_.compare_exchange_strong(expected, signal_number);
-  signals_.fetch_add(1);
+  int64_t first = kNoSignalYet;
+  if (first_signal_at_.compare_exchange_strong(first, now.count()) ||
+      now.count() - first >= kRepeatWindow.count()) {
+    signals_.fetch_add(1);
+  }
   const int fd = wake_fd_.load();
   if (fd >= 0) {
     const char byte = 1;

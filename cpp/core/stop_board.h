@@ -57,14 +57,21 @@ class StopBoard {
 
   // --- a signal handler (async-signal-safe) ---------------------------------------
 
-  // Records a stop signal and wakes the channel (a byte on `wake_fd`, when set).
-  void OnSignal(int signal_number);
+  // Records a stop signal that arrived at `now` (monotonic: the relay reads
+  // CLOCK_MONOTONIC) and wakes the channel (a byte on `wake_fd`, when set).
+  // One within kRepeatWindow of the first is the same stop delivered twice, not
+  // a second one: Slurm's time limit sends every task SIGTERM, SIGCONT and
+  // SIGTERM again within a few milliseconds (measured on slurm-wlm 22.05), and
+  // taking the repeat for the user's "now" would end the job before it saves.
+  void OnSignal(int signal_number, Nanos now);
+  static constexpr Nanos kRepeatWindow = std::chrono::seconds(1);
   void SetWakeFd(int fd) { wake_fd_.store(fd); }
 
   // --- the liveness channel's thread ------------------------------------------------
 
   // The first stop signal not yet taken (0 when none), and how many stop
-  // signals arrived in all (a second one asks for the job to end at once).
+  // signals arrived in all, repeats within kRepeatWindow of the first not
+  // counted (a second one asks for the job to end at once).
   int TakeSignal();
   int signals_received() const { return signals_.load(); }
   // True once: the first time after the program's first Report.
@@ -94,8 +101,10 @@ class StopBoard {
   std::atomic<int64_t> stop_step_{kUndecided};
   std::atomic<int> stop_signal_{0};
   std::atomic<bool> armed_taken_{false};
-  // Signals: the first one's number (until taken) and the count.
+  // Signals: the first one's number (until taken), when the first came, and the count.
+  static constexpr int64_t kNoSignalYet = std::numeric_limits<int64_t>::min();
   std::atomic<int> signal_{0};
+  std::atomic<int64_t> first_signal_at_{kNoSignalYet};
   std::atomic<int> signals_{0};
   std::atomic<int> wake_fd_{-1};
   // The slow path only: WaitForDecision sleeps here.

@@ -19,7 +19,7 @@ TEST(BoardWatch, EachNewsIsToldOnce) {
   EXPECT_FALSE(news.armed);
   EXPECT_EQ(news.signal_number, 0);
   board.Report(0);
-  board.OnSignal(SIGTERM);
+  board.OnSignal(SIGTERM, seconds(1));
   news = watch.Tick(seconds(1));
   EXPECT_TRUE(news.armed);
   EXPECT_EQ(news.signal_number, SIGTERM);
@@ -27,7 +27,7 @@ TEST(BoardWatch, EachNewsIsToldOnce) {
   news = watch.Tick(seconds(2));
   EXPECT_FALSE(news.armed);
   EXPECT_EQ(news.signal_number, 0);
-  board.OnSignal(SIGTERM);
+  board.OnSignal(SIGTERM, seconds(3));  // 2 s later: a second stop
   EXPECT_TRUE(watch.Tick(seconds(3)).urgent);
 }
 

@@ -215,7 +215,7 @@ TEST(LivenessHubStop, ASignalInOneProcessStopsEveryProcessAtOneStep) {
   }
   for (auto& p : programs) p->Run();
   std::this_thread::sleep_for(milliseconds(300));  // every process armed (board ticks)
-  job.boards[1]->OnSignal(SIGTERM);
+  job.boards[1]->OnSignal(SIGTERM, seconds(0));
   for (auto& p : programs) p->Join();
   ASSERT_GE(programs[0]->stopped_at.load(), 0);
   EXPECT_EQ(programs[0]->stopped_at.load(), programs[1]->stopped_at.load());
@@ -233,7 +233,7 @@ TEST(LivenessHubStop, WhenNobodyAsksTheJobStopsNow) {
   Job job;
   job.with_boards = true;
   KDIST_ASSERT_OK(StartJob(job, 3));
-  job.boards[2]->OnSignal(SIGUSR1);
+  job.boards[2]->OnSignal(SIGUSR1, seconds(0));
   for (Inbox* inbox : {&job.hub_inbox, job.inboxes[0].get(), job.inboxes[1].get()}) {
     ASSERT_TRUE(WaitForKind(*inbox, LiveKind::kStopNow));
     const LiveNotice* now = Find(*inbox, LiveKind::kStopNow);
@@ -270,9 +270,9 @@ TEST(LivenessHubStop, ASecondSignalEndsTheJobNow) {
   KDIST_ASSERT_OK(StartJob(job, 2));
   job.boards[1]->Beat();  // process 1 asks, process 0 never reaches the step
   std::this_thread::sleep_for(milliseconds(300));
-  job.boards[1]->OnSignal(SIGTERM);
+  job.boards[1]->OnSignal(SIGTERM, seconds(10));
   ASSERT_TRUE(WaitForKind(job.hub_inbox, LiveKind::kStopAt));
-  job.boards[1]->OnSignal(SIGTERM);
+  job.boards[1]->OnSignal(SIGTERM, seconds(12));  // the board's times: 2 s later
   ASSERT_TRUE(WaitForKind(job.hub_inbox, LiveKind::kStopNow));
   EXPECT_EQ(Find(job.hub_inbox, LiveKind::kStopNow)->code, int64_t{1});
 }

@@ -138,8 +138,9 @@ TEST(Resolve, ProcessHostsComeFromTheAddressesOrTheSchedulersLayout) {
   EXPECT_EQ(spec->process_hosts.value,
             (std::vector<std::string>{"train-0", "train-1", "train-2"}));
 
-  // A count that is not the scheduler's: its layout does not describe this job.
-  spec = Resolve(Args(std::nullopt, "6", std::nullopt), slurm);
+  // A job described wholly otherwise, with another count: the scheduler's layout does
+  // not describe it.
+  spec = Resolve(Args("gpu-a01:1234", "6", "0"), slurm);
   KDIST_ASSERT_OK(spec);
   EXPECT_TRUE(spec->process_hosts.value.empty());
   // Only the coordinator's address, no scheduler: unknown.
@@ -386,15 +387,176 @@ TEST(Resolve, DetectedSchedulerFillsEverythingWithSources) {
 
 TEST(Resolve, ExplicitSettingsWinAndDetectionFillsTheRest) {
   Environment env = SlurmTask3();
-  env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "10.0.0.9:7000";
-  auto spec = Resolve(Args(std::nullopt, std::nullopt, "1"), env);
+  env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "10.0.0.9:7000";  // another coordinator: fine
+  auto spec = Resolve(Args(std::nullopt, std::nullopt, "3"), env);
   KDIST_ASSERT_OK(spec);
   EXPECT_EQ(spec->coordinator()->ToString(), std::string("10.0.0.9:7000"));
   EXPECT_EQ(spec->job_addresses.source, std::string("KERAS_DISTRIBUTION_JOB_ADDRESSES"));
-  EXPECT_EQ(spec->process_id.value, int64_t{1});
+  EXPECT_EQ(spec->process_id.value, int64_t{3});
   EXPECT_EQ(spec->process_id.source, std::string("argument"));
   EXPECT_EQ(spec->num_processes.source, std::string("slurm (SLURM_STEP_NUM_TASKS)"));
   EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
+  // An explicit count that agrees with the scheduler's keeps its own source.
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "4";
+  spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->num_processes.source, std::string("KERAS_DISTRIBUTION_NUM_PROCESSES"));
+  EXPECT_EQ(spec->process_id.source, std::string("slurm (SLURM_PROCID)"));
+}
+
+TEST(Resolve, AnExplicitCountThatContradictsTheSchedulerFillingTheRestIsAnError) {
+  // srun -n4 with KERAS_DISTRIBUTION_NUM_PROCESSES=3: every task knows both values.
+  Environment env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "3";
+  KDIST_EXPECT_ERROR(
+      Resolve(Request{}, env), StatusCode::kInvalidArgument,
+      "KERAS_DISTRIBUTION_NUM_PROCESSES=\"3\" (from the environment) contradicts "
+      "SLURM_STEP_NUM_TASKS=\"4\" (detected: slurm): this process takes its other settings "
+      "(job_addresses, process_id) from slurm, the scheduler that started it, so its processes "
+      "would never form one job. To use slurm's values, unset KERAS_DISTRIBUTION_NUM_PROCESSES; "
+      "to describe a job of your own instead, give job_addresses, num_processes and process_id "
+      "all explicitly (slurm's are then not used)");
+  // Before the detected id is checked against the explicit count: the contradiction is
+  // the cause (task 3 is out of range only because of it).
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "2";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "KERAS_DISTRIBUTION_NUM_PROCESSES=\"2\" (from the environment) contradicts "
+                     "SLURM_STEP_NUM_TASKS=\"4\" (detected: slurm)");
+  // As an argument; and JAX's own variable.
+  KDIST_EXPECT_ERROR(Resolve(Args(std::nullopt, "8", std::nullopt), SlurmTask3()),
+                     StatusCode::kInvalidArgument,
+                     "num_processes=8 (argument) contradicts SLURM_STEP_NUM_TASKS=\"4\" "
+                     "(detected: slurm): this process takes its other settings (job_addresses, "
+                     "process_id) from slurm");
+  KDIST_EXPECT_ERROR(Resolve(Args(std::nullopt, "8", std::nullopt), SlurmTask3()),
+                     StatusCode::kInvalidArgument, "To use slurm's values, do not pass "
+                     "num_processes;");
+  env = SlurmTask3();
+  env["JAX_NUM_PROCESSES"] = "5";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "JAX_NUM_PROCESSES=\"5\" (from the environment) contradicts "
+                     "SLURM_STEP_NUM_TASKS=\"4\"");
+  // An explicit coordinator and count, the id from Slurm: still half and half.
+  env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "node01:1234";
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "3";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "takes its other settings (process_id) from slurm");
+  // A list of every process's address counts too.
+  env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "a:1,b:1";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "KERAS_DISTRIBUTION_JOB_ADDRESSES=\"a:1,b:1\" (from the environment), which "
+                     "lists 2 addresses, contradicts SLURM_STEP_NUM_TASKS=\"4\" (detected: "
+                     "slurm)");
+}
+
+TEST(Resolve, AnExplicitProcessIdThatContradictsTheSchedulerFillingTheRestIsAnError) {
+  Environment env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_PROCESS_ID"] = "1";  // another task's id
+  KDIST_EXPECT_ERROR(
+      Resolve(Request{}, env), StatusCode::kInvalidArgument,
+      "KERAS_DISTRIBUTION_PROCESS_ID=\"1\" (from the environment) contradicts "
+      "SLURM_PROCID=\"3\" (detected: slurm): this process takes its other settings "
+      "(job_addresses, num_processes) from slurm");
+  KDIST_EXPECT_ERROR(Resolve(Args(std::nullopt, std::nullopt, "0"), SlurmTask3()),
+                     StatusCode::kInvalidArgument,
+                     "process_id=0 (argument) contradicts SLURM_PROCID=\"3\" (detected: slurm)");
+  // Both at once: one message names both, and both ways back.
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "2";
+  KDIST_EXPECT_ERROR(
+      Resolve(Request{}, env), StatusCode::kInvalidArgument,
+      "KERAS_DISTRIBUTION_NUM_PROCESSES=\"2\" (from the environment) contradicts "
+      "SLURM_STEP_NUM_TASKS=\"4\" (detected: slurm); KERAS_DISTRIBUTION_PROCESS_ID=\"1\" (from "
+      "the environment) contradicts SLURM_PROCID=\"3\" (detected: slurm): this process takes its "
+      "other settings (job_addresses) from slurm, the scheduler that started it, so its "
+      "processes would never form one job. To use slurm's values, unset "
+      "KERAS_DISTRIBUTION_NUM_PROCESSES and unset KERAS_DISTRIBUTION_PROCESS_ID;");
+  // A malformed explicit id is reported as such, not as a contradiction.
+  env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_PROCESS_ID"] = "three";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "KERAS_DISTRIBUTION_PROCESS_ID=\"three\" (from the environment): is not an "
+                     "integer");
+}
+
+TEST(Resolve, ExplicitSettingsThatDescribeTheWholeJobWinOverTheScheduler) {
+  // A launcher inside a job step (`srun -n1 kdist launch -n 4`): the scheduler fills
+  // nothing, so its other count and id are not checked.
+  Environment env = SlurmTask3();
+  env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = "127.0.0.1:5000";
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "6";
+  env["KERAS_DISTRIBUTION_PROCESS_ID"] = "5";
+  auto spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->num_processes.value, int64_t{6});
+  EXPECT_EQ(spec->process_id.value, int64_t{5});
+  EXPECT_EQ(spec->process_id.source, std::string("KERAS_DISTRIBUTION_PROCESS_ID"));
+  EXPECT_EQ(spec->scheduler.value_or(""), std::string("slurm"));
+  // So does a single process.
+  spec = Resolve(Args(std::nullopt, "1", std::nullopt), SlurmTask3());
+  KDIST_ASSERT_OK(spec);
+  // And other detectors follow the same rule.
+  Environment torchrun = {{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"},
+                          {"WORLD_SIZE", "4"},         {"RANK", "2"},
+                          {"KERAS_DISTRIBUTION_NUM_PROCESSES", "2"}};
+  KDIST_EXPECT_ERROR(Resolve(Request{}, torchrun), StatusCode::kInvalidArgument,
+                     "KERAS_DISTRIBUTION_NUM_PROCESSES=\"2\" (from the environment) contradicts "
+                     "WORLD_SIZE=\"4\" (detected: torchrun)");
+}
+
+TEST(Resolve, RestartCountFromTheVariableElseTheSchedulerElseZero) {
+  auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->restart_count.value, int64_t{0});
+  EXPECT_EQ(spec->restart_count.source, std::string("default"));
+
+  Environment env = SlurmTask3();
+  spec = Resolve(Request{}, env);  // a first run: Slurm sets no restart count
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->restart_count.source, std::string("default"));
+  env["SLURM_RESTART_COUNT"] = "2";
+  spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->restart_count.value, int64_t{2});
+  EXPECT_EQ(spec->restart_count.source, std::string("slurm (SLURM_RESTART_COUNT)"));
+  // Even when explicit settings leave the scheduler nothing else to fill.
+  spec = Resolve(Args(std::nullopt, "1", std::nullopt), env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->restart_count.value, int64_t{2});
+  env["KDIST_RESTART_COUNT"] = "7";
+  spec = Resolve(Request{}, env);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->restart_count.value, int64_t{7});
+  EXPECT_EQ(spec->restart_count.source, std::string("KDIST_RESTART_COUNT"));
+
+  Environment torchrun = {{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"},
+                          {"WORLD_SIZE", "4"},         {"RANK", "2"},
+                          {"TORCHELASTIC_RESTART_COUNT", "3"}};
+  spec = Resolve(Request{}, torchrun);
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->restart_count.value, int64_t{3});
+  EXPECT_EQ(spec->restart_count.source, std::string("torchrun (TORCHELASTIC_RESTART_COUNT)"));
+  // The restart count is not one of the settings every process must share.
+  EXPECT_EQ(spec->Fingerprint(), Resolve(Request{}, [&] {
+                                   Environment e = torchrun;
+                                   e.erase("TORCHELASTIC_RESTART_COUNT");
+                                   return e;
+                                 }())->Fingerprint());
+}
+
+TEST(Resolve, BadRestartCountsNameTheValueAndItsSource) {
+  KDIST_EXPECT_ERROR(Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_RESTART_COUNT", "-1"}}),
+                     StatusCode::kInvalidArgument,
+                     "KDIST_RESTART_COUNT=\"-1\" (from the environment): expected a non-negative "
+                     "integer (how many times the job was started again)");
+  KDIST_EXPECT_ERROR(Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_RESTART_COUNT", "once"}}),
+                     StatusCode::kInvalidArgument,
+                     "KDIST_RESTART_COUNT=\"once\" (from the environment): is not an integer");
+  Environment env = SlurmTask3();
+  env["SLURM_RESTART_COUNT"] = "x";
+  KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
+                     "SLURM_RESTART_COUNT=\"x\" (detected: slurm): is not an integer");
 }
 
 TEST(Resolve, DetectionOffOrNamed) {
@@ -428,7 +590,8 @@ TEST(Resolve, DetectedValuesAreValidatedWithTheirVariables) {
   KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
                      "SLURM_PROCID=\"4\" (detected: slurm): expected an integer in [0, 4)");
   env = SlurmTask3();
-  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "2";  // explicit wins, and the detected id is out of range
+  env["SLURM_STEP_NUM_TASKS"] = "x";  // explicit wins, and the detected id is out of range
+  env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = "2";
   KDIST_EXPECT_ERROR(Resolve(Request{}, env), StatusCode::kInvalidArgument,
                      "SLURM_PROCID=\"3\" (detected: slurm): expected an integer in [0, 2) because "
                      "num_processes=2 (KERAS_DISTRIBUTION_NUM_PROCESSES)");

@@ -13,6 +13,7 @@ namespace kdist {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 
 TEST(StopBoard, StepsGoOnUntilAStopIsAgreed) {
   StopBoard board;
@@ -90,17 +91,37 @@ TEST(StopBoard, ASignalIsRecordedCountedAndWakesTheChannel) {
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_NONBLOCK), 0);
   board.SetWakeFd(fds[1]);
-  board.OnSignal(SIGTERM);
-  board.OnSignal(SIGUSR1);
+  board.OnSignal(SIGTERM, seconds(100));
+  board.OnSignal(SIGUSR1, seconds(102));
   char buffer[4];
   EXPECT_EQ(read(fds[0], buffer, sizeof buffer), 2);
   EXPECT_EQ(board.TakeSignal(), SIGTERM);
   EXPECT_EQ(board.TakeSignal(), 0);
   EXPECT_EQ(board.signals_received(), 2);
-  board.OnSignal(SIGTERM);
+  board.OnSignal(SIGTERM, seconds(103));
   EXPECT_EQ(board.TakeSignal(), SIGTERM);  // a later one is taken again
   close(fds[0]);
   close(fds[1]);
+}
+
+TEST(StopBoard, ARepeatWithinTheWindowIsTheSameStop) {
+  // Slurm's time limit: SIGTERM, SIGCONT, SIGTERM within milliseconds, from slurmstepd.
+  StopBoard board;
+  board.OnSignal(SIGTERM, seconds(50));
+  board.OnSignal(SIGTERM, seconds(50) + milliseconds(3));
+  board.OnSignal(SIGUSR1, seconds(50) + StopBoard::kRepeatWindow - milliseconds(1));
+  EXPECT_EQ(board.signals_received(), 1);
+  EXPECT_EQ(board.TakeSignal(), SIGTERM);
+  // The window runs from the first signal: one a window after it is a second stop.
+  board.OnSignal(SIGTERM, seconds(50) + StopBoard::kRepeatWindow);
+  EXPECT_EQ(board.signals_received(), 2);
+  // Any time base: the first signal's time may be 0 or negative.
+  StopBoard other;
+  other.OnSignal(SIGTERM, Nanos(0));
+  other.OnSignal(SIGTERM, milliseconds(1));
+  EXPECT_EQ(other.signals_received(), 1);
+  other.OnSignal(SIGTERM, seconds(1));
+  EXPECT_EQ(other.signals_received(), 2);
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct Detection {
   std::optional<DetectedValue> process_id;
   std::optional<DetectedValue> local_rank;  // this process's index among those on its host
   std::optional<DetectedValue> local_size;  // the number of the job's processes on its host
+  // How many times the scheduler started this job again (a requeued or
+  // preempted Slurm job, a torchrun restart), when it says.
+  std::optional<DetectedValue> restart_count;
   // Where each process runs, when the scheduler's layout says: runs of
   // consecutive ids on one host, in id order ({"node-1", 4}, {"node-2", 4}:
   // ids 0-3 on node-1, 4-7 on node-2), or a prefix that the id completes

@@ -136,6 +136,10 @@ DetectResult Detect(const Environment& env) {
   if (const std::string* v = Lookup(env, "SLURM_LOCALID")) d.local_rank = Copy("SLURM_LOCALID", *v);
   KDIST_ASSIGN_OR_RETURN(const std::optional<DetectedValue> local_size, SlurmLocalSize(env));
   d.local_size = local_size;
+  // Set from the first requeue on (absent in a job's first run).
+  if (const std::string* v = Lookup(env, "SLURM_RESTART_COUNT")) {
+    d.restart_count = Copy("SLURM_RESTART_COUNT", *v);
+  }
   d.process_host_runs = BlockLayout(env, *hosts, count_name);
   if (!d.process_host_runs.empty()) {
     d.process_hosts_source =
@@ -150,7 +154,8 @@ Detector SlurmDetector() {
   return {"slurm", "Slurm job steps started by srun", "SLURM_JOB_ID",
           {"SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS",
            "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE",
-           "SLURM_NODEID", "SLURM_DISTRIBUTION", kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
+           "SLURM_NODEID", "SLURM_DISTRIBUTION", "SLURM_RESTART_COUNT", kEnvCoordinatorPort,
+           kEnvJaxCoordinatorPort},
           &Detect};
 }
 

@@ -1,6 +1,7 @@
 // The "slurm" detector: Slurm job steps started by srun, from SLURM_JOB_ID,
 // SLURM_STEP_NODELIST (clusters/slurm_hostlist.h), SLURM_STEP_NUM_TASKS (or
-// SLURM_NTASKS), SLURM_PROCID and SLURM_LOCALID.
+// SLURM_NTASKS), SLURM_PROCID and SLURM_LOCALID; the restart count from
+// SLURM_RESTART_COUNT.
 #ifndef KDIST_CLUSTERS_SLURM_H_
 #define KDIST_CLUSTERS_SLURM_H_
 

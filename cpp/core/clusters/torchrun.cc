@@ -55,6 +55,9 @@ DetectResult Detect(const Environment& env) {
   if (const std::string* v = Lookup(env, "LOCAL_WORLD_SIZE")) {
     d.local_size = Copy("LOCAL_WORLD_SIZE", *v);
   }
+  if (const std::string* v = Lookup(env, "TORCHELASTIC_RESTART_COUNT")) {
+    d.restart_count = Copy("TORCHELASTIC_RESTART_COUNT", *v);
+  }
   return std::optional<Detection>(std::move(d));
 }
 
@@ -64,7 +67,8 @@ Detector TorchrunDetector() {
   return {"torchrun", "torchrun-style launchers (torchrun, torch.distributed.launch, Kubeflow)",
           "WORLD_SIZE or RANK",
           {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-           "TORCHELASTIC_USE_AGENT_STORE", kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
+           "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RESTART_COUNT", kEnvCoordinatorPort,
+           kEnvJaxCoordinatorPort},
           &Detect};
 }
 

@@ -1,6 +1,7 @@
 // The "torchrun" detector: torchrun-style launchers (torchrun,
 // torch.distributed.launch, Kubeflow's PyTorchJob) set MASTER_ADDR,
-// MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK and LOCAL_WORLD_SIZE.
+// MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK and LOCAL_WORLD_SIZE; torchrun's
+// elastic agent sets TORCHELASTIC_RESTART_COUNT, the restart count.
 #ifndef KDIST_CLUSTERS_TORCHRUN_H_
 #define KDIST_CLUSTERS_TORCHRUN_H_
 

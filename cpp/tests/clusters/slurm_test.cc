@@ -25,6 +25,17 @@ TEST(Slurm, SlurmStep) {
   EXPECT_EQ(Text(d.local_size), std::string("4"));
 }
 
+TEST(Slurm, RestartCountAfterARequeue) {
+  // A job's first run has no SLURM_RESTART_COUNT; a requeued or preempted one has.
+  EXPECT_FALSE(Detect("auto", SlurmStep()).restart_count.has_value());
+  Environment env = SlurmStep();
+  env["SLURM_RESTART_COUNT"] = "2";
+  Detection d = Detect("auto", env);
+  EXPECT_EQ(Text(d.restart_count), std::string("2"));
+  EXPECT_EQ(Vars(d.restart_count), std::string("SLURM_RESTART_COUNT"));
+  EXPECT_EQ(d.restart_count->shown, std::string("SLURM_RESTART_COUNT=\"2\""));
+}
+
 TEST(Slurm, SlurmFallsBackToNtasksAndUnevenTasksPerNode) {
   Environment env = SlurmStep();
   env.erase("SLURM_STEP_NUM_TASKS");

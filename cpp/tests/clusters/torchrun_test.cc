@@ -21,6 +21,12 @@ TEST(Torchrun, Torchrun) {
   EXPECT_EQ(Text(d.process_id), std::string("6"));
   EXPECT_EQ(Text(d.local_rank), std::string("2"));
   EXPECT_EQ(Text(d.local_size), std::string("4"));
+  EXPECT_EQ(Text(d.restart_count), std::string("0"));  // torchrun sets it from the start
+  Environment restarted = Torchrun();
+  restarted["TORCHELASTIC_RESTART_COUNT"] = "1";  // torchrun's elastic agent restarted it
+  d = Detect("auto", restarted);
+  EXPECT_EQ(Text(d.restart_count), std::string("1"));
+  EXPECT_EQ(Vars(d.restart_count), std::string("TORCHELASTIC_RESTART_COUNT"));
 
   // Kubeflow's PyTorchJob: no agent, a service name, no local rank.
   Environment kubeflow = {{"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"},

@@ -217,6 +217,7 @@ def json_report(report: Report) -> dict[str, Any]:
             "consistency": spec.consistency,
             "stop_signals": list(spec.stop_signals),
             "stall_timeout": spec.stall_timeout,
+            "restart_count": spec.restart_count,
             "fingerprint": spec.fingerprint,
             "sources": dict(spec.sources),
         }
@@ -303,6 +304,7 @@ def render(report: Report) -> str:
             ("consistency", spec.consistency),
             ("stop_signals", ",".join(spec.stop_signals) or "none"),
             ("stall_timeout", "off" if spec.stall_timeout is None else f"{spec.stall_timeout:g} s"),
+            ("restart_count", str(spec.restart_count)),
         ]
         names = max(len(name) for name, _ in rows)
         width = max(len(value) for _, value in rows)

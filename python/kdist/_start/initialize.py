@@ -479,17 +479,19 @@ def cluster_spec() -> _core.ClusterSpec | None:
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
     "heartbeat_timeout", "shutdown_timeout", "on_peer_failure", "consistency",
-    "stop_signals" and "stall_timeout" (and, after initialize(), "seed") to
-    "argument", an environment variable's name (JAX's own JAX_COORDINATOR_ADDRESS,
-    JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS and
-    JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its
+    "stop_signals", "stall_timeout" and "restart_count" (and, after initialize(),
+    "seed") to "argument", an environment variable's name (JAX's own
+    JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS
+    and JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its
     variables ("slurm (SLURM_PROCID)"), "job_addresses" (counted from the list) or
     "default".
     `cluster_spec().scheduler` names the detected scheduler (or is None);
     `local_device_ids` are the device ids handed to JAX (None: all),
     `suggested_local_device_ids` and `local_devices_reason` what the scheduler
     suggests and why, `local_devices_suggestion_applied` whether the ids are
-    that suggestion. After the roll call, `compared_environment` is this
+    that suggestion. `restart_count` is how many times the job was started again
+    (KDIST_RESTART_COUNT, else SLURM_RESTART_COUNT or TORCHELASTIC_RESTART_COUNT,
+    else 0). After the roll call, `compared_environment` is this
     process's environment fingerprint as the processes compared it, and
     `consistency_notes` the differences let pass.
 

@@ -1,0 +1,435 @@
+"""kdist under a real Slurm: scripts/slurm.sh's single-node cluster (slurm-wlm 22.05, munge,
+no cgroups, loopback only), real srun steps and sbatch jobs, real scancel, time limits
+and requeues.
+
+What a real Slurm adds to the hand-set-variable tests (tests/test_detection.py, which
+cover versions and layouts one node cannot): the variables srun really sets, the signals
+scancel, a time limit and a requeue really send, and when. Every task is a real process
+on JAX's CPU backend; every wait is bounded; each test cancels what it submitted.
+
+The figures (scancel to every task gone, next to KillWait; when a time limit's signal
+arrived) are printed: `pytest -m slurm -s tests/test_slurm.py` shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import slurm_cluster
+from slurm_cluster import Cluster, Job
+from support import KDIST_SCRIPT, WORKERS
+
+pytestmark = pytest.mark.slurm
+
+WORKER = str(WORKERS / "slurm_steps.py")
+HOST = os.uname().nodename
+STEP_SECONDS = 90  # bounds one srun step or one run of a batch job; nothing is timed by it
+
+
+@pytest.fixture(scope="module")
+def slurm() -> Iterator[Cluster]:
+    try:
+        with slurm_cluster.cluster() as cluster:
+            yield cluster
+    except slurm_cluster.Unavailable as unavailable:
+        pytest.skip(str(unavailable))
+
+
+def figure(text: str) -> None:
+    print(f"\nslurm figure: {text}", file=sys.stderr)
+
+
+def events(directory: Path, process_id: int) -> list[dict[str, object]]:
+    path = directory / f"events-{process_id}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def event(directory: Path, process_id: int, name: str, run: int = 0) -> dict[str, object] | None:
+    """Process `process_id`'s event `name` in the job's run `run` (its restart count)."""
+    for record in events(directory, process_id):
+        if record["event"] == name and record["restart_count"] == run:
+            return record
+    return None
+
+
+def wait_events(directory: Path, name: str, tasks: int, timeout: float, run: int = 0) -> None:
+    deadline = time.monotonic() + timeout
+    while any(event(directory, i, name, run) is None for i in range(tasks)):
+        assert time.monotonic() < deadline, (
+            f"no {name!r} event from every task after {timeout} s: "
+            f"{[events(directory, i) for i in range(tasks)]}"
+        )
+        time.sleep(0.05)
+
+
+def wait_gone(pids: list[int], timeout: float) -> float:
+    """Seconds until none of `pids` runs any more (the tasks are slurmstepd's children)."""
+    started = time.monotonic()
+    while any(Path(f"/proc/{pid}").exists() for pid in pids):
+        assert time.monotonic() - started < timeout, f"tasks {pids} still run after {timeout} s"
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+def task_output(directory: Path, task: int) -> tuple[str, str]:
+    """Task `task`'s stdout and stderr, from srun --output/--error files."""
+    return (
+        (directory / f"task-{task}.out").read_text(errors="replace"),
+        (directory / f"task-{task}.err").read_text(errors="replace"),
+    )
+
+
+TASK_FILES = ["--output={dir}/task-%t.out", "--error={dir}/task-%t.err"]
+
+
+def task_files(directory: Path) -> list[str]:
+    return [option.format(dir=directory) for option in TASK_FILES]
+
+
+def started_at(fields: dict[str, str]) -> float:
+    """A job's StartTime (Slurm writes local time, to the second) as a time.time() value."""
+    return time.mktime(time.strptime(fields["StartTime"], "%Y-%m-%dT%H:%M:%S"))
+
+
+def expected_total(steps: int, tasks: int) -> int:
+    """The result of an uninterrupted run of slurm_steps.py."""
+    return steps * (steps - 1) // 2 * tasks * (tasks + 1) // 2
+
+
+# --- starting -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("options", [["-n2"], ["-n3", "--overcommit"]], ids=["n2", "n3"])
+def test_srun_alone_configures_the_job(slurm: Cluster, tmp_path: Path, options: list[str]) -> None:
+    tasks = int(options[0][2:])
+    env = slurm.env(SLURM_TEST_MODE="report", SLURM_TEST_DIR=str(tmp_path))
+    with slurm.jobs() as jobs:
+        result = slurm.srun(
+            jobs.new(),
+            [sys.executable, WORKER],
+            env=env,
+            options=[*options, *task_files(tmp_path)],
+            timeout=STEP_SECONDS,
+        )
+    assert result.returncode == 0, (result.stderr, [task_output(tmp_path, i) for i in range(tasks)])
+    reports = [json.loads(task_output(tmp_path, i)[0].strip().splitlines()[-1]) for i in range(tasks)]
+    port = 61440 + int(reports[0]["job_id"]) % 4096  # as JAX derives it
+    for task, report in enumerate(reports):
+        assert report["process_id"] == task == int(report["slurm_procid"])
+        assert report["num_processes"] == tasks
+        assert report["scheduler"] == "slurm"
+        assert report["coordinator"] == f"localhost:{port}"
+        assert report["devices"] == 2 * tasks and report["local_devices"] == 2
+        sources = report["sources"]
+        assert sources["job_addresses"] == "slurm (SLURM_STEP_NODELIST, SLURM_JOB_ID)"
+        assert sources["num_processes"] == "slurm (SLURM_STEP_NUM_TASKS)"
+        assert sources["process_id"] == "slurm (SLURM_PROCID)"
+        assert (report["restart_count"], sources["restart_count"]) == (0, "default")
+
+
+def test_kdist_doctor_under_srun(slurm: Cluster, tmp_path: Path) -> None:
+    with slurm.jobs() as jobs:
+        result = slurm.srun(
+            jobs.new(),
+            [str(KDIST_SCRIPT), "doctor", "--json"],
+            env=slurm.env(),
+            options=["-n2", *task_files(tmp_path)],
+            timeout=STEP_SECONDS,
+        )
+    assert result.returncode == 0, result.stderr
+    for task in range(2):
+        report = json.loads(task_output(tmp_path, task)[0])
+        assert report["ok"] is True, report["error"]
+        assert report["scheduler"] == "slurm"
+        config = report["config"]
+        assert (config["process_id"], config["num_processes"]) == (task, 2)
+        assert config["sources"]["process_id"] == "slurm (SLURM_PROCID)"
+        assert config["restart_count"] == 0
+        slurm_report = next(d for d in report["detectors"] if d["name"] == "slurm")
+        assert slurm_report["values"]["process_id"]["value"] == str(task)
+
+
+# --- failing and contradicting --------------------------------------------------------------
+
+
+def test_a_task_that_raises_is_named_by_the_other_at_once(slurm: Cluster, tmp_path: Path) -> None:
+    env = slurm.env(SLURM_TEST_MODE="fail", SLURM_TEST_WHO="1", SLURM_TEST_DIR=str(tmp_path))
+    with slurm.jobs() as jobs:
+        result = slurm.srun(
+            jobs.new(),
+            [sys.executable, WORKER],
+            env=env,
+            options=["-n2", *task_files(tmp_path)],
+            timeout=STEP_SECONDS,
+        )
+    ended = time.time()
+    assert result.returncode != 0
+    failing = event(tmp_path, 1, "failing")
+    assert failing is not None, events(tmp_path, 1)
+    line = (
+        f"kdist: process 1 (host {HOST}, pid {failing['pid']}) failed first: RuntimeError: "
+        "injected failure at step 20"
+    )
+    assert line in task_output(tmp_path, 0)[1], task_output(tmp_path, 0)
+    seconds = ended - float(failing["time"])  # srun's own exit included
+    figure(f"a task raised: the step ended {seconds:.2f} s later, the other task naming it")
+    assert seconds < 10
+
+
+CONTRADICTION = (
+    "{variable}=\"{mine}\" (from the environment) contradicts {theirs}=\"{value}\" (detected: "
+    "slurm): this process takes its other settings ({others}) from slurm"
+)
+
+
+@pytest.mark.parametrize("setting", ["num_processes", "process_id"])
+def test_a_value_that_contradicts_slurm_is_named_in_every_task_at_once(
+    slurm: Cluster, tmp_path: Path, setting: str
+) -> None:
+    code = "import kdist\nkdist.initialize()\n"
+    if setting == "num_processes":
+        env = slurm.env(KERAS_DISTRIBUTION_NUM_PROCESSES="3")
+        command = [sys.executable, "-c", code]
+    else:
+        env = slurm.env()
+        # Each task claims the other's id.
+        command = [
+            "bash",
+            "-c",
+            f'KERAS_DISTRIBUTION_PROCESS_ID=$((1 - SLURM_PROCID)) exec {sys.executable} -c "$0"',
+            code,
+        ]
+    started = time.monotonic()
+    with slurm.jobs() as jobs:
+        result = slurm.srun(
+            jobs.new(), command, env=env, options=["-n2", *task_files(tmp_path)], timeout=120
+        )
+    seconds = time.monotonic() - started
+    assert result.returncode != 0
+    for task in range(2):
+        if setting == "num_processes":
+            wanted = CONTRADICTION.format(
+                variable="KERAS_DISTRIBUTION_NUM_PROCESSES",
+                mine=3,
+                theirs="SLURM_STEP_NUM_TASKS",
+                value=2,
+                others="job_addresses, process_id",
+            )
+        else:
+            wanted = CONTRADICTION.format(
+                variable="KERAS_DISTRIBUTION_PROCESS_ID",
+                mine=1 - task,
+                theirs="SLURM_PROCID",
+                value=task,
+                others="job_addresses, num_processes",
+            )
+        stderr = task_output(tmp_path, task)[1]
+        assert f"kdist.ConfigError: {wanted}" in stderr, stderr
+    figure(f"a contradicting {setting}: srun -n2 ended in {seconds:.2f} s (the deadline is 300 s)")
+    assert seconds < 30
+
+
+# --- stopping -------------------------------------------------------------------------------
+
+
+BATCH_SCRIPT = """#!/bin/bash
+# The batch script of the stop tests: one srun step of every task; a run that did not
+# reach the last step is requeued (the job resumes from the state its tasks saved).
+srun {python} {worker}
+status=$?
+echo "batch: srun exited with status $status (restart ${{SLURM_RESTART_COUNT:-0}})"
+if [ ! -f "$SLURM_TEST_DIR/result-0.json" ] && [ -n "${{REQUEUE_UNFINISHED:-}}" ]; then
+  scontrol requeue "$SLURM_JOB_ID"
+fi
+exit $status
+"""
+
+
+def batch_script(directory: Path) -> Path:
+    path = directory / "job.sh"
+    path.write_text(BATCH_SCRIPT.format(python=sys.executable, worker=WORKER))
+    path.chmod(0o755)
+    return path
+
+
+def submit(
+    slurm: Cluster, job: Job, directory: Path, options: list[str], **env: str
+) -> str:
+    return slurm.sbatch(
+        job,
+        batch_script(directory),
+        env=slurm.env(SLURM_TEST_DIR=str(directory), **env),
+        options=["-n2", f"--output={directory}/batch.out", "--open-mode=append", *options],
+    )
+
+
+def assert_stopped_together(directory: Path, tasks: int, run: int = 0) -> int:
+    """Every task stopped at one step, saved it, and exited by itself; returns the step."""
+    stopped = [event(directory, i, "stopped", run) for i in range(tasks)]
+    assert None not in stopped, [events(directory, i) for i in range(tasks)]
+    steps = {record["step"] for record in stopped if record}
+    assert len(steps) == 1, stopped
+    for i in range(tasks):
+        saved = json.loads((directory / f"state-{i}.json").read_text())
+        assert saved["next_step"] == steps.copy().pop()
+        assert event(directory, i, "exited", run) is not None, events(directory, i)
+    return int(steps.pop())
+
+
+@pytest.mark.parametrize("command", [["scancel"], ["scancel", "--signal=TERM"]])
+def test_scancel_stops_every_task_at_one_step_before_kill_wait(
+    slurm: Cluster, tmp_path: Path, command: list[str]
+) -> None:
+    with slurm.jobs() as jobs:
+        job_id = submit(
+            slurm,
+            jobs.new(),
+            tmp_path,
+            [],
+            SLURM_TEST_STEPS="1000000",
+            SLURM_TEST_SAVE_SECONDS="1",  # a checkpoint that takes a while
+        )
+        wait_events(tmp_path, "running", 2, STEP_SECONDS)
+        pids = [int(event(tmp_path, i, "running")["pid"]) for i in range(2)]  # type: ignore[index]
+        signalled = time.monotonic()
+        slurm.run(*command, job_id)
+        gone = wait_gone(pids, 3 * slurm.kill_wait)
+        step = assert_stopped_together(tmp_path, 2)
+        fields = slurm.wait_job(job_id, {"CANCELLED", "COMPLETED", "FAILED"}, STEP_SECONDS)
+    figure(
+        f"{' '.join(command)}: every task stopped at step {step}, saved (1 s) and was gone "
+        f"{gone:.2f} s after the command (KillWait {slurm.kill_wait:g} s); job "
+        f"{fields.get('JobState')}, exit {fields.get('ExitCode')}"
+    )
+    assert gone < slurm.kill_wait
+    assert time.monotonic() - signalled < STEP_SECONDS
+    stderr = (tmp_path / "batch.out").read_text()
+    assert "asked to stop (SIGTERM); every process stops at step" in stderr, stderr
+
+
+@pytest.mark.slow
+def test_the_time_limit_itself_stops_every_task_at_one_step(slurm: Cluster, tmp_path: Path) -> None:
+    # At the limit (checked every ~30 s, so up to 30 s after it) slurmstepd sends each task
+    # SIGTERM, SIGCONT and SIGTERM again within milliseconds, then SIGKILL after KillWait:
+    # one stop, which the tasks must not take for a second one ("now").
+    with slurm.jobs() as jobs:
+        job_id = submit(
+            slurm,
+            jobs.new(),
+            tmp_path,
+            ["--time=1"],
+            SLURM_TEST_STEPS="1000000",
+            SLURM_TEST_SAVE_SECONDS="1",
+        )
+        wait_events(tmp_path, "running", 2, STEP_SECONDS)
+        pids = [int(event(tmp_path, i, "running")["pid"]) for i in range(2)]  # type: ignore[index]
+        started = started_at(slurm.job(job_id))
+        wait_events(tmp_path, "stopped", 2, 120)
+        wait_gone(pids, 3 * slurm.kill_wait)
+        gone = time.time()
+        step = assert_stopped_together(tmp_path, 2)
+        seen = min(float(event(tmp_path, i, "stopped")["stop_seen"]) for i in range(2))  # type: ignore[arg-type]
+        fields = slurm.wait_job(job_id, {"TIMEOUT"}, STEP_SECONDS)
+    batch = (tmp_path / "batch.out").read_text()
+    assert "DUE TO TIME LIMIT" in batch and "a second time" not in batch, batch
+    figure(
+        f"--time=1: SIGTERM reached should_stop {seen - started:.0f} s into the job (the limit "
+        f"is 60 s); every task stopped at step {step}, saved (1 s) and was gone "
+        f"{gone - seen:.2f} s after it (KillWait {slurm.kill_wait:g} s); job {fields['JobState']}"
+    )
+    assert gone - seen < slurm.kill_wait
+
+
+def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
+    slurm: Cluster, tmp_path: Path
+) -> None:
+    # --signal=USR1@50 (without B:, so every job step's tasks get it): Slurm checks time
+    # limits every ~30 s, so it arrives between 10 and 40 s into this 60 s job. The first
+    # run's steps are slow enough (600 x 0.2 s) that it always comes before the last one.
+    steps = 600
+    with slurm.jobs() as jobs:
+        job_id = submit(
+            slurm,
+            jobs.new(),
+            tmp_path,
+            ["--time=1", "--signal=USR1@50", "--requeue"],
+            KDIST_STOP_SIGNALS="SIGTERM,SIGUSR1",
+            SLURM_TEST_STEPS=str(steps),
+            SLURM_TEST_STEP_SECONDS="0.2",
+            REQUEUE_UNFINISHED="1",
+        )
+        wait_events(tmp_path, "running", 2, STEP_SECONDS)
+        started = started_at(slurm.job(job_id))
+        wait_events(tmp_path, "stopped", 2, 70)
+        step = assert_stopped_together(tmp_path, 2)
+        seen = min(float(event(tmp_path, i, "stopped")["stop_seen"]) for i in range(2))  # type: ignore[arg-type]
+        # The batch script requeues the unfinished job; it runs again from the saved step.
+        slurm.start_now(job_id, STEP_SECONDS)
+        wait_events(tmp_path, "finished", 2, STEP_SECONDS, run=1)
+        fields = slurm.wait_job(job_id, {"COMPLETED", "FAILED"}, STEP_SECONDS)
+    batch = (tmp_path / "batch.out").read_text()
+    assert "asked to stop (SIGUSR1); every process stops at step" in batch, batch
+    for i in range(2):
+        resumed = event(tmp_path, i, "resumed", run=1)
+        assert resumed is not None and resumed["step"] == step, events(tmp_path, i)
+        result = json.loads((tmp_path / f"result-{i}.json").read_text())
+        assert result["total"] == expected_total(steps, 2)
+    assert fields["Restarts"] == "1"
+    figure(
+        f"--time=1 --signal=USR1@50: SIGUSR1 reached should_stop {seen - started:.0f} s into "
+        f"the job ({60 - (seen - started):.0f} s before the limit); both tasks stopped at step "
+        f"{step}; the requeued run resumed there and ended with the uninterrupted total"
+    )
+    # KERAS_BACKUP_AND_RESTORE: the same scenario with kdist.BackupAndRestore (another
+    # branch) belongs here: model.fit with callbacks=[kdist.BackupAndRestore(tmp_path)],
+    # stopped by the time limit's signal, requeued, ending with the weights of an
+    # uninterrupted fit.
+
+
+def test_a_requeued_job_resumes_and_ends_with_the_uninterrupted_result(
+    slurm: Cluster, tmp_path: Path
+) -> None:
+    # scontrol requeue of a running job (what preemption with PreemptMode=REQUEUE does):
+    # Slurm ends the job as scancel does (SIGTERM, KillWait, SIGKILL) and queues it again
+    # with SLURM_RESTART_COUNT=1.
+    steps = 400
+    with slurm.jobs() as jobs:
+        job_id = submit(
+            slurm,
+            jobs.new(),
+            tmp_path,
+            ["--requeue"],
+            SLURM_TEST_STEPS=str(steps),
+            SLURM_TEST_STEP_SECONDS="0.1",  # 40 s uninterrupted: the requeue comes first
+        )
+        wait_events(tmp_path, "running", 2, STEP_SECONDS)
+        pids = [int(event(tmp_path, i, "running")["pid"]) for i in range(2)]  # type: ignore[index]
+        slurm.run("scontrol", "requeue", job_id)
+        gone = wait_gone(pids, 3 * slurm.kill_wait)
+        step = assert_stopped_together(tmp_path, 2)
+        slurm.start_now(job_id, STEP_SECONDS)
+        wait_events(tmp_path, "finished", 2, STEP_SECONDS, run=1)
+        fields = slurm.wait_job(job_id, {"COMPLETED", "FAILED"}, STEP_SECONDS)
+    for i in range(2):
+        resumed = event(tmp_path, i, "resumed", run=1)
+        assert resumed is not None, events(tmp_path, i)
+        assert resumed["step"] == step
+        # The restart count reaches cluster_spec(), with its source.
+        assert resumed["restart_count_source"] == "slurm (SLURM_RESTART_COUNT)"
+        result = json.loads((tmp_path / f"result-{i}.json").read_text())
+        assert result == {"total": expected_total(steps, 2), "steps": steps}
+    assert fields["Restarts"] == "1"
+    figure(
+        f"scontrol requeue: every task stopped at step {step} and was gone {gone:.2f} s later "
+        f"(KillWait {slurm.kill_wait:g} s); the second run (restart_count 1) resumed there"
+    )
+    assert gone < slurm.kill_wait
