@@ -94,6 +94,7 @@ def test_every_setting_shows_with_its_own_value_and_source() -> None:
         "consistency": ("KDIST_CONSISTENCY", "strict", "strict"),
         "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM", "SIGUSR1,SIGTERM"),
         "stall_timeout": ("KDIST_STALL_TIMEOUT", "45", "45 s"),
+        "restart_count": ("KDIST_RESTART_COUNT", "4", "4"),
     }
     env = clean_env(2, **{variable: value for variable, value, _ in own.values()})
     text = doctor("--no-probe", env=env)

@@ -195,6 +195,7 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         "consistency": "default",
         "stop_signals": "default",
         "stall_timeout": "default",
+        "restart_count": "default",
     }
 
 
@@ -421,6 +422,7 @@ OWN_VARIABLES = {
     "consistency": ("KDIST_CONSISTENCY", "strict"),
     "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM"),
     "stall_timeout": ("KDIST_STALL_TIMEOUT", "45"),
+    "restart_count": ("KDIST_RESTART_COUNT", "4"),
 }
 
 
@@ -437,6 +439,7 @@ def test_every_setting_reports_its_own_variable_and_value(monkeypatch: pytest.Mo
     assert (spec.heartbeat_timeout, spec.shutdown_timeout) == (91, 203)
     assert (spec.on_peer_failure, spec.consistency) == ("ignore", "strict")
     assert (spec.stop_signals, spec.stall_timeout) == (["SIGUSR1", "SIGTERM"], 45)
+    assert spec.restart_count == 4
 
 
 def test_arguments_variables_and_defaults_each_keep_their_own_source(
@@ -471,6 +474,7 @@ def test_arguments_variables_and_defaults_each_keep_their_own_source(
         "consistency": "KDIST_CONSISTENCY",
         "stop_signals": "argument",
         "stall_timeout": "KDIST_STALL_TIMEOUT",
+        "restart_count": "default",
     }
     assert (spec.heartbeat_timeout, spec.shutdown_timeout, spec.timeout) == (91, 203, 77)
     assert (spec.stop_signals, spec.stall_timeout) == (["SIGUSR1"], 45)
