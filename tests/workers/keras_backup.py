@@ -25,6 +25,8 @@ Configured by environment variables (every process of a job gets the same ones):
                       about to commit a backup after the first one: a SIGKILL then lands
                       between the shard files and the commit
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
+  BACKUP_SEED         the program's own seed (keras.utils.set_random_seed before
+                      kdist.initialize, which keeps it); default: the job seed kdist agrees on
 
 Each process prints "step N" after every batch it trains (N: the global batch count of this
 run's fit, from 1), and at the end one JSON line: the final variables (every value, gathered
@@ -116,6 +118,8 @@ import numpy as np  # noqa: E402
 
 import kdist  # noqa: E402
 
+if os.environ.get("BACKUP_SEED"):
+    keras.utils.set_random_seed(int(os.environ["BACKUP_SEED"]))
 kdist.initialize()
 spec = kdist.cluster_spec()
 assert spec is not None
@@ -289,7 +293,7 @@ report = {
 if error is None:
     report["weights"] = {v.path: gathered(v.value) for v in model.weights}
     report["optimizer"] = {v.path: gathered(v.value) for v in model.optimizer.variables}
-    report["iterations"] = int(model.optimizer.iterations.numpy())
+    report["iterations"] = int(np.asarray(model.optimizer.iterations.value))
     report["loss"] = [float(v) for v in model.history.history.get("loss", [])]
 if backup is not None:
     report["restored_step"] = backup.restored_step

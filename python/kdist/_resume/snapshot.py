@@ -125,7 +125,8 @@ def describe_sharding(sharding: Any) -> str:
     mesh, spec = getattr(sharding, "mesh", None), getattr(sharding, "spec", None)
     if mesh is not None and spec is not None:
         axes = {str(name): int(size) for name, size in dict(mesh.shape).items()}
-        return f"{spec} on the mesh {axes}"
+        parts = ", ".join(repr(part) for part in tuple(spec))
+        return f"PartitionSpec({parts}) on the mesh {axes}"
     devices = sorted(f"{d.platform}:{d.id}" for d in sharding.device_set)
     return f"{type(sharding).__name__} on {devices}"
 
