@@ -11,7 +11,7 @@ import pytest
 
 import import_graph
 import kdist
-from support import run_python
+from support import clean_env, run_python
 
 
 def test_tests_run_against_the_installed_package() -> None:
@@ -20,24 +20,38 @@ def test_tests_run_against_the_installed_package() -> None:
 
 
 # The wings of the house (DESIGN.md) and what each may import. Shared leaves sit at the
-# bottom; the CLI at the top; `_start` and `_distribution` never import each other.
+# bottom; the CLI at the top; `_start` and `_distribution` never import each other;
+# nothing imports `_resume` but the lazy name table of `__init__`.
 LEAVES = frozenset({"_errors", "_log", "_state", "_jax_backend", "_devices"})
-WINGS = ("_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli", "testing")
+WINGS = (
+    "_start",
+    "_layouts",
+    "_keras",
+    "_distribution",
+    "_resume",
+    "_local_job",
+    "_cli",
+    "testing",
+)
 MAY_IMPORT = {
     "leaves": {"leaves"},
     "_layouts": {"leaves", "_layouts"},
     "_keras": {"leaves", "_layouts", "_keras"},
     "_start": {"leaves", "_keras", "_start"},
     "_distribution": {"leaves", "_layouts", "_keras", "_distribution"},
+    "_resume": {"leaves", "_start", "_keras", "_layouts", "_distribution", "_resume"},
     # N processes on this machine: `kdist launch` and `kdist.testing` share it.
     "_local_job": {"leaves", "_local_job"},
     "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli"},
     # The public test tool: a job of processes, each started by kdist.initialize();
     # nothing imports it (`import kdist` does not), and it never imports the CLI.
     "testing": {"leaves", "_local_job", "_start", "testing"},
-    "__init__": {"leaves", "_start", "_layouts", "_keras", "_distribution"},
+    "__init__": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_resume"},
     "__main__": {"_cli"},
 }
+# Public names that are Keras classes: resolving one imports Keras, so they are resolved
+# in a fresh interpreter (this one keeps Keras unloaded until a Keras test loads it).
+KERAS_CLASSES = ("BackupAndRestore",)
 
 
 def wing_of(module: str) -> str:
@@ -57,6 +71,19 @@ def test_the_package_is_built_of_its_wings(graph: import_graph.ImportGraph) -> N
     for wing in WINGS:
         assert wing in graph.modules, f"the wing {wing}/ is missing"
     assert {"_start.initialize", "_distribution.current", "_keras.sync"} <= set(graph.modules)
+
+
+def test_only_the_lazy_name_table_imports_the_resume_wing(graph: import_graph.ImportGraph) -> None:
+    importers = {
+        a.source
+        for a in graph.arrows
+        if wing_of(a.target) == "_resume" and wing_of(a.source) != "_resume"
+    }
+    assert importers == {"__init__"}
+    kinds = {
+        a.kind for a in graph.arrows if a.source == "__init__" and wing_of(a.target) == "_resume"
+    }
+    assert kinds <= {import_graph.LAZY, import_graph.TYPING}, kinds
 
 
 def test_the_package_s_modules_import_each_other_without_a_circle(
@@ -145,7 +172,8 @@ def test_failed_validation_never_imports_jax() -> None:
 
 def test_every_public_name_resolves() -> None:
     for name in kdist.__all__:
-        assert getattr(kdist, name) is not None, name
+        if name not in KERAS_CLASSES:
+            assert getattr(kdist, name) is not None, name
     assert set(kdist.__all__) <= set(dir(kdist))
     assert isinstance(kdist.__version__, str)
 
@@ -159,8 +187,35 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
         raise AssertionError("expected AttributeError")
 
 
+def test_a_keras_class_of_kdist_imports_keras_only_when_it_is_used(tmp_path: Path) -> None:
+    env = {k: v for k, v in clean_env().items() if k != "KERAS_BACKEND"}
+    env["KERAS_HOME"] = str(tmp_path)  # no keras.json naming another backend
+    result = run_python(
+        "import sys, json, kdist\n"
+        "before = 'keras' in sys.modules\n"
+        f"classes = [getattr(kdist, name) for name in {KERAS_CLASSES!r}]\n"
+        "import keras\n"
+        "print(json.dumps({'before': before, 'backend': keras.backend.backend(), 'names': "
+        "[f'{c.__module__}.{c.__qualname__}' for c in classes], 'reprs': [str(c) for c in "
+        "classes], 'keras': [issubclass(c, keras.callbacks.Callback) for c in classes]}))\n",
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.describe()
+    loaded = json.loads(result.stdout)
+    assert loaded["before"] is False
+    assert loaded["backend"] == "jax"  # KERAS_BACKEND unset: kdist asks for JAX's
+    assert loaded["names"] == [f"kdist.{name}" for name in KERAS_CLASSES]
+    assert loaded["reprs"] == [f"<class 'kdist.{name}'>" for name in KERAS_CLASSES]
+    assert loaded["keras"] == [True] * len(KERAS_CLASSES)
+
+
 def test_every_public_class_is_named_as_users_import_it() -> None:
-    classes = [name for name in kdist.__all__ if isinstance(getattr(kdist, name), type)]
+    classes = [
+        name
+        for name in kdist.__all__
+        if name not in KERAS_CLASSES and isinstance(getattr(kdist, name), type)
+    ]
     assert {"ConfigError", "DeviceMesh", "ModelParallel"} <= set(classes)
     for name in classes:
         cls = getattr(kdist, name)

@@ -13,6 +13,7 @@ Example:
 
 from kdist._errors import (
     ArgumentTypeError,
+    BackupMismatchError,
     BarrierError,
     BarrierTimeoutError,
     ConfigError,
@@ -26,6 +27,8 @@ from kdist._errors import (
 
 __all__ = [
     "ArgumentTypeError",
+    "BackupAndRestore",
+    "BackupMismatchError",
     "BarrierError",
     "BarrierTimeoutError",
     "ConfigError",
@@ -77,6 +80,7 @@ _LAZY_NAMES = {
     "LayoutMap": "kdist._layouts.layout_map",
     "distribute_tensor": "kdist._distribution.placement",
     "distribute_batch": "kdist._distribution.placement",
+    "BackupAndRestore": "kdist._resume.backup_and_restore",
 }
 
 TYPE_CHECKING = False
@@ -90,6 +94,7 @@ if TYPE_CHECKING:
     from kdist._layouts.device_mesh import DeviceMesh
     from kdist._layouts.layout_map import LayoutMap
     from kdist._layouts.tensor_layout import TensorLayout
+    from kdist._resume.backup_and_restore import BackupAndRestore
     from kdist._start.barrier import barrier
     from kdist._start.initialize import cluster_spec, initialize, is_initialized, shutdown
     from kdist._start.stop import request_stop, should_stop

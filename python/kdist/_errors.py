@@ -60,6 +60,13 @@ class BarrierTimeoutError(BarrierError, TimeoutError):
     every waiting process, naming the processes (and hosts) that did not arrive."""
 
 
+class BackupMismatchError(KdistError, ValueError):
+    """A backup of `kdist.BackupAndRestore` was written by a job of another size (process
+    or device count) or layout (mesh, axis names, the variables' shardings), or for
+    another model; the message says what the backup holds, what this job has, and what
+    to do. It is never loaded silently."""
+
+
 # Tracebacks, reprs and pickles name each class as users import it: kdist.ConfigError,
 # not kdist._errors.ConfigError (every one is exported by kdist/__init__.py).
 for _public in (
@@ -73,6 +80,7 @@ for _public in (
     RendezvousTimeoutError,
     BarrierError,
     BarrierTimeoutError,
+    BackupMismatchError,
 ):
     _public.__module__ = "kdist"
 del _public

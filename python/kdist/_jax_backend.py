@@ -455,3 +455,31 @@ def local_device_count() -> int:
     import jax
 
     return int(jax.local_device_count())
+
+
+# --- Backups (_resume/) --------------------------------------------------------------------
+
+
+def job_devices() -> list[tuple[int, int, str]]:
+    """(id, process index, platform) of every device of the job, in JAX's order."""
+    import jax
+
+    return [(int(d.id), int(d.process_index), str(d.platform)) for d in jax.devices()]
+
+
+def numpy_dtype(name: str) -> Any:
+    """The NumPy dtype JAX calls `name` ("float32", "bfloat16", ...)."""
+    import jax.numpy as jnp
+
+    return jnp.dtype(name)
+
+
+def array_from_device_values(shape: tuple[int, ...], sharding: Any, values: Sequence[Any]) -> Any:
+    """The global `jax.Array` of `shape` laid out by `sharding`, from one NumPy value per
+    addressable device of `sharding`, in the order of its
+    `addressable_devices_indices_map(shape)`."""
+    import jax
+
+    devices = list(sharding.addressable_devices_indices_map(shape))
+    placed = [jax.device_put(value, device) for value, device in zip(values, devices, strict=True)]
+    return jax.make_array_from_single_device_arrays(shape, sharding, placed)

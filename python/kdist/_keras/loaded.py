@@ -1,7 +1,13 @@
-"""Whether the program has imported Keras, and whether it runs on JAX. Never imports Keras."""
+"""Whether the program has imported Keras, and whether it runs on JAX.
+
+Never imports Keras, except `import_keras`, for kdist's names that are Keras classes
+themselves (`kdist.BackupAndRestore` is a `keras.callbacks.BackupAndRestore`): asking
+for one of them is asking for Keras.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from types import ModuleType
@@ -48,4 +54,33 @@ def require_keras() -> ModuleType:
     keras = keras_module()
     if keras is None:
         raise RuntimeError("the Keras bridge was used before Keras was imported")
+    return keras
+
+
+def import_keras(needed_by: str) -> ModuleType:
+    """Keras on its JAX backend, imported now if the program has not imported it yet (with
+    `KERAS_BACKEND` unset, it is set to "jax" first: kdist drives Keras only on JAX).
+
+    Args:
+        needed_by: The kdist name that needs Keras ("kdist.BackupAndRestore").
+
+    Raises:
+        ImportError: Keras is not installed (the message says how to install it).
+        RuntimeError: Keras was imported on another backend than JAX.
+    """
+    if "keras" not in sys.modules:
+        os.environ.setdefault("KERAS_BACKEND", "jax")
+    try:
+        import keras
+    except ImportError as error:
+        raise ImportError(
+            f"{needed_by} is a Keras callback and needs Keras 3 on its JAX backend: "
+            f"pip install 'kdist[keras]' (or keras>=3.15). Importing keras failed: {error}"
+        ) from error
+    backend = str(keras.backend.backend())
+    if backend != "jax":
+        raise RuntimeError(
+            f"{needed_by} needs Keras on its JAX backend, but Keras runs on its {backend!r} "
+            "backend. Set KERAS_BACKEND=jax before importing keras."
+        )
     return keras

@@ -1,0 +1,489 @@
+"""kdist.BackupAndRestore: Keras's BackupAndRestore for a job of many processes.
+
+A `keras.callbacks.BackupAndRestore` (importing this module imports Keras) that
+
+- saves with every process taking part, each writing only its own files (its shards and
+  where they are), and every process waiting at a `kdist.barrier` until the backup is
+  complete (store.py: the directory and why it is atomic);
+- saves sharded variables (`kdist.ModelParallel`, Keras's own `ModelParallel`): each
+  shard written once, by the process that holds it, and read back onto its device;
+- asks `kdist.should_stop(step)` after every batch, and when it turns True (a stop
+  signal or `kdist.request_stop` anywhere in the job) saves at that same step in every
+  process and stops training;
+- resumes at the next batch: the variables, the optimizer's and the metrics' state and
+  the host's random state (host_state.py) are put back, and the batches of the resumed
+  epoch that were already trained are read again but not trained on;
+- refuses a backup of another job's size or layout (snapshot.py);
+- removes the backup at the end of training once, from process 0, after every process
+  has left training.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kdist import _jax_backend, _log
+from kdist._errors import ArgumentTypeError
+from kdist._keras.loaded import import_keras
+from kdist._resume import host_state, snapshot, store
+from kdist._start import barrier as barriers
+from kdist._start import stop
+
+keras = import_keras("kdist.BackupAndRestore")
+_KerasBackupAndRestore: Any = keras.callbacks.BackupAndRestore
+
+
+@dataclass(frozen=True)
+class _Position:
+    """Where training is: `step` batches trained since training started, `batch` of them
+    in the epoch `epoch` (0 at an epoch's start)."""
+
+    step: int
+    epoch: int
+    batch: int
+
+
+@dataclass
+class _Resume:
+    """What a restored backup still has to put back when its epoch begins."""
+
+    position: _Position
+    metrics: list[Any]
+    host: dict[str, Any]
+    logs: dict[str, float]
+
+
+class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
+    """Backs up the training state of a Keras model and resumes where it stopped, in a job
+    of one process or many.
+
+    A `keras.callbacks.BackupAndRestore`, with the same arguments, made for kdist's jobs:
+
+    - **Every process takes part, one writer per file.** Each process writes only its own
+      files: the shards of each variable it holds as their first copy (a replicated
+      variable is written once, by process 0), then where each one is. Process 0 writes
+      the manifest last and commits the backup. Every process waits until the backup
+      is complete (`kdist.barrier`) before it trains on.
+    - **Sharded variables.** Variables laid out by `kdist.ModelParallel` (or Keras's own
+      `ModelParallel`) across devices and processes are saved shard by shard and put
+      back, each shard on the device that held it, without gathering them anywhere.
+    - **Atomic.** A backup is written into a new directory and committed by a rename and
+      by replacing one small file that names it; a process killed at any moment leaves
+      the previous backup complete and loadable.
+    - **Stops together.** After every batch it asks `kdist.should_stop(step)` (`step`: the
+      batches trained since training started, the same in every process). When a stop
+      is requested (a stop signal such as SIGTERM to any process, or
+      `kdist.request_stop(reason)`), every process saves at the same step and training
+      stops (`model.stop_training = True`); `stopped_step` says at which step. The
+      backup is kept.
+    - **Resumes at the next batch.** The model's variables (the seed generators of
+      Dropout and other random layers included), the optimizer's (its iteration
+      counter) and the metrics' are put back, and so are Python's and NumPy's random
+      states (which shuffle the data); the batches of the resumed epoch that were
+      already trained are read again but not trained on (other callbacks see them, with
+      the backup's logs). A run stopped at any batch and resumed ends with the weights
+      of an uninterrupted run with NumPy arrays (shuffle False, True or "batch") and
+      `keras.utils.PyDataset`s whose batches depend only on their index, with whole
+      epochs (no `steps_per_epoch`). Other data (Python generators, iterators) is read
+      from its start again: docs/resume.md says what is replayed.
+    - **The same job only.** A backup is loaded only into a job with the same processes,
+      devices and layouts (mesh shape, axis names, the variables' shardings); another
+      raises `kdist.BackupMismatchError`, saying what the backup holds and what the job
+      has.
+
+    `backup_dir` must be a directory every process sees (a shared file system across
+    hosts), used for nothing else. The format: docs/resume.md.
+
+    Args:
+        backup_dir: The backup directory (a string or path).
+        save_freq: "epoch" (the default: at the end of every epoch), an integer N
+            (every N batches: whenever the step is a multiple of N), or False (only at
+            a stop). A stop always saves.
+        double_checkpoint: Keep the previous backup too, and fall back to it when the
+            latest cannot be read. Defaults to False.
+        delete_checkpoint: Remove the backup directory when training ends (not when it
+            stopped at a stop request). Defaults to True.
+        timeout: Seconds each process waits at a backup's barriers for the others.
+            Defaults to None: the initialize timeout (`KDIST_INIT_TIMEOUT`, else 300).
+
+    Attributes:
+        restored_step: The step the last `fit` resumed at (None: it started afresh).
+        stopped_step: The step the last `fit` stopped at on a stop request (None: it
+            did not stop).
+
+    Raises:
+        kdist.ArgumentTypeError: an argument has the wrong type (also a TypeError and,
+            as Keras raises, a ValueError).
+        ValueError: `backup_dir` is empty, `save_freq` is not "epoch", False or a
+            positive integer, or `timeout` is not positive.
+
+    Example:
+        >>> import tempfile, keras, numpy as np, kdist
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile(optimizer="adam", loss="mse")
+        >>> backup = kdist.BackupAndRestore(tempfile.mkdtemp(), save_freq=2)
+        >>> history = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2, epochs=2,
+        ...                     callbacks=[backup], verbose=0)
+        >>> backup.restored_step is None, backup.stopped_step is None
+        (True, True)
+    """
+
+    __module__ = "kdist"  # reprs, tracebacks and pickles say kdist.BackupAndRestore
+
+    def __init__(
+        self,
+        backup_dir: str | os.PathLike[str],
+        save_freq: str | int | bool = "epoch",
+        double_checkpoint: bool = False,
+        delete_checkpoint: bool = True,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        directory = _checked_directory(backup_dir)
+        every = _checked_save_freq(save_freq)
+        for name, flag in (
+            ("double_checkpoint", double_checkpoint),
+            ("delete_checkpoint", delete_checkpoint),
+        ):
+            if not isinstance(flag, bool):
+                raise ArgumentTypeError(
+                    f"BackupAndRestore: {name} must be True or False. Received: "
+                    f"{name}={flag!r} of type {type(flag).__name__}"
+                )
+        self._timeout = _checked_timeout(timeout)
+        super().__init__(
+            backup_dir=directory,
+            save_freq=save_freq if every is None else every,
+            double_checkpoint=double_checkpoint,
+            delete_checkpoint=delete_checkpoint,
+        )
+        self._every = every  # save every N steps; None: at epoch ends or only at a stop
+        self.restored_step: int | None = None
+        self.stopped_step: int | None = None
+        self._start(processes=1, process_id=0)
+
+    # --- the state of one fit -----------------------------------------------------------
+
+    def _start(self, processes: int, process_id: int) -> None:
+        self._processes, self._process_id = processes, process_id
+        self._step = 0  # batches trained since training started (across resumes)
+        self._epoch = 0
+        self._batch_in_epoch = 0  # batches of this epoch trained (or skipped)
+        self._skip = 0  # batches of this epoch to read without training
+        self._saved_step: int | None = None
+        self._pending: _Resume | None = None
+        self._epoch_host: dict[str, object] = {}
+        self.restored_step = None
+        self.stopped_step = None
+
+    @property
+    def _root(self) -> Path:
+        return Path(self.backup_dir)
+
+    # --- Keras's hooks ------------------------------------------------------------------
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        model = self.model  # with JAX: the state is synced into the variables first
+        _SkipTrainedBatches.remove(model)
+        if not model.built:
+            raise ValueError(
+                "To use the BackupAndRestore callback, you model must be built before you "
+                f"call `fit()`. Model {model} is unbuilt. You can build it beforehand by "
+                "calling it on a batch of data."
+            )
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        self._start(*_jax_backend.process_count_and_index())
+        if self._process_id == 0:
+            store.remove_unnamed(self._root)  # what a killed save left; nobody writes now
+        position = self._restore(model)
+        if position is None:
+            name = "kdist.BackupAndRestore: training starts without a backup"
+        else:
+            name = f"kdist.BackupAndRestore: training resumes at step {position.step}"
+        # Every process restored the same backup (or none) before any process writes.
+        barriers.barrier(name, timeout=self._timeout)
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._epoch, self._batch_in_epoch, self._skip = epoch, 0, 0
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.position.epoch == epoch:
+            host_state.restore(pending.host)
+            if pending.position.batch > 0:
+                model = self.model
+                for variable, value in zip(model.metrics_variables, pending.metrics, strict=True):
+                    variable.assign(value)
+                self._skip = self._batch_in_epoch = pending.position.batch
+                _SkipTrainedBatches.install(model, pending.position.batch, pending.logs)
+        self._epoch_host = host_state.capture()
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        done = batch + 1  # batches of this epoch after this call (Keras's batch: the last)
+        if done <= self._skip:
+            return  # read again, not trained: already in the restored state
+        before, self._step = self._step, self._step + done - self._batch_in_epoch
+        self._batch_in_epoch = done
+        stopping = bool(stop.should_stop(self._step))
+        due = self._every is not None and self._step // self._every > before // self._every
+        if stopping or due:
+            self._save_backup(logs)
+        if stopping:
+            self.stopped_step = self._step
+            self._model.stop_training = True  # not self.model: no state sync needed
+            _log.say(
+                f"BackupAndRestore saved step {self._step} to {self.backup_dir} at the agreed "
+                "stop; training stops here, and resumes at the next batch when the job "
+                "runs again"
+            )
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if self.stopped_step is not None:
+            return  # saved at the stop, in the middle of this epoch (or at its end)
+        if self.save_freq == "epoch" and self._saved_step != self._step:
+            self._save_backup(logs, epoch_done=True)
+
+    def on_train_end(self, logs: Any = None) -> None:
+        model = self._model
+        _SkipTrainedBatches.remove(model)
+        model._initial_epoch = None  # the next fit starts where its own backup says
+        if self.stopped_step is not None or not self.delete_checkpoint:
+            return  # stopped on request: the backup is how the next run resumes
+        # Nobody writes once every process has left training; one process removes it,
+        # and nobody reads the directory before it is gone.
+        barriers.barrier(
+            "kdist.BackupAndRestore: every process left training", timeout=self._timeout
+        )
+        if self._process_id == 0:
+            store.remove_all(self._root)
+        barriers.barrier("kdist.BackupAndRestore: the backup is removed", timeout=self._timeout)
+
+    # Keras's own entry points, in case a subclass or a user calls them.
+    def _save_model(self) -> None:
+        self._save_backup({})
+
+    def _load_model(self) -> None:
+        self._restore(self.model)
+
+    # --- saving ---------------------------------------------------------------------------
+
+    def _save_backup(self, logs: Any, epoch_done: bool = False) -> None:
+        """Every process, at the same step: its files, then (process 0) the commit."""
+        model = self.model  # with JAX: the state is synced into the variables first
+        step = self._step
+        if epoch_done:
+            position, host = _Position(step, self._epoch + 1, 0), host_state.capture()
+        else:
+            position = _Position(step, self._epoch, self._batch_in_epoch)
+            host = self._epoch_host  # as the epoch began, before it drew its order
+        variables = snapshot.training_variables(model)
+        written = store.incoming(self._root, step)
+        values = [(number, v.value) for number, (_, _, v) in enumerate(variables)]
+        store.write_process_files(written, self._process_id, store.shards_of(values), host)
+        barriers.barrier(f"kdist.BackupAndRestore: step {step} written", timeout=self._timeout)
+        if self._process_id == 0:
+            manifest = {
+                "format": store.FORMAT,
+                "version": store.VERSION,
+                "step": position.step,
+                "epoch": position.epoch,
+                "batch": position.batch,
+                "logs": _numbers(logs),
+                "job": snapshot.this_job(),
+                "variables": [snapshot.describe(*entry).to_json() for entry in variables],
+                "keras": str(keras.__version__),
+            }
+            store.commit(
+                self._root,
+                written,
+                step,
+                manifest,
+                num_processes=self._processes,
+                keep_previous=self.double_checkpoint,
+            )
+        barriers.barrier(f"kdist.BackupAndRestore: step {step} saved", timeout=self._timeout)
+        self._saved_step = step
+
+    # --- restoring ------------------------------------------------------------------------
+
+    def _restore(self, model: Any) -> _Position | None:
+        """Loads the latest backup (or, with double_checkpoint, the previous one when the
+        latest cannot be read); None when there is none."""
+        current, previous = store.named_backups(self._root)
+        if current is None:
+            return None
+        names = [current] + ([previous] if self.double_checkpoint and previous else [])
+        for attempt, name in enumerate(names):
+            try:
+                return self._load(model, self._root / name)
+            except OSError as error:
+                if attempt + 1 == len(names):
+                    raise
+                _log.say(
+                    f"BackupAndRestore could not read the backup {self._root / name} "
+                    f"({error}); loading the previous one, {self._root / names[attempt + 1]}"
+                )
+        return None
+
+    def _load(self, model: Any, directory: Path) -> _Position:
+        manifest = store.read_manifest(directory)
+        position = _Position(int(manifest["step"]), int(manifest["epoch"]), int(manifest["batch"]))
+        where = f"The backup in {directory} (step {position.step})"
+        snapshot.check_job(manifest["job"], snapshot.this_job(), where)
+        variables = snapshot.training_variables(model)
+        current = [snapshot.describe(*entry) for entry in variables]
+        saved = [snapshot.Described.from_json(entry) for entry in manifest["variables"]]
+        snapshot.check_variables(saved, current, where)
+        numbers = {(d.group, d.position): n for n, d in enumerate(saved)}
+        reader = store.ShardReader(directory, int(manifest["job"]["num_processes"]))
+        try:
+            values = [
+                (group, variable, _read_value(reader, numbers[(group, i)], variable, described))
+                for (group, i, variable), described in zip(variables, current, strict=True)
+            ]
+            host = reader.host(self._process_id)
+        finally:
+            reader.close()
+        for group, variable, value in values:
+            if group != "metrics":  # the metrics when their epoch begins (after its reset)
+                variable.assign(value)
+        self._pending = _Resume(
+            position,
+            [value for group, _, value in values if group == "metrics"],
+            host,
+            {str(k): float(v) for k, v in dict(manifest.get("logs", {})).items()},
+        )
+        model._initial_epoch = position.epoch  # Keras's own: fit starts at this epoch
+        self._step = position.step
+        self.restored_step = position.step
+        _log.say(
+            f"BackupAndRestore resumes from {directory}: step {position.step}, epoch "
+            f"{position.epoch} after its batch {position.batch}"
+            if position.batch
+            else f"BackupAndRestore resumes from {directory}: step {position.step}, at the "
+            f"start of epoch {position.epoch}"
+        )
+        return position
+
+
+def _read_value(reader: store.ShardReader, number: int, variable: Any, described: Any) -> Any:
+    """The restored value of `variable`: its saved shards, on this job's devices, laid out
+    as the variable is now (which is how it was saved: checked before)."""
+    value = variable.value
+    shape = tuple(int(n) for n in value.shape)
+    sharding = value.sharding
+    parts: dict[snapshot.Index, Any] = {}
+    per_device = []
+    for index in sharding.addressable_devices_indices_map(shape).values():
+        key = snapshot.normalized_index(index, shape)
+        if key not in parts:
+            parts[key] = reader.read(number, key, described.dtype)
+        per_device.append(parts[key])
+    return _jax_backend.array_from_device_values(shape, sharding, per_device)
+
+
+class _SkipTrainedBatches:
+    """Stands in for the model's train function over the first batches of a resumed
+    epoch: reads each batch from the data (so the data stands where the interrupted run
+    stood) without training on it, and returns the backup's logs; after the last one it
+    puts the model's train function back."""
+
+    def __init__(self, model: Any, calls: int, logs: dict[str, float]) -> None:
+        self.model, self.original, self.calls, self.logs = model, model.train_function, calls, logs
+
+    @classmethod
+    def install(cls, model: Any, batches: int, logs: dict[str, float]) -> None:
+        per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+        model.train_function = cls(model, math.ceil(batches / per_call), logs)
+
+    @staticmethod
+    def remove(model: Any) -> None:
+        function = getattr(model, "train_function", None)
+        if isinstance(function, _SkipTrainedBatches):
+            model.train_function = function.original
+
+    def __call__(self, state: Any, iterator: Any) -> tuple[dict[str, float], Any]:
+        next(iterator)
+        for _ in range(max(1, int(getattr(self.model, "steps_per_execution", 1) or 1)) - 1):
+            try:
+                next(iterator)
+            except StopIteration:
+                break
+        self.calls -= 1
+        if self.calls <= 0:
+            self.model.train_function = self.original
+        return dict(self.logs), state
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+
+def _checked_directory(backup_dir: object) -> str:
+    if not isinstance(backup_dir, (str, os.PathLike)):
+        raise ArgumentTypeError(
+            "BackupAndRestore: backup_dir must be a directory path (a string or "
+            f"os.PathLike). Received: backup_dir={backup_dir!r} of type "
+            f"{type(backup_dir).__name__}"
+        )
+    directory = os.fspath(backup_dir)
+    if not isinstance(directory, str):
+        raise ArgumentTypeError(
+            f"BackupAndRestore: backup_dir must be a str path. Received: {backup_dir!r}"
+        )
+    if not directory:
+        raise ValueError(
+            "Empty `backup_dir` argument passed. BackupAndRestore: a directory every "
+            "process of the job sees, used for nothing else. Received: backup_dir=''"
+        )
+    return directory
+
+
+def _checked_save_freq(save_freq: object) -> int | None:
+    """N for "every N batches"; None for "epoch" and False."""
+    if save_freq == "epoch" or save_freq is False:
+        return None
+    if isinstance(save_freq, bool) or not isinstance(save_freq, (int, str)):
+        raise ArgumentTypeError(
+            "Invalid value for argument `save_freq`. Received: save_freq="
+            f"{save_freq!r}. Expected either 'epoch' or an integer value. "
+            "BackupAndRestore: 'epoch', a positive integer (every N batches) or False (only "
+            f"at a stop); received a {type(save_freq).__name__}"
+        )
+    if isinstance(save_freq, str) or save_freq < 1:
+        raise ValueError(
+            "Invalid value for argument `save_freq`. Received: save_freq="
+            f"{save_freq!r}. Expected either 'epoch' or an integer value. "
+            "BackupAndRestore: 'epoch', a positive integer (every N batches) or False (only "
+            "at a stop)"
+        )
+    return save_freq
+
+
+def _checked_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ArgumentTypeError(
+            "BackupAndRestore: timeout must be a number of seconds or None. Received: "
+            f"timeout={timeout!r} of type {type(timeout).__name__}"
+        )
+    if not timeout > 0 or math.isinf(timeout):
+        raise ValueError(
+            "BackupAndRestore: timeout must be a positive, finite number of seconds. "
+            f"Received: timeout={timeout!r}"
+        )
+    return float(timeout)
+
+
+def _numbers(logs: Any) -> dict[str, float]:
+    """The logs that are numbers (Keras's logs hold floats and 0-d arrays)."""
+    numbers = {}
+    for key, value in dict(logs or {}).items():
+        try:
+            numbers[str(key)] = float(value)
+        except (TypeError, ValueError):
+            continue
+    return numbers

@@ -1,0 +1,217 @@
+"""What a backup holds of a Keras model and of the job, and whether a backup fits this job.
+
+The training state of a Keras model on JAX is four lists of variables, in the order of
+the JAX trainer's own state: the trainable variables, the non-trainable ones (the seed
+generators of Dropout and other random layers are among them), the optimizer's (its
+iteration counter, learning rate and slots) and the metrics' (running totals and
+counts). Each variable is known by its group and its position in it, as the trainer
+knows it; its path is kept for messages.
+
+A value's placement is where each of its shards lives: the device id of every device
+that holds a part, and which part (a start and stop per dimension). A backup is loaded
+only into a job whose devices are the same (same count, ids, processes and platform)
+and whose variables are placed the same way, so that each shard goes back to the
+device that held it; anything else is a `kdist.BackupMismatchError` that says what the
+backup holds and what this job has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kdist import _jax_backend
+from kdist._errors import BackupMismatchError
+
+GROUPS = ("trainable", "non_trainable", "optimizer", "metrics")
+
+# One shard's part of a value: (start, stop) per dimension.
+Index = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Described:
+    """One variable of the training state, as a backup records it."""
+
+    group: str
+    position: int  # in its group
+    path: str
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str  # for messages: the PartitionSpec and mesh, or the sharding
+    placement: tuple[tuple[int, Index], ...]  # (device id, index), by device id
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "group": self.group,
+            "position": self.position,
+            "path": self.path,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "layout": self.layout,
+            "placement": [
+                [device, [list(span) for span in index]] for device, index in self.placement
+            ],
+        }
+
+    @staticmethod
+    def from_json(entry: Mapping[str, Any]) -> Described:
+        return Described(
+            group=str(entry["group"]),
+            position=int(entry["position"]),
+            path=str(entry["path"]),
+            shape=tuple(int(n) for n in entry["shape"]),
+            dtype=str(entry["dtype"]),
+            layout=str(entry["layout"]),
+            placement=tuple(
+                (int(device), tuple((int(a), int(b)) for a, b in index))
+                for device, index in entry["placement"]
+            ),
+        )
+
+    @property
+    def name(self) -> str:
+        """How messages name it: "'dense/kernel' (trainable variable 0)"."""
+        return f"{self.path!r} ({self.group} variable {self.position})"
+
+
+def training_variables(model: Any) -> list[tuple[str, int, Any]]:
+    """(group, position, variable) of every variable of `model`'s training state."""
+    optimizer = getattr(model, "optimizer", None)
+    groups = (
+        ("trainable", model.trainable_variables),
+        ("non_trainable", model.non_trainable_variables),
+        ("optimizer", optimizer.variables if optimizer is not None else []),
+        ("metrics", model.metrics_variables),
+    )
+    return [(group, i, v) for group, variables in groups for i, v in enumerate(variables)]
+
+
+def normalized_index(index: Sequence[slice], shape: Sequence[int]) -> Index:
+    """A shard's slices as (start, stop) per dimension."""
+    spans = []
+    for part, size in zip(index, shape, strict=True):
+        start, stop, step = part.indices(size)
+        if step != 1:
+            raise ValueError(f"a shard with a strided index {part!r} cannot be saved")
+        spans.append((start, stop))
+    return tuple(spans)
+
+
+def describe(group: str, position: int, variable: Any) -> Described:
+    """The record of one variable, from its current value (a `jax.Array`)."""
+    value = variable.value
+    shape = tuple(int(n) for n in value.shape)
+    sharding = value.sharding
+    placement = sorted(
+        (int(device.id), normalized_index(index, shape))
+        for device, index in sharding.devices_indices_map(shape).items()
+    )
+    return Described(
+        group=group,
+        position=position,
+        path=str(getattr(variable, "path", "") or getattr(variable, "name", "")),
+        shape=shape,
+        dtype=str(value.dtype),
+        layout=describe_sharding(sharding),
+        placement=tuple(placement),
+    )
+
+
+def describe_sharding(sharding: Any) -> str:
+    """A sharding in a few words: "PartitionSpec(None, 'model') on the mesh
+    {'batch': 2, 'model': 2}", or its kind and devices."""
+    mesh, spec = getattr(sharding, "mesh", None), getattr(sharding, "spec", None)
+    if mesh is not None and spec is not None:
+        axes = {str(name): int(size) for name, size in dict(mesh.shape).items()}
+        parts = ", ".join(repr(part) for part in tuple(spec))
+        return f"PartitionSpec({parts}) on the mesh {axes}"
+    devices = sorted(f"{d.platform}:{d.id}" for d in sharding.device_set)
+    return f"{type(sharding).__name__} on {devices}"
+
+
+# --- the job ---------------------------------------------------------------------------
+
+
+def this_job() -> dict[str, object]:
+    """The job's size as a backup records it: the process count and every device."""
+    devices = _jax_backend.job_devices()
+    processes = 1 + max((process for _, process, _ in devices), default=0)
+    return {"num_processes": processes, "devices": [list(d) for d in devices]}
+
+
+def job_in_words(job: Mapping[str, Any]) -> str:
+    """ "2 processes x 2 cpu devices" (or the devices per process when they differ)."""
+    processes = int(job["num_processes"])
+    per_process: dict[int, int] = {}
+    platforms = sorted({str(d[2]) for d in job["devices"]})
+    for _, process, _ in job["devices"]:
+        per_process[int(process)] = per_process.get(int(process), 0) + 1
+    counts = sorted(set(per_process.values()))
+    kind = "/".join(platforms)
+    noun = "process" if processes == 1 else "processes"
+    if len(counts) == 1:
+        return f"{processes} {noun} x {counts[0]} {kind} device{'s' if counts[0] != 1 else ''}"
+    return f"{processes} {noun} with {sorted(per_process.items())} {kind} devices"
+
+
+def check_job(saved: Mapping[str, Any], current: Mapping[str, Any], where: str) -> None:
+    """Raises kdist.BackupMismatchError unless `saved` (a backup's job) is this job."""
+    if saved["num_processes"] != current["num_processes"] or saved["devices"] != current["devices"]:
+        what = (
+            f"{saved['num_processes']} processes, this job has {current['num_processes']}"
+            if saved["num_processes"] != current["num_processes"]
+            else (
+                f"devices {_ids(saved)}, this job has {_ids(current)}"
+                if len(saved["devices"]) == len(current["devices"])
+                else f"{len(saved['devices'])} devices, this job has {len(current['devices'])}"
+            )
+        )
+        raise BackupMismatchError(
+            f"{where} was written by a job of {job_in_words(saved)}; this job is "
+            f"{job_in_words(current)} (the backup has {what}). A backup is loaded only into "
+            "the job that wrote it, so that every shard goes back to its device: run the "
+            "job again with the same processes and devices, or start from scratch by "
+            "removing the backup directory (or giving another backup_dir)."
+        )
+
+
+def _ids(job: Mapping[str, Any]) -> str:
+    return str([f"{d[2]}:{d[0]} (process {d[1]})" for d in job["devices"]])
+
+
+def check_variables(saved: Sequence[Described], current: Sequence[Described], where: str) -> None:
+    """Raises kdist.BackupMismatchError unless every variable of `current` has its
+    counterpart in `saved`, with the same shape, dtype and placement."""
+    for group in GROUPS:
+        had = sum(1 for d in saved if d.group == group)
+        has = sum(1 for d in current if d.group == group)
+        if had != has:
+            raise BackupMismatchError(
+                f"{where} holds {had} {group} variables; this model has {has}. The backup "
+                "was written for another model (or optimizer, or metrics): restore it into "
+                "the model that wrote it, or start from scratch by removing the backup "
+                "directory (or giving another backup_dir)."
+            )
+    by_key = {(d.group, d.position): d for d in saved}
+    for now in current:
+        then = by_key[(now.group, now.position)]
+        if then.shape != now.shape or then.dtype != now.dtype:
+            raise BackupMismatchError(
+                f"{where}: {then.name} was saved as {then.dtype}{list(then.shape)}; this "
+                f"model's {now.name} is {now.dtype}{list(now.shape)}. The backup was "
+                "written for another model: restore it into the model that wrote it, or "
+                "start from scratch by removing the backup directory (or giving another "
+                "backup_dir)."
+            )
+        if then.placement != now.placement:
+            raise BackupMismatchError(
+                f"{where}: {then.name} was saved laid out as {then.layout}; this job lays "
+                f"it out as {now.layout} (shards on other devices, or other parts per "
+                "device). A backup is loaded only with the layout that wrote it, so that "
+                "every shard goes back to its device: use the same distribution (mesh "
+                "shape, axis names, devices, layout map) as the job that wrote it, or "
+                "start from scratch by removing the backup directory (or giving another "
+                "backup_dir)."
+            )

@@ -1,0 +1,287 @@
+"""kdist.BackupAndRestore across real processes: stopped by SIGTERM and resumed, killed in
+the middle of a save, one writer per file, and Keras's own callback beside it.
+
+Every job is 2 processes x 2 CPU devices on loopback, real jax.distributed, real Keras on
+its JAX backend (tests/workers/keras_backup.py: a Dense-Dropout-Dense model with Adam, 16
+batches per epoch, 3 epochs). A job that is stopped is started again by the test (a second
+run of the same command: `kdist launch --max-restarts` is not used here). Every wait is
+bounded by JOB_SECONDS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from support import NEEDS_KERAS, WORKERS, Finished, Running, Spawned, clean_env, free_port
+
+pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS]
+
+SCRIPT = str(WORKERS / "keras_backup.py")
+JOB_SECONDS = 240  # bounds every wait; nothing is timed against it
+SEED = "20261201"  # the program's own seed, for the reference and the first attempts
+STEPS_PER_EPOCH, EPOCHS = 16, 3
+
+
+def start_job(
+    spawned: Spawned, env: Mapping[str, str], *, num_processes: int = 2, devices: int = 2
+) -> list[Running]:
+    port = free_port()
+    job = []
+    for pid in range(num_processes):
+        process_env = clean_env(
+            devices,
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES=str(num_processes),
+            KERAS_DISTRIBUTION_PROCESS_ID=str(pid),
+            KDIST_INIT_TIMEOUT=str(JOB_SECONDS // 2),
+            KERAS_BACKEND="jax",
+            KERAS_HOME="/tmp/kdist-test-keras-home",
+            **env,
+        )
+        job.append(spawned.start([sys.executable, SCRIPT], process_env))
+    return job
+
+
+def steps_of(process: Running) -> int:
+    """The last "step N" the process printed (0 before its first batch)."""
+    lines = [line for line in process.stdout().splitlines() if line.startswith("step ")]
+    return int(lines[-1].split()[1]) if lines else 0
+
+
+def wait_until(job: list[Running], done: Any, what: str) -> None:
+    deadline = time.monotonic() + JOB_SECONDS
+    while not done():
+        for process in job:
+            assert process.proc.poll() is None, f"ended before {what}:\n{process.stderr()}"
+        assert time.monotonic() < deadline, f"no {what} within {JOB_SECONDS} s"
+        time.sleep(0.005)
+
+
+def finish(job: list[Running]) -> list[Finished]:
+    return [process.finish(JOB_SECONDS) for process in job]
+
+
+def run_job(directory: Path, env: Mapping[str, str], **kwargs: Any) -> list[Finished]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with Spawned(directory) as spawned:
+        return finish(start_job(spawned, env, **kwargs))
+
+
+def reports_of(results: list[Finished], returncode: int | None = 0) -> list[dict[str, Any]]:
+    for result in results:
+        if returncode is not None:
+            assert result.returncode == returncode, result.describe()
+    return [result.report() for result in results]
+
+
+def assert_same_training_state(expected: dict[str, Any], got: dict[str, Any]) -> None:
+    """Every weight and every optimizer variable (gathered across processes), bit for bit."""
+    for part in ("weights", "optimizer"):
+        assert list(expected[part]) == list(got[part])
+        for name, values in expected[part].items():
+            np.testing.assert_array_equal(np.array(got[part][name]), np.array(values), name)
+
+
+_references: dict[str, list[dict[str, Any]]] = {}
+
+
+@pytest.fixture
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The uninterrupted run of a distribution (with SEED, no backup), made once."""
+
+    def get(dist: str) -> list[dict[str, Any]]:
+        if dist not in _references:
+            directory = tmp_path_factory.mktemp(f"reference-{dist}")
+            env = {"BACKUP_DIR": str(directory / "unused"), "BACKUP_IMPL": "none"}
+            env.update(BACKUP_DIST=dist, BACKUP_SEED=SEED)
+            _references[dist] = reports_of(run_job(directory, env))
+        return _references[dist]
+
+    return get
+
+
+# --- stopped by a signal, resumed at the next batch ------------------------------------------
+
+
+@pytest.mark.parametrize("dist", ["dp", "mp_across"])
+def test_a_job_stopped_by_sigterm_mid_epoch_resumes_with_the_uninterrupted_weights(
+    tmp_path: Path, reference: Any, dist: str
+) -> None:
+    """SIGTERM to a random process at a random batch of the middle epoch: every process
+    saves at the agreed step and stops; the job started again (without the program's
+    seed: everything random comes from the backup) ends bit for bit as the run that was
+    never stopped. mp_across: each process holds half of each kernel (the "model" axis
+    across the processes), which Keras's own callback cannot save at all."""
+    expected = reference(dist)
+    backup_dir = tmp_path / "backup"
+    env = {"BACKUP_DIR": str(backup_dir), "BACKUP_DIST": dist, "BACKUP_SAVE_FREQ": "epoch"}
+    target = random.randint(STEPS_PER_EPOCH + 1, 2 * STEPS_PER_EPOCH - 2)
+    victim = random.randrange(2)
+    (tmp_path / "first").mkdir()
+    with Spawned(tmp_path / "first") as spawned:
+        job = start_job(spawned, {**env, "BACKUP_SEED": SEED, "BACKUP_STEP_SLEEP": "0.02"})
+        wait_until(job, lambda: steps_of(job[0]) >= target, f"step {target}")
+        os.kill(job[victim].pid, signal.SIGTERM)
+        first = reports_of(finish(job))
+    stopped = {report["stopped_step"] for report in first}
+    assert len(stopped) == 1, first
+    step = stopped.pop()
+    assert target <= step < EPOCHS * STEPS_PER_EPOCH, (target, step)
+    assert [report["iterations"] for report in first] == [step, step]
+    latest = json.loads((backup_dir / "latest.json").read_text())
+    assert latest["backup"] == f"step-{step:09d}"
+    saved = backup_dir / latest["backup"]
+    if dist == "mp_across":
+        # Each process wrote the half of the kernels it holds, and only that.
+        manifest = json.loads((saved / "manifest.json").read_text())
+        kernel = next(
+            n for n, v in enumerate(manifest["variables"]) if v["path"].endswith("dense_in/kernel")
+        )
+        for pid, columns in ((0, [0, 8]), (1, [8, 16])):
+            index = json.loads((saved / f"process-{pid:05d}.json").read_text())
+            assert [e[1] for e in index["shards"] if e[0] == kernel] == [[[0, 8], columns]]
+            assert (saved / f"process-{pid:05d}.bin").stat().st_size > 0
+
+    second = reports_of(run_job(tmp_path / "second", env))
+    for report in second:
+        assert report["restored_step"] == step
+        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH  # no batch trained twice
+        assert report["backup_dir_exists"] is False  # removed once training finished
+    for pid in (0, 1):
+        assert_same_training_state(expected[pid], second[pid])
+    # The epochs after the stop report the uninterrupted losses, the resumed one included.
+    resumed = EPOCHS - step // STEPS_PER_EPOCH
+    assert second[0]["loss"] == expected[0]["loss"][-resumed:]
+
+
+def test_a_backup_of_two_processes_is_refused_by_a_job_of_one(tmp_path: Path) -> None:
+    backup_dir = tmp_path / "backup"
+    env = {"BACKUP_DIR": str(backup_dir), "BACKUP_SAVE_FREQ": "4", "BACKUP_CRASH_AT": "6"}
+    crashed = run_job(tmp_path / "two", env)
+    assert all(r.returncode not in (0, None) for r in crashed), [r.describe() for r in crashed]
+    assert json.loads((backup_dir / "latest.json").read_text())["backup"] == "step-000000004"
+    one = run_job(tmp_path / "one", {"BACKUP_DIR": str(backup_dir)}, num_processes=1)
+    (report,) = reports_of(one, returncode=None)
+    assert one[0].returncode not in (0, None), one[0].describe()
+    assert report["error"] == (
+        f"BackupMismatchError: The backup in {backup_dir / 'step-000000004'} (step 4) was "
+        "written by a job of 2 processes x 2 cpu devices; this job is 1 process x 2 cpu "
+        "devices (the backup has 2 processes, this job has 1). A backup is loaded only into "
+        "the job that wrote it, so that every shard goes back to its device: run the job "
+        "again with the same processes and devices, or start from scratch by removing the "
+        "backup directory (or giving another backup_dir)."
+    )
+    assert (backup_dir / "step-000000004" / "manifest.json").is_file()  # refused, kept
+
+
+# --- killed in the middle of a save ------------------------------------------------------------
+
+
+def test_a_kill_between_the_shard_files_and_the_commit_leaves_the_previous_backup(
+    tmp_path: Path, reference: Any
+) -> None:
+    """Process 0 is SIGKILLed after every process wrote its files of step 8 and before it
+    commits them (it hangs there); the job ends, and the next run resumes from step 4."""
+    expected = reference("dp")
+    backup_dir = tmp_path / "backup"
+    env = {"BACKUP_DIR": str(backup_dir), "BACKUP_SAVE_FREQ": "4"}
+    (tmp_path / "first").mkdir()
+    with Spawned(tmp_path / "first") as spawned:
+        job = start_job(spawned, {**env, "BACKUP_SEED": SEED, "BACKUP_HANG_COMMIT": "0"})
+        wait_until(job, lambda: "committing" in job[0].stdout(), "the second commit")
+        os.kill(job[0].pid, signal.SIGKILL)
+        killed = finish(job)
+    assert killed[0].returncode == -signal.SIGKILL
+    assert killed[1].returncode not in (0, None), killed[1].describe()  # ended with the job
+    assert json.loads((backup_dir / "latest.json").read_text())["backup"] == "step-000000004"
+    leftover = backup_dir / "incoming-000000008"
+    assert sorted(p.name for p in leftover.iterdir()) == [
+        "process-00000.bin",
+        "process-00000.json",
+        "process-00001.bin",
+        "process-00001.json",
+    ]  # every shard file of step 8, no manifest: never committed, never read
+
+    second = reports_of(run_job(tmp_path / "second", env))
+    for report in second:
+        assert report["restored_step"] == 4
+        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH
+    for pid in (0, 1):
+        assert_same_training_state(expected[pid], second[pid])
+
+
+# --- one writer per file; removed once -----------------------------------------------------------
+
+
+def writers(reports: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str, set[int]]:
+    """Each path under the backup directory, with the processes that did `kinds` to it."""
+    found: dict[str, set[int]] = {}
+    for pid, report in enumerate(reports):
+        for _, kind, path in report["audit"]:
+            if kind in kinds:
+                found.setdefault(path, set()).add(pid)
+    return found
+
+
+def times(report: dict[str, Any], kinds: tuple[str, ...], path: str | None = None) -> list[float]:
+    return [t for t, kind, p in report["audit"] if kind in kinds and path in (None, p)]
+
+
+def test_difference_one_writer_per_file_and_one_removal_where_keras_s_own_has_two(
+    tmp_path: Path,
+) -> None:
+    """One epoch; process 1 is 3 s late at the end of training (before the backup's own
+    end-of-epoch hook). kdist: each file has one writer, and process 0 removes the
+    directory once, after process 1 is done with it. Keras's own (one save, so that the
+    processes never open the file at the same moment: HDF5's lock then fails one of
+    them): both processes write the same files, and process 0 removes the directory
+    while process 1 still saves into it, which process 1 then removes again."""
+    common = {"BACKUP_EPOCHS": "1", "BACKUP_SLOW_END": "1:3"}
+    ours_dir, theirs_dir = tmp_path / "kdist-backup", tmp_path / "keras-backup"
+    ours = reports_of(
+        run_job(
+            tmp_path / "kdist", {**common, "BACKUP_DIR": str(ours_dir), "BACKUP_SAVE_FREQ": "4"}
+        )
+    )
+    theirs = reports_of(
+        run_job(
+            tmp_path / "keras",
+            {**common, "BACKUP_DIR": str(theirs_dir), "BACKUP_IMPL": "keras"},
+        )
+    )
+
+    # kdist: one writer per file; process 0 alone renames and removes, once at the end.
+    written = writers(ours, ("write",))
+    assert written, ours
+    assert all(len(pids) == 1 for pids in written.values()), written
+    assert {p for p, pids in written.items() if pids == {1}} == {
+        f"incoming-{step:09d}/process-00001.{suffix}"
+        for step in (4, 8, 12, 16)
+        for suffix in ("bin", "json")
+    }
+    assert writers(ours, ("rename", "rmtree")) and all(
+        pids == {0} for pids in writers(ours, ("rename", "rmtree")).values()
+    )
+    removals = times(ours[0], ("rmtree",), ".")
+    assert len(removals) == 1
+    assert removals[0] > max(times(ours[1], ("write", "mkdir")))  # after process 1's last
+    assert not ours_dir.exists()
+
+    # Keras's own: both processes write the same two files and remove the directory.
+    both = writers(theirs, ("write",))
+    assert both["latest.weights.h5"] == {0, 1}
+    assert both["training_metadata.json"] == {0, 1}
+    assert writers(theirs, ("rmtree",))["."] == {0, 1}
+    removed_by_0 = times(theirs[0], ("rmtree",), ".")[0]
+    assert min(times(theirs[1], ("write",), "latest.weights.h5")) > removed_by_0

@@ -1,0 +1,305 @@
+"""A cluster member that trains a small Keras model (JAX backend) with a backup callback.
+
+Configured by environment variables (every process of a job gets the same ones):
+
+  BACKUP_DIR          the backup directory
+  BACKUP_IMPL         kdist (kdist.BackupAndRestore), keras (keras.callbacks.BackupAndRestore)
+                      or none (no backup: the uninterrupted reference)
+  BACKUP_DIST         dp (kdist.DataParallel); mp (kdist.ModelParallel, mesh (2, 2) batch x
+                      model, the Dense kernels split on "model", each process's two devices
+                      one row of the mesh: every process holds every shard); mp_across (the
+                      same mesh with its "model" axis across the processes: each process
+                      holds half of each kernel, and feeds the whole global batch);
+                      keras_mp (Keras's own ModelParallel on mp_across's mesh); keras_dp
+                      (Keras's own DataParallel)
+  BACKUP_SAVE_FREQ    "epoch" (default), an integer, or "false"
+  BACKUP_EPOCHS       epochs (default 3)
+  BACKUP_ROWS         rows per process (default 64; batch size 4: 16 batches per epoch)
+  BACKUP_UNITS        width of the hidden layer (default 16)
+  BACKUP_SHUFFLE      1 to shuffle (default 0)
+  BACKUP_DATA         arrays (default) or pydataset
+  BACKUP_STEP_SLEEP   seconds each batch sleeps (default 0), so that a signal lands mid-epoch
+  BACKUP_SLOW_END     "PID:SECONDS": that process sleeps before the last epoch's end
+                      callbacks (before the backup's own), so the others finish first
+  BACKUP_HANG_COMMIT  "PID": that process hangs (prints "committing", sleeps) when it is
+                      about to commit a backup after the first one: a SIGKILL then lands
+                      between the shard files and the commit
+  BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
+  BACKUP_SEED         the program's own seed (keras.utils.set_random_seed before
+                      kdist.initialize, which keeps it); default: the job seed kdist agrees on
+
+Each process prints "step N" after every batch it trains (N: the global batch count of this
+run's fit, from 1), and at the end one JSON line: the final variables (every value, gathered
+across processes), the optimizer's iteration count, where the backup restored from, the step
+it stopped at, the files it wrote and removed under BACKUP_DIR (an audit hook), and the
+seconds each save took.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+BACKUP_DIR = os.environ["BACKUP_DIR"]
+IMPL = os.environ.get("BACKUP_IMPL", "kdist")
+DIST = os.environ.get("BACKUP_DIST", "dp")
+_freq = os.environ.get("BACKUP_SAVE_FREQ", "epoch")
+SAVE_FREQ: object = "epoch" if _freq == "epoch" else (False if _freq == "false" else int(_freq))
+EPOCHS = int(os.environ.get("BACKUP_EPOCHS", "3"))
+ROWS = int(os.environ.get("BACKUP_ROWS", "64"))
+UNITS = int(os.environ.get("BACKUP_UNITS", "16"))
+SHUFFLE = os.environ.get("BACKUP_SHUFFLE", "0") == "1"
+DATA = os.environ.get("BACKUP_DATA", "arrays")
+STEP_SLEEP = float(os.environ.get("BACKUP_STEP_SLEEP", "0"))
+SLOW_END = os.environ.get("BACKUP_SLOW_END", "")
+HANG_COMMIT = os.environ.get("BACKUP_HANG_COMMIT", "")
+CRASH_AT = int(os.environ.get("BACKUP_CRASH_AT", "0"))
+
+# --- what this process does to the files under BACKUP_DIR --------------------------------
+
+_audit: list[list[object]] = []
+_audit_lock = threading.Lock()
+_root = os.path.abspath(BACKUP_DIR)
+
+
+def _ours(path: object) -> str | None:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = path.decode(errors="replace")
+    if not isinstance(path, str):
+        return None
+    full = os.path.abspath(path)
+    return os.path.relpath(full, _root) if full == _root or full.startswith(_root + "/") else None
+
+
+def _audit_hook(event: str, args: tuple[object, ...]) -> None:
+    if event == "open":
+        path, mode, flags = args
+        writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+        )
+        kind = "write" if writes else None
+    elif event in ("os.rename", "os.remove", "os.rmdir", "shutil.rmtree", "os.mkdir"):
+        path, kind = args[0], event.split(".")[1]
+    else:
+        return
+    name = _ours(path) if kind else None
+    if name is not None:
+        with _audit_lock:
+            _audit.append([time.time(), kind, name])
+
+
+sys.addaudithook(_audit_hook)
+
+import h5py  # noqa: E402
+
+_h5_file = h5py.File
+
+
+class _AuditedH5File(_h5_file):  # type: ignore[misc, valid-type]
+    """h5py writes in C, out of the audit hook's sight: its opens for writing are logged."""
+
+    def __init__(self, name: object, mode: str = "r", *args: object, **kwargs: object) -> None:
+        path = _ours(name)
+        if path is not None and mode != "r":
+            with _audit_lock:
+                _audit.append([time.time(), "write", path])
+        super().__init__(name, mode, *args, **kwargs)
+
+
+h5py.File = _AuditedH5File
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import kdist  # noqa: E402
+
+if os.environ.get("BACKUP_SEED"):
+    keras.utils.set_random_seed(int(os.environ["BACKUP_SEED"]))
+kdist.initialize()
+spec = kdist.cluster_spec()
+assert spec is not None
+me, processes = spec.process_id, spec.num_processes
+
+import jax  # noqa: E402
+from jax.experimental import multihost_utils  # noqa: E402
+
+if DIST == "dp":
+    strategy = kdist.DataParallel()
+    kdist.set_distribution(strategy)
+    shard, shards = strategy.data_shard_id, strategy.num_data_shards
+elif DIST in ("mp", "mp_across", "keras_mp"):
+    by_process = [[d for d in jax.devices() if d.process_index == p] for p in range(processes)]
+    if DIST == "mp":
+        mesh_devices = [row[:2] for row in by_process]  # a row of the mesh per process
+    else:
+        mesh_devices = [[row[0] for row in by_process], [row[1] for row in by_process]]
+    if DIST == "keras_mp":
+        mesh = keras.distribution.DeviceMesh((2, 2), ["batch", "model"], np.array(mesh_devices))
+        layout_map = keras.distribution.LayoutMap(mesh)
+    else:
+        mesh = kdist.DeviceMesh((2, 2), ("batch", "model"), mesh_devices)
+        layout_map = kdist.LayoutMap(mesh)
+    layout_map[".*/dense_in/kernel"] = (None, "model")
+    layout_map[".*/dense_out/kernel"] = ("model", None)
+    if DIST == "keras_mp":
+        keras.distribution.set_distribution(
+            keras.distribution.ModelParallel(layout_map=layout_map, auto_shard_dataset=False)
+        )
+    else:
+        kdist.set_distribution(kdist.ModelParallel(layout_map=layout_map))
+    # mp: each process feeds its own half; otherwise each process holds both batch shards
+    # and feeds the whole global batch.
+    shard, shards = (me, processes) if DIST == "mp" else (0, 1)
+elif DIST == "keras_dp":
+    keras.distribution.set_distribution(keras.distribution.DataParallel(auto_shard_dataset=False))
+    shard, shards = me, processes
+else:
+    raise SystemExit(f"unknown BACKUP_DIST {DIST!r}")
+
+# One global data set of ROWS rows per process; each process feeds its own contiguous part
+# (the whole of it when it holds every batch shard), in batches of BATCH rows per part.
+total = ROWS * processes
+rng = np.random.default_rng(7)
+features = rng.normal(size=(total, 8)).astype("float32")
+targets = (features @ np.linspace(-1.0, 1.0, 8, dtype="float32").reshape(8, 1) + 0.5).astype(
+    "float32"
+)
+part = total // shards
+mine = slice(shard * part, (shard + 1) * part)
+x, y = features[mine], targets[mine]
+BATCH = 4 * processes // shards
+
+
+class Batches(keras.utils.PyDataset):
+    """This process's part of the data as a PyDataset: batch i is rows [4i, 4i + 4)."""
+
+    def __len__(self) -> int:
+        return len(x) // BATCH
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = slice(index * BATCH, (index + 1) * BATCH)
+        return x[rows], y[rows]
+
+
+model = keras.Sequential(
+    [
+        keras.Input((8,)),
+        keras.layers.Dense(UNITS, activation="relu", name="dense_in"),
+        keras.layers.Dropout(0.25),
+        keras.layers.Dense(1, name="dense_out"),
+    ]
+)
+model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+
+
+class Progress(keras.callbacks.Callback):
+    """Prints "step N" after every trained batch; sleeps; crashes or slows down on demand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 0
+
+    def on_train_batch_end(self, batch: int, logs: object = None) -> None:
+        self.step += 1
+        print(f"step {self.step}", flush=True)
+        if CRASH_AT and self.step == CRASH_AT:
+            raise RuntimeError(f"crash at step {self.step}")
+        if STEP_SLEEP:
+            time.sleep(STEP_SLEEP)
+
+    def on_epoch_end(self, epoch: int, logs: object = None) -> None:
+        if SLOW_END and epoch == EPOCHS - 1:
+            pid, seconds = SLOW_END.split(":")
+            if int(pid) == me:
+                time.sleep(float(seconds))
+
+
+save_seconds: list[float] = []
+callbacks: list[keras.callbacks.Callback] = [Progress()]
+backup = None
+if IMPL == "kdist":
+
+    class TimedBackup(kdist.BackupAndRestore):
+        """Times each save; hangs before a commit on demand (BACKUP_HANG_COMMIT)."""
+
+        def _save_backup(self, *args: object, **kwargs: object) -> None:
+            started = time.perf_counter()
+            super()._save_backup(*args, **kwargs)
+            save_seconds.append(time.perf_counter() - started)
+
+    if HANG_COMMIT and int(HANG_COMMIT) == me:
+        from kdist._resume import store
+
+        _commit = store.commit
+        _commits = [0]
+
+        def hanging_commit(*args: object, **kwargs: object) -> object:
+            _commits[0] += 1
+            if _commits[0] >= 2:
+                print("committing", flush=True)
+                time.sleep(600)
+            return _commit(*args, **kwargs)
+
+        store.commit = hanging_commit
+
+    backup = TimedBackup(BACKUP_DIR, save_freq=SAVE_FREQ)
+    callbacks.append(backup)
+elif IMPL == "keras":
+
+    class TimedKerasBackup(keras.callbacks.BackupAndRestore):
+        def _save_model(self) -> None:
+            started = time.perf_counter()
+            super()._save_model()
+            save_seconds.append(time.perf_counter() - started)
+
+    callbacks.append(TimedKerasBackup(BACKUP_DIR, save_freq=SAVE_FREQ))
+elif IMPL != "none":
+    raise SystemExit(f"unknown BACKUP_IMPL {IMPL!r}")
+
+data = Batches() if DATA == "pydataset" else x
+started = time.perf_counter()
+error = None
+failure: BaseException | None = None
+try:
+    if DATA == "pydataset":
+        model.fit(data, epochs=EPOCHS, shuffle=SHUFFLE, verbose=0, callbacks=callbacks)
+    else:
+        model.fit(
+            x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=SHUFFLE, verbose=0, callbacks=callbacks
+        )
+except Exception as caught:  # reported, then re-raised: the job ends as it would
+    error, failure = f"{type(caught).__name__}: {caught}", caught
+fit_seconds = time.perf_counter() - started
+
+
+def gathered(value: object) -> list[float]:
+    full = multihost_utils.process_allgather(value, tiled=True)
+    return [float(v) for v in np.asarray(full, dtype="float64").reshape(-1)]
+
+
+report = {
+    "process_id": me,
+    "error": error,
+    "fit_seconds": fit_seconds,
+    "save_seconds": save_seconds,
+    "audit": _audit,
+    "backup_dir_exists": os.path.isdir(BACKUP_DIR),
+}
+if error is None:
+    report["weights"] = {v.path: gathered(v.value) for v in model.weights}
+    report["optimizer"] = {v.path: gathered(v.value) for v in model.optimizer.variables}
+    report["iterations"] = int(np.asarray(model.optimizer.iterations.value))
+    report["loss"] = [float(v) for v in model.history.history.get("loss", [])]
+if backup is not None:
+    report["restored_step"] = backup.restored_step
+    report["stopped_step"] = backup.stopped_step
+print(json.dumps(report), flush=True)
+if failure is not None:
+    # Uncaught, so kdist's liveness channel ends the others (SystemExit(1) would count as
+    # a finished process, and they would wait for it in their next collective).
+    raise failure
