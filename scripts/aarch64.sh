@@ -13,7 +13,7 @@
 #                                  tests that need no other process there
 #
 # Without binfmt_misc the kernel cannot start an arm64 program, so the emulated
-# environment's sys.executable is a shell script that starts qemu (sitecustomize.py), and
+# environment's sys.executable is a shell script that starts qemu (set by a .pth file), and
 # its `kdist` script goes through it: the tests' fresh interpreters run emulated too.
 # Extra arguments after WHEEL go to pytest.
 set -euo pipefail
@@ -56,7 +56,7 @@ ensure_python() {
   fi
   cat > "$python" << EOF
 #!/bin/sh
-# Debian's arm64 Python 3.11 (or the program named by the first argument) under qemu-user.
+# Debian's arm64 Python 3.11 under qemu-user (KDIST_AARCH64_PROGRAM: another arm64 program).
 exec qemu-aarch64-static -L "$sysroot" "\${KDIST_AARCH64_PROGRAM:-$sysroot/usr/bin/python3.11}" "\$@"
 EOF
   chmod +x "$python"
@@ -90,7 +90,8 @@ EOF
 exec "$venv/bin/python-emulated" -m kdist "\$@"
 EOF
     chmod +x "$venv/bin/python-emulated" "$venv/bin/kdist"
-    echo "import sys; sys.executable = '$venv/bin/python-emulated'" > "$site/sitecustomize.py"
+    # A .pth line, not sitecustomize.py: Debian's Python has a sitecustomize of its own.
+    echo "import sys; sys.executable = '$venv/bin/python-emulated'" > "$site/kdist_emulated.pth"
     machine=$("$venv/bin/python-emulated" -c 'import platform; print(platform.machine())')
     [ "$machine" = aarch64 ] || fail "expected the emulated Python to be aarch64, received $machine"
     echo "== single-process tests under qemu-user (aarch64, $("$venv/bin/python-emulated" -V)) with $(basename "$wheel")"
