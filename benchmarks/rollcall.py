@@ -29,8 +29,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series, interleave
-from kdist import _core, _core_bench
+from kdist import _core
 from kdist._core import free_port
+
+try:
+    from kdist import _core_bench
+except ImportError as error:
+    raise ImportError(
+        "benchmarks/rollcall.py: expected kdist._core_bench, the roll call's load generator, "
+        f"received {error}; users' wheels leave it out: install kdist built with "
+        "-C cmake.define.KDIST_BENCH_MODULE=ON (scripts/bench.sh does)"
+    ) from error
 
 PROCESS_COUNTS = (1024, 4096, 16384)
 _LIMIT_S = 120.0

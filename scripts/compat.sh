@@ -9,8 +9,9 @@
 #                                      saying why (tests/test_launchers.py).
 #   scripts/compat.sh floor WHEEL      the `compat` tests at the oldest JAX and Keras
 #                                      pyproject.toml declares, in build/venvs/floor.
-#   scripts/compat.sh abi3-wheel       builds the cp312-abi3 wheel with Python 3.12 and
-#                                      prints its path (tests/test_packaging.py checks it).
+#   scripts/compat.sh abi3-wheel       builds the cp312-abi3 wheel with Python 3.12 (with
+#                                      the bench module, like test.sh's) and prints its
+#                                      path (tests/test_packaging.py checks it).
 #   scripts/compat.sh abi3 WHEEL       installs that same file into Python 3.13 and runs
 #                                      the single-process tests there.
 #
@@ -42,20 +43,7 @@ else:
 EOF
 }
 
-# An interpreter of version $1 (3.12) that runs: $PYTHON312-style override, pyenv's
-# versions, or the PATH (a pyenv shim on the PATH may refuse to run).
-python_of() {
-  local override="PYTHON${1/./}" candidate
-  for candidate in ${!override:-} \
-    $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/python3 2> /dev/null | sort -rV) \
-    $(command -v "python$1" || true); do
-    if "$candidate" -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '$1'.split('.'))))" \
-      2> /dev/null; then
-      echo "$candidate"
-      return
-    fi
-  done
-}
+source scripts/python_of.sh
 
 case "$mode" in
   launchers)
@@ -95,8 +83,9 @@ case "$mode" in
     fi
     make_venv build/venvs/py312 "$py312" > /dev/null
     rm -rf build/wheelhouse-abi3
+    # With the bench module, as scripts/test.sh's own wheel (KDIST_TEST_BENCH_MODULE=1).
     build/venvs/py312/bin/python -m pip wheel --quiet --no-deps \
-      --wheel-dir build/wheelhouse-abi3 . >&2
+      -C cmake.define.KDIST_BENCH_MODULE=ON --wheel-dir build/wheelhouse-abi3 . >&2
     ls "$PWD"/build/wheelhouse-abi3/kdist-*-cp312-abi3-*.whl
     ;;
   abi3)

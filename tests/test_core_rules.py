@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import bench_module
 import kdist
 from kdist import _core
 from kdist._cli.main import build_parser
@@ -94,6 +95,7 @@ def test_the_cli_and_the_load_generator_stay_out_of_import_kdist() -> None:
 
 
 def test_the_load_generator_has_its_own_stub() -> None:
+    bench_module.load()
     stub = subprocess.run(
         [
             sys.executable,

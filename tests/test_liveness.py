@@ -3,7 +3,8 @@ says which one failed and why.
 
 Each test runs a real loopback job (real processes, real jax.distributed on JAX's CPU
 backend) with a hard timeout well under JAX's own 100 s heartbeat and 300 s shutdown
-barrier, so a test that passes cannot be JAX's own timeouts at work.
+barrier, so a test that passes cannot be JAX's own timeouts at work. Those are marked
+`multiprocess`; the two that check a single process's settings are not.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def events(result: Finished, name: str) -> list[dict[str, object]]:
     return [line for line in result.json_lines() if line.get("event") == name]
 
 
+@pytest.mark.multiprocess
 def test_an_uncaught_exception_ends_every_process_and_names_the_first_failure() -> None:
     results = fault_job("exception", n=3, faulty=1)
     assert_all_exited(results)
@@ -69,6 +71,7 @@ def test_an_uncaught_exception_ends_every_process_and_names_the_first_failure() 
         assert not events(results[me], "done"), ended(results)
 
 
+@pytest.mark.multiprocess
 def test_a_failure_in_another_thread_ends_the_job() -> None:
     results = fault_job("thread", n=2, faulty=1)
     assert_all_exited(results)
@@ -82,6 +85,7 @@ def test_a_failure_in_another_thread_ends_the_job() -> None:
     ), ended(results)
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("fault", ["sigkill", "segfault"])
 def test_a_process_that_dies_is_named_by_every_other(fault: str) -> None:
     results = fault_job(fault, n=3, faulty=2)
@@ -96,6 +100,7 @@ def test_a_process_that_dies_is_named_by_every_other(fault: str) -> None:
         ), ended(results)
 
 
+@pytest.mark.multiprocess
 def test_process_0_dying_is_named_by_the_others() -> None:
     results = fault_job("sigkill", n=2, faulty=0)
     assert_all_exited(results)
@@ -108,6 +113,7 @@ def test_process_0_dying_is_named_by_the_others() -> None:
     ), ended(results)
 
 
+@pytest.mark.multiprocess
 def test_process_0_failing_stops_the_others() -> None:
     results = fault_job("exception", n=2, faulty=0)
     assert_all_exited(results)
@@ -117,6 +123,7 @@ def test_process_0_failing_stops_the_others() -> None:
     assert "failed first: RuntimeError: injected failure; stopping process 1" in results[1].stderr
 
 
+@pytest.mark.multiprocess
 def test_a_process_that_leaves_with_os_exit_0_after_its_work_is_not_a_failure() -> None:
     results = fault_job("exit0", n=3, faulty=1)
     assert_all_exited(results)
@@ -127,6 +134,7 @@ def test_a_process_that_leaves_with_os_exit_0_after_its_work_is_not_a_failure() 
         assert "died" not in results[me].stderr
 
 
+@pytest.mark.multiprocess
 def test_a_start_that_fails_after_go_ends_every_process_and_names_the_failure() -> None:
     # Process 1's JAX initialize raises after the roll call; the others are inside JAX's
     # initialize, waiting for it (until the 60 s timeout, without the channel).
@@ -144,6 +152,7 @@ def test_a_start_that_fails_after_go_ends_every_process_and_names_the_failure() 
         assert not events(results[me], "started"), ended(results)
 
 
+@pytest.mark.multiprocess
 def test_a_normal_end_still_goes_through_jax_and_process_0_says_whom_it_waits_for() -> None:
     results = fault_job("none", n=2)
     assert_all_exited(results)
@@ -159,6 +168,7 @@ def test_a_normal_end_still_goes_through_jax_and_process_0_says_whom_it_waits_fo
     assert events(results[0], "done")[0]["at"] < events(results[1], "done")[0]["at"]
 
 
+@pytest.mark.multiprocess
 def test_on_peer_failure_ignore_reports_and_goes_on() -> None:
     results = fault_job("ignore", n=2, faulty=1, KDIST_ON_PEER_FAILURE="ignore")
     assert_all_exited(results)
@@ -206,6 +216,7 @@ kdist.shutdown()
     }
 
 
+@pytest.mark.multiprocess
 def test_processes_that_disagree_on_a_jax_timeout_fail_the_roll_call() -> None:
     results = run_cluster(
         "liveness_fault.py",
@@ -271,6 +282,7 @@ def summary_rows(stderr: str) -> dict[int, str]:
     return rows
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("n", [2, 3])
 def test_launch_blames_the_exception_not_the_first_exit_and_prints_a_summary(n: int) -> None:
     result = launch("exception", n, faulty=1)
@@ -291,6 +303,7 @@ def test_launch_blames_the_exception_not_the_first_exit_and_prints_a_summary(n: 
         assert "failed first: RuntimeError: injected failure" in rows[me], out
 
 
+@pytest.mark.multiprocess
 def test_launch_names_the_signal_of_a_killed_process() -> None:
     result = launch("sigkill", 2, faulty=1)
     out = result.stdout + result.stderr
@@ -308,6 +321,7 @@ def test_launch_names_the_signal_of_a_killed_process() -> None:
     ), out
 
 
+@pytest.mark.multiprocess
 def test_launch_of_a_job_whose_process_leaves_with_os_exit_0_succeeds() -> None:
     result = launch("exit0", 2, faulty=1)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import bench_module
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -45,15 +47,13 @@ def test_wheel_holds_the_package_the_core_its_stubs_and_py_typed(wheel: Path) ->
     for expected in (
         "kdist/__init__.py",
         "kdist/_core.pyi",
-        "kdist/_core_bench.pyi",
+        "kdist/_version.py",
         "kdist/py.typed",
         "kdist/_jax_backend.py",
     ):
         assert expected in names, f"{expected} missing from {wheel.name}"
     cores = [n for n in names if n.startswith("kdist/_core.") and n.endswith(".so")]
     assert len(cores) == 1, cores
-    benches = [n for n in names if n.startswith("kdist/_core_bench.") and n.endswith(".so")]
-    assert len(benches) == 1, benches
     assert not any(n.endswith((".cc", ".h")) for n in names)
 
 
@@ -62,6 +62,23 @@ def test_wheel_declares_the_pytest_plugin_and_ships_kdist_testing(wheel: Path) -
     entry_points = next(n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt"))
     assert "[pytest11]\nkdist = kdist.testing.plugin\n" in archive.read(entry_points).decode()
     assert {"kdist/testing/__init__.py", "kdist/testing/plugin.py"} <= set(archive.namelist())
+
+
+def test_the_bench_module_ships_only_in_wheels_built_for_tests(wheel: Path) -> None:
+    """Users' wheels hold no kdist._core_bench; a wheel built with KDIST_BENCH_MODULE=ON
+    (KDIST_TEST_BENCH_MODULE=1) holds it with its generated stub."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    bench = sorted(n for n in names if n.startswith("kdist/_core_bench."))
+    if bench_module.expected():
+        assert len(bench) == 2 and "kdist/_core_bench.pyi" in bench, (
+            f"expected kdist/_core_bench.<suffix>.so and kdist/_core_bench.pyi in {wheel.name} "
+            f"(KDIST_TEST_BENCH_MODULE=1), received {bench}"
+        )
+    else:
+        assert bench == [], (
+            f"expected no kdist._core_bench in {wheel.name} (a user's wheel), received {bench}; "
+            "it belongs behind -DKDIST_BENCH_MODULE=ON"
+        )
 
 
 def test_wheel_for_this_python_is_a_regular_cpython_wheel(wheel: Path) -> None:

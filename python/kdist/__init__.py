@@ -104,9 +104,9 @@ def __getattr__(name: str) -> object:
     module_name = _LAZY_NAMES.get(name)
     if module_name is None:
         if name == "__version__":
-            from importlib.metadata import version
+            from kdist._version import __version__
 
-            return version("kdist")
+            return __version__
         raise AttributeError(f"module 'kdist' has no attribute {name!r}")
     import importlib
 

@@ -360,9 +360,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from importlib.metadata import version
+        from kdist._version import __version__
 
-        print(f"kdist {version('kdist')}")
+        print(f"kdist {__version__}")
         return 0
     if args.command_name == "doctor":
         from kdist._cli import doctor
