@@ -77,7 +77,9 @@ class Jobs:
     def cancel_all(self) -> None:
         for job in self.submitted:
             # SIGKILL first, so that nothing waits for KillWait; then the job itself.
-            self.cluster.run("scancel", "--full", "--signal=KILL", f"--name={job.name}", check=False)
+            self.cluster.run(
+                "scancel", "--full", "--signal=KILL", f"--name={job.name}", check=False
+            )
             self.cluster.run("scancel", f"--name={job.name}", check=False)
         deadline = time.monotonic() + COMMAND_SECONDS
         names = {job.name for job in self.submitted}
@@ -174,7 +176,9 @@ class Cluster:
             fields = self.job(job_id)
             if fields.get("JobState") in states:
                 return fields
-            assert time.monotonic() < deadline, f"job {job_id} not {states} after {timeout} s: {fields}"
+            assert time.monotonic() < deadline, (
+                f"job {job_id} not {states} after {timeout} s: {fields}"
+            )
             time.sleep(0.1)
 
     def start_now(self, job_id: str, timeout: float) -> None:
@@ -204,9 +208,11 @@ def cluster() -> Iterator[Cluster]:
             )
         status = _script("start", KDIST_SLURM_NO_INSTALL="1")
         if status.returncode != 0:
-            reason = (DIRECTORY / "unavailable").read_text().strip() if (
-                DIRECTORY / "unavailable"
-            ).exists() else status.stderr.strip()
+            reason = (
+                (DIRECTORY / "unavailable").read_text().strip()
+                if (DIRECTORY / "unavailable").exists()
+                else status.stderr.strip()
+            )
             raise Unavailable(f"the Slurm test cluster cannot start: {reason}")
         started = True
     variables = _variables(status.stdout)

@@ -121,7 +121,9 @@ def test_srun_alone_configures_the_job(slurm: Cluster, tmp_path: Path, options: 
             timeout=STEP_SECONDS,
         )
     assert result.returncode == 0, (result.stderr, [task_output(tmp_path, i) for i in range(tasks)])
-    reports = [json.loads(task_output(tmp_path, i)[0].strip().splitlines()[-1]) for i in range(tasks)]
+    reports = [
+        json.loads(task_output(tmp_path, i)[0].strip().splitlines()[-1]) for i in range(tasks)
+    ]
     port = 61440 + int(reports[0]["job_id"]) % 4096  # as JAX derives it
     for task, report in enumerate(reports):
         assert report["process_id"] == task == int(report["slurm_procid"])
@@ -186,7 +188,7 @@ def test_a_task_that_raises_is_named_by_the_other_at_once(slurm: Cluster, tmp_pa
 
 
 CONTRADICTION = (
-    "{variable}=\"{mine}\" (from the environment) contradicts {theirs}=\"{value}\" (detected: "
+    '{variable}="{mine}" (from the environment) contradicts {theirs}="{value}" (detected: '
     "slurm): this process takes its other settings ({others}) from slurm"
 )
 
@@ -261,9 +263,7 @@ def batch_script(directory: Path) -> Path:
     return path
 
 
-def submit(
-    slurm: Cluster, job: Job, directory: Path, options: list[str], **env: str
-) -> str:
+def submit(slurm: Cluster, job: Job, directory: Path, options: list[str], **env: str) -> str:
     return slurm.sbatch(
         job,
         batch_script(directory),

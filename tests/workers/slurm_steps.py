@@ -50,7 +50,7 @@ if MODE == "report":
     kdist.initialize()
     spec = kdist.cluster_spec()
     assert spec is not None
-    import jax  # noqa: E402
+    import jax
 
     print(
         json.dumps(
