@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -220,7 +221,12 @@ def test_every_public_class_is_named_as_users_import_it() -> None:
     for name in classes:
         cls = getattr(kdist, name)
         assert f"{cls.__module__}.{cls.__qualname__}" == f"kdist.{name}"
-        assert str(cls) == f"<class 'kdist.{name}'>"
+        if name == "DeviceMesh" and "keras" in sys.modules:
+            # While Keras is loaded (an earlier test loaded it here), the plain class says
+            # why Keras code refuses its meshes (tests/test_keras_bridge.py pins the words).
+            assert str(cls).startswith("<class 'kdist.DeviceMesh' (made before Keras"), cls
+        else:
+            assert str(cls) == f"<class 'kdist.{name}'>"
 
 
 def test_a_traceback_names_the_exception_as_users_import_it() -> None:
