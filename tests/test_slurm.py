@@ -29,6 +29,7 @@ from support import KDIST_SCRIPT, WORKERS
 pytestmark = pytest.mark.slurm
 
 WORKER = str(WORKERS / "slurm_steps.py")
+KERAS_WORKER = str(WORKERS / "keras_backup.py")
 HOST = os.uname().nodename
 STEP_SECONDS = 90  # bounds one srun step or one run of a batch job; nothing is timed by it
 
@@ -389,10 +390,6 @@ def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
         f"the job ({60 - (seen - started):.0f} s before the limit); both tasks stopped at step "
         f"{step}; the requeued run resumed there and ended with the uninterrupted total"
     )
-    # KERAS_BACKUP_AND_RESTORE: the same scenario with kdist.BackupAndRestore (another
-    # branch) belongs here: model.fit with callbacks=[kdist.BackupAndRestore(tmp_path)],
-    # stopped by the time limit's signal, requeued, ending with the weights of an
-    # uninterrupted fit.
 
 
 def test_a_requeued_job_resumes_and_ends_with_the_uninterrupted_result(
@@ -433,3 +430,133 @@ def test_a_requeued_job_resumes_and_ends_with_the_uninterrupted_result(
         f"(KillWait {slurm.kill_wait:g} s); the second run (restart_count 1) resumed there"
     )
     assert gone < slurm.kill_wait
+
+
+# --- the Keras main job: kdist.BackupAndRestore under a time limit and a requeue -----------
+
+KERAS_BATCH_SCRIPT = """#!/bin/bash
+# fit() with kdist.BackupAndRestore in every task. The first run's batches are slow (48 x
+# 1.2 s), so the time limit's signal always lands mid-training; a run that stopped
+# (a non-zero status: 128 + the stop signal) requeues the job once.
+restart=${{SLURM_RESTART_COUNT:-0}}
+if [ "$restart" = 0 ]; then export BACKUP_STEP_SLEEP=1.2; fi
+srun --output="$SLURM_TEST_DIR/keras-%t-run$restart.out" \\
+  --error="$SLURM_TEST_DIR/keras-%t-run$restart.err" {python} {worker}
+status=$?
+echo "batch: srun exited with status $status (restart $restart)"
+if [ "$status" != 0 ] && [ "$restart" = 0 ]; then
+  scontrol requeue "$SLURM_JOB_ID"
+fi
+exit $status
+"""
+
+
+def keras_report(directory: Path, task: int, run: str) -> dict[str, object]:
+    """The JSON line keras_backup.py prints last, from task `task`'s output of `run`."""
+    out = directory / f"keras-{task}-{run}.out"
+    err = directory / f"keras-{task}-{run}.err"
+    lines = out.read_text().strip().splitlines() if out.exists() else []
+    assert lines and lines[-1].startswith("{"), (
+        out.read_text() if out.exists() else "(no output)",
+        err.read_text(errors="replace")[-3000:] if err.exists() else "(no stderr)",
+    )
+    report: dict[str, object] = json.loads(lines[-1])
+    return report
+
+
+def wait_reports(directory: Path, run: str, timeout: float) -> None:
+    """Until every task of `run` printed its last line (its report) and ended."""
+    deadline = time.monotonic() + timeout
+    for task in range(2):
+        out = directory / f"keras-{task}-{run}.out"
+        while not (out.exists() and out.read_text().rstrip().endswith("}")):
+            assert time.monotonic() < deadline, f"no report in {out} after {timeout} s"
+            time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_as_uninterrupted(
+    slurm: Cluster, tmp_path: Path
+) -> None:
+    # kdist.BackupAndRestore in model.fit, --signal=USR1@50 with KDIST_STOP_SIGNALS: every
+    # task saves at the agreed batch and stops; the requeued run (SLURM_RESTART_COUNT=1)
+    # resumes at the next batch and ends with the weights of a fit that was never stopped.
+    keras_env = {
+        "KERAS_BACKEND": "jax",
+        "KERAS_HOME": str(tmp_path / "keras-home"),
+        "BACKUP_SEED": "20261201",
+    }
+    reference_dir = tmp_path / "reference"
+    reference_dir.mkdir()
+    with slurm.jobs() as jobs:
+        result = slurm.srun(
+            jobs.new(),
+            [sys.executable, KERAS_WORKER],
+            env=slurm.env(
+                **keras_env,
+                BACKUP_IMPL="none",
+                BACKUP_DIR=str(reference_dir / "unused"),
+                SLURM_TEST_DIR=str(reference_dir),
+            ),
+            options=[
+                "-n2",
+                f"--output={reference_dir}/keras-%t-reference.out",
+                f"--error={reference_dir}/keras-%t-reference.err",
+            ],
+            timeout=STEP_SECONDS,
+        )
+        assert result.returncode == 0, result.stderr
+        expected = [keras_report(reference_dir, i, "reference") for i in range(2)]
+
+        script = tmp_path / "keras-job.sh"
+        script.write_text(KERAS_BATCH_SCRIPT.format(python=sys.executable, worker=KERAS_WORKER))
+        script.chmod(0o755)
+        job_id = slurm.sbatch(
+            jobs.new(),
+            script,
+            env=slurm.env(
+                **keras_env,
+                SLURM_TEST_DIR=str(tmp_path),
+                BACKUP_DIR=str(tmp_path / "backup"),
+                BACKUP_SAVE_FREQ="epoch",
+                KDIST_STOP_SIGNALS="SIGTERM,SIGUSR1",
+            ),
+            options=[
+                "-n2",
+                f"--output={tmp_path}/batch.out",
+                "--open-mode=append",
+                "--time=1",
+                "--signal=USR1@50",
+                "--requeue",
+            ],
+        )
+        wait_reports(tmp_path, "run0", 2 * STEP_SECONDS)
+        first = [keras_report(tmp_path, i, "run0") for i in range(2)]
+        slurm.start_now(job_id, STEP_SECONDS)
+        fields = slurm.wait_job(job_id, {"COMPLETED", "FAILED"}, 2 * STEP_SECONDS)
+        second = [keras_report(tmp_path, i, "run1") for i in range(2)]
+    batch = (tmp_path / "batch.out").read_text()
+    assert "asked to stop (SIGUSR1); every process stops at step" in (
+        (tmp_path / "keras-0-run0.err").read_text() + (tmp_path / "keras-1-run0.err").read_text()
+    ), batch
+    assert "batch: srun exited with status 0 (restart 1)" in batch, batch
+    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), fields
+    stopped = {report["stopped_step"] for report in first}
+    assert len(stopped) == 1 and None not in stopped, first
+    step = stopped.pop()
+    total = 3 * 16  # keras_backup.py's default: 3 epochs of 16 batches
+    assert isinstance(step, int) and 0 < step < total, (step, total)
+    for pid in range(2):
+        assert second[pid]["restored_step"] == step, second[pid]
+        assert second[pid]["iterations"] == total  # no batch trained twice
+        for part in ("weights", "optimizer"):
+            got, want = second[pid][part], expected[pid][part]
+            assert isinstance(got, dict) and isinstance(want, dict)
+            assert list(got) == list(want)
+            for name, values in want.items():
+                assert got[name] == values, (part, name)
+    figure(
+        f"Keras fit with kdist.BackupAndRestore, --time=1 --signal=USR1@50: both tasks saved "
+        f"at batch {step} of {total} and stopped; the requeued run resumed at batch {step + 1} "
+        f"and ended with the uninterrupted weights and optimizer state"
+    )
