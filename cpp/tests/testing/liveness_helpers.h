@@ -71,6 +71,13 @@ struct Job {
   std::vector<std::unique_ptr<Inbox>> inboxes;
   std::vector<std::unique_ptr<LivenessSpoke>> spokes;
 
+  // The channels stop first: the hub and the spokes hold the boards and the inboxes
+  // (a hub's Stop() still tells its board), which members destroy before them.
+  ~Job() {
+    spokes.clear();
+    hub.reset();
+  }
+
   StopOptions StopOf(int64_t id) {
     StopOptions out = stop;
     out.board = with_boards ? boards[static_cast<size_t>(id)].get() : nullptr;
