@@ -26,13 +26,16 @@ Configured by environment variables (every process of a job gets the same ones):
                       between the shard files and the commit
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
   BACKUP_SEED         the program's own seed (keras.utils.set_random_seed before
-                      kdist.initialize, which keeps it); default: the job seed kdist agrees on
+                      kdist.initialize, which keeps it); default: the job seed kdist agrees on.
+                      Under `kdist launch --max-restarts`, only on the first attempt
+                      (KDIST_RESTART_COUNT 0): a restarted attempt takes everything random
+                      from the backup
 
 Each process prints "step N" after every batch it trains (N: the global batch count of this
 run's fit, from 1), and at the end one JSON line: the final variables (every value, gathered
 across processes), the optimizer's iteration count, where the backup restored from, the step
-it stopped at, the files it wrote and removed under BACKUP_DIR (an audit hook), and the
-seconds each save took.
+it stopped at, cluster_spec().restart_count, the files it wrote and removed under BACKUP_DIR
+(an audit hook), and the seconds each save took.
 """
 
 import json
@@ -118,7 +121,7 @@ import numpy as np  # noqa: E402
 
 import kdist  # noqa: E402
 
-if os.environ.get("BACKUP_SEED"):
+if os.environ.get("BACKUP_SEED") and os.environ.get("KDIST_RESTART_COUNT", "0") == "0":
     keras.utils.set_random_seed(int(os.environ["BACKUP_SEED"]))
 kdist.initialize()
 spec = kdist.cluster_spec()
@@ -289,6 +292,7 @@ report = {
     "save_seconds": save_seconds,
     "audit": _audit,
     "backup_dir_exists": os.path.isdir(BACKUP_DIR),
+    "restart_count": spec.restart_count,
 }
 if error is None:
     report["weights"] = {v.path: gathered(v.value) for v in model.weights}
