@@ -60,9 +60,10 @@ history = model.fit(
 )
 
 losses = ", ".join(f"{loss:.5f}" for loss in history.history["loss"])
-print(
-    f"process {spec.process_id} of {spec.num_processes}: initialize took "
-    f"{initialize_seconds:.3f} s; seed {spec.seed} ({spec.sources['seed']}); "
-    f"{kdist.get_device_count()} devices; losses per epoch [{losses}]",
-    flush=True,
-)
+if backup.stopped_step is None:  # else stopped by a signal: saved, and the process exits 143
+    print(
+        f"process {spec.process_id} of {spec.num_processes}: initialize took "
+        f"{initialize_seconds:.3f} s; seed {spec.seed} ({spec.sources['seed']}); "
+        f"{kdist.get_device_count()} devices; losses per epoch [{losses}]",
+        flush=True,
+    )
