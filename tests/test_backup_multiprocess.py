@@ -4,8 +4,8 @@ the middle of a save, one writer per file, and Keras's own callback beside it.
 Every job is 2 processes x 2 CPU devices on loopback, real jax.distributed, real Keras on
 its JAX backend (tests/workers/keras_backup.py: a Dense-Dropout-Dense model with Adam, 16
 batches per epoch, 3 epochs). A job that is stopped is started again by the test (a second
-run of the same command: `kdist launch --max-restarts` is not used here). Every wait is
-bounded by JOB_SECONDS.
+run of the same command), or by `kdist launch --max-restarts` (the launcher's own restart).
+Every wait is bounded by JOB_SECONDS.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from support import NEEDS_KERAS, WORKERS, Finished, Running, Spawned, clean_env, free_port
+from support import NEEDS_KERAS, WORKERS, Finished, Running, Spawned, alive, clean_env, free_port
+from test_cli_launch import Launcher, attempt_rows
 
 pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS]
 
@@ -133,7 +134,7 @@ def test_a_job_stopped_by_sigterm_mid_epoch_resumes_with_the_uninterrupted_weigh
         job = start_job(spawned, {**env, "BACKUP_SEED": SEED, "BACKUP_STEP_SLEEP": "0.02"})
         wait_until(job, lambda: steps_of(job[0]) >= target, f"step {target}")
         os.kill(job[victim].pid, signal.SIGTERM)
-        first = reports_of(finish(job))
+        first = reports_of(finish(job), returncode=128 + signal.SIGTERM)  # an agreed stop
     stopped = {report["stopped_step"] for report in first}
     assert len(stopped) == 1, first
     step = stopped.pop()
@@ -161,6 +162,79 @@ def test_a_job_stopped_by_sigterm_mid_epoch_resumes_with_the_uninterrupted_weigh
     for pid in (0, 1):
         assert_same_training_state(expected[pid], second[pid])
     # The epochs after the stop report the uninterrupted losses, the resumed one included.
+    resumed = EPOCHS - step // STEPS_PER_EPOCH
+    assert second[0]["loss"] == expected[0]["loss"][-resumed:]
+
+
+def logged_report(logs: Path, attempt: int, process_id: int) -> dict[str, Any]:
+    """The JSON report of one process of one attempt, from `kdist launch --log-dir`."""
+    log = logs / f"attempt-{attempt}" / f"process-{process_id}.log"
+    reports = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assert len(reports) == 1, log.read_text()[-3000:]
+    return reports[0]
+
+
+@pytest.mark.parametrize("dist", ["dp", "mp_across"])
+def test_under_kdist_launch_a_sigterm_mid_epoch_is_restarted_and_ends_as_uninterrupted(
+    tmp_path: Path, reference: Any, dist: str
+) -> None:
+    """The launcher does the restart: `kdist launch -n 2 --devices-per-process 2
+    --max-restarts 2`, SIGTERM to one of its processes at a random batch of the middle
+    epoch. Attempt 0 stops at one agreed step (every process exits 143), attempt 1
+    (restart_count 1, without the program's seed) resumes at that step, trains each
+    remaining batch once and ends with the uninterrupted run's weights and optimizer
+    state, bit for bit; the launcher exits 0 with one row per attempt."""
+    expected = reference(dist)
+    backup_dir, logs = tmp_path / "backup", tmp_path / "logs"
+    env = clean_env(
+        2,
+        BACKUP_DIR=str(backup_dir),
+        BACKUP_DIST=dist,
+        BACKUP_SAVE_FREQ="epoch",
+        BACKUP_SEED=SEED,  # attempt 0 only (the worker ignores it on a restart)
+        BACKUP_STEP_SLEEP="0.02",
+        KDIST_INIT_TIMEOUT=str(JOB_SECONDS // 2),
+        KERAS_BACKEND="jax",
+        KERAS_HOME="/tmp/kdist-test-keras-home",
+    )
+    target = random.randint(STEPS_PER_EPOCH + 1, 2 * STEPS_PER_EPOCH - 2)
+    victim = random.randrange(2)
+    args = ["-n", "2", "--devices-per-process", "2", "--max-restarts", "2"]
+    launcher = Launcher([*args, "--log-dir", str(logs), "--", sys.executable, SCRIPT], env)
+    try:
+        launcher.wait_for(lambda: f"[0] step {target}" in launcher.stdout, timeout=JOB_SECONDS)
+        os.kill(launcher.started_pids()[victim], signal.SIGTERM)
+        assert launcher.wait(timeout=JOB_SECONDS) == 0, launcher.describe()
+    finally:
+        if launcher.proc.poll() is None:
+            launcher.proc.kill()
+            launcher.proc.wait(timeout=10)
+        launcher.close()
+        for pid in launcher.every_started_pid():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+    rows = attempt_rows(launcher)
+    assert [row[:1] + row[2:3] for row in rows] == [["0", "143"], ["1", "0"]], launcher.describe()
+    first = [logged_report(logs, 0, pid) for pid in (0, 1)]
+    stopped = {report["stopped_step"] for report in first}
+    assert len(stopped) == 1, first
+    step = stopped.pop()
+    assert target <= step < EPOCHS * STEPS_PER_EPOCH, (target, step)
+    assert f"every process stopped at step {step}" in " ".join(rows[0]), launcher.describe()
+    for report in first:
+        assert (report["restart_count"], report["restored_step"]) == (0, None)
+        assert report["iterations"] == step
+
+    second = [logged_report(logs, 1, pid) for pid in (0, 1)]
+    for report in second:
+        assert report["restart_count"] == 1
+        assert report["restored_step"] == step
+        assert report["stopped_step"] is None
+        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH  # no batch trained twice
+        assert report["backup_dir_exists"] is False
+    for pid in (0, 1):
+        assert_same_training_state(expected[pid], second[pid])
     resumed = EPOCHS - step // STEPS_PER_EPOCH
     assert second[0]["loss"] == expected[0]["loss"][-resumed:]
 
@@ -238,15 +312,15 @@ def times(report: dict[str, Any], kinds: tuple[str, ...], path: str | None = Non
     return [t for t, kind, p in report["audit"] if kind in kinds and path in (None, p)]
 
 
-def test_difference_one_writer_per_file_and_one_removal_where_keras_s_own_has_two(
+def test_difference_one_writer_per_file_and_one_removal_where_keras_s_own_fails(
     tmp_path: Path,
 ) -> None:
     """One epoch; process 1 is 3 s late at the end of training (before the backup's own
     end-of-epoch hook). kdist: each file has one writer, and process 0 removes the
-    directory once, after process 1 is done with it. Keras's own (one save, so that the
-    processes never open the file at the same moment: HDF5's lock then fails one of
-    them): both processes write the same files, and process 0 removes the directory
-    while process 1 still saves into it, which process 1 then removes again."""
+    directory once, after process 1 is done with it. Keras's own: both processes write
+    the same file; process 0 opens it first and is still saving into it (its save waits
+    for process 1) when process 1 opens it too, and HDF5's file lock fails process 1:
+    the job ends with an error instead of a backup."""
     common = {"BACKUP_EPOCHS": "1", "BACKUP_SLOW_END": "1:3"}
     ours_dir, theirs_dir = tmp_path / "kdist-backup", tmp_path / "keras-backup"
     ours = reports_of(
@@ -254,13 +328,9 @@ def test_difference_one_writer_per_file_and_one_removal_where_keras_s_own_has_tw
             tmp_path / "kdist", {**common, "BACKUP_DIR": str(ours_dir), "BACKUP_SAVE_FREQ": "4"}
         )
     )
-    theirs = reports_of(
-        run_job(
-            tmp_path / "keras",
-            {**common, "BACKUP_DIR": str(theirs_dir), "BACKUP_IMPL": "keras"},
-        )
+    theirs_ended = run_job(
+        tmp_path / "keras", {**common, "BACKUP_DIR": str(theirs_dir), "BACKUP_IMPL": "keras"}
     )
-
     # kdist: one writer per file; process 0 alone renames and removes, once at the end.
     written = writers(ours, ("write",))
     assert written, ours
@@ -278,10 +348,13 @@ def test_difference_one_writer_per_file_and_one_removal_where_keras_s_own_has_tw
     assert removals[0] > max(times(ours[1], ("write", "mkdir")))  # after process 1's last
     assert not ours_dir.exists()
 
-    # Keras's own: both processes write the same two files and remove the directory.
-    both = writers(theirs, ("write",))
-    assert both["latest.weights.h5"] == {0, 1}
-    assert both["training_metadata.json"] == {0, 1}
-    assert writers(theirs, ("rmtree",))["."] == {0, 1}
-    removed_by_0 = times(theirs[0], ("rmtree",), ".")[0]
-    assert min(times(theirs[1], ("write",), "latest.weights.h5")) > removed_by_0
+    # Keras's own: both processes open the same file, and the second one fails on HDF5's
+    # lock, which process 0 holds (process 0 is then ended with the job, often before it
+    # reports: only process 1's report is read).
+    assert all(r.returncode not in (0, None) for r in theirs_ended), [
+        r.describe() for r in theirs_ended
+    ]
+    late = theirs_ended[1].report()
+    assert times(late, ("write",), "latest.weights.h5"), late["audit"]
+    assert str(late["error"]).startswith("BlockingIOError"), late["error"]
+    assert "unable to lock file" in str(late["error"]), late["error"]

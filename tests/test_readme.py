@@ -3,7 +3,8 @@
 Every line of a ```bash block in README.md that starts with `.venv/bin/` is run from the
 repository's root with a clean environment (no kdist, Keras or JAX settings), the virtual
 environment being the one running these tests. A command whose comment says "exit N" must
-exit with N; every other must exit with 0.
+exit with N; every other must exit with 0. A line with shell syntax (`&`, `;`, `|`, `$`) runs
+in bash, as a user pasting it would run it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def test_the_readme_names_commands_that_run_from_the_virtual_environment() -> No
 @pytest.mark.parametrize(("command", "status"), readme_commands())
 def test_a_readme_command_runs_as_written(command: str, status: int) -> None:
     venv_bin = str(Path(sys.executable).parent) + "/"
-    args = [part.replace(".venv/bin/", venv_bin, 1) for part in shlex.split(command)]
+    if re.search(r"[&;|$]", command):
+        args = ["bash", "-c", re.sub(r"(?<![\w./])\.venv/bin/", venv_bin, command)]
+    else:
+        args = [part.replace(".venv/bin/", venv_bin, 1) for part in shlex.split(command)]
     result = subprocess.run(
         args, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=300
     )

@@ -26,13 +26,18 @@ Configured by environment variables (every process of a job gets the same ones):
                       between the shard files and the commit
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
   BACKUP_SEED         the program's own seed (keras.utils.set_random_seed before
-                      kdist.initialize, which keeps it); default: the job seed kdist agrees on
+                      kdist.initialize, which keeps it); default: the job seed kdist agrees on.
+                      Under `kdist launch --max-restarts`, only on the first attempt
+                      (KDIST_RESTART_COUNT 0): a restarted attempt takes everything random
+                      from the backup
 
 Each process prints "step N" after every batch it trains (N: the global batch count of this
 run's fit, from 1), and at the end one JSON line: the final variables (every value, gathered
 across processes), the optimizer's iteration count, where the backup restored from, the step
-it stopped at, the files it wrote and removed under BACKUP_DIR (an audit hook), and the
-seconds each save took.
+it stopped at, cluster_spec().restart_count, the files it wrote and removed under BACKUP_DIR
+(an audit hook), the seconds each save took and, for benchmarks/backup.py, when each phase
+ended (wall clock), each batch's end, each epoch's seconds and the optimizer's count after
+the restore.
 """
 
 import json
@@ -40,6 +45,8 @@ import os
 import sys
 import threading
 import time
+
+MARKS = {"started": time.time()}  # wall-clock times of the phases (benchmarks/backup.py)
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
@@ -118,9 +125,11 @@ import numpy as np  # noqa: E402
 
 import kdist  # noqa: E402
 
-if os.environ.get("BACKUP_SEED"):
+if os.environ.get("BACKUP_SEED") and os.environ.get("KDIST_RESTART_COUNT", "0") == "0":
     keras.utils.set_random_seed(int(os.environ["BACKUP_SEED"]))
+MARKS["imported"] = time.time()
 kdist.initialize()
+MARKS["initialized"] = time.time()
 spec = kdist.cluster_spec()
 assert spec is not None
 me, processes = spec.process_id, spec.num_processes
@@ -203,9 +212,15 @@ class Progress(keras.callbacks.Callback):
     def __init__(self) -> None:
         super().__init__()
         self.step = 0
+        self.batch_ends: list[float] = []  # the time of each batch's end
+        self.epoch_seconds: list[float] = []
+
+    def on_epoch_begin(self, epoch: int, logs: object = None) -> None:
+        self.epoch_began = time.perf_counter()
 
     def on_train_batch_end(self, batch: int, logs: object = None) -> None:
         self.step += 1
+        self.batch_ends.append(time.time())
         print(f"step {self.step}", flush=True)
         if CRASH_AT and self.step == CRASH_AT:
             raise RuntimeError(f"crash at step {self.step}")
@@ -213,14 +228,26 @@ class Progress(keras.callbacks.Callback):
             time.sleep(STEP_SLEEP)
 
     def on_epoch_end(self, epoch: int, logs: object = None) -> None:
+        self.epoch_seconds.append(time.perf_counter() - self.epoch_began)
         if SLOW_END and epoch == EPOCHS - 1:
             pid, seconds = SLOW_END.split(":")
             if int(pid) == me:
                 time.sleep(float(seconds))
 
 
+class Restored(keras.callbacks.Callback):
+    """After the backup's on_train_begin: when the restore ended, the optimizer's count."""
+
+    iterations: int | None = None
+
+    def on_train_begin(self, logs: object = None) -> None:
+        MARKS["restored"] = time.time()
+        self.iterations = int(np.asarray(self.model.optimizer.iterations.value))
+
+
 save_seconds: list[float] = []
-callbacks: list[keras.callbacks.Callback] = [Progress()]
+progress, restored = Progress(), Restored()
+callbacks: list[keras.callbacks.Callback] = [progress]
 backup = None
 if IMPL == "kdist":
 
@@ -260,6 +287,8 @@ elif IMPL == "keras":
     callbacks.append(TimedKerasBackup(BACKUP_DIR, save_freq=SAVE_FREQ))
 elif IMPL != "none":
     raise SystemExit(f"unknown BACKUP_IMPL {IMPL!r}")
+callbacks.append(restored)
+MARKS["built"] = time.time()
 
 data = Batches() if DATA == "pydataset" else x
 started = time.perf_counter()
@@ -289,6 +318,11 @@ report = {
     "save_seconds": save_seconds,
     "audit": _audit,
     "backup_dir_exists": os.path.isdir(BACKUP_DIR),
+    "restart_count": spec.restart_count,
+    "marks": MARKS,
+    "batch_ends": progress.batch_ends,
+    "epoch_seconds": progress.epoch_seconds,
+    "iterations_at_start": restored.iterations,
 }
 if error is None:
     report["weights"] = {v.path: gathered(v.value) for v in model.weights}

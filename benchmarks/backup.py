@@ -1,0 +1,283 @@
+"""Figures of kdist.BackupAndRestore, side by side in one run (a few minutes):
+
+    python -m benchmarks.backup [--runs 3]
+
+The training program is tests/workers/keras_backup.py (the one the tests train: Dense 8-16-1
+with Dropout and Adam, 16 batches of 4 rows per epoch and process), on JAX's CPU backend.
+
+1. Batches trained twice after a resume, kdist's callback against Keras's own
+   (`keras.callbacks.BackupAndRestore`), for save_freq "epoch" and 4, after a crash at batch
+   22 (epoch 2 of 3, batch 6) and after a SIGTERM there; one process, 2 devices. Counted from
+   the optimizer's iteration counter: the batches the interrupted run trained plus those the
+   resumed run trained, less the 48 of an uninterrupted run.
+2. The cost of a backup: each epoch's seconds (the first, which compiles, left out) with the
+   callback at save_freq 2 and 4 against none; one process, 2 devices, DataParallel (Keras's
+   own callback fails in a job of two processes: docs/resume.md).
+3. Stop -> first new step under `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`
+   (DataParallel, save_freq "epoch"): from the SIGTERM to one process to the first batch
+   attempt 1 trains, in phases (the slowest process of each), with and without JAX's
+   persistent compilation cache (JAX_COMPILATION_CACHE_DIR, a fresh directory per run, with
+   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 and _MIN_ENTRY_SIZE_BYTES=0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.environment import child_env
+from kdist._core import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = str(ROOT / "tests" / "workers" / "keras_backup.py")
+LIMIT_S = 240.0
+STEPS_PER_EPOCH, EPOCHS, INTERRUPT_AT = 16, 3, 22
+
+
+def _one_process_env(**extra: str) -> dict[str, str]:
+    return child_env(
+        2,
+        KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{free_port()}",
+        KERAS_DISTRIBUTION_NUM_PROCESSES="1",
+        KERAS_DISTRIBUTION_PROCESS_ID="0",
+        KERAS_HOME=str(Path(tempfile.gettempdir()) / "kdist-bench-keras-home"),
+        **extra,
+    )
+
+
+def _report(stdout: str) -> dict[str, Any]:
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"no report from {WORKER}:\n{stdout[-2000:]}")
+    report: dict[str, Any] = json.loads(lines[-1])
+    return report
+
+
+def _run(env: dict[str, str], sigterm_at: int | None = None) -> tuple[int, str]:
+    """One process of the worker; with `sigterm_at`, SIGTERM once it printed that step."""
+    proc = subprocess.Popen(
+        [sys.executable, WORKER], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + LIMIT_S
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if sigterm_at is not None and line.strip() == f"step {sigterm_at}":
+            proc.send_signal(signal.SIGTERM)
+            sigterm_at = None
+        if time.monotonic() > deadline:
+            proc.kill()
+            break
+    _, err = proc.communicate(timeout=LIMIT_S)
+    if proc.returncode not in (0, 1, 128 + signal.SIGTERM):
+        raise RuntimeError(f"worker exited {proc.returncode}:\n{err[-2000:]}")
+    return proc.returncode, "".join(lines)
+
+
+# --- 1. batches trained twice after a resume ---------------------------------------------------
+
+
+def replayed(impl: str, save_freq: str, interrupt: str) -> int:
+    with tempfile.TemporaryDirectory(prefix="kdist-bench-backup-") as directory:
+        common = {"BACKUP_DIR": directory, "BACKUP_IMPL": impl, "BACKUP_SAVE_FREQ": save_freq}
+        if interrupt == "crash":
+            _, out = _run(_one_process_env(**common, BACKUP_CRASH_AT=str(INTERRUPT_AT)))
+        else:
+            _, out = _run(_one_process_env(**common, BACKUP_STEP_SLEEP="0.05"), INTERRUPT_AT)
+        first = [int(line.split()[1]) for line in out.splitlines() if line.startswith("step ")]
+        trained_first = first[-1] if first else 0  # the interrupted run's batches
+        _, out = _run(_one_process_env(**common))
+        second = _report(out)
+        trained_second = int(second["iterations"]) - int(second["iterations_at_start"])
+        return trained_first + trained_second - EPOCHS * STEPS_PER_EPOCH
+
+
+def figure_replayed() -> str:
+    rows = ["| save_freq | interrupted by | kdist | Keras's own |", "|---|---|---:|---:|"]
+    for save_freq in ("epoch", "4"):
+        for interrupt in ("crash", "sigterm"):
+            counts = [replayed(impl, save_freq, interrupt) for impl in ("kdist", "keras")]
+            what = "an exception" if interrupt == "crash" else "SIGTERM"
+            rows.append(
+                f"| {save_freq} | {what} at batch {INTERRUPT_AT} | {counts[0]} | {counts[1]} |"
+            )
+    return "Batches trained twice after a resume (of 48):\n\n" + "\n".join(rows)
+
+
+# --- 2. the cost of a backup ---------------------------------------------------------------------
+
+
+def figure_cost(runs: int) -> str:
+    contenders = [("none", "none", "epoch")] + [
+        (f"{impl} save_freq={n}", impl, str(n)) for n in (2, 4) for impl in ("kdist", "keras")
+    ]
+    epochs: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
+    saves: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
+    for _ in range(runs):  # interleaved
+        for name, impl, save_freq in contenders:
+            with tempfile.TemporaryDirectory(prefix="kdist-bench-backup-") as directory:
+                env = _one_process_env(
+                    BACKUP_DIR=directory,
+                    BACKUP_IMPL=impl,
+                    BACKUP_SAVE_FREQ=save_freq,
+                    BACKUP_EPOCHS="5",
+                )
+                _, out = _run(env)
+            report = _report(out)
+            epochs[name] += report["epoch_seconds"][1:]  # the first compiles
+            saves[name] += report["save_seconds"]  # each save, timed around it
+    base = statistics.median(epochs["none"])
+    rows = [
+        "| callback | epoch (ms, median) | + per epoch (ms) | + per save (ms) | one save (ms) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, _, save_freq in contenders:
+        median = statistics.median(epochs[name])
+        extra = median - base
+        per_epoch = STEPS_PER_EPOCH / int(save_freq) if name != "none" else 0
+        per_save = f"{extra / per_epoch * 1e3:.1f}" if per_epoch else "-"
+        one = f"{statistics.median(saves[name]) * 1e3:.1f}" if saves[name] else "-"
+        cells = f"{median * 1e3:.1f} | {extra * 1e3:+.1f} | {per_save} | {one}"
+        rows.append(f"| {name} | {cells} |")
+    return (
+        f"The cost of a backup, one process x 2 CPU devices, DataParallel, 16 batches per epoch "
+        f"({runs} runs x 4 epochs each):\n\n" + "\n".join(rows)
+    )
+
+
+# --- 3. stop -> first new step under kdist launch --max-restarts 1 ---------------------------
+
+
+def restart(cache: bool) -> dict[str, float]:
+    """Phases of one stop and restart, in seconds (the slowest process of each)."""
+    with tempfile.TemporaryDirectory(prefix="kdist-bench-restart-") as directory:
+        root = Path(directory)
+        extra = {}
+        if cache:
+            extra = {
+                "JAX_COMPILATION_CACHE_DIR": str(root / "jax-cache"),
+                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+            }
+        env = child_env(
+            2,
+            BACKUP_DIR=str(root / "backup"),
+            BACKUP_SAVE_FREQ="epoch",
+            BACKUP_STEP_SLEEP="0.02",
+            KERAS_HOME=str(Path(tempfile.gettempdir()) / "kdist-bench-keras-home"),
+            **extra,
+        )
+        args = ["-n", "2", "--devices-per-process", "2", "--max-restarts", "1"]
+        command = [sys.executable, "-m", "kdist", "launch", *args, "--log-dir", str(root / "logs")]
+        proc = subprocess.Popen(
+            [*command, "--", sys.executable, WORKER],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        notes: list[tuple[float, str]] = []
+        reader = threading.Thread(
+            target=lambda: notes.extend((time.time(), line) for line in proc.stderr or ()),
+            daemon=True,
+        )
+        reader.start()
+        sent = 0.0
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if not sent and line.strip() == f"[0] step {INTERRUPT_AT}":
+                    pids = next(
+                        m.group(1)
+                        for _, note in notes
+                        if (m := re.search(r"\(pids ([\d, ]+)\)", note))
+                    )
+                    sent = time.time()
+                    os.kill(int(pids.split(", ")[1]), signal.SIGTERM)
+            status = proc.wait(timeout=LIMIT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        reader.join(10)
+        if status != 0 or not sent:
+            raise RuntimeError(f"kdist launch exited {status}:\n{''.join(n for _, n in notes)}")
+        started = next(t for t, note in notes if "attempt 1" in note and "started 2" in note)
+        reports = [
+            _report((root / "logs" / "attempt-1" / f"process-{i}.log").read_text()) for i in (0, 1)
+        ]
+        stopped = [
+            _report((root / "logs" / "attempt-0" / f"process-{i}.log").read_text()) for i in (0, 1)
+        ]
+        steps = {r["stopped_step"] for r in stopped} | {r["restored_step"] for r in reports}
+        if len(steps) != 1:
+            raise RuntimeError(f"stopped and restored at different steps: {steps}")
+        skip = int(reports[0]["restored_step"]) % STEPS_PER_EPOCH
+        marks = {k: max(float(r["marks"][k]) for r in reports) for k in reports[0]["marks"]}
+        first_new = max(float(r["batch_ends"][skip]) for r in reports)
+        saved = max(t for t, note in notes if "BackupAndRestore saved step" in note)
+        return {
+            "SIGTERM -> every process saved at the agreed step": saved - sent,
+            "-> every process of attempt 0 exited; the launcher starts attempt 1": started - saved,
+            "-> process start + imports (Keras, JAX, kdist)": marks["imported"] - started,
+            "-> kdist.initialize": marks["initialized"] - marks["imported"],
+            "-> model built and compiled (Keras)": marks["built"] - marks["initialized"],
+            "-> fit set up + the restore (on_train_begin)": marks["restored"] - marks["built"],
+            "-> first new step (XLA compilation of the train step)": first_new - marks["restored"],
+            "total: SIGTERM -> first new step": first_new - sent,
+        }
+
+
+def figure_restart(runs: int) -> str:
+    phases: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+    for _ in range(runs):
+        for cache in (False, True):
+            phases[cache].append(restart(cache))
+    names = list(phases[False][0])
+    rows = ["| phase (s, median) | no cache | persistent cache |", "|---|---:|---:|"]
+    for name in names:
+        cells = [statistics.median(p[name] for p in phases[c]) for c in (False, True)]
+        rows.append(f"| {name} | {cells[0]:.2f} | {cells[1]:.2f} |")
+    return (
+        "Stop -> first new step, `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`, "
+        f"DataParallel ({runs} runs each, interleaved):\n\n" + "\n".join(rows)
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="kdist.BackupAndRestore's figures, next to Keras's own, in one run.",
+        epilog="Example: python -m benchmarks.backup --runs 3",
+    )
+    parser.add_argument("--runs", type=int, default=3, help="runs per contender (default 3)")
+    parser.add_argument(
+        "--only", default="replayed,cost,restart", help="comma-separated: replayed,cost,restart"
+    )
+    args = parser.parse_args(argv)
+    chosen = args.only.split(",")
+    started = time.monotonic()
+    if "replayed" in chosen:
+        print(figure_replayed() + "\n", flush=True)
+    if "cost" in chosen:
+        print(figure_cost(args.runs) + "\n", flush=True)
+    if "restart" in chosen:
+        print(figure_restart(args.runs) + "\n", flush=True)
+    print(f"({os.cpu_count()} cores; took {time.monotonic() - started:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
