@@ -480,6 +480,12 @@ def test_a_job_stopped_by_a_signal_to_one_process_is_started_again(
     first = " ".join(rows[0])
     assert "every process stopped at step" in first, first
     assert re.search(r"process 1 \(host \S+, pid \d+\) asked to stop \(SIGTERM\)", first), first
+    # Attempt 0's summary: each process's line is the stop it left at (not JAX's
+    # "SIGTERM caught" note, which may come after it).
+    summary = launcher.stderr.index("kdist launch: summary:")
+    rows_of_attempt_0 = launcher.stderr[summary + 2 : summary + 4]
+    stop_line = re.compile(r"asked to stop \(SIGTERM\); every process stops at step \d+$")
+    assert all(stop_line.search(row) for row in rows_of_attempt_0), launcher.describe()
 
 
 def test_log_dir_keeps_every_line_of_every_process_and_attempt(

@@ -156,8 +156,12 @@ class Process:
     @property
     def error_line(self) -> str:
         """The line that says how it ended: kdist's own verdict when it recorded one
-        (a traceback may still be flushing around it), else its last stderr line."""
-        ends = [r for r in self.records() if r.get("exit_status", -1) != -1]
+        (a traceback may still be flushing around it), else the agreed stop it left at
+        (not JAX's "SIGTERM caught" note that follows it), else its last stderr line."""
+        records = self.records()
+        ends = [r for r in records if r.get("exit_status", -1) != -1]
+        if not ends:
+            ends = [r for r in records if r.get("event") == "stop_at"]
         return str(ends[-1].get("line", "")) if ends else self.last_error
 
     @property
