@@ -443,11 +443,13 @@ def test_no_restart_by_default_nor_after_success(launchers: list[Launcher]) -> N
     assert sum("started 2 processes" in line for line in succeeded.stderr) == 2
 
 
-def test_a_signal_to_the_launcher_is_not_restarted(launchers: list[Launcher]) -> None:
+def test_a_signal_to_the_launcher_is_not_restarted(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
     launcher = start(
         launchers,
         ["-n", "2", "--max-restarts", "2", "--", sys.executable, CHILD, "wait"],
-        clean_env(2),
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path)),
     )
     launcher.wait_for(lambda: len(launcher.reports()) == 2)
     launcher.proc.send_signal(signal.SIGTERM)

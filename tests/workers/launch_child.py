@@ -12,7 +12,7 @@ from pathlib import Path
 
 process_id = int(os.environ["KERAS_DISTRIBUTION_PROCESS_ID"])
 mode = sys.argv[1]
-marker_dir = Path(os.environ.get("LAUNCH_TEST_DIR", "."))
+marker_dir = Path(os.environ["LAUNCH_TEST_DIR"])  # the test's own folder, never the cwd
 
 
 def on_signal(signum: int, _frame: object) -> None:
