@@ -30,7 +30,7 @@ from typing import BinaryIO
 from kdist import _core
 from kdist._local_job.environment import child_environment
 from kdist._local_job.job import POLL_SECONDS, SETTLE_SECONDS, Job, start
-from kdist._local_job.output import Output
+from kdist._local_job.output import Output, shortened, table
 from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process
 
 EXIT_TIMEOUT = 124  # as timeout(1)
@@ -337,15 +337,14 @@ def _attempt_table(attempts: Sequence[Attempt]) -> str:
     its first failure."""
     rows = [("attempt", "port", "status", "after", "ended", "first failure")]
     for a in attempts:
-        failure = a.failure if len(a.failure) <= 160 else a.failure[:157] + "..."
         rows.append(
-            (str(a.number), str(a.port), str(a.status), f"{a.seconds:.2f} s", a.ended, failure)
+            (
+                str(a.number),
+                str(a.port),
+                str(a.status),
+                f"{a.seconds:.2f} s",
+                a.ended,
+                shortened(a.failure),
+            )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-        + "  "
-        + row[-1]
-        for row in rows
-    ]
-    return "\n".join("  " + line.rstrip() for line in lines)
+    return "\n".join("  " + line for line in table(rows))

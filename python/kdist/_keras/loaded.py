@@ -7,6 +7,7 @@ for one of them is asking for Keras.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import warnings
@@ -71,7 +72,7 @@ def import_keras(needed_by: str) -> ModuleType:
     if "keras" not in sys.modules:
         os.environ.setdefault("KERAS_BACKEND", "jax")
     try:
-        import keras
+        keras = importlib.import_module("keras")
     except ImportError as error:
         raise ImportError(
             f"{needed_by} is a Keras callback and needs Keras 3 on its JAX backend: "

@@ -18,7 +18,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kdist._local_job.output import Output, copy_lines, is_gloo_connected_note
+from kdist._local_job.output import Output, copy_lines, is_gloo_connected_note, shortened, table
 from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process, die_with_parent_hook
 
 POLL_SECONDS = 0.05
@@ -135,17 +135,9 @@ class Job:
             after = "" if p.exited_at is None else f"{p.exited_at - self.started:.2f} s"
             mark = "*" if p is first else ""
             error = p.error_line if p.status not in (None, 0) or p is first else ""
-            error = error if len(error) <= 160 else error[:157] + "..."
             ended = p.ended_how(self.stopped_by)
-            rows.append((mark, str(p.process_id), host, str(p.pid), ended, after, error))
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-        lines = [
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-            + "  "
-            + row[-1]
-            for row in rows
-        ]
-        return "\n".join(line.rstrip() for line in lines) + "\n" + legend
+            rows.append((mark, str(p.process_id), host, str(p.pid), ended, after, shortened(error)))
+        return "\n".join(table(rows)) + "\n" + legend
 
     def running(self) -> list[Process]:
         return [p for p in self.processes if p.poll() is None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import BinaryIO, Protocol
 
 _READ_CHUNK = 65536
@@ -104,3 +104,26 @@ def copy_lines(
                 output.write(log, b"\n")
     finally:
         source.close()
+
+
+# How long a table's last cell (an error line) may be before it is cut.
+LAST_CELL_CHARACTERS = 160
+
+
+def shortened(text: str, most: int = LAST_CELL_CHARACTERS) -> str:
+    """`text`, cut to `most` characters with "..." when longer."""
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as lines of left-aligned columns, two spaces apart; the last column is not
+    padded (it holds long lines) and no line ends in spaces."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        (
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[-1]
+        ).rstrip()
+        for row in rows
+    ]

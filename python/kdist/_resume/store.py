@@ -80,7 +80,7 @@ def write_process_files(
     with open(process_file(directory, process_id, ".bin"), "wb") as out:
         for shard in shards:
             data = np.ascontiguousarray(shard.data).reshape(-1).view(np.uint8)
-            out.write(memoryview(data))
+            out.write(data.data)
             entries.append([shard.variable, [list(s) for s in shard.index], offset, data.size])
             offset += data.size
         _flush(out)
