@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from support import NEEDS_KERAS, WORKERS, Finished, Running, Spawned, alive, clean_env, free_port
-from test_cli_launch import Launcher, attempt_rows
+from launched import Launcher, attempt_rows
+from support import NEEDS_KERAS, WORKERS, Finished, Running, Spawned, clean_env, free_port
 
 pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS]
 
@@ -206,13 +206,7 @@ def test_under_kdist_launch_a_sigterm_mid_epoch_is_restarted_and_ends_as_uninter
         os.kill(launcher.started_pids()[victim], signal.SIGTERM)
         assert launcher.wait(timeout=JOB_SECONDS) == 0, launcher.describe()
     finally:
-        if launcher.proc.poll() is None:
-            launcher.proc.kill()
-            launcher.proc.wait(timeout=10)
-        launcher.close()
-        for pid in launcher.every_started_pid():
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        launcher.end()
 
     rows = attempt_rows(launcher)
     assert [row[:1] + row[2:3] for row in rows] == [["0", "143"], ["1", "0"]], launcher.describe()
