@@ -96,7 +96,7 @@ EOF
     [ "$machine" = aarch64 ] || fail "expected the emulated Python to be aarch64, received $machine"
     echo "== single-process tests under qemu-user (aarch64, $("$venv/bin/python-emulated" -V)) with $(basename "$wheel")"
     KDIST_TEST_WHEEL="$wheel" "$venv/bin/python-emulated" -m pytest \
-      -m "not multiprocess and not launcher" -p no:cacheprovider "$@"
+      -m "not multiprocess and not launcher and not slurm" -p no:cacheprovider "$@"
     ;;
   *)
     fail "usage: scripts/aarch64.sh python|test WHEEL"

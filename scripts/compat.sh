@@ -101,7 +101,7 @@ case "$mode" in
     build/venvs/py313/bin/python -m pip install --quiet "$wheel[test]"
     echo "== single-process tests on $(build/venvs/py313/bin/python -V) with $(basename "$wheel")"
     KDIST_TEST_WHEEL="$wheel" build/venvs/py313/bin/python -m pytest \
-      -m "not multiprocess and not launcher" -p no:cacheprovider "$@"
+      -m "not multiprocess and not launcher and not slurm" -p no:cacheprovider "$@"
     ;;
   *)
     echo "usage: scripts/compat.sh launchers|floor WHEEL|abi3-wheel|abi3 WHEEL" >&2

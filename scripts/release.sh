@@ -10,14 +10,17 @@
 #   3. checks: `auditwheel show` must vouch for every manylinux tag the wheel carries, the
 #      oldest no newer than manylinux_2_28; the extension may need only glibc's own libraries (no
 #      libstdc++); no kdist._core_bench (benchmarks and tests only); `twine check`;
-#   4. tests that need no other process (pytest -m "not multiprocess and not launcher")
+#   4. tests that need no other process (pytest -m "not multiprocess and not launcher and not slurm")
 #      with each wheel in a fresh virtual environment of each Python it serves (3.11:
 #      cp311, run from the sdist's own copy of the tests; 3.12 and 3.13: abi3), and
 #      (KDIST_RELEASE_TESTS=all, the default) with the sdist built by plain `pip wheel`
 #      (this machine's gcc, build requirements from the package index alone).
 #
-# KDIST_RELEASE_TESTS=wheels: step 4 without the plain sdist build (scripts/test.sh, for
-# CI's time); none: no step 4 (dist/ is still written and checked). KDIST_RELEASE_AARCH64=1:
+# KDIST_RELEASE_TESTS=wheels: step 4 without the plain sdist build; quick (scripts/test.sh,
+# for CI's time, whose own run covers the rest on Python 3.11): the whole selection with the
+# abi3 wheel on 3.13, and on 3.11 and 3.12 only the import, version, configuration and
+# packaging tests and the single-process initialize; none: no step 4 (dist/ is still
+# written and checked). KDIST_RELEASE_AARCH64=1:
 # also the cp311 wheel for aarch64, cross-built by zig, tested under qemu-user
 # (scripts/aarch64.sh). Work folders go under build/release/ (logs: build/release/logs/).
 # Extra arguments go to every pytest run. Details: docs/release.md.
@@ -66,8 +69,8 @@ interpreter() {
 }
 
 case "$tests" in
-  all | wheels | none) ;;
-  *) fail "KDIST_RELEASE_TESTS=$tests: expected all, wheels or none" ;;
+  all | wheels | quick | none) ;;
+  *) fail "KDIST_RELEASE_TESTS=$tests: expected all, wheels, quick or none" ;;
 esac
 rm -rf dist "$work"
 mkdir -p dist "$logs" "$work/raw"
@@ -205,12 +208,20 @@ test_wheel() {
   # bench module); KDIST_TEST_ABI3_WHEEL: its abi3 test takes the release's abi3 wheel.
   (cd "$tests_root" &&
     KDIST_TEST_WHEEL="$OLDPWD/$wheel" KDIST_TEST_ABI3_WHEEL="$OLDPWD/$abi3" \
-      "$venv/bin/python" -m pytest -m "not multiprocess and not launcher" \
+      "$venv/bin/python" -m pytest -m "not multiprocess and not launcher and not slurm" \
       -p no:cacheprovider -q "$@") ||
     fail "tests on Python $python_version with $(basename "$wheel") failed (above)"
 }
-test_wheel py311 3.11 "$cp311" "$sdist_tree" "$@"
-test_wheel py312 3.12 "$abi3" . "$@"
+# The tests that show a wheel installs and starts on a Python (the quick runs, and aarch64's).
+quick=(tests/test_import.py tests/test_version.py tests/test_config.py tests/test_core_rules.py
+  tests/test_packaging.py tests/test_initialize.py)
+if [ "$tests" = quick ]; then
+  test_wheel py311 3.11 "$cp311" "$sdist_tree" "${quick[@]}" "$@"
+  test_wheel py312 3.12 "$abi3" . "${quick[@]}" "$@"
+else
+  test_wheel py311 3.11 "$cp311" "$sdist_tree" "$@"
+  test_wheel py312 3.12 "$abi3" . "$@"
+fi
 test_wheel py313 3.13 "$abi3" . "$@"
 
 if [ "$aarch64" = 1 ]; then
@@ -219,8 +230,7 @@ if [ "$aarch64" = 1 ]; then
   # (about 5 minutes); the x86_64 abi3 wheel's own test is left to the runs above.
   say "tests on aarch64 under qemu-user with $(ls dist/*_aarch64.whl | xargs -n 1 basename)"
   bash scripts/aarch64.sh test "$PWD/$(ls dist/kdist-"$version"-cp311-cp311-*_aarch64.whl)" \
-    -q tests/test_import.py tests/test_version.py tests/test_config.py tests/test_core_rules.py \
-    tests/test_packaging.py tests/test_initialize.py -k "not abi3" "$@" ||
+    -q "${quick[@]}" -k "not abi3" "$@" ||
     fail "tests on aarch64 failed (above)"
 fi
 

@@ -436,10 +436,12 @@ def test_a_requeued_job_resumes_and_ends_with_the_uninterrupted_result(
 
 KERAS_BATCH_SCRIPT = """#!/bin/bash
 # fit() with kdist.BackupAndRestore in every task. The first run's batches are slow (48 x
-# 1.2 s), so the time limit's signal always lands mid-training; a run that stopped
-# (a non-zero status: 128 + the stop signal) requeues the job once.
+# 2.5 s, longer than the 60 s limit), so the signal (30 to 60 s into the job: after the
+# imports and kdist.initialize even on a busy machine; before them its default action
+# would kill the task) always lands mid-training; a run that stopped (a non-zero status:
+# 128 + the stop signal) requeues the job once.
 restart=${{SLURM_RESTART_COUNT:-0}}
-if [ "$restart" = 0 ]; then export BACKUP_STEP_SLEEP=1.2; fi
+if [ "$restart" = 0 ]; then export BACKUP_STEP_SLEEP=2.5; fi
 srun --output="$SLURM_TEST_DIR/keras-%t-run$restart.out" \\
   --error="$SLURM_TEST_DIR/keras-%t-run$restart.err" {python} {worker}
 status=$?
@@ -478,7 +480,7 @@ def wait_reports(directory: Path, run: str, timeout: float) -> None:
 def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_as_uninterrupted(
     slurm: Cluster, tmp_path: Path
 ) -> None:
-    # kdist.BackupAndRestore in model.fit, --signal=USR1@50 with KDIST_STOP_SIGNALS: every
+    # kdist.BackupAndRestore in model.fit, --signal=USR1@30 with KDIST_STOP_SIGNALS: every
     # task saves at the agreed batch and stops; the requeued run (SLURM_RESTART_COUNT=1)
     # resumes at the next batch and ends with the weights of a fit that was never stopped.
     keras_env = {
@@ -526,7 +528,7 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
                 f"--output={tmp_path}/batch.out",
                 "--open-mode=append",
                 "--time=1",
-                "--signal=USR1@50",
+                "--signal=USR1@30",
                 "--requeue",
             ],
         )
@@ -556,7 +558,7 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
             for name, values in want.items():
                 assert got[name] == values, (part, name)
     figure(
-        f"Keras fit with kdist.BackupAndRestore, --time=1 --signal=USR1@50: both tasks saved "
+        f"Keras fit with kdist.BackupAndRestore, --time=1 --signal=USR1@30: both tasks saved "
         f"at batch {step} of {total} and stopped; the requeued run resumed at batch {step + 1} "
         f"and ended with the uninterrupted weights and optimizer state"
     )
