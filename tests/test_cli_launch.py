@@ -436,3 +436,30 @@ def test_restart_and_log_usage_errors(args: list[str], message: str) -> None:
         check=False,
     )
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+@pytest.mark.multiprocess
+def test_stall_timeout_ends_a_job_with_a_stuck_process_and_marks_that_process(
+    launchers: list[Launcher],
+) -> None:
+    """`--stall-timeout S` turns kdist's stall watchdog on in every process: process 1
+    sleeps at step 20 while process 0 goes on; the job ends, the stuck process named."""
+    launcher = start(
+        launchers,
+        [
+            "-n", "2", "--devices-per-process", "1", "--stall-timeout", "2", "--",
+            sys.executable, str(WORKERS / "stop_steps.py"),
+        ],
+        clean_env(1, STOP_TEST_MODE="stall_sleep", STOP_TEST_WHO="1"),
+    )  # fmt: skip
+    assert launcher.wait(timeout=120) not in (0, None), launcher.describe()
+    stderr = "\n".join(launcher.stderr)
+    assert re.search(
+        r"kdist launch: the job stalled: process 1 \(host \S+, pid \d+\) made no progress for "
+        r"2\.0 s at step \d+",
+        stderr,
+    ), launcher.describe()
+    summary = launcher.stderr.index("kdist launch: summary:")
+    rows = launcher.stderr[summary + 2 : summary + 4]
+    assert [row.split()[0] for row in rows] == ["0", "*"], launcher.describe()
+    assert launcher.stderr[summary + 4] == "(* the stuck process)", launcher.describe()

@@ -327,6 +327,14 @@ void LivenessHub::EndStalled(std::vector<LiveNotice>& local) {
   LiveNotice notice;
   notice.kind = LiveKind::kJobStalled;
   notice.message = stall_verdict_->message;
+  // The notice is about the (first) stuck process, so that its record names it.
+  if (!stall_verdict_->stuck.empty()) {
+    notice.process_id = stall_verdict_->stuck.front();
+    if (const LiveMember* stuck = book_.member(notice.process_id)) {
+      notice.host = stuck->host;
+      notice.pid = stuck->pid;
+    }
+  }
   if (stop_.stack_signal != 0 && !stall_verdict_->stuck.empty()) {
     const std::vector<int64_t>& stuck = stall_verdict_->stuck;
     notice.message += stuck.size() == 1
@@ -337,7 +345,7 @@ void LivenessHub::EndStalled(std::vector<LiveNotice>& local) {
   }
   stall_verdict_.reset();
   if (book_.EndJob(notice)) {
-    Broadcast(notice);
+    SendToAll(notice);  // the stuck process too: it is named, but the stall is the job's
     changed_.notify_all();
     local.push_back(notice);
   }

@@ -351,7 +351,13 @@ TEST(LivenessHubStall, AStuckProcessIsNamedWithTheStepsOfTheOthers) {
   EXPECT_NE(notice->message.find("at step 7; processes [0, 2] reached step 8"),
             std::string::npos)
       << notice->message;
+  // The notice is about the stuck process (its record names it).
+  EXPECT_EQ(notice->process_id, 1);
+  EXPECT_EQ(notice->host, "node-1");
+  EXPECT_EQ(notice->pid, 4001);
   ASSERT_TRUE(WaitForKind(*job.inboxes[0], LiveKind::kJobStalled));
+  const LiveNotice* told = Find(*job.inboxes[0], LiveKind::kJobStalled);
+  EXPECT_EQ(told->process_id, 1);  // as the other processes hear it
 }
 
 TEST(LivenessHubStall, AProcessThatNeverReportsIsNeverJudged) {

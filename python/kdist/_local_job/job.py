@@ -116,16 +116,18 @@ class Job:
 
     def summary(self) -> str:
         """One line per process: id, host, pid, how it ended, when, its last error line;
-        the first failure (or the process that asked the job to stop) marked."""
-        asked = self.records(("stop_now", "stop_at"))
-        if asked and not self.records(_FAILURE_EVENTS):
-            named = asked[0].get("process_id")
+        the first failure (or the process that asked the job to stop, or the stuck one)
+        marked."""
+        decided = self.records(("stop_now", "stop_at", "stalled"))
+        if decided and not self.records(_FAILURE_EVENTS):
+            named = decided[0].get("process_id")
             first = (
                 self.processes[named]
                 if isinstance(named, int) and 0 <= named < len(self.processes)
                 else None
             )
-            legend = "(* the process asked to stop)"
+            stalled = decided[0].get("event") == "stalled"
+            legend = "(* the stuck process)" if stalled else "(* the process asked to stop)"
         else:
             first, legend = self.first_failure(), "(* the first failure)"
         host = socket.gethostname()
