@@ -354,15 +354,17 @@ def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
     slurm: Cluster, tmp_path: Path
 ) -> None:
     # --signal=USR1@50 (without B:, so every job step's tasks get it): Slurm checks time
-    # limits every ~30 s, so it arrives between 10 and 40 s into this 60 s job. The first
-    # run's steps are slow enough (600 x 0.2 s) that it always comes before the last one.
+    # limits every ~30 s and sends it at the first check less than N + 30 s before the
+    # limit, so between 40 and 70 s into this 120 s job: after the tasks' start even on a
+    # busy machine. The first run's steps are slow enough (600 x 0.2 s) that it always
+    # comes before the last one.
     steps = 600
     with slurm.jobs() as jobs:
         job_id = submit(
             slurm,
             jobs.new(),
             tmp_path,
-            ["--time=1", "--signal=USR1@50", "--requeue"],
+            ["--time=2", "--signal=USR1@50", "--requeue"],
             KDIST_STOP_SIGNALS="SIGTERM,SIGUSR1",
             SLURM_TEST_STEPS=str(steps),
             SLURM_TEST_STEP_SECONDS="0.2",
@@ -370,7 +372,7 @@ def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
         )
         wait_events(tmp_path, "running", 2, STEP_SECONDS)
         started = started_at(slurm.job(job_id))
-        wait_events(tmp_path, "stopped", 2, 70)
+        wait_events(tmp_path, "stopped", 2, 120)
         step = assert_stopped_together(tmp_path, 2)
         seen = min(float(event(tmp_path, i, "stopped")["stop_seen"]) for i in range(2))  # type: ignore[arg-type]
         # The batch script requeues the unfinished job; it runs again from the saved step.
@@ -386,8 +388,8 @@ def test_a_time_limit_signal_stops_the_tasks_and_the_requeued_job_resumes(
         assert result["total"] == expected_total(steps, 2)
     assert fields["Restarts"] == "1"
     figure(
-        f"--time=1 --signal=USR1@50: SIGUSR1 reached should_stop {seen - started:.0f} s into "
-        f"the job ({60 - (seen - started):.0f} s before the limit); both tasks stopped at step "
+        f"--time=2 --signal=USR1@50: SIGUSR1 reached should_stop {seen - started:.0f} s into "
+        f"the job ({120 - (seen - started):.0f} s before the limit); both tasks stopped at step "
         f"{step}; the requeued run resumed there and ended with the uninterrupted total"
     )
 
@@ -436,12 +438,14 @@ def test_a_requeued_job_resumes_and_ends_with_the_uninterrupted_result(
 
 KERAS_BATCH_SCRIPT = """#!/bin/bash
 # fit() with kdist.BackupAndRestore in every task. The first run's batches are slow (48 x
-# 2.5 s, longer than the 60 s limit), so the signal (30 to 60 s into the job: after the
-# imports and kdist.initialize even on a busy machine; before them its default action
-# would kill the task) always lands mid-training; a run that stopped (a non-zero status:
+# 3 s, longer than the 120 s limit), so the signal always lands mid-training. Slurm sends
+# --signal=USR1@30 at its first time-limit check (every ~30 s) less than 60 s before the
+# limit: 60 to 90 s into the job, after the imports and kdist.initialize even on a busy
+# machine (before them, its default action would kill the task; with --time=1 it came 22 s
+# in, and on a busy machine before kdist.initialize). A run that stopped (a non-zero status:
 # 128 + the stop signal) requeues the job once.
 restart=${{SLURM_RESTART_COUNT:-0}}
-if [ "$restart" = 0 ]; then export BACKUP_STEP_SLEEP=2.5; fi
+if [ "$restart" = 0 ]; then export BACKUP_STEP_SLEEP=3; fi
 srun --output="$SLURM_TEST_DIR/keras-%t-run$restart.out" \\
   --error="$SLURM_TEST_DIR/keras-%t-run$restart.err" {python} {worker}
 status=$?
@@ -472,8 +476,20 @@ def wait_reports(directory: Path, run: str, timeout: float) -> None:
     for task in range(2):
         out = directory / f"keras-{task}-{run}.out"
         while not (out.exists() and out.read_text().rstrip().endswith("}")):
-            assert time.monotonic() < deadline, f"no report in {out} after {timeout} s"
+            if time.monotonic() >= deadline:
+                pytest.fail(f"no report in {out} after {timeout} s\n{job_outputs(directory, run)}")
             time.sleep(0.1)
+
+
+def job_outputs(directory: Path, run: str) -> str:
+    """The batch script's output and the tail of each task's output and errors in `run`."""
+    parts = []
+    names = [f"keras-{task}-{run}.{kind}" for task in range(2) for kind in ("out", "err")]
+    for name in ["batch.out", *names]:
+        path = directory / name
+        text = path.read_text(errors="replace")[-2000:] if path.exists() else "(none)"
+        parts.append(f"--- {name}:\n{text}")
+    return "\n".join(parts)
 
 
 @pytest.mark.slow
@@ -527,7 +543,7 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
                 "-n2",
                 f"--output={tmp_path}/batch.out",
                 "--open-mode=append",
-                "--time=1",
+                "--time=2",
                 "--signal=USR1@30",
                 "--requeue",
             ],
@@ -557,8 +573,12 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
             assert list(got) == list(want)
             for name, values in want.items():
                 assert got[name] == values, (part, name)
+    ends, started = first[0]["batch_ends"], first[0]["marks"]
+    assert isinstance(ends, list) and isinstance(started, dict)
+    stopped_after = ends[step - 1] - started["started"]
     figure(
-        f"Keras fit with kdist.BackupAndRestore, --time=1 --signal=USR1@30: both tasks saved "
-        f"at batch {step} of {total} and stopped; the requeued run resumed at batch {step + 1} "
-        f"and ended with the uninterrupted weights and optimizer state"
+        f"Keras fit with kdist.BackupAndRestore, --time=2 --signal=USR1@30: both tasks saved "
+        f"at batch {step} of {total} and stopped ({stopped_after:.0f} s after task 0 started); "
+        f"the requeued run resumed at batch {step + 1} and ended with the uninterrupted "
+        f"weights and optimizer state"
     )
