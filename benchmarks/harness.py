@@ -162,9 +162,13 @@ def markdown_table(figure: Figure) -> str:
     return "\n".join(lines)
 
 
-def plot(figure: Figure, path: Path) -> None:
-    """A bar chart of medians with min-max whiskers."""
-    import matplotlib
+def plot(figure: Figure, path: Path) -> bool:
+    """A bar chart of medians with min-max whiskers; False where matplotlib is not installed
+    (the bench extra brings it: pip install 'kdist[bench]')."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -181,6 +185,7 @@ def plot(figure: Figure, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
 def load_results(directory: Path = RESULTS) -> list[Figure]:
@@ -201,10 +206,20 @@ def write_results(figures: Sequence[Figure], header: str, directory: Path = RESU
     """Writes results.md (tables), results.json (every sample) and one PNG per figure."""
     directory.mkdir(parents=True, exist_ok=True)
     parts = [header]
+    unplotted = []
     for figure in figures:
         png = directory / f"{figure.key}.png"
-        plot(figure, png)
-        parts.append(markdown_table(figure) + f"\n\n![{figure.title}]({png.name})")
+        if plot(figure, png):
+            parts.append(markdown_table(figure) + f"\n\n![{figure.title}]({png.name})")
+        else:
+            parts.append(markdown_table(figure))
+            unplotted.append(figure.key)
+    if unplotted:
+        print(
+            f"benchmarks: matplotlib is not installed, so {', '.join(unplotted)} got tables "
+            "and no charts (pip install 'kdist[bench]', or scripts/bench.sh, brings it)",
+            file=sys.stderr,
+        )
     (directory / "results.md").write_text("\n\n".join(parts) + "\n")
     (directory / "results.json").write_text(
         json.dumps([f.to_json() for f in figures], indent=1) + "\n"
