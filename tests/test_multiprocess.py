@@ -3,47 +3,17 @@
 from __future__ import annotations
 
 import json
-import random
 from typing import Any
 
-import numpy as np
 import pytest
 
-import kdist
 from kdist.testing import run_job
 from support import ENVIRONMENT_SOURCES
+from workers.report_cluster import what_this_process_sees
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.compat]
 
 JOB_TIMEOUT = 180
-
-
-def what_this_process_sees() -> dict[str, Any]:
-    """What a process of the job sees, once kdist.initialize() is done (run_job did it)."""
-    spec = kdist.cluster_spec()
-    assert spec is not None
-    kdist.initialize()  # the same configuration again: a no-op
-    try:
-        kdist.initialize(num_processes=spec.num_processes + 1)
-        second_call_error = ""
-    except kdist.ConfigError as error:
-        second_call_error = str(error)
-    return {
-        "process_id": spec.process_id,
-        "num_processes": spec.num_processes,
-        "coordinator": spec.coordinator_address,
-        "sources": spec.sources,
-        "scheduler": spec.scheduler,
-        "local_device_ids": spec.local_device_ids,
-        "fingerprint": spec.fingerprint,
-        # The job seed, and what it did: draws from the generators it seeds (Python's
-        # and NumPy's, which Keras's default seeding draws from).
-        "seed": spec.seed,
-        "draws": [random.random(), float(np.random.random())],
-        "devices": kdist.list_devices(),
-        "device_count": kdist.get_device_count(),
-        "second_call_error": second_call_error,
-    }
 
 
 @pytest.mark.parametrize("num_processes", [2, 4])
