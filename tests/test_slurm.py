@@ -460,12 +460,8 @@ exit $status
 def keras_report(directory: Path, task: int, run: str) -> dict[str, object]:
     """The JSON line keras_backup.py prints last, from task `task`'s output of `run`."""
     out = directory / f"keras-{task}-{run}.out"
-    err = directory / f"keras-{task}-{run}.err"
     lines = out.read_text().strip().splitlines() if out.exists() else []
-    assert lines and lines[-1].startswith("{"), (
-        out.read_text() if out.exists() else "(no output)",
-        err.read_text(errors="replace")[-3000:] if err.exists() else "(no stderr)",
-    )
+    assert lines and lines[-1].startswith("{"), job_outputs(directory, run)
     report: dict[str, object] = json.loads(lines[-1])
     return report
 
