@@ -336,3 +336,27 @@ def test_doctor_shows_the_fingerprint_the_roll_call_compares() -> None:
         "value": report.environment_fingerprint[0].value,
         "must_match": True,
     }
+
+
+def test_the_collectives_address_and_its_source_are_shown() -> None:
+    """What JAX's CPU collectives will advertise, from the route toward the coordinator;
+    a user's interface that does not exist is named."""
+    env = clean_env(
+        2,
+        KERAS_DISTRIBUTION_JOB_ADDRESSES="127.0.0.1:1",
+        KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+        KERAS_DISTRIBUTION_PROCESS_ID="1",
+    )
+    text = doctor(env=env)
+    assert (
+        "collectives (JAX's CPU collectives, Gloo): advertise 127.0.0.1 (the address this "
+        "host reaches the coordinator 127.0.0.1:1 from)"
+    ) in text.stdout, text.stdout
+    assert f"this host's name {socket.gethostname()} resolves to " in text.stdout
+    code, report = doctor_json(env={**env, "KDIST_COLLECTIVES_INTERFACE": "kdistnone0"})
+    assert code == 0
+    assert report["collectives"]["address"] is None
+    assert report["collectives"]["error"].startswith(
+        'KDIST_COLLECTIVES_INTERFACE="kdistnone0" (from the environment): this host has no '
+        'network interface "kdistnone0"'
+    )

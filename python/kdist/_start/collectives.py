@@ -72,8 +72,9 @@ def choose(spec: _core.ClusterSpec, toward: str, timeout: float) -> CollectivesA
             address = _core.interface_address(name)
         except ConfigError as error:
             raise ConfigError(
-                f"{source}={name!r}: {error}; expected the network interface whose address the "
-                "other hosts reach (`ip -brief address` lists them), or unset it"
+                f'{source}="{name}" (from the environment): {error}; expected the network '
+                "interface whose address the other hosts reach (`ip -brief address` lists "
+                "them), or unset it"
             ) from None
         return CollectivesAddress(address, f"interface {name}, from {source}", interface=name)
     if spec.collectives_address is not None:
@@ -83,8 +84,9 @@ def choose(spec: _core.ClusterSpec, toward: str, timeout: float) -> CollectivesA
             _core.check_local_address(address)
         except ConfigError as error:
             raise ConfigError(
-                f"{source}={address!r}: {error}; expected an address of this host that the "
-                "other hosts reach (`ip -brief address` lists them), or unset it"
+                f'{source}="{address}" (from the environment): {error}; expected an address '
+                "of this host that the other hosts reach (`ip -brief address` lists them), or "
+                "unset it"
             ) from None
         return CollectivesAddress(address, f"from {source}", hostname=address)
     address = _core.local_address_toward(toward, timeout)
