@@ -72,6 +72,7 @@ ENVIRONMENT_SOURCES = {
     "collectives_interface": "default",
     "heartbeat_timeout": "default",
     "shutdown_timeout": "default",
+    "unreachable_timeout": "default",
     "on_peer_failure": "default",
     "consistency": "default",
     "stop_signals": "default",

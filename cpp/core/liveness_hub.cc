@@ -495,7 +495,10 @@ void LivenessHub::Run() {
       }
     }
     Deliver(local);  // from Tick and CloseJoins
-    if (deferred_) next_expiry = std::min(next_expiry, deferred_until_ - clock.Now());
+    {
+      std::lock_guard<std::mutex> turn(deliver_mutex_);
+      if (deferred_) next_expiry = std::min(next_expiry, deferred_until_ - clock.Now());
+    }
     if (Poll(fds, std::max(next_expiry, Nanos(0))) < 0) {
       clock.Sleep(std::chrono::milliseconds(10));  // EBADF cannot happen; never spin
       continue;
@@ -521,10 +524,12 @@ void LivenessHub::Run() {
       Peer& p = *it->second;
       bool drop = false;
       bool told = false;  // sent the notice that ended the job: close, do not reset
+      int error = 0;
       const bool open = ReadFrames(p.fd.get(), p.in, [&](const std::string& frame) {
         if (p.process_id < 0) {
           Result<LiveJoin> join = DecodeLiveJoin(frame);
-          const Status admission = join.ok() ? book_.Admit(*join, nonce_) : join.status();
+          const Status admission =
+              join.ok() ? book_.Admit(*join, nonce_, PeerAddress(p.fd.get())) : join.status();
           if (!admission.ok()) {
             // A member of this job that joins after a failure ended it (it joins
             // while JAX starts) hears that failure instead of waiting in JAX.
@@ -563,7 +568,7 @@ void LivenessHub::Run() {
         if (!notice.ok()) return false;
         OnPeerNotice(p.process_id, *notice, local);
         return true;
-      });
+      }, &error);
       if (open) continue;
       const int64_t id = p.process_id;
       if (told) {
@@ -575,7 +580,9 @@ void LivenessHub::Run() {
       peers_.erase(it);
       changed_.notify_all();  // ReportFailure may wait for the last one to leave
       if (id >= 0) {
-        Act(book_.OnClosed(id), local);
+        Act(book_.OnClosed(id, ConnectionEnd{error, WallClockMillis(),
+                                             options_.unreachable_timeout}),
+            local);
         OnGone(id, local);
       }
     }
@@ -601,9 +608,9 @@ void LivenessHub::Deliver(std::vector<LiveNotice>& local) {
   // notice waits (bounded) until every process that has not joined yet has
   // joined and heard it.
   RealClock clock;
+  std::lock_guard<std::mutex> turn(deliver_mutex_);
   for (const LiveNotice& notice : local) {
-    const bool ends = notice.kind == LiveKind::kFailed || notice.kind == LiveKind::kDied ||
-                      notice.kind == LiveKind::kStopNow || notice.kind == LiveKind::kJobStalled;
+    const bool ends = EndsTheJob(notice.kind);
     if (ends && !deferred_ && AnyoneUntold()) {
       deferred_ = notice;
       deferred_until_ = clock.Now() + std::min<Nanos>(options_.join_timeout, kMaxExitDelay);
