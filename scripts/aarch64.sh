@@ -18,6 +18,7 @@
 # Extra arguments after WHEEL go to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/envs.sh
 mode="${1:?usage: scripts/aarch64.sh python|test WHEEL}"
 shift
 
@@ -96,7 +97,7 @@ EOF
     [ "$machine" = aarch64 ] || fail "expected the emulated Python to be aarch64, received $machine"
     echo "== single-process tests under qemu-user (aarch64, $("$venv/bin/python-emulated" -V)) with $(basename "$wheel")"
     KDIST_TEST_WHEEL="$wheel" "$venv/bin/python-emulated" -m pytest \
-      -m "not multiprocess and not launcher and not slurm" -p no:cacheprovider "$@"
+      "${no_cluster_tests[@]}" -p no:cacheprovider "$@"
     ;;
   *)
     fail "usage: scripts/aarch64.sh python|test WHEEL"

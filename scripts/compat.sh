@@ -7,30 +7,26 @@
 #                                      ship mpiexec); a launcher that pip cannot install
 #                                      leaves build/mpi/<name>.log, and its tests skip
 #                                      saying why (tests/test_launchers.py).
-#   scripts/compat.sh floor WHEEL      the `compat` tests at the oldest JAX and Keras
-#                                      pyproject.toml declares, in build/venvs/floor.
-#   scripts/compat.sh abi3-wheel       builds the cp312-abi3 wheel with Python 3.12 (with
-#                                      the bench module, like test.sh's) and prints its
-#                                      path (tests/test_packaging.py checks it).
-#   scripts/compat.sh abi3 WHEEL       installs that same file into Python 3.13 and runs
-#                                      the single-process tests there.
+#   scripts/compat.sh py311 WHEEL      the `compat` tests on Python 3.11 with WHEEL (a cp311
+#                                      wheel: the release's), twice: at the oldest JAX and
+#                                      Keras pyproject.toml declares (build/venvs/floor), and
+#                                      at the newest JAX and Keras the index offers for 3.11
+#                                      (build/venvs/py311; JAX 0.10.2: 0.11 and later need
+#                                      Python 3.12). The main suite runs on Python 3.13 with
+#                                      the newest JAX (scripts/venv.sh).
 #
 # Extra arguments after the mode go to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-mode="${1:?usage: scripts/compat.sh launchers|floor WHEEL|abi3-wheel|abi3 WHEEL}"
+source scripts/envs.sh
+usage="usage: scripts/compat.sh launchers|py311 WHEEL"
+mode="${1:?$usage}"
 shift
-
-# A fresh virtual environment at $1 made with the interpreter $2, unless it exists.
-make_venv() {
-  [ -x "$1/bin/python" ] || "$2" -m venv "$1"
-  "$1/bin/python" -m pip install --quiet --upgrade pip
-}
 
 # The oldest version pyproject.toml allows for a package (`name>=X` in the dependencies
 # or the test extra).
 floor_of() {
-  python3 - "$1" << 'EOF'
+  python3 - "$1" << 'PYTHON'
 import re, sys, tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 for requirement in project["dependencies"] + project["optional-dependencies"]["test"]:
@@ -40,10 +36,28 @@ for requirement in project["dependencies"] + project["optional-dependencies"]["t
         break
 else:
     sys.exit(f"pyproject.toml has no {sys.argv[1]}>=X requirement")
-EOF
+PYTHON
 }
 
-source scripts/python_of.sh
+# compat_run VENV WHEEL REQUIREMENTS... -- PYTEST ARGS: WHEEL with its test extra and
+# REQUIREMENTS in VENV (Python 3.11), then the `compat` tests.
+compat_run() {
+  local venv="$1" wheel="$2" requirements=()
+  shift 2
+  while [ "$1" != -- ]; do
+    requirements+=("$1")
+    shift
+  done
+  shift
+  make_venv "$venv" "$py311"
+  "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+  "$venv/bin/python" -m pip install --quiet "$wheel[test]" "${requirements[@]}"
+  echo "== compat tests on $("$venv/bin/python" -V): $(KERAS_BACKEND=jax "$venv/bin/python" -c \
+    'import jax, keras; print(f"jax {jax.__version__}, keras {keras.__version__}")')"
+  # The wheel under test is WHEEL (a user's: no bench module), not the caller's.
+  env -u KDIST_TEST_BENCH_MODULE -u KDIST_TEST_ABI3_WHEEL KDIST_TEST_WHEEL="$wheel" \
+    "$venv/bin/python" -m pytest -m compat -p no:cacheprovider "$@"
+}
 
 case "$mode" in
   launchers)
@@ -60,51 +74,19 @@ case "$mode" in
       fi
     done
     ;;
-  floor)
-    wheel="${1:?scripts/compat.sh floor needs the wheel}"
+  py311)
+    wheel="${1:?scripts/compat.sh py311 needs a cp311 wheel}"
     shift
+    wheel=$(realpath "$wheel")
+    py311=$(require_python 3.11 "the compat tests")
     jax=$(floor_of jax)
     keras=$(floor_of keras)
-    venv=build/venvs/floor
-    make_venv "$venv" python3
-    "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
     # "==3.15" is 3.15.0 (PEP 440 pads the release with zeros): the oldest, not the newest.
-    "$venv/bin/python" -m pip install --quiet "$wheel[test]" "jax==$jax" "jaxlib==$jax" \
-      "keras==$keras"
-    echo "== compat tests at the floor: $(KERAS_BACKEND=jax "$venv/bin/python" -c \
-      'import jax, keras; print(f"jax {jax.__version__}, keras {keras.__version__}")')"
-    "$venv/bin/python" -m pytest -m compat -p no:cacheprovider "$@"
-    ;;
-  abi3-wheel)
-    py312=$(python_of 3.12) || true
-    if [ -z "$py312" ]; then
-      echo "compat: the abi3 wheel needs Python 3.12 (none runs here)" >&2
-      exit 1
-    fi
-    make_venv build/venvs/py312 "$py312" > /dev/null
-    rm -rf build/wheelhouse-abi3
-    # With the bench module, as scripts/test.sh's own wheel (KDIST_TEST_BENCH_MODULE=1).
-    build/venvs/py312/bin/python -m pip wheel --quiet --no-deps \
-      -C cmake.define.KDIST_BENCH_MODULE=ON --wheel-dir build/wheelhouse-abi3 . >&2
-    ls "$PWD"/build/wheelhouse-abi3/kdist-*-cp312-abi3-*.whl
-    ;;
-  abi3)
-    wheel="${1:?scripts/compat.sh abi3 needs the cp312-abi3 wheel (scripts/compat.sh abi3-wheel)}"
-    shift
-    py313=$(python_of 3.13) || true
-    if [ -z "$py313" ]; then
-      echo "compat: the abi3 check needs Python 3.13 (none runs here)" >&2
-      exit 1
-    fi
-    make_venv build/venvs/py313 "$py313"
-    build/venvs/py313/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"
-    build/venvs/py313/bin/python -m pip install --quiet "$wheel[test]"
-    echo "== single-process tests on $(build/venvs/py313/bin/python -V) with $(basename "$wheel")"
-    KDIST_TEST_WHEEL="$wheel" build/venvs/py313/bin/python -m pytest \
-      -m "not multiprocess and not launcher and not slurm" -p no:cacheprovider "$@"
+    compat_run build/venvs/floor "$wheel" "jax==$jax" "jaxlib==$jax" "keras==$keras" -- "$@"
+    compat_run build/venvs/py311 "$wheel" --upgrade jax jaxlib keras -- "$@"
     ;;
   *)
-    echo "usage: scripts/compat.sh launchers|floor WHEEL|abi3-wheel|abi3 WHEEL" >&2
+    echo "$usage" >&2
     exit 2
     ;;
 esac

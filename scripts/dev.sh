@@ -3,9 +3,9 @@
 # $KDIST_VENV) without build isolation, so scikit-build-core reuses its CMake build folder
 # and only what changed recompiles, installs it as users get it (tests run against the
 # installed package), then runs pytest: by default the tests that start no cluster
-# (-m "not multiprocess and not launcher and not slurm"); extra arguments replace that
-# selection. The Slurm tests: bash scripts/dev.sh -m slurm tests/test_slurm.py (they start
-# scripts/slurm.sh's cluster when it is installed and not up, and stop it after).
+# ($no_cluster_tests, scripts/envs.sh); extra arguments replace that selection. The Slurm
+# tests: bash scripts/dev.sh -m slurm tests/test_slurm.py (they start scripts/slurm.sh's
+# cluster when it is installed and not up, and stop it after).
 #   bash scripts/dev.sh                        # the fast selection
 #   bash scripts/dev.sh tests/test_config.py   # one module
 # The whole suite, with the C++ tests, fuzzing and static checks: bash scripts/test.sh.
@@ -21,6 +21,6 @@ started=$SECONDS
 echo "dev: kdist rebuilt and installed in $((SECONDS - started)) s"
 
 if [ $# -eq 0 ]; then
-  set -- -m "not multiprocess and not launcher and not slurm"
+  set -- "${no_cluster_tests[@]}"
 fi
 exec "$venv/bin/python" -m pytest -q "$@"

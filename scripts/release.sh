@@ -10,23 +10,23 @@
 #   3. checks: `auditwheel show` must vouch for every manylinux tag the wheel carries, the
 #      oldest no newer than manylinux_2_28; the extension may need only glibc's own libraries (no
 #      libstdc++); no kdist._core_bench (benchmarks and tests only); `twine check`;
-#   4. tests that need no other process (pytest -m "not multiprocess and not launcher and not slurm")
-#      with each wheel in a fresh virtual environment of each Python it serves (3.11:
-#      cp311, run from the sdist's own copy of the tests; 3.12 and 3.13: abi3), and
-#      (KDIST_RELEASE_TESTS=all, the default) with the sdist built by plain `pip wheel`
-#      (this machine's gcc, build requirements from the package index alone).
+#   4. tests that start no cluster ($no_cluster_tests, scripts/envs.sh) with each wheel in a
+#      fresh virtual environment of each Python it serves (3.11: cp311, run from the sdist's
+#      own copy of the tests; 3.12 and 3.13: abi3), and (KDIST_RELEASE_TESTS=all, the
+#      default) with the sdist built by plain `pip wheel` (this machine's gcc, build
+#      requirements from the package index alone).
 #
 # KDIST_RELEASE_TESTS=wheels: step 4 without the plain sdist build; quick (scripts/test.sh,
-# for CI's time, whose own run covers the rest on Python 3.11): the whole selection with the
-# abi3 wheel on 3.13, and on 3.11 and 3.12 only the import, version, configuration and
-# packaging tests and the single-process initialize; none: no step 4 (dist/ is still
-# written and checked). KDIST_RELEASE_AARCH64=1:
+# for CI's time: its own run is the whole suite on Python 3.13, and its compat run the
+# compat tests on 3.11 with this cp311 wheel): on each of 3.11, 3.12 and 3.13 only the
+# import, version, configuration and packaging tests and the single-process initialize;
+# none: no step 4 (dist/ is still written and checked). KDIST_RELEASE_AARCH64=1:
 # also the cp311 wheel for aarch64, cross-built by zig, tested under qemu-user
 # (scripts/aarch64.sh). Work folders go under build/release/ (logs: build/release/logs/).
 # Extra arguments go to every pytest run. Details: docs/release.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/python_of.sh
+source scripts/envs.sh
 
 # The release's wheels are users' wheels: no bench module, whatever the caller's tests had.
 unset KDIST_TEST_BENCH_MODULE KDIST_TEST_WHEEL KDIST_TEST_ABI3_WHEEL
@@ -55,17 +55,14 @@ logged() {
     fail "$name failed (the whole output: $log)"
   fi
 }
-# A fresh virtual environment at $1 made with the interpreter $2, with an up-to-date pip.
+# A fresh virtual environment at $1 made with the interpreter $2 (make_venv, scripts/envs.sh).
 fresh_venv() {
+  [ -n "$2" ] || fail "no interpreter for $1 (above)"
   rm -rf "$1"
-  logged "venv-$(basename "$1")" "$2" -m venv "$1"
-  logged "pip-$(basename "$1")" "$1/bin/python" -m pip install --upgrade pip
+  logged "venv-$(basename "$1")" make_venv "$1" "$2"
 }
 interpreter() {
-  local python
-  python=$(python_of "$1") || true
-  [ -n "$python" ] || fail "expected a Python $1 interpreter (pyenv, python$1 on the PATH or \$PYTHON${1/./}), found none; install it, the release serves it"
-  echo "$python"
+  require_python "$1" "the release, which serves it" || exit 1
 }
 
 case "$tests" in
@@ -208,21 +205,17 @@ test_wheel() {
   # bench module); KDIST_TEST_ABI3_WHEEL: its abi3 test takes the release's abi3 wheel.
   (cd "$tests_root" &&
     KDIST_TEST_WHEEL="$OLDPWD/$wheel" KDIST_TEST_ABI3_WHEEL="$OLDPWD/$abi3" \
-      "$venv/bin/python" -m pytest -m "not multiprocess and not launcher and not slurm" \
-      -p no:cacheprovider -q "$@") ||
+      "$venv/bin/python" -m pytest "${no_cluster_tests[@]}" -p no:cacheprovider -q "$@") ||
     fail "tests on Python $python_version with $(basename "$wheel") failed (above)"
 }
 # The tests that show a wheel installs and starts on a Python (the quick runs, and aarch64's).
 quick=(tests/test_import.py tests/test_version.py tests/test_config.py tests/test_core_rules.py
   tests/test_packaging.py tests/test_initialize.py)
-if [ "$tests" = quick ]; then
-  test_wheel py311 3.11 "$cp311" "$sdist_tree" "${quick[@]}" "$@"
-  test_wheel py312 3.12 "$abi3" . "${quick[@]}" "$@"
-else
-  test_wheel py311 3.11 "$cp311" "$sdist_tree" "$@"
-  test_wheel py312 3.12 "$abi3" . "$@"
-fi
-test_wheel py313 3.13 "$abi3" . "$@"
+selected=()
+[ "$tests" = quick ] && selected=("${quick[@]}")
+test_wheel py311 3.11 "$cp311" "$sdist_tree" "${selected[@]}" "$@"
+test_wheel py312 3.12 "$abi3" . "${selected[@]}" "$@"
+test_wheel py313 3.13 "$abi3" . "${selected[@]}" "$@"
 
 if [ "$aarch64" = 1 ]; then
   # Emulated, the whole selection would take about an hour (JAX starts in ~20 s there):

@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: makes a virtual environment (.venv, or
-# $KDIST_VENV); builds kdist's wheel and installs it with its test dependencies;
+# $KDIST_VENV) with Python 3.13 (scripts/venv.sh), where pip brings the newest JAX and
+# Keras; builds kdist's wheel and installs it with its test dependencies;
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
 # package (with real MPI launchers), then the Slurm tests on a real single-node Slurm
 # (scripts/slurm.sh: started for them and stopped after, unless it was already up), then
 # Keras's own distribution tests against kdist (scripts/keras_upstream.sh), then the
-# compat tests at the oldest JAX and Keras (scripts/compat.sh). Before the main pytest
-# run, the release (scripts/release.sh): the portable wheels and the sdist, checked, and
-# tested on Python 3.11, 3.12 and 3.13.
+# compat tests on Python 3.11 at the oldest JAX and Keras and at the newest for 3.11
+# (scripts/compat.sh). Before the main pytest run, the release (scripts/release.sh): the
+# portable wheels and the sdist, checked, and a quick test on Python 3.11, 3.12 and 3.13.
+# Each stage ends with "== <stage>: N s", the whole with "== total: N s".
 # Extra arguments go to the main pytest run.
 source "$(dirname "$0")/venv.sh"
+
+# stage NAME [DETAIL]: ends the stage before it (printing its time) and starts NAME.
+stage_name=
+stage_started=$SECONDS
+stage() {
+  [ -z "$stage_name" ] || echo "== $stage_name: $((SECONDS - stage_started)) s"
+  stage_name=${1:-}
+  stage_started=$SECONDS
+  [ -z "$stage_name" ] || echo "== $stage_name${2:+ $2}"
+}
+stage "Setup" "(the virtual environment: $("$venv/bin/python" -V); kdist's wheel, its test dependencies)"
+stage_started=0 # the virtual environment's own making included
 
 # System tools some tests need: GoogleTest (the C++ unit tests), clang/libFuzzer (fuzz
 # targets), iproute2 and nftables (multi-host tests in network namespaces). Installed when
@@ -47,37 +61,37 @@ export KDIST_TEST_WHEEL="$PWD/$wheel"
 "$venv/bin/python" -m pip install --quiet --no-deps "keras-hub==0.32.0" regex tokenizers
 export KDIST_TEST_BENCH_MODULE=1
 
-echo "== C++ unit tests (GoogleTest, AddressSanitizer + UndefinedBehaviorSanitizer)"
+stage "C++ unit tests" "(GoogleTest, AddressSanitizer + UndefinedBehaviorSanitizer)"
 "$venv/bin/cmake" -S . -B build/cpp-tests -G Ninja -DKDIST_BUILD_TESTS=ON -DKDIST_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_MAKE_PROGRAM="$PWD/$venv/bin/ninja" > /dev/null
 "$venv/bin/cmake" --build build/cpp-tests
 "$venv/bin/ctest" --test-dir build/cpp-tests --output-on-failure -j2 --no-tests=error
 
-echo "== Fuzz targets (bounded; scripts/fuzz.sh SECONDS runs them longer)"
+stage "Fuzz targets" "(bounded; scripts/fuzz.sh SECONDS runs them longer)"
 CMAKE="$PWD/$venv/bin/cmake" bash scripts/fuzz.sh "${KDIST_FUZZ_SECONDS:-4}"
 
-echo "== Static checks: ruff, and mypy --strict on the installed package (with its generated stubs)"
+stage "Static checks" "(ruff, and mypy --strict on the installed package, with its generated stubs)"
 "$venv/bin/ruff" check python/kdist tests benchmarks
 "$venv/bin/ruff" format --check python/kdist
 "$venv/bin/mypy" --strict -p kdist
 
-echo "== MPI launchers for tests/test_launchers.py (scripts/compat.sh: own environments)"
+stage "MPI launchers" "(for tests/test_launchers.py; scripts/compat.sh: own environments)"
 bash scripts/compat.sh launchers
 export KDIST_TEST_MPI_ROOT="$PWD/build/mpi"
-# The release's portable wheels (zig; cp311 and cp312-abi3), checked, and tested on the
-# Pythons they serve: the whole single-process selection with the abi3 wheel on 3.13, the
-# quick one on 3.11 and 3.12 (this suite's own run below covers 3.11 in full, with the gcc
-# build), without the plain gcc build of the sdist: CI's time. dist/ as release.sh writes it.
-echo "== Release: the portable wheels and the sdist, checked and tested (scripts/release.sh)"
+# The release's portable wheels (zig; cp311 and cp312-abi3), checked, and a quick test on
+# each Python they serve (3.11, 3.12, 3.13), without the plain gcc build of the sdist: CI's
+# time. The whole suite runs below on 3.13 (the gcc build, abi3 like the release's), and the
+# compat tests on 3.11 with the release's cp311 wheel. dist/ as release.sh writes it.
+stage "Release" "(the portable wheels and the sdist, checked and tested: scripts/release.sh)"
 KDIST_RELEASE_TESTS=quick bash scripts/release.sh
 export KDIST_TEST_ABI3_WHEEL="$PWD/$(ls dist/kdist-*-cp312-abi3-*_x86_64.whl)"
+cp311_wheel="$PWD/$(ls dist/kdist-*-cp311-cp311-*_x86_64.whl)"
 
-echo "== Python tests (against the installed package)"
+stage "Python tests" "(against the installed package, on $("$venv/bin/python" -V))"
 "$venv/bin/python" -m pytest -m "not slurm" "$@"
 
-echo "== Slurm: a real single-node cluster on loopback (scripts/slurm.sh), and the tests on it"
+stage "Slurm" "(a real single-node cluster on loopback, scripts/slurm.sh, its start and stop included, and the tests on it)"
 # Installed when missing and running as root; where it cannot start, the tests skip and say why.
-slurm_started=$SECONDS
 slurm_ours=
 if ! bash scripts/slurm.sh status > /dev/null 2>&1; then
   slurm_ours=1
@@ -89,10 +103,11 @@ if [ -n "$slurm_ours" ]; then
   bash scripts/slurm.sh stop
   trap - EXIT
 fi
-echo "Slurm: $((SECONDS - slurm_started)) s, the cluster's start and stop included"
 
-echo "== Keras's own distribution tests (from its sdist): Keras alone, then served by kdist"
+stage "Keras's own distribution tests" "(from its sdist: Keras alone, then served by kdist)"
 KDIST_VENV="$venv" bash scripts/keras_upstream.sh both
 
-echo "== Compatibility: the compat tests at the oldest supported JAX and Keras"
-bash scripts/compat.sh floor "$wheel"
+stage "Compatibility" "(the compat tests on Python 3.11: the oldest supported JAX and Keras, and the newest for 3.11)"
+bash scripts/compat.sh py311 "$cp311_wheel"
+stage ""
+echo "== total: $SECONDS s"

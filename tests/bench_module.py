@@ -1,7 +1,7 @@
 """kdist._core_bench, the roll call's load generator, for the tests that need it.
 
 Users' wheels leave it out: it is built only with `-C cmake.define.KDIST_BENCH_MODULE=ON`
-(scripts/test.sh, bench.sh and compat.sh build their wheels so). Where it is missing, the
+(scripts/test.sh and bench.sh build their wheels so). Where it is missing, the
 tests that need it skip and say why; with KDIST_TEST_BENCH_MODULE=1 (the wheel under test
 was built with it, as scripts/test.sh declares) a missing module fails them instead, so a
 broken build cannot hide behind a skip.

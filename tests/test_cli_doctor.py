@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kdist import _jax_backend
 from kdist._cli import doctor as _doctor
 from kdist._start import accelerators as _accelerators
 from support import ENVIRONMENT_SOURCES, KDIST_SCRIPT, clean_env, free_port
@@ -361,3 +363,43 @@ def test_the_collectives_address_and_its_source_are_shown() -> None:
         'KDIST_COLLECTIVES_INTERFACE="kdistnone0" (from the environment): this host has no '
         'network interface "kdistnone0"'
     )
+
+
+def _with_jax(report: _doctor.Report, version: str) -> _doctor.Report:
+    """`report` as it would be with JAX `version` installed (the version mocked)."""
+    fingerprint = tuple(
+        dataclasses.replace(entry, value=version) if entry.name == "jax" else entry
+        for entry in report.environment_fingerprint
+    )
+    return dataclasses.replace(report, jax_version=version, environment_fingerprint=fingerprint)
+
+
+OLDEST, NEWEST = _jax_backend.OLDEST_SUPPORTED_JAX, _jax_backend.NEWEST_TESTED_JAX
+
+
+@pytest.mark.parametrize(
+    ("version", "note"),
+    [
+        (NEWEST, f"tested: {OLDEST} to {NEWEST}"),
+        (OLDEST, f"tested: {OLDEST} to {NEWEST}"),
+        ("99.0.0", f"newer than the newest tested, {NEWEST}"),
+        ("0.4.35", f"older than the oldest supported, {OLDEST}"),
+    ],
+    ids=["newest-tested", "oldest-tested", "newer", "older"],
+)
+def test_doctor_says_whether_the_jax_version_is_tested(version: str, note: str) -> None:
+    report = _with_jax(_doctor.collect(probe=False), version)
+    text = _doctor.render(report)
+    assert text.startswith(f"kdist {report.kdist_version}, JAX {version} (not imported; {note})")
+    assert re.search(rf"^  \* jax +{re.escape(version)} \({re.escape(note)}\)$", text, re.M), text
+    assert re.search(r"^  \* jaxlib +\S+$", text, re.M), text  # only jax's row has the note
+    assert _doctor.json_report(report)["jax_tested"] == note
+
+
+def test_doctor_without_jax_has_no_tested_note() -> None:
+    report = _with_jax(_doctor.collect(probe=False), "not installed")
+    report = dataclasses.replace(report, jax_version=None)
+    text = _doctor.render(report)
+    assert text.startswith(f"kdist {report.kdist_version}, JAX not installed (not imported)\n")
+    assert re.search(r"^  \* jax +not installed$", text, re.M), text
+    assert _doctor.json_report(report)["jax_tested"] is None

@@ -69,3 +69,44 @@ def test_the_oldest_supported_jax_is_the_declared_floor() -> None:
 
     declared = [r for r in requires("kdist") or [] if r.replace(" ", "").startswith("jax>=")]
     assert declared == [f"jax>={_jax_backend.OLDEST_SUPPORTED_JAX}"]
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        (_jax_backend.OLDEST_SUPPORTED_JAX, "tested"),
+        (_jax_backend.NEWEST_TESTED_JAX, "tested"),
+        ("0.10.2", "tested"),
+        ("0.12.0", "tested"),
+        ("0.5.1.0", "tested"),
+        ("0.12.0.2", "newer"),
+        ("0.13.0.dev20270101", "newer"),
+        ("1.0", "newer"),
+        ("0.5.0", "older"),
+        ("0.4.38", "older"),
+        ("unknown", "not a version"),
+    ],
+)
+def test_tested_range_compares_release_numbers(version: str, expected: str) -> None:
+    oldest, newest = _jax_backend.OLDEST_SUPPORTED_JAX, _jax_backend.NEWEST_TESTED_JAX
+    notes = {
+        "tested": f"tested: {oldest} to {newest}",
+        "newer": f"newer than the newest tested, {newest}",
+        "older": f"older than the oldest supported, {oldest}",
+        "not a version": f"not a version number; tested: {oldest} to {newest}",
+    }
+    assert _jax_backend.tested_range(version) == notes[expected]
+
+
+@pytest.mark.compat
+def test_the_jax_this_suite_runs_is_within_the_tested_range() -> None:
+    """The suite runs the newest JAX the index offers (scripts/test.sh) and the oldest
+    supported (scripts/compat.sh): one newer than NEWEST_TESTED_JAX means the constant, and
+    what kdist doctor tells users, is behind the runs."""
+    installed = _jax_backend.jax_version()
+    assert _jax_backend.tested_range(installed).startswith("tested: "), (
+        f"this suite runs JAX {installed}, outside kdist's tested range "
+        f"{_jax_backend.OLDEST_SUPPORTED_JAX} to {_jax_backend.NEWEST_TESTED_JAX}: once the whole "
+        "suite (scripts/test.sh) passes with it, raise NEWEST_TESTED_JAX in "
+        "python/kdist/_jax_backend.py and the version tables (README.md, docs/configuration.md)"
+    )

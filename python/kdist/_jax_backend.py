@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -97,6 +98,44 @@ class BackgroundImport:
 # Which JAX is supported is decided by the features it has (check_jax_features), never by
 # comparing this number.
 OLDEST_SUPPORTED_JAX = "0.5.1"
+# The newest JAX the suite runs (scripts/test.sh: everything, on Python 3.13 with the newest
+# JAX the index offers; scripts/compat.sh: the compat tests at OLDEST_SUPPORTED_JAX and at the
+# newest JAX for Python 3.11). `kdist doctor` says where the installed JAX stands against the
+# two (tested_range). Raise it once the suite has passed at a newer JAX:
+# tests/test_jax_features.py fails on one newer than this until then.
+NEWEST_TESTED_JAX = "0.12.0.1"
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """The release numbers a version starts with, without trailing zeros
+    ("0.12.0.1rc1" -> (0, 12, 0, 1), "0.6.0" -> (0, 6)); None when it starts with none."""
+    found = re.match(r"\d+(\.\d+)*", version)
+    if found is None:
+        return None
+    numbers = [int(part) for part in found.group().split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
+def tested_range(version: str) -> str:
+    """Where JAX `version` stands against the versions the suite runs, in words:
+    "tested: 0.5.1 to 0.12.0.1", "newer than the newest tested, 0.12.0.1" or "older than
+    the oldest supported, 0.5.1" (release numbers compared; JAX is not imported).
+
+    Example:
+        >>> tested_range("99.0").startswith("newer than the newest tested, ")
+        True
+    """
+    tested = f"tested: {OLDEST_SUPPORTED_JAX} to {NEWEST_TESTED_JAX}"
+    found = _release(version)
+    if found is None:
+        return f"not a version number; {tested}"
+    if found > (_release(NEWEST_TESTED_JAX) or ()):
+        return f"newer than the newest tested, {NEWEST_TESTED_JAX}"
+    if found < (_release(OLDEST_SUPPORTED_JAX) or ()):
+        return f"older than the oldest supported, {OLDEST_SUPPORTED_JAX}"
+    return tested
 
 
 def check_jax_features(jax: Any) -> None:

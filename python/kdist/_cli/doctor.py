@@ -232,7 +232,8 @@ def json_report(report: Report) -> dict[str, Any]:
         report: What `collect` returned.
 
     Returns:
-        A dict with "kdist_version", "jax_version", "ok", "error", "config",
+        A dict with "kdist_version", "jax_version", "jax_tested" (where that version
+        stands against those the suite runs), "ok", "error", "config",
         "detectors", "scheduler", "accelerators", "probe" and "devices".
 
     Example:
@@ -293,6 +294,7 @@ def json_report(report: Report) -> dict[str, Any]:
     return {
         "kdist_version": report.kdist_version,
         "jax_version": report.jax_version,
+        "jax_tested": _jax_tested(report.jax_version),
         "ok": report.ok,
         "error": report.error,
         "config": config,
@@ -331,6 +333,13 @@ def _collectives_json(found: Collectives | None) -> dict[str, Any] | None:
     }
 
 
+def _jax_tested(version: str | None) -> str | None:
+    """Where the installed JAX stands against the versions the suite runs; None without JAX."""
+    from kdist import _jax_backend
+
+    return None if version is None else _jax_backend.tested_range(version)
+
+
 def _format_ids(ids: list[int] | None) -> str:
     return "all visible devices" if ids is None else "[" + ", ".join(str(i) for i in ids) + "]"
 
@@ -346,6 +355,9 @@ def render(report: Report) -> str:
     """
     jax_version = report.jax_version or "not installed"
     jax_state = "imported" if report.devices is not None else "not imported"
+    jax_tested = _jax_tested(report.jax_version)
+    if jax_tested is not None:
+        jax_state += f"; {jax_tested}"
     lines = [f"kdist {report.kdist_version}, JAX {jax_version} ({jax_state})", ""]
     spec = report.spec
     if spec is None:
@@ -423,10 +435,11 @@ def render(report: Report) -> str:
         "environment fingerprint (the roll call compares it across processes; * must match):"
     )
     width = max(len(e.name) for e in report.environment_fingerprint)
-    lines.extend(
-        f"  {'*' if e.must_match else ' '} {e.name:<{width}}  {e.value}"
-        for e in report.environment_fingerprint
-    )
+    for e in report.environment_fingerprint:
+        # The jax row also says whether the suite runs that version (it is not compared).
+        tested = _jax_tested(e.value) if e.name == "jax" and e.value != "not installed" else None
+        note = f" ({tested})" if tested else ""
+        lines.append(f"  {'*' if e.must_match else ' '} {e.name:<{width}}  {e.value}{note}")
     lines.append("")
 
     probe = report.probe
