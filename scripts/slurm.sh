@@ -118,18 +118,22 @@ node_address() {  # $1: node index from 1
 }
 
 print_env() {
-  local k hosts=() namespaces=()
+  local k hosts=() namespaces=() links=()
   echo "export SLURM_CONF=$conf"
   echo "export KDIST_SLURM_DIR=$dir"
   echo "export KDIST_SLURM_KILL_WAIT=$(sed -n 's/^KillWait=//p' "$conf" 2> /dev/null || echo "$kill_wait")"
   echo "export KDIST_SLURM_NODES=$nodes"
   for k in $(seq "$nodes"); do
     hosts+=("${node_names[k - 1]}=$(node_address "$k")")
-    [ "$nodes" = 1 ] || namespaces+=("kdslurm-node$k")
+    [ "$nodes" = 1 ] || namespaces+=("kdslurm-node$k") links+=("kdslurm-v$k")
   done
-  # name=address for each node, and (several nodes) each node's namespace.
+  # name=address for each node; several nodes: each node's namespace, and the root
+  # namespace's end of its veth (the tests take a node away by setting it down).
   echo "export KDIST_SLURM_HOSTS=$(IFS=,; echo "${hosts[*]}")"
-  [ "$nodes" = 1 ] || echo "export KDIST_SLURM_NAMESPACES=$(IFS=,; echo "${namespaces[*]}")"
+  if [ "$nodes" != 1 ]; then
+    echo "export KDIST_SLURM_NAMESPACES=$(IFS=,; echo "${namespaces[*]}")"
+    echo "export KDIST_SLURM_LINKS=$(IFS=,; echo "${links[*]}")"
+  fi
 }
 
 free_ports() {  # $1 ports, free on address $2

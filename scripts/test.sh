@@ -3,8 +3,9 @@
 # $KDIST_VENV); builds kdist's wheel and installs it with its test dependencies;
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
-# package (with real MPI launchers), then the Slurm tests on a real single-node Slurm
-# (scripts/slurm.sh: started for them and stopped after, unless it was already up), then
+# package (with real MPI launchers), then the Slurm tests on a real single-node Slurm and
+# on a real two-node one (scripts/slurm.sh [--nodes 2]: started for them and stopped after,
+# unless it was already up), then
 # Keras's own distribution tests against kdist (scripts/keras_upstream.sh), then the
 # compat tests at the oldest JAX and Keras (scripts/compat.sh). Before the main pytest
 # run, the release (scripts/release.sh): the portable wheels and the sdist, checked, and
@@ -75,21 +76,28 @@ export KDIST_TEST_ABI3_WHEEL="$PWD/$(ls dist/kdist-*-cp312-abi3-*_x86_64.whl)"
 echo "== Python tests (against the installed package)"
 "$venv/bin/python" -m pytest -m "not slurm" "$@"
 
-echo "== Slurm: a real single-node cluster on loopback (scripts/slurm.sh), and the tests on it"
-# Installed when missing and running as root; where it cannot start, the tests skip and say why.
+echo "== Slurm: a real single-node cluster on loopback, then a two-node one in network namespaces (scripts/slurm.sh), and the tests on each"
+# Installed when missing and running as root; where a cluster cannot start, its tests skip and
+# say why. A cluster this stage starts is stopped after its tests (by pid, with the namespaces,
+# bridge and /etc/hosts lines it made), also when they fail.
 slurm_started=$SECONDS
-slurm_ours=
-if ! bash scripts/slurm.sh status > /dev/null 2>&1; then
-  slurm_ours=1
-  trap 'bash scripts/slurm.sh stop' EXIT
-  bash scripts/slurm.sh start > /dev/null || true
-fi
-"$venv/bin/python" -m pytest -m slurm tests/test_slurm.py
-if [ -n "$slurm_ours" ]; then
-  bash scripts/slurm.sh stop
-  trap - EXIT
-fi
-echo "Slurm: $((SECONDS - slurm_started)) s, the cluster's start and stop included"
+for slurm_run in "1 tests/test_slurm.py" "2 tests/test_slurm_multinode.py"; do
+  read -r nodes tests <<< "$slurm_run"
+  part_started=$SECONDS
+  slurm_ours=
+  if ! bash scripts/slurm.sh status --nodes "$nodes" > /dev/null 2>&1; then
+    slurm_ours=1
+    trap "bash scripts/slurm.sh stop --nodes $nodes" EXIT
+    bash scripts/slurm.sh start --nodes "$nodes" > /dev/null || true
+  fi
+  "$venv/bin/python" -m pytest -m slurm "$tests"
+  if [ -n "$slurm_ours" ]; then
+    bash scripts/slurm.sh stop --nodes "$nodes"
+    trap - EXIT
+  fi
+  echo "Slurm, $nodes node(s): $((SECONDS - part_started)) s, the cluster's start and stop included"
+done
+echo "Slurm: $((SECONDS - slurm_started)) s"
 
 echo "== Keras's own distribution tests (from its sdist): Keras alone, then served by kdist"
 KDIST_VENV="$venv" bash scripts/keras_upstream.sh both
