@@ -70,6 +70,7 @@ ENVIRONMENT_SOURCES = {
     "coordinator_bind_address": "default",
     "heartbeat_timeout": "default",
     "shutdown_timeout": "default",
+    "unreachable_timeout": "default",
     "on_peer_failure": "default",
     "consistency": "default",
     "stop_signals": "default",

@@ -90,6 +90,7 @@ def test_every_setting_shows_with_its_own_value_and_source() -> None:
         "coordinator_bind_address": ("JAX_COORDINATOR_BIND_ADDRESS", "127.0.0.2:1", "127.0.0.2:1"),
         "heartbeat_timeout": ("KDIST_HEARTBEAT_TIMEOUT", "91", "91 s"),
         "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203", "203 s"),
+        "unreachable_timeout": ("KDIST_UNREACHABLE_TIMEOUT", "13", "13 s"),
         "on_peer_failure": ("KDIST_ON_PEER_FAILURE", "ignore", "ignore"),
         "consistency": ("KDIST_CONSISTENCY", "strict", "strict"),
         "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM", "SIGUSR1,SIGTERM"),

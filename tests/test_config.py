@@ -191,6 +191,7 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         "coordinator_bind_address": "default",
         "heartbeat_timeout": "default",
         "shutdown_timeout": "default",
+        "unreachable_timeout": "default",
         "on_peer_failure": "default",
         "consistency": "default",
         "stop_signals": "default",
@@ -352,6 +353,59 @@ def test_after_start_settings_resolve_with_their_sources(monkeypatch: pytest.Mon
     assert spec.fingerprint != resolve("127.0.0.1:1", 2, 0).fingerprint
 
 
+def test_unreachable_timeout_resolves_with_its_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = resolve("127.0.0.1:1", 2, 0)
+    assert (spec.unreachable_timeout, spec.sources["unreachable_timeout"]) == (20, "default")
+    monkeypatch.setenv("KDIST_UNREACHABLE_TIMEOUT", "6.5")
+    from_env = resolve("127.0.0.1:1", 2, 0)
+    assert (from_env.unreachable_timeout, from_env.sources["unreachable_timeout"]) == (
+        6.5,
+        "KDIST_UNREACHABLE_TIMEOUT",
+    )
+    from_argument = resolve("127.0.0.1:1", 2, 0, unreachable_timeout=8)
+    assert (from_argument.unreachable_timeout, from_argument.sources["unreachable_timeout"]) == (
+        8,
+        "argument",
+    )
+    # Part of what every process must agree on.
+    assert from_env.fingerprint != spec.fingerprint
+
+
+def test_unreachable_timeout_follows_a_short_heartbeat_by_default() -> None:
+    spec = resolve("127.0.0.1:1", 2, 0, heartbeat_timeout=12)
+    assert spec.unreachable_timeout == 6
+    assert spec.sources["unreachable_timeout"] == "default (half of heartbeat_timeout)"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("soon", r'KDIST_UNREACHABLE_TIMEOUT="soon" \(from the environment\): .*expected a '
+         r"number of seconds of at least 1"),
+        ("0.5", r'KDIST_UNREACHABLE_TIMEOUT="0.5" \(from the environment\): expected a number '
+         r"of seconds of at least 1"),
+        ("-3", r"expected a number of seconds of at least 1"),
+        ("100", r'KDIST_UNREACHABLE_TIMEOUT="100" \(from the environment\): is not below '
+         r"heartbeat_timeout \(100 s, from default\): JAX's heartbeat would end the job first, "
+         r"by SIGABRT.*raise heartbeat_timeout \(KDIST_HEARTBEAT_TIMEOUT\) above it"),
+    ],
+)
+def test_unreachable_timeout_is_checked_before_any_side_effect(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.setenv("KDIST_UNREACHABLE_TIMEOUT", value)
+    with pytest.raises(kdist.ConfigError, match=message):
+        resolve("127.0.0.1:1", 2, 0)
+
+
+def test_unreachable_timeout_below_a_raised_heartbeat_is_accepted() -> None:
+    spec = resolve("127.0.0.1:1", 2, 0, heartbeat_timeout=300, unreachable_timeout=150)
+    assert spec.unreachable_timeout == 150
+    with pytest.raises(kdist.ConfigError, match=r"unreachable_timeout=150(\.0)? \(argument\): is not "
+                       r"below heartbeat_timeout \(100 s, from default\)"):
+        resolve("127.0.0.1:1", 2, 0, unreachable_timeout=150)
+
+
 def test_stop_signals_and_stall_timeout_arguments() -> None:
     spec = resolve("127.0.0.1:1", 2, 0)
     assert (spec.stop_signals, spec.stall_timeout) == (["SIGTERM"], None)
@@ -418,6 +472,7 @@ OWN_VARIABLES = {
     "coordinator_bind_address": ("JAX_COORDINATOR_BIND_ADDRESS", "127.0.0.2:1234"),
     "heartbeat_timeout": ("KDIST_HEARTBEAT_TIMEOUT", "91"),
     "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203"),
+    "unreachable_timeout": ("KDIST_UNREACHABLE_TIMEOUT", "13"),
     "on_peer_failure": ("KDIST_ON_PEER_FAILURE", "ignore"),
     "consistency": ("KDIST_CONSISTENCY", "strict"),
     "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM"),
@@ -437,6 +492,7 @@ def test_every_setting_reports_its_own_variable_and_value(monkeypatch: pytest.Mo
     assert spec.local_device_ids == [0, 1]
     assert spec.coordinator_bind_address == "127.0.0.2:1234"
     assert (spec.heartbeat_timeout, spec.shutdown_timeout) == (91, 203)
+    assert spec.unreachable_timeout == 13
     assert (spec.on_peer_failure, spec.consistency) == ("ignore", "strict")
     assert (spec.stop_signals, spec.stall_timeout) == (["SIGUSR1", "SIGTERM"], 45)
     assert spec.restart_count == 4
@@ -470,6 +526,7 @@ def test_arguments_variables_and_defaults_each_keep_their_own_source(
         "coordinator_bind_address": "default",
         "heartbeat_timeout": "argument",
         "shutdown_timeout": "KDIST_SHUTDOWN_TIMEOUT",
+        "unreachable_timeout": "default",
         "on_peer_failure": "argument",
         "consistency": "KDIST_CONSISTENCY",
         "stop_signals": "argument",

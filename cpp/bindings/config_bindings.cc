@@ -44,6 +44,7 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"coordinator_bind_address", spec.coordinator_bind_address.source},
       {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
       {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
+      {"unreachable_timeout", spec.unreachable_timeout_seconds.source},
       {"on_peer_failure", spec.on_peer_failure.source},
       {"consistency", spec.consistency.source},
       {"stop_signals", spec.stop_signals.source},
@@ -150,6 +151,11 @@ void BindConfig(nb::module_& m) {
                    [](const ClusterSpec& s) { return s.shutdown_timeout_seconds.value; },
                    "JAX's shutdown timeout in whole seconds (KDIST_SHUTDOWN_TIMEOUT; JAX's "
                    "default 300): the bound of its shutdown barrier.")
+      .def_prop_ro("unreachable_timeout",
+                   [](const ClusterSpec& s) { return s.unreachable_timeout_seconds.value; },
+                   "Seconds a process's host may answer nothing (it lost power or its "
+                   "network) before the liveness channel names it unreachable and the job "
+                   "ends (KDIST_UNREACHABLE_TIMEOUT; default 20); below heartbeat_timeout.")
       .def_prop_ro("on_peer_failure",
                    [](const ClusterSpec& s) { return s.on_peer_failure.value; },
                    "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
@@ -251,7 +257,8 @@ void BindConfig(nb::module_& m) {
       .def_rw("on_peer_failure", &Request::on_peer_failure)
       .def_rw("consistency", &Request::consistency)
       .def_rw("stop_signals", &Request::stop_signals)
-      .def_rw("stall_timeout", &Request::stall_timeout);
+      .def_rw("stall_timeout", &Request::stall_timeout)
+      .def_rw("unreachable_timeout", &Request::unreachable_timeout);
 
   m.def(
       "resolve",

@@ -92,6 +92,7 @@ const char* EventOf(const LiveNotice& notice) {
   switch (notice.kind) {
     case LiveKind::kFailed: return "peer_failed";
     case LiveKind::kDied: return "died";
+    case LiveKind::kUnreachable: return "unreachable";
     case LiveKind::kStopNow: return "stop_now";
     case LiveKind::kStopAt: return "stop_at";
     case LiveKind::kJobStalled: return "stalled";
@@ -244,7 +245,7 @@ StopOptions StopOptionsFor(StopBoardPy* board, std::optional<double> stall_timeo
 }
 
 LivenessChannelPy* StartLivenessHubPy(int64_t num_processes, const std::string& host, int64_t pid,
-                                      const std::string& nonce, double heartbeat_timeout,
+                                      const std::string& nonce, double unreachable_timeout,
                                       const std::string& policy, double exit_flush_seconds,
                                       StopBoardPy* board, std::optional<double> stall_timeout,
                                       int stack_signal, const std::string& record_path,
@@ -254,7 +255,7 @@ LivenessChannelPy* StartLivenessHubPy(int64_t num_processes, const std::string& 
                                                      record_path);
   Result<std::unique_ptr<LivenessHub>> hub = LivenessHub::Start(
       num_processes, LiveMember{0, host, pid}, nonce,
-      LivenessOptionsFor(SecondsToNanos(heartbeat_timeout)),
+      LivenessOptionsFor(SecondsToNanos(unreachable_timeout)),
       StopOptionsFor(board, stall_timeout, stack_signal), channel->Handler(), hosts);
   RaiseIfError(hub.status());
   channel->hub = std::move(*hub);
@@ -264,7 +265,7 @@ LivenessChannelPy* StartLivenessHubPy(int64_t num_processes, const std::string& 
 LivenessChannelPy* JoinLivenessPy(const std::string& hub_endpoint, int64_t process_id,
                                   const std::string& host, int64_t pid, const std::string& nonce,
                                   const std::string& coordinator_host, int64_t coordinator_pid,
-                                  double heartbeat_timeout, const std::string& policy,
+                                  double unreachable_timeout, const std::string& policy,
                                   double join_timeout, double exit_flush_seconds,
                                   StopBoardPy* board, std::optional<double> stall_timeout,
                                   int stack_signal, const std::string& record_path) {
@@ -275,7 +276,7 @@ LivenessChannelPy* JoinLivenessPy(const std::string& hub_endpoint, int64_t proce
   auto channel = std::make_unique<LivenessChannelPy>(LiveMember{process_id, host, pid},
                                                      PolicyOrRaise(policy), exit_flush_seconds,
                                                      record_path);
-  LivenessOptions options = LivenessOptionsFor(SecondsToNanos(heartbeat_timeout));
+  LivenessOptions options = LivenessOptionsFor(SecondsToNanos(unreachable_timeout));
   options.join_timeout = SecondsToNanos(join_timeout);
   const StopOptions stop = StopOptionsFor(board, stall_timeout, stack_signal);
   RealClock clock;
@@ -283,7 +284,8 @@ LivenessChannelPy* JoinLivenessPy(const std::string& hub_endpoint, int64_t proce
   {
     nb::gil_scoped_release release;
     spoke = LivenessSpoke::Join(*endpoint, LiveJoin{process_id, nonce, host, pid},
-                                LiveMember{0, coordinator_host, coordinator_pid}, options, stop,
+                                LiveMember{0, coordinator_host, coordinator_pid, address->host},
+                                options, stop,
                                 channel->Handler(), clock);
   }
   RaiseIfError(spoke.status());
@@ -376,7 +378,7 @@ void BindLiveness(nb::module_& m) {
       .def("stop", &LivenessChannelPy::Stop, nb::call_guard<nb::gil_scoped_release>(),
            "Stops the channel's thread and closes its connections.");
   m.def("start_liveness_hub", &StartLivenessHubPy, nb::arg("num_processes"), nb::arg("host"),
-        nb::arg("pid"), nb::arg("nonce"), nb::arg("heartbeat_timeout"), nb::arg("policy"),
+        nb::arg("pid"), nb::arg("nonce"), nb::arg("unreachable_timeout"), nb::arg("policy"),
         nb::arg("exit_flush_seconds") = 1.0, nb::kw_only(),
         nb::arg("board").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
         nb::arg("stack_signal") = 0, nb::arg("record_path") = "",
@@ -384,13 +386,15 @@ void BindLiveness(nb::module_& m) {
         nb::keep_alive<0, 8>(),
         "Process 0: listens on an ephemeral port for the other processes' liveness "
         "connections (admitted with `nonce`); with num_processes=1, a channel of one process "
-        "without a listener. `board`: this process's StopBoard (stop signals, should_stop, "
+        "without a listener. `unreachable_timeout`: seconds a peer's host may answer nothing "
+        "before it is named unreachable (TCP keepalive is sized from it). `board`: this "
+        "process's StopBoard (stop signals, should_stop, "
         "barriers); `stall_timeout`: seconds of no progress that end the job (None: off); "
         "`stack_signal`: the signal that makes Python's faulthandler write this process's "
         "stacks; `record_path`: where the records of the job's end are appended.");
   m.def("join_liveness", &JoinLivenessPy, nb::arg("hub"), nb::arg("process_id"), nb::arg("host"),
         nb::arg("pid"), nb::arg("nonce"), nb::arg("coordinator_host"),
-        nb::arg("coordinator_pid"), nb::arg("heartbeat_timeout"), nb::arg("policy"),
+        nb::arg("coordinator_pid"), nb::arg("unreachable_timeout"), nb::arg("policy"),
         nb::arg("join_timeout") = 5.0, nb::arg("exit_flush_seconds") = 1.0, nb::kw_only(),
         nb::arg("board").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
         nb::arg("stack_signal") = 0, nb::arg("record_path") = "",

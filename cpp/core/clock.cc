@@ -27,4 +27,10 @@ void FakeClock::Sleep(Nanos duration) {
   if (duration.count() > 0) now_ += duration;
 }
 
+int64_t WallClockMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace kdist

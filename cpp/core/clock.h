@@ -20,6 +20,10 @@ using Nanos = std::chrono::nanoseconds;
 Nanos SecondsToNanos(double seconds);
 double NanosToSeconds(Nanos value);
 
+// The wall clock (system_clock) in milliseconds since the Unix epoch, for the
+// lines that say when something happened; never for a deadline.
+int64_t WallClockMillis();
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -28,6 +28,8 @@ std::string ClusterSpec::Fingerprint() const {
                                 std::to_string(heartbeat_timeout_seconds.value) +
                                 ";shutdown_timeout=" +
                                 std::to_string(shutdown_timeout_seconds.value) +
+                                ";unreachable_timeout=" +
+                                Seconds(unreachable_timeout_seconds.value) +
                                 ";consistency=" + consistency.value +
                                 ";stop_signals=" + FormatStopSignals(stop_signals.value) +
                                 ";stall_timeout=" +

@@ -36,6 +36,11 @@ struct ClusterSpec {
   // of the fingerprint, so every process agrees on them.
   Sourced<int64_t> heartbeat_timeout_seconds;
   Sourced<int64_t> shutdown_timeout_seconds;
+  // How long a process's host may answer nothing (no FIN, no RST: it lost
+  // power or its network) before the liveness channel names it unreachable and
+  // the job ends; TCP keepalive is sized from it (LivenessOptionsFor). Below
+  // the heartbeat timeout. Part of the fingerprint.
+  Sourced<double> unreachable_timeout_seconds;
   // What this process does when another fails or dies: "exit" or "ignore".
   Sourced<std::string> on_peer_failure;
   Sourced<std::string> consistency;  // "strict", "warn" or "off" (consistency.h)
@@ -98,8 +103,8 @@ struct ClusterSpec {
 
   // A short hex digest of the settings every process of the job must share
   // (coordinator address, process count, JAX's heartbeat and shutdown
-  // timeouts, the consistency policy, the stop signals and the stall
-  // timeout), for comparing processes.
+  // timeouts, the unreachable timeout, the consistency policy, the stop
+  // signals and the stall timeout), for comparing processes.
   std::string Fingerprint() const;
 
   // Whether two specs describe the same process of the same job: the same

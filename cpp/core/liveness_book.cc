@@ -1,8 +1,11 @@
 #include "liveness_book.h"
 
+#include <cerrno>
 #include <csignal>
+#include <ctime>
 #include <utility>
 
+#include "deadline.h"
 #include "roll_call_options.h"
 #include "stop_signals.h"
 #include "text.h"
@@ -17,7 +20,60 @@ std::string WithHost(const std::string& host, int64_t pid) {
   return out;
 }
 
+// "20:01:07", this machine's local time of `unix_millis`.
+std::string WallClockTime(int64_t unix_millis) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_millis / 1000);
+  std::tm parts{};
+  if (localtime_r(&seconds, &parts) == nullptr) return "an unknown time";
+  char buffer[16];
+  if (std::strftime(buffer, sizeof buffer, "%H:%M:%S", &parts) == 0) return "an unknown time";
+  return buffer;
+}
+
+// "process 2 (host node-2, pid 977, address 10.0.0.3) is unreachable since
+// 20:01:07 (no answer from its host for 20 s; KDIST_UNREACHABLE_TIMEOUT)".
+std::string DescribeUnreachable(const LiveNotice& notice) {
+  std::string out = "process " + std::to_string(notice.process_id) + " (" +
+                    WithHost(notice.host, notice.pid);
+  if (!notice.address.empty()) out += ", address " + RelayText(notice.address);
+  return out + ") is unreachable since " + WallClockTime(notice.since_unix_millis) +
+         " (no answer from its host for " +
+         FormatTimeout(std::chrono::milliseconds(notice.millis)) +
+         "; KDIST_UNREACHABLE_TIMEOUT)";
+}
+
 }  // namespace
+
+ConnectionLoss ClassifyConnectionEnd(int error) {
+  switch (error) {
+    case ETIMEDOUT:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case ENETDOWN:
+      return ConnectionLoss::kUnreachable;
+    default:
+      return ConnectionLoss::kClosed;  // EOF (0), ECONNRESET, EPIPE, ...
+  }
+}
+
+LiveNotice LostConnectionNotice(const LiveMember& peer, const ConnectionEnd& end,
+                                std::string closed_message) {
+  LiveNotice notice{LiveKind::kDied, peer.process_id, peer.host, peer.pid,
+                    std::move(closed_message), true};
+  if (ClassifyConnectionEnd(end.error) == ConnectionLoss::kUnreachable) {
+    const int64_t window =
+        std::chrono::duration_cast<std::chrono::milliseconds>(end.unreachable_timeout).count();
+    notice.kind = LiveKind::kUnreachable;
+    notice.millis = window;
+    notice.message = "no answer from its host for " +
+                     FormatTimeout(std::chrono::milliseconds(window)) +
+                     " (its connection timed out)";
+    notice.since_unix_millis = end.at_unix_millis - window;
+    notice.address = peer.address;
+  }
+  return notice;
+}
 
 LivenessBook::LivenessBook(int64_t num_processes, LiveMember self)
     : num_processes_(num_processes) {
@@ -25,7 +81,7 @@ LivenessBook::LivenessBook(int64_t num_processes, LiveMember self)
   members_[self.process_id] = std::move(self);
 }
 
-Status LivenessBook::Admit(const LiveJoin& join, std::string_view nonce) {
+Status LivenessBook::Admit(const LiveJoin& join, std::string_view nonce, std::string address) {
   if (!ConstantTimeEquals(join.nonce, nonce)) {
     return FailedPrecondition("its nonce is not this job's (a process of another job, or of "
                               "an earlier run of this one)");
@@ -42,7 +98,7 @@ Status LivenessBook::Admit(const LiveJoin& join, std::string_view nonce) {
     return FailedPrecondition("the job already ended");
   }
   states_[join.process_id] = State::kRunning;
-  members_[join.process_id] = LiveMember{join.process_id, join.host, join.pid};
+  members_[join.process_id] = LiveMember{join.process_id, join.host, join.pid, std::move(address)};
   return Status::Ok();
 }
 
@@ -70,7 +126,7 @@ std::optional<LiveNotice> LivenessBook::OnNotice(int64_t from, LiveNotice notice
   }
 }
 
-std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id) {
+std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id, const ConnectionEnd& end) {
   auto state = states_.find(id);
   if (state == states_.end()) return std::nullopt;
   const bool ended = state->second == State::kRunning ||
@@ -79,13 +135,11 @@ std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id) {
   const bool had_finished = state->second == State::kFinished;
   state->second = State::kDied;
   if (first_failure_ || all_done_) return std::nullopt;
-  const LiveMember& member = members_[id];
-  LiveNotice notice{LiveKind::kDied, id, member.host, member.pid,
-                    had_finished ? "it said it finished, then its connection closed before "
-                                   "the others finished (it did not wait in JAX's shutdown "
-                                   "barrier)"
-                                 : "its connection closed without a finish message",
-                    true};
+  const LiveNotice notice = LostConnectionNotice(
+      members_[id], end,
+      had_finished ? "it said it finished, then its connection closed before the others "
+                     "finished (it did not wait in JAX's shutdown barrier)"
+                   : "its connection closed without a finish message");
   first_failure_ = notice;
   return notice;
 }
@@ -159,6 +213,7 @@ LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bo
   switch (notice.kind) {
     case LiveKind::kFailed:
     case LiveKind::kDied:
+    case LiveKind::kUnreachable:
       return policy == PeerFailurePolicy::kExit ? LiveAction::kExitFailure : LiveAction::kReport;
     case LiveKind::kAllDone:
       return !notice.barrier && finishing ? LiveAction::kExitSuccess : LiveAction::kNone;
@@ -171,6 +226,11 @@ LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bo
     default:
       return LiveAction::kNone;
   }
+}
+
+bool EndsTheJob(LiveKind kind) {
+  return kind == LiveKind::kFailed || kind == LiveKind::kDied || kind == LiveKind::kUnreachable ||
+         kind == LiveKind::kStopNow || kind == LiveKind::kJobStalled;
 }
 
 std::string DescribeOwnFailure(const LiveMember& self, const std::string& message) {
@@ -206,12 +266,25 @@ std::string DescribeStop(const LiveNotice& notice, int64_t self) {
 }
 
 std::string DescribeFailure(const LiveNotice& notice, int64_t self, LiveAction action) {
-  std::string out = "kdist: process " + std::to_string(notice.process_id) + " (" +
-                    WithHost(notice.host, notice.pid) + ") ";
-  if (notice.kind == LiveKind::kFailed) {
-    out += "failed first: " + RelayText(notice.message);
+  std::string out = "kdist: ";
+  if (notice.kind == LiveKind::kUnreachable && notice.process_id == 0 && self != 0) {
+    out += "process " + std::to_string(self) + " lost the coordinator: " +
+           DescribeUnreachable(notice) +
+           ": this host or the coordinator's lost power or its network, or a firewall drops "
+           "the traffic between them; process 0 was not seen to die";
+  } else if (notice.kind == LiveKind::kUnreachable) {
+    out += DescribeUnreachable(notice) +
+           ": its host lost power or its network, or a firewall drops its traffic; the "
+           "process was not seen to die (unreachable, not dead) and may still be running "
+           "there";
   } else {
-    out += "died (" + RelayText(notice.message) + ") while the job was running";
+    out += "process " + std::to_string(notice.process_id) + " (" +
+           WithHost(notice.host, notice.pid) + ") ";
+    if (notice.kind == LiveKind::kFailed) {
+      out += "failed first: " + RelayText(notice.message);
+    } else {
+      out += "died (" + RelayText(notice.message) + ") while the job was running";
+    }
   }
   if (action == LiveAction::kExitFailure) {
     out += "; stopping process " + std::to_string(self);

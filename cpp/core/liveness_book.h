@@ -6,10 +6,14 @@
 //
 // A process whose connection closes without a finish message died: the
 // kernel closes a dead process's socket at once, so there is no heartbeat to
-// wait out.
+// wait out. A connection that times out instead (the kernel's keepalive and
+// user timeout gave up: nothing answers from the peer's host) is about a host
+// that lost power or its network, or a firewall: its process is unreachable,
+// not known dead (ClassifyConnectionEnd).
 #ifndef KDIST_LIVENESS_BOOK_H_
 #define KDIST_LIVENESS_BOOK_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,7 +32,34 @@ struct LiveMember {
   int64_t process_id = 0;
   std::string host;
   int64_t pid = 0;
+  // The IP address its connection came from (process 0's, as the process
+  // reached it); "" where unknown.
+  std::string address;
 };
+
+// How a liveness connection ended, as its socket reported it: the errno of
+// the read that failed (0: end of file, bytes that are not kdist's), when
+// (wall clock, milliseconds since the Unix epoch), and the unreachable
+// timeout the kernel was given (LivenessOptions::unreachable_timeout).
+struct ConnectionEnd {
+  int error = 0;
+  int64_t at_unix_millis = 0;
+  std::chrono::nanoseconds unreachable_timeout{0};
+};
+
+// What an ended connection says about its peer.
+enum class ConnectionLoss {
+  kClosed,       // its process closed it or its kernel reset it: the process ended
+  kUnreachable,  // nothing answers from its host (ETIMEDOUT: the keepalive probes and
+                 // TCP_USER_TIMEOUT expired; EHOSTUNREACH, ENETUNREACH, EHOSTDOWN,
+                 // ENETDOWN: no way there any more)
+};
+ConnectionLoss ClassifyConnectionEnd(int error);
+
+// The notice about `peer` whose connection ended as `end` said: kUnreachable
+// (since the window's start) or kDied with `closed_message`.
+LiveNotice LostConnectionNotice(const LiveMember& peer, const ConnectionEnd& end,
+                                std::string closed_message);
 
 // Process 0's decisions: who is watched, what state each process is in,
 // which failure came first, and when every process has finished. Pure; the
@@ -39,15 +70,17 @@ class LivenessBook {
 
   // Whether a join may be admitted: the nonce matches, the id is in
   // [1, num_processes) and not already watched. The message says why not.
-  Status Admit(const LiveJoin& join, std::string_view nonce);
+  // `address`: where its connection came from, for the lines about it.
+  Status Admit(const LiveJoin& join, std::string_view nonce, std::string address = "");
 
   // What process `from` said about itself (kFailed, kFinished or kLeft; from
   // 0 for process 0's own events). Returns the notice to send to every other
   // process and to act on locally, if any: the first failure only.
   std::optional<LiveNotice> OnNotice(int64_t from, LiveNotice notice);
-  // Process `id`'s connection closed. A running process (or one that said it
-  // would go through JAX's barrier, before every process finished) died.
-  std::optional<LiveNotice> OnClosed(int64_t id);
+  // Process `id`'s connection ended as `end` says. A running process (or
+  // one that said it would go through JAX's barrier, before every process
+  // finished) died, or is unreachable when the connection timed out.
+  std::optional<LiveNotice> OnClosed(int64_t id, const ConnectionEnd& end = {});
 
   // The members (0 included) that have not yet finished, left or ended; empty
   // once every process finished or a failure ended the job.
@@ -101,9 +134,16 @@ enum class LiveAction {
 };
 LiveAction DecideOnNotice(const LiveNotice& notice, PeerFailurePolicy policy, bool finishing);
 
+// Whether a notice of this kind from process 0 is the job's end: a failure,
+// a death, an unreachable process, a stop now or a stall.
+bool EndsTheJob(LiveKind kind);
+
 // The one line a process prints about a peer's failure, e.g.
 // "kdist: process 1 (host node-1, pid 4242) failed first: RuntimeError: boom;
-// stopping process 0".
+// stopping process 0", or "kdist: process 2 (host node-2, pid 977, address
+// 10.0.0.3) is unreachable since 20:01:07 (...)". A kUnreachable about process
+// 0 in another process is this process losing the coordinator. Times are in
+// this machine's local time.
 std::string DescribeFailure(const LiveNotice& notice, int64_t self, LiveAction action);
 
 // The line a process prints about its own uncaught exception, before it tells

@@ -10,13 +10,19 @@
 
 namespace kdist {
 
-LivenessOptions LivenessOptionsFor(Nanos heartbeat_timeout) {
+LivenessOptions LivenessOptionsFor(Nanos unreachable_timeout) {
+  using std::chrono::duration_cast;
   using std::chrono::seconds;
+  const auto whole = [](Nanos d) { return std::max<Nanos>(seconds(1), duration_cast<seconds>(d)); };
   LivenessOptions options;
-  const Nanos third = std::max<Nanos>(seconds(1), heartbeat_timeout / 3);
-  options.keepalive_idle = third;
-  options.keepalive_interval = std::max<Nanos>(seconds(1), third / 3);
-  options.keepalive_count = 3;
+  options.unreachable_timeout = unreachable_timeout;
+  options.keepalive_idle = whole(unreachable_timeout / 4);
+  options.keepalive_interval = whole(unreachable_timeout / 10);
+  options.user_timeout =
+      std::max<Nanos>(seconds(1), unreachable_timeout - options.keepalive_interval);
+  const Nanos probing = options.user_timeout - options.keepalive_idle;
+  options.keepalive_count =
+      static_cast<int>(std::max<int64_t>(3, probing / options.keepalive_interval));
   return options;
 }
 
@@ -33,9 +39,11 @@ void SetKeepalive(int fd, const LivenessOptions& options) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-  // Unacknowledged data (a notice to a vanished host) fails after the same bound.
-  const unsigned user_timeout = static_cast<unsigned>(
-      std::min<int64_t>(INT32_MAX, 1000LL * (idle + int64_t{interval} * count)));
+  // With it, Linux ends the connection once nothing was heard for this long
+  // (keepalive's probes and unacknowledged data, such as a notice to a
+  // vanished host, alike) instead of counting probes.
+  const unsigned user_timeout = static_cast<unsigned>(std::clamp<int64_t>(
+      duration_cast<milliseconds>(options.user_timeout).count(), 1, INT32_MAX));
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
@@ -60,12 +68,16 @@ Status SendAll(int fd, std::string_view bytes, Nanos bound, Clock& clock) {
 }
 
 bool ReadFrames(int fd, FrameAssembler& in,
-                const std::function<bool(const std::string&)>& on_frame) {
+                const std::function<bool(const std::string&)>& on_frame, int* error) {
   char buffer[4096];
+  if (error != nullptr) *error = 0;
   for (int round = 0; round < 16; ++round) {
     Io io = ReadSome(fd, buffer, sizeof buffer);
     if (io.state == IoState::kWouldBlock) break;
-    if (io.state != IoState::kDone) return false;
+    if (io.state != IoState::kDone) {
+      if (error != nullptr && io.state == IoState::kError) *error = io.error;
+      return false;
+    }
     if (!in.Append(std::string_view(buffer, io.bytes)).ok()) return false;
     for (std::string frame = in.TakeFrame(); !frame.empty(); frame = in.TakeFrame()) {
       if (!on_frame(frame)) return false;

@@ -4,8 +4,11 @@
 // TCP keepalive on the socket, a send bounded in time, reading the frames that
 // have arrived, and the handler that gets the notices.
 //
-// A host that vanishes is caught by TCP keepalive (and TCP_USER_TIMEOUT for a
-// notice it never acknowledges); a process that dies closes its socket.
+// A host that vanishes (no FIN, no RST: it lost power or its network) is
+// caught by TCP keepalive and TCP_USER_TIMEOUT, sized from the unreachable
+// timeout: the kernel ends the connection with ETIMEDOUT. A process that dies
+// closes its socket (EOF, or a reset). ReadFrames says which it saw; what it
+// means is the book's (ClassifyConnectionEnd, liveness_book.h).
 #ifndef KDIST_LIVENESS_CONNECTION_H_
 #define KDIST_LIVENESS_CONNECTION_H_
 
@@ -26,11 +29,17 @@ struct LivenessOptions {
   // the connection and its admission, and a send for room in the socket.
   Nanos join_timeout = std::chrono::seconds(5);
   Nanos send_timeout = std::chrono::seconds(2);
-  // TCP keepalive (and TCP_USER_TIMEOUT) on every connection: a host that
-  // vanishes is noticed after about idle + interval * count.
-  Nanos keepalive_idle = std::chrono::seconds(10);
-  Nanos keepalive_interval = std::chrono::seconds(5);
-  int keepalive_count = 3;
+  // How long a peer's host may answer nothing before the connection ends
+  // (KDIST_UNREACHABLE_TIMEOUT), and the TCP settings sized from it
+  // (LivenessOptionsFor): a probe after `keepalive_idle` of silence, then one
+  // every `keepalive_interval`; the kernel gives up once nothing was heard
+  // for `user_timeout` (TCP_USER_TIMEOUT, which also bounds unacknowledged
+  // data), or after `keepalive_count` lost probes where that is unsupported.
+  Nanos unreachable_timeout = std::chrono::seconds(20);
+  Nanos keepalive_idle = std::chrono::seconds(5);
+  Nanos keepalive_interval = std::chrono::seconds(2);
+  int keepalive_count = 6;
+  Nanos user_timeout = std::chrono::seconds(18);
 };
 
 // What an end does with a notice, called on its channel's thread. A spoke's
@@ -40,9 +49,16 @@ struct LivenessOptions {
 // Finish send is not handed back).
 using NoticeHandler = std::function<void(const LiveNotice&)>;
 
-// Keepalive settings that notice a vanished host within about
-// `heartbeat_timeout` (JAX's own bound for the same thing), at least 1 s each.
-LivenessOptions LivenessOptionsFor(Nanos heartbeat_timeout);
+// Keepalive settings that notice a vanished host within `unreachable_timeout`
+// of its last answer and never end the connection over a blackout much
+// shorter than that: the first probe after a quarter of the window, then one
+// every tenth (whole seconds, at least 1 s each: the kernel counts seconds);
+// the kernel gives up one interval before the window ends, so that its
+// check, which runs once per interval, still falls inside it. With the 20 s
+// default: idle 5 s, a probe every 2 s, given up after 18 s of silence (6
+// probes lost in a row); a blackout survives when idle + blackout + interval
+// stays below that (up to about 11 s).
+LivenessOptions LivenessOptionsFor(Nanos unreachable_timeout);
 
 // Keepalive and TCP_USER_TIMEOUT on a connected socket (best effort), and
 // TCP_NODELAY: a notice leaves at once.
@@ -56,9 +72,11 @@ Status SendAll(int fd, std::string_view bytes, Nanos bound, Clock& clock);
 // Reads what has arrived on the non-blocking socket `fd` (a bounded number of
 // reads) into `in`, and hands each whole frame to `on_frame`, which returns
 // whether to go on. false: EOF, a read error, bytes that are not kdist's, or
-// `on_frame` said stop.
+// `on_frame` said stop; `error` (when given) then gets the read's errno
+// (ETIMEDOUT when the kernel gave the peer's host up), 0 for the others.
 bool ReadFrames(int fd, FrameAssembler& in,
-                const std::function<bool(const std::string&)>& on_frame);
+                const std::function<bool(const std::string&)>& on_frame,
+                int* error = nullptr);
 
 }  // namespace kdist
 

@@ -520,10 +520,12 @@ void LivenessHub::Run() {
       Peer& p = *it->second;
       bool drop = false;
       bool told = false;  // sent the notice that ended the job: close, do not reset
+      int error = 0;
       const bool open = ReadFrames(p.fd.get(), p.in, [&](const std::string& frame) {
         if (p.process_id < 0) {
           Result<LiveJoin> join = DecodeLiveJoin(frame);
-          const Status admission = join.ok() ? book_.Admit(*join, nonce_) : join.status();
+          const Status admission =
+              join.ok() ? book_.Admit(*join, nonce_, PeerAddress(p.fd.get())) : join.status();
           if (!admission.ok()) {
             // A member of this job that joins after a failure ended it (it joins
             // while JAX starts) hears that failure instead of waiting in JAX.
@@ -562,7 +564,7 @@ void LivenessHub::Run() {
         if (!notice.ok()) return false;
         OnPeerNotice(p.process_id, *notice, local);
         return true;
-      });
+      }, &error);
       if (open) continue;
       const int64_t id = p.process_id;
       if (told) {
@@ -574,7 +576,9 @@ void LivenessHub::Run() {
       peers_.erase(it);
       changed_.notify_all();  // ReportFailure may wait for the last one to leave
       if (id >= 0) {
-        Act(book_.OnClosed(id), local);
+        Act(book_.OnClosed(id, ConnectionEnd{error, WallClockMillis(),
+                                             options_.unreachable_timeout}),
+            local);
         OnGone(id, local);
       }
     }
@@ -601,8 +605,7 @@ void LivenessHub::Deliver(std::vector<LiveNotice>& local) {
   // joined and heard it.
   RealClock clock;
   for (const LiveNotice& notice : local) {
-    const bool ends = notice.kind == LiveKind::kFailed || notice.kind == LiveKind::kDied ||
-                      notice.kind == LiveKind::kStopNow || notice.kind == LiveKind::kJobStalled;
+    const bool ends = EndsTheJob(notice.kind);
     if (ends && !deferred_ && AnyoneUntold()) {
       deferred_ = notice;
       deferred_until_ = clock.Now() + std::min<Nanos>(options_.join_timeout, kMaxExitDelay);

@@ -53,11 +53,7 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
     const bool open = ReadFrames(c.fd.get(), in, [&](const std::string& frame) {
       Result<LiveNotice> notice = DecodeLiveNotice(frame);
       if (notice.ok() && notice->kind == LiveKind::kAdmitted) verdict = Status::Ok();
-      if (notice.ok() && (notice->kind == LiveKind::kFailed || notice->kind == LiveKind::kDied ||
-                          notice->kind == LiveKind::kStopNow ||
-                          notice->kind == LiveKind::kJobStalled)) {
-        ended = *notice;
-      }
+      if (notice.ok() && EndsTheJob(notice->kind)) ended = *notice;
       return false;  // only the admission (or the end) comes first; stop reading here
     });
     if (ended) {
@@ -270,11 +266,13 @@ void LivenessSpoke::Run() {
     if (fds[0].revents) thread_.DrainWake();
     Tick(clock.Now());
     if (fds[1].revents == 0) continue;
-    const bool open = ReadFrames(fd_.get(), in_, read);
+    int error = 0;
+    const bool open = ReadFrames(fd_.get(), in_, read, &error);
     if (open) continue;
     if (!all_done && !thread_.stopping() && on_notice_) {
-      on_notice_(LiveNotice{LiveKind::kDied, 0, coordinator_.host, coordinator_.pid,
-                            "its liveness connection closed without a finish message", true});
+      on_notice_(LostConnectionNotice(
+          coordinator_, ConnectionEnd{error, WallClockMillis(), options_.unreachable_timeout},
+          "its liveness connection closed without a finish message"));
     }
     break;
   }

@@ -17,6 +17,8 @@ enum LiveTag : uint8_t {
   kLiveTagName = 21,
   kLiveTagMillis = 22,
   kLiveTagCode = 23,
+  kLiveTagAddress = 24,
+  kLiveTagSince = 25,
 };
 
 constexpr size_t kMaxBarrierNameBytes = 256;
@@ -26,7 +28,8 @@ constexpr size_t kMaxNonceBytes = 128;
 constexpr TagSet kJoinTags = {kTagProcessId, kLiveTagNonce, kTagHost, kTagPid};
 constexpr TagSet kNoticeTags = {kLiveTagKind,   kTagProcessId,  kTagHost,      kTagPid,
                                 kTagMessage,    kLiveTagBarrier, kLiveTagStep,  kLiveTagSignal,
-                                kLiveTagIndex,  kLiveTagName,   kLiveTagMillis, kLiveTagCode};
+                                kLiveTagIndex,  kLiveTagName,   kLiveTagMillis, kLiveTagCode,
+                                kLiveTagAddress, kLiveTagSince};
 
 constexpr std::string_view kChannel = "liveness";
 
@@ -54,6 +57,7 @@ const char* LiveKindName(LiveKind kind) {
     case LiveKind::kJobStalled: return "job stalled";
     case LiveKind::kBarrierArrive: return "barrier arrival";
     case LiveKind::kBarrierDone: return "barrier done";
+    case LiveKind::kUnreachable: return "unreachable";
   }
   return "unknown";
 }
@@ -81,6 +85,8 @@ std::string EncodeLiveNotice(const LiveNotice& notice) {
   if (!notice.name.empty()) w.String(kLiveTagName, notice.name, kMaxBarrierNameBytes);
   if (notice.millis != 0) w.Integer(kLiveTagMillis, notice.millis);
   if (notice.code != 0) w.Integer(kLiveTagCode, notice.code);
+  if (!notice.address.empty()) w.String(kLiveTagAddress, notice.address, kMaxHostBytes);
+  if (notice.since_unix_millis != 0) w.Integer(kLiveTagSince, notice.since_unix_millis);
   return w.Frame(kFrameLiveNotice);
 }
 
@@ -122,12 +128,14 @@ Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
       case kLiveTagName: return ReadString(f, kMaxBarrierNameBytes, "name", notice.name);
       case kLiveTagMillis: return ReadInteger(f, "millis", notice.millis);
       case kLiveTagCode: return ReadInteger(f, "code", notice.code);
+      case kLiveTagAddress: return ReadString(f, kMaxHostBytes, "address", notice.address);
+      case kLiveTagSince: return ReadInteger(f, "since", notice.since_unix_millis);
       default: return Status::Ok();
     }
   }));
   if (!seen.Has(kLiveTagKind)) return InvalidArgument("a liveness notice lacks its kind");
   if (kind < static_cast<int64_t>(LiveKind::kFailed) ||
-      kind > static_cast<int64_t>(LiveKind::kBarrierDone)) {
+      kind > static_cast<int64_t>(LiveKind::kUnreachable)) {
     return InvalidArgument("a liveness notice has unknown kind " + std::to_string(kind));
   }
   notice.kind = static_cast<LiveKind>(kind);

@@ -8,7 +8,8 @@
 //   a process -> process 0: "I failed: <message>", "I finished" (and whether
 //     it goes through JAX's shutdown barrier, or leaves without it);
 //   process 0 -> every process: "process N failed first: ...", "process N
-//     died", "every process finished"; and to a joining process: "admitted".
+//     died", "process N is unreachable", "every process finished"; and to a
+//     joining process: "admitted".
 // Stopping together (stop_book.h, stall_book.h, barrier_book.h):
 //   a process -> process 0: "I ask should_stop" (armed), "stop the job"
 //     (a stop signal or request_stop), "my step is S", "I made no progress",
@@ -65,6 +66,9 @@ enum class LiveKind : int64_t {
   kBarrierArrive = 19,  // -> 0: reached barrier call `index` named `name`, waiting `millis`
   kBarrierDone = 20,    // 0 -> arrived: barrier `index` released (`code` 0) or failed
                         //    (`code` 1 timed out, 2 names differ, 3 abandoned; `message`)
+  kUnreachable = 21,    // 0 -> all: nothing answered from the process's host for
+                        //    `millis` (its connection timed out: a host that lost power or
+                        //    its network); `address`, `since_unix_millis`
 };
 const char* LiveKindName(LiveKind kind);
 
@@ -83,6 +87,10 @@ struct LiveNotice {
   std::string name;
   int64_t millis = 0;
   int64_t code = 0;
+  // kUnreachable: the address its connection came from, and since when (the
+  // start of the silent window, milliseconds since the Unix epoch).
+  std::string address;
+  int64_t since_unix_millis = 0;
 };
 
 std::string EncodeLiveJoin(const LiveJoin& join);

@@ -157,6 +157,37 @@ Result<Sourced<std::optional<double>>> ResolveStallTimeout(const Request& reques
   return Sourced<std::optional<double>>{*value, raw->source};
 }
 
+// The unreachable timeout: seconds, at least 1 (the kernel counts keepalive
+// in whole seconds), and below JAX's heartbeat timeout, which would otherwise
+// end the job first (by SIGABRT, without kdist's line).
+Result<Sourced<double>> ResolveUnreachableTimeout(const Request& request, const Environment& env,
+                                                  const Sourced<int64_t>& heartbeat) {
+  const std::optional<Raw> raw =
+      Pick(request.unreachable_timeout, "unreachable_timeout", env, kEnvUnreachableTimeout, false);
+  if (!raw) {
+    const double fallback = kDefaultUnreachableTimeoutSeconds;
+    if (fallback < static_cast<double>(heartbeat.value)) return Sourced<double>{fallback, "default"};
+    // A heartbeat timeout at or below the default window: the window follows it.
+    return Sourced<double>{std::max(1.0, static_cast<double>(heartbeat.value) / 2),
+                           "default (half of heartbeat_timeout)"};
+  }
+  const std::string expected =
+      "expected a number of seconds of at least 1 (how long a process's host may answer "
+      "nothing before the job ends; TCP counts keepalive in whole seconds)";
+  Result<double> value = ParseSeconds(raw->text);
+  if (!value.ok()) return Invalid(*raw, value.status().message() + "; " + expected);
+  if (*value < 1 || *value > kMaxTimeoutSeconds) return Invalid(*raw, expected);
+  if (*value >= static_cast<double>(heartbeat.value)) {
+    return Invalid(*raw, "is not below heartbeat_timeout (" + std::to_string(heartbeat.value) +
+                             " s, from " + heartbeat.source +
+                             "): JAX's heartbeat would end the job first, by SIGABRT, before "
+                             "kdist could name the unreachable process. Choose a shorter "
+                             "unreachable timeout, or raise heartbeat_timeout "
+                             "(KDIST_HEARTBEAT_TIMEOUT) above it");
+  }
+  return Sourced<double>{*value, raw->source};
+}
+
 Result<Sourced<std::string>> ResolveConsistency(const Request& request, const Environment& env) {
   const std::optional<Raw> raw = Pick(request.consistency, "consistency", env, kEnvConsistency);
   if (!raw) return Sourced<std::string>{"warn", "default"};
@@ -484,6 +515,8 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   KDIST_ASSIGN_OR_RETURN(spec.shutdown_timeout_seconds,
                          ResolveJaxTimeout(request.shutdown_timeout, "shutdown_timeout", env,
                                            kEnvShutdownTimeout, kDefaultShutdownTimeoutSeconds));
+  KDIST_ASSIGN_OR_RETURN(spec.unreachable_timeout_seconds,
+                         ResolveUnreachableTimeout(request, env, spec.heartbeat_timeout_seconds));
   KDIST_ASSIGN_OR_RETURN(spec.on_peer_failure, ResolveOnPeerFailure(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.consistency, ResolveConsistency(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.stop_signals, ResolveStopSignals(request, env));

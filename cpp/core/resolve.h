@@ -38,6 +38,9 @@ inline constexpr std::string_view kEnvRendezvousToken = "KDIST_RENDEZVOUS_TOKEN"
 inline constexpr std::string_view kEnvHeartbeatTimeout = "KDIST_HEARTBEAT_TIMEOUT";
 inline constexpr std::string_view kEnvShutdownTimeout = "KDIST_SHUTDOWN_TIMEOUT";
 inline constexpr std::string_view kEnvOnPeerFailure = "KDIST_ON_PEER_FAILURE";
+// How long a process's host may answer nothing before the liveness channel names
+// it unreachable (TCP keepalive is sized from it).
+inline constexpr std::string_view kEnvUnreachableTimeout = "KDIST_UNREACHABLE_TIMEOUT";
 // Stopping together: the signals that are stop requests, and the stall watchdog.
 inline constexpr std::string_view kEnvStopSignals = "KDIST_STOP_SIGNALS";
 inline constexpr std::string_view kEnvStallTimeout = "KDIST_STALL_TIMEOUT";
@@ -46,6 +49,7 @@ inline constexpr std::string_view kEnvStallTimeout = "KDIST_STALL_TIMEOUT";
 inline constexpr std::string_view kEnvRestartCount = "KDIST_RESTART_COUNT";
 inline constexpr int64_t kDefaultHeartbeatTimeoutSeconds = 100;  // JAX's own default
 inline constexpr int64_t kDefaultShutdownTimeoutSeconds = 300;   // JAX's own default
+inline constexpr double kDefaultUnreachableTimeoutSeconds = 20.0;
 inline constexpr int64_t kMaxJaxTimeoutSeconds = 1000000;
 inline constexpr size_t kMaxRollCallTokenBytes = 1024;
 
@@ -69,6 +73,7 @@ struct Request {
   std::optional<std::string> consistency;
   std::optional<std::string> stop_signals;
   std::optional<std::string> stall_timeout;
+  std::optional<std::string> unreachable_timeout;
 };
 
 // The values cluster_detection accepts, in the order they are listed:

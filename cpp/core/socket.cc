@@ -211,6 +211,28 @@ Io WriteSome(int fd, std::string_view bytes) {
   }
 }
 
+std::string PeerAddress(int fd) {
+  sockaddr_storage storage{};
+  socklen_t size = sizeof storage;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &size) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (storage.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+    if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+      inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], text, sizeof text);
+    } else {
+      inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+    }
+    return text;
+  }
+  if (storage.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text,
+              sizeof text);
+    return text;
+  }
+  return "";
+}
+
 Accepted AcceptOne(int listener) {
   while (true) {
     const int fd = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -94,6 +94,10 @@ struct Accepted {
 };
 Accepted AcceptOne(int listener);
 
+// The IP literal of the peer of the connected socket `fd` ("10.0.0.3", "::1";
+// an IPv4-mapped IPv6 address as IPv4); "" when unknown.
+std::string PeerAddress(int fd);
+
 // A non-blocking connect: kDone when connected at once, kWouldBlock while in
 // progress (wait for POLLOUT, then ConnectResult), kError with errno.
 struct Connecting {

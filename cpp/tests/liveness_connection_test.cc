@@ -17,14 +17,54 @@ namespace {
 
 using std::chrono::seconds;
 
-TEST(LivenessConnection, KeepaliveFollowsTheHeartbeatTimeout) {
-  // Not the defaults: a third of the timeout idle, a ninth between probes, 3 probes.
-  LivenessOptions o = LivenessOptionsFor(seconds(60));
-  EXPECT_TRUE(o.keepalive_idle == seconds(20));
-  EXPECT_TRUE(o.keepalive_interval == Nanos(seconds(20)) / 3);
-  EXPECT_EQ(o.keepalive_count, 3);
-  EXPECT_TRUE(LivenessOptionsFor(seconds(0)).keepalive_idle == seconds(1));
-  EXPECT_TRUE(LivenessOptionsFor(seconds(0)).keepalive_interval == seconds(1));
+TEST(LivenessConnection, KeepaliveIsSizedFromTheUnreachableTimeout) {
+  // The default 20 s: a probe after 5 s of silence, then every 2 s; the kernel
+  // gives up after 18 s without an answer, so its check (once per interval)
+  // falls inside the window.
+  LivenessOptions o = LivenessOptionsFor(seconds(20));
+  EXPECT_TRUE(o.unreachable_timeout == seconds(20));
+  EXPECT_TRUE(o.keepalive_idle == seconds(5));
+  EXPECT_TRUE(o.keepalive_interval == seconds(2));
+  EXPECT_TRUE(o.user_timeout == seconds(18));
+  EXPECT_EQ(o.keepalive_count, 6);  // (18 - 5) / 2 probes lost in a row
+  EXPECT_TRUE(o.user_timeout + o.keepalive_interval <= o.unreachable_timeout);
+}
+
+TEST(LivenessConnection, KeepaliveIsInWholeSecondsOfAtLeastOne) {
+  LivenessOptions o = LivenessOptionsFor(seconds(6));
+  EXPECT_TRUE(o.keepalive_idle == seconds(1));
+  EXPECT_TRUE(o.keepalive_interval == seconds(1));
+  EXPECT_TRUE(o.user_timeout == seconds(5));
+  EXPECT_EQ(o.keepalive_count, 4);
+  LivenessOptions tiny = LivenessOptionsFor(seconds(1));
+  EXPECT_TRUE(tiny.keepalive_idle == seconds(1));
+  EXPECT_TRUE(tiny.user_timeout == seconds(1));
+  EXPECT_EQ(tiny.keepalive_count, 3);
+}
+
+// Whether a blackout of `blackout` that starts at the worst moment (just before
+// the next probe, an idle period after the last answer) ends the connection:
+// the first probe after it must go out before the kernel gives up.
+bool BlackoutEndsTheConnection(const LivenessOptions& o, Nanos blackout) {
+  return o.keepalive_idle + blackout + o.keepalive_interval > o.user_timeout;
+}
+
+TEST(LivenessConnection, AThreeSecondBlackoutNeverEndsTheDefaultWindow) {
+  const LivenessOptions o = LivenessOptionsFor(seconds(20));
+  EXPECT_FALSE(BlackoutEndsTheConnection(o, seconds(3)));
+  // Several probes are lost in a row before the kernel gives up, more than
+  // a 3 s blackout can swallow (at most 3 / 2 + 1 of them).
+  EXPECT_GT(o.keepalive_count, 3 / 2 + 1);
+  // A blackout as long as the window does end it.
+  EXPECT_TRUE(BlackoutEndsTheConnection(o, seconds(20)));
+}
+
+TEST(LivenessConnection, LongerWindowsProbeLessOften) {
+  const LivenessOptions o = LivenessOptionsFor(seconds(60));
+  EXPECT_TRUE(o.keepalive_idle == seconds(15));
+  EXPECT_TRUE(o.keepalive_interval == seconds(6));
+  EXPECT_TRUE(o.user_timeout == seconds(54));
+  EXPECT_EQ(o.keepalive_count, 6);
 }
 
 int IntOption(int fd, int level, int name) {
@@ -41,13 +81,14 @@ TEST(LivenessConnection, SetKeepaliveAppliesTheOptionsInWholeSeconds) {
   options.keepalive_idle = std::chrono::milliseconds(7500);  // whole seconds, at least 1
   options.keepalive_interval = std::chrono::milliseconds(10);
   options.keepalive_count = 4;
+  options.user_timeout = std::chrono::milliseconds(11500);
   SetKeepalive(fd.get(), options);
   EXPECT_EQ(IntOption(fd.get(), SOL_SOCKET, SO_KEEPALIVE), 1);
   EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE), 7);
   EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL), 1);
   EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_KEEPCNT), 4);
-  // Unacknowledged data fails after the same bound: (7 + 1 * 4) s.
-  EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 11000);
+  // The kernel gives up after this much silence, in milliseconds.
+  EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 11500);
   EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_NODELAY), 1);
 }
 

@@ -31,6 +31,20 @@ TEST(LivenessWire, JoinAndNoticeRoundTrip) {
   EXPECT_FALSE(back->barrier);
 }
 
+TEST(LivenessWire, AnUnreachableNoticeCarriesItsAddressAndSinceWhen) {
+  LiveNotice n{LiveKind::kUnreachable, 2, "node-2", 977, "no answer", true};
+  n.millis = 20000;
+  n.address = "10.0.0.3";
+  n.since_unix_millis = 1796328067000;
+  Result<LiveNotice> back = DecodeLiveNotice(EncodeLiveNotice(n));
+  KDIST_ASSERT_OK(back);
+  EXPECT_TRUE(back->kind == LiveKind::kUnreachable);
+  EXPECT_EQ(back->address, std::string("10.0.0.3"));
+  EXPECT_EQ(back->since_unix_millis, int64_t{1796328067000});
+  EXPECT_EQ(back->millis, int64_t{20000});
+  EXPECT_EQ(std::string(LiveKindName(LiveKind::kUnreachable)), std::string("unreachable"));
+}
+
 TEST(LivenessWire, EncodersWriteTheTagsTheWireFixes) {
   // Every field's tag and the frame types, by number, in the order written:
   // the bytes a process of another build of this protocol version reads.

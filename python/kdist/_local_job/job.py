@@ -27,7 +27,7 @@ _READER_JOIN_SECONDS = 5.0
 # liveness channel ends them within about a second) before they are signalled.
 SETTLE_SECONDS = 3.0
 # Record events that name the job's first failure.
-_FAILURE_EVENTS = ("failed", "peer_failed", "died")
+_FAILURE_EVENTS = ("failed", "peer_failed", "died", "unreachable")
 
 # What sees each line a process writes: the process, whether it is a stderr line, the line.
 LineHook = Callable[[Process, bool, bytes], None]

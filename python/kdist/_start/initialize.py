@@ -31,6 +31,7 @@ def initialize(
     consistency: str | None = None,
     stop_signals: str | list[str] | None = None,
     stall_timeout: float | None = None,
+    unreachable_timeout: float | None = None,
 ) -> None:
     """Starts this process's part of a multi-process JAX job.
 
@@ -131,6 +132,21 @@ def initialize(
             with its last step and its Python stacks (every thread, on its
             stderr). Every process must use the same value. Defaults to None:
             `KDIST_STALL_TIMEOUT`, else off.
+        unreachable_timeout: Seconds a process's host may answer nothing
+            (no FIN, no RST: it lost power or its network, or a firewall drops
+            its traffic) before the liveness channel ends the job, every
+            process naming the unreachable process, its host and since when
+            (the process cut off names the coordinator it lost). TCP
+            keepalive and TCP_USER_TIMEOUT are sized from it: a first probe
+            after a quarter of it, then one every tenth, so a blackout much
+            shorter (3 s against the default 20 s) heals without notice. A
+            shorter value ends a lost host's job sooner but mistakes a longer
+            network hiccup for a loss; a longer one rides out hiccups and
+            leaves the others waiting longer. At least 1 and below
+            `heartbeat_timeout`, which would end the job first by SIGABRT.
+            Every process must use the same value. Defaults to None:
+            `KDIST_UNREACHABLE_TIMEOUT`, else 20 (half of `heartbeat_timeout`
+            when that is 20 or less).
 
     Raises:
         TypeError: an argument has the wrong type (a float or bool where an
@@ -180,6 +196,7 @@ def initialize(
         consistency=consistency,
         stop_signals=stop_signals,
         stall_timeout=stall_timeout,
+        unreachable_timeout=unreachable_timeout,
     )
     with _lock:
         if _already_joined(spec):
@@ -478,8 +495,8 @@ def cluster_spec() -> _core.ClusterSpec | None:
     Each value remembers where it came from: `cluster_spec().sources` maps
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
-    "heartbeat_timeout", "shutdown_timeout", "on_peer_failure", "consistency",
-    "stop_signals", "stall_timeout" and "restart_count" (and, after initialize(),
+    "heartbeat_timeout", "shutdown_timeout", "unreachable_timeout", "on_peer_failure",
+    "consistency", "stop_signals", "stall_timeout" and "restart_count" (and, after initialize(),
     "seed") to "argument", an environment variable's name (JAX's own
     JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS
     and JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its

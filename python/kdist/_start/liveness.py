@@ -31,7 +31,9 @@ What cannot be told: a SIGKILL, a segfault, or `_exit` called from C. The
 kernel still closes the process's connection at once, and the others report
 that it died ("its connection closed without a finish message"); `kdist
 launch` names the signal in its summary. A host that vanishes without closing
-anything is caught by TCP keepalive, sized from the heartbeat timeout.
+anything (it lost power or its network) is caught by TCP keepalive, sized from
+the unreachable timeout (`KDIST_UNREACHABLE_TIMEOUT`, 20 s by default), and
+named unreachable, not dead.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def start_hub(
             os.uname().nodename,
             os.getpid(),
             nonce,
-            float(spec.heartbeat_timeout),
+            spec.unreachable_timeout,
             spec.on_peer_failure,
             board=board,
             stall_timeout=spec.stall_timeout,
@@ -149,7 +151,7 @@ def join(
             shared.liveness_nonce,
             coordinator_host,
             coordinator_pid,
-            float(spec.heartbeat_timeout),
+            spec.unreachable_timeout,
             spec.on_peer_failure,
             join_timeout=JOIN_TIMEOUT_SECONDS,
             board=board,

@@ -93,7 +93,7 @@ def start_lone_channel(spec: _core.ClusterSpec, board: _core.StopBoard) -> _core
         os.uname().nodename,
         os.getpid(),
         "",
-        float(spec.heartbeat_timeout),
+        spec.unreachable_timeout,
         spec.on_peer_failure,
         board=board,
         stall_timeout=spec.stall_timeout,
