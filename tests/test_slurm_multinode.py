@@ -38,6 +38,7 @@ from slurm_events import (
     event,
     events,
     figure,
+    job_outputs,
     keras_batch_script,
     keras_report,
     started_at,
@@ -215,7 +216,7 @@ def keras_reference(slurm: Cluster, tmp_path_factory: pytest.TempPathFactory) ->
             ],
             timeout=2 * STEP_SECONDS,
         )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, (result.stderr, job_outputs(directory, "reference"))
     return directory
 
 
