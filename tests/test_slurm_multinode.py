@@ -327,8 +327,9 @@ def test_a_time_limit_signal_saves_the_keras_job_and_the_requeued_job_ends_as_un
                 "--requeue",
             ],
         )
+        # The first run's start (once requeued, StartTime is the next run's).
+        started = started_at(slurm.wait_job(job_id, {"RUNNING"}, STEP_SECONDS))
         wait_reports(tmp_path, "run0", 2 * STEP_SECONDS)
-        started = started_at(slurm.job(job_id))
         first = [keras_report(tmp_path, i, "run0") for i in range(2)]
         slurm.start_now(job_id, STEP_SECONDS)
         fields = slurm.wait_job(job_id, {"COMPLETED", "FAILED"}, 2 * STEP_SECONDS)
