@@ -337,11 +337,13 @@ def test_a_time_limit_signal_saves_the_keras_job_and_the_requeued_job_ends_as_un
     step = assert_resumed_as_uninterrupted(tmp_path, first, second, expected, fields)
     ends, marks = first[0]["batch_ends"], first[0]["marks"]
     assert isinstance(ends, list) and isinstance(marks, dict)
+    initialized = float(marks["initialized"]) - started
     figure(
         f"Keras fit with kdist.BackupAndRestore across node1 and node2, --time=1 "
-        f"--signal=USR1@1: task 0 started {marks['started'] - started:.0f} s into the job; both "
-        f"saved at batch {step} (its end {ends[step - 1] - started:.0f} s in) and stopped; the "
-        f"requeued run resumed at batch {step + 1} and ended with the uninterrupted weights"
+        f"--signal=USR1@1: task 0's kdist.initialize() returned {initialized:.0f} s into the "
+        f"job; both saved at batch {step} (its end {ends[step - 1] - started:.0f} s in) and "
+        f"stopped; the requeued run resumed at batch {step + 1} and ended with the "
+        f"uninterrupted weights"
     )
 
 
