@@ -90,11 +90,15 @@ def reports(directory: Path, tasks: int) -> list[dict[str, object]]:
 
 
 def outputs(directory: Path, tasks: int) -> str:
-    return "\n".join(
-        f"--- task {task}:\n{out[-1500:]}\n{err[-3000:]}"
-        for task in range(tasks)
-        for out, err in [task_output(directory, task)]
-    )
+    """The tail of each task's output and errors (for a failure's message)."""
+    parts = []
+    for task in range(tasks):
+        try:
+            out, err = task_output(directory, task)
+        except FileNotFoundError:
+            out, err = "(none)", ""
+        parts.append(f"--- task {task}:\n{out[-1500:]}\n{err[-3000:]}")
+    return "\n".join(parts)
 
 
 def step_ended(proc: subprocess.Popen[str]) -> str | None:
