@@ -16,26 +16,32 @@
 # 10.200-249 ones).
 #
 # Debian's slurm-wlm (22.05) and munge, with no cgroups: process tracking by the process
-# list (proctrack/linuxproc), no task plugin, no accounting. One node, "localhost" at
-# 127.0.0.1, with this machine's CPUs (`slurmd -C`). Every daemon binds 127.0.0.1
-# (CommunicationParameters=NoCtldInAddrAny,NoInAddrAny) on ports chosen free at start.
-# Its configuration, state, spool, logs, munge key and socket live under $KDIST_SLURM_DIR
-# (build/slurm): nothing in /etc, /var or /run is touched, and the machine's own munge (if
-# any) keeps running. Each daemon runs in a session of its own; its pid is recorded in
+# list (proctrack/linuxproc), no task plugin, no accounting, each node with this machine's
+# CPUs (`slurmd -C`), ports chosen free at start. Its configuration, state, spool, logs, munge
+# key and socket live under $KDIST_SLURM_DIR, and the machine's own munge (if any) keeps
+# running. Each daemon runs in a session of its own; its pid is recorded in
 # $KDIST_SLURM_DIR/pids and `stop` signals exactly those pids.
 #
+# One node: "localhost" at 127.0.0.1; every daemon binds 127.0.0.1
+# (CommunicationParameters=NoCtldInAddrAny,NoInAddrAny); nothing in /etc, /var or /run is
+# touched.
+#
 # Several nodes (root and iproute2 needed): node1..nodeN, each a network namespace
-# kdslurm-nodeK joined by a veth pair to the bridge kdslurm-br, at $KDIST_SLURM_SUBNET.K; the
-# root namespace is the bridge's .254, where slurmctld listens (SlurmctldHost is this
-# machine's host name, or slurmctld refuses to start). Each node's slurmd runs inside its
-# namespace (entered with nsenter --net: `ip netns exec` remounts /sys, and slurmd then finds
-# no /sys/fs/cgroup), so its job steps and their tasks do too: each task has its node's
-# address, and the tasks of one job reach each other across the bridge. The node names go to
-# /etc/hosts (one line each, tagged with this directory), so that a task resolves
-# SLURM_STEP_NODELIST's first node without DNS; `stop` removes exactly those lines, the veths,
-# the bridge and the namespaces, which `start` records in $KDIST_SLURM_DIR/network as it makes
-# them (so a failed start is undone too). Every node shares this machine's host name, which
-# resolves to loopback as on a Debian host.
+# kdslurm-nodeK joined by a veth pair to the bridge kdslurm-br, at $KDIST_SLURM_SUBNET.K. Each
+# node's slurmd runs inside its namespace (entered with nsenter --net: `ip netns exec` remounts
+# /sys, and slurmd then finds no /sys/fs/cgroup), so its job steps and their tasks do too:
+# each task has its node's address, and the tasks of one job reach each other across the
+# bridge. Every node shares this machine's host name, which resolves to loopback (as on a
+# Debian host). slurmctld runs in the root namespace, at the bridge's .254, under a host name
+# of its own (kdslurm-ctld, in a UTS namespace: slurmctld refuses to start unless SlurmctldHost
+# is its own name, and with NoCtldInAddrAny binds the address that name resolves to, which for
+# this machine's name is loopback). Only slurmctld binds one address: NoInAddrAny would make
+# slurmd and srun bind this machine's name's loopback address too, so each slurmd binds any
+# address of its namespace (only the bridge reaches it), and srun its I/O ports. The node names
+# and kdslurm-ctld go to /etc/hosts (one line each, tagged with this directory), so that a
+# task resolves SLURM_STEP_NODELIST's first node without DNS; `stop` removes exactly those
+# lines, the veths, the bridge and the namespaces, which `start` records in
+# $KDIST_SLURM_DIR/network as it makes them; a failed start undoes itself.
 #
 # The cluster is used through SLURM_CONF=$KDIST_SLURM_DIR/etc/slurm.conf (the clients read
 # it; `env` prints it). Where it cannot be installed or started, `start` exits 1 with the
@@ -48,7 +54,7 @@ action="${1:-}"
 nodes="${KDIST_SLURM_NODES:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --nodes) nodes="${2:-}"; shift 2 || true ;;
+    --nodes) nodes="${2:-}"; shift; [ $# -gt 0 ] && shift ;;
     --nodes=*) nodes="${1#--nodes=}"; shift ;;
     *) echo "slurm.sh: unknown option $1" >&2; exit 2 ;;
   esac
