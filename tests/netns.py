@@ -3,8 +3,10 @@
 `hosts(3)` makes namespaces k<pid>-h<i> (i = 1, 2, 3; <pid> is this process's id
 modulo 100000) joined by veth pairs to a bridge k<pid>br in the root namespace,
 addresses 10.<x>.<y>.{1,2,3}/24, and removes everything it made on exit, also after
-a failure. Needs root and iproute2; `unavailable_reason()` says why not when they
-are missing.
+a failure. Inside each, the machine's host name resolves to 127.0.1.1, as a stock
+Debian or Ubuntu /etc/hosts maps it (`ip netns exec` mounts /etc/netns/<name>/hosts
+over /etc/hosts): what JAX's CPU collectives would advertise by themselves. Needs
+root and iproute2; `unavailable_reason()` says why not when they are missing.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -105,6 +109,19 @@ class Host:
             self.run("nft", "add", "rule", "inet", "kdist_test", "input", *rule)
 
 
+# What `ip netns exec NAME` mounts over /etc: files of /etc/netns/NAME.
+NETNS_ETC = Path("/etc/netns")
+
+
+def _write_debian_hosts_file(namespace: str) -> None:
+    """The namespace's /etc/hosts as Debian writes one: the host name on 127.0.1.1."""
+    folder = NETNS_ETC / namespace
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "hosts").write_text(
+        f"127.0.0.1\tlocalhost\n127.0.1.1\t{socket.gethostname()}\n::1\tlocalhost\n"
+    )
+
+
 @contextlib.contextmanager
 def hosts(count: int) -> Iterator[list[Host]]:
     """`count` hosts; the root namespace is the bridge's `.254` (the "router")."""
@@ -124,6 +141,7 @@ def hosts(count: int) -> Iterator[list[Host]]:
             outside, inside = f"{tag}v{i}", f"{tag}p{i}"
             _run("ip", "netns", "add", namespace)
             made_namespaces.append(namespace)
+            _write_debian_hosts_file(namespace)
             _run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
             made_links.append(outside)
             _run("ip", "link", "set", inside, "netns", namespace)
@@ -138,5 +156,6 @@ def hosts(count: int) -> Iterator[list[Host]]:
     finally:
         for namespace in made_namespaces:
             _run("ip", "netns", "del", namespace, check=False)
+            shutil.rmtree(NETNS_ETC / namespace, ignore_errors=True)
         for link in made_links:
             _run("ip", "link", "del", link, check=False)

@@ -68,6 +68,8 @@ ENVIRONMENT_SOURCES = {
     "cluster_detection": "default",
     "local_device_ids": "default",
     "coordinator_bind_address": "default",
+    "collectives_address": "default",
+    "collectives_interface": "default",
     "heartbeat_timeout": "default",
     "shutdown_timeout": "default",
     "unreachable_timeout": "default",

@@ -88,6 +88,7 @@ def test_every_setting_shows_with_its_own_value_and_source() -> None:
         "cluster_detection": ("KDIST_CLUSTER_DETECTION", "none", "none"),
         "local_device_ids": ("KDIST_LOCAL_DEVICE_IDS", "0,1", "[0, 1]"),
         "coordinator_bind_address": ("JAX_COORDINATOR_BIND_ADDRESS", "127.0.0.2:1", "127.0.0.2:1"),
+        "collectives_address": ("KDIST_COLLECTIVES_ADDRESS", "127.0.0.3", "127.0.0.3"),
         "heartbeat_timeout": ("KDIST_HEARTBEAT_TIMEOUT", "91", "91 s"),
         "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203", "203 s"),
         "unreachable_timeout": ("KDIST_UNREACHABLE_TIMEOUT", "13", "13 s"),
@@ -105,7 +106,10 @@ def test_every_setting_shows_with_its_own_value_and_source() -> None:
         assert row.search(text.stdout), (name, text.stdout)
     code, report = doctor_json("--no-probe", env=env)
     assert code == 0
-    assert report["config"]["sources"] == {name: variable for name, (variable, _, _) in own.items()}
+    assert report["config"]["sources"] == {
+        **{name: variable for name, (variable, _, _) in own.items()},
+        "collectives_interface": "default",
+    }
 
 
 def test_probe_of_a_closed_port_and_no_probe() -> None:

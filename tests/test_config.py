@@ -189,6 +189,8 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         "cluster_detection": "default",
         "local_device_ids": "default",
         "coordinator_bind_address": "default",
+        "collectives_address": "default",
+        "collectives_interface": "default",
         "heartbeat_timeout": "default",
         "shutdown_timeout": "default",
         "unreachable_timeout": "default",
@@ -470,6 +472,7 @@ OWN_VARIABLES = {
     "preflight": ("KDIST_ROLL_CALL", "off"),
     "local_device_ids": ("KDIST_LOCAL_DEVICE_IDS", "0,1"),
     "coordinator_bind_address": ("JAX_COORDINATOR_BIND_ADDRESS", "127.0.0.2:1234"),
+    "collectives_address": ("KDIST_COLLECTIVES_ADDRESS", "127.0.0.3"),
     "heartbeat_timeout": ("KDIST_HEARTBEAT_TIMEOUT", "91"),
     "shutdown_timeout": ("KDIST_SHUTDOWN_TIMEOUT", "203"),
     "unreachable_timeout": ("KDIST_UNREACHABLE_TIMEOUT", "13"),
@@ -485,7 +488,12 @@ def test_every_setting_reports_its_own_variable_and_value(monkeypatch: pytest.Mo
     for variable, value in OWN_VARIABLES.values():
         monkeypatch.setenv(variable, value)
     spec = resolve()
-    assert spec.sources == {name: variable for name, (variable, _) in OWN_VARIABLES.items()}
+    # The collectives' interface is the address's alternative (both set is an error).
+    assert spec.sources == {
+        **{name: variable for name, (variable, _) in OWN_VARIABLES.items()},
+        "collectives_interface": "default",
+    }
+    assert (spec.collectives_address, spec.collectives_interface) == ("127.0.0.3", None)
     assert spec.job_addresses == ["127.0.0.1:1234"]
     assert (spec.num_processes, spec.process_id, spec.timeout) == (3, 2, 77)
     assert (spec.cluster_detection, spec.preflight) == ("none", False)
@@ -524,6 +532,8 @@ def test_arguments_variables_and_defaults_each_keep_their_own_source(
         "preflight": "default",
         "local_device_ids": "default",
         "coordinator_bind_address": "default",
+        "collectives_address": "default",
+        "collectives_interface": "default",
         "heartbeat_timeout": "argument",
         "shutdown_timeout": "KDIST_SHUTDOWN_TIMEOUT",
         "unreachable_timeout": "default",

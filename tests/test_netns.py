@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 import pytest
@@ -51,8 +52,10 @@ def run_hosts(
     ids: list[int] | None = None,
     worker: str = "report_cluster.py",
     limit: float = 120,
+    env_of: Callable[[netns.Host], dict[str, str]] | None = None,
 ) -> list[Finished]:
-    """Runs process i of a len(hosts)-process job on hosts[i] for each i in `ids`."""
+    """Runs process i of a len(hosts)-process job on hosts[i] for each i in `ids`
+    (`env_of(host)`: variables of that host's process)."""
     ids = list(range(len(hosts))) if ids is None else ids
     commands, envs = [], []
     for pid in ids:
@@ -64,6 +67,7 @@ def run_hosts(
                 KERAS_DISTRIBUTION_NUM_PROCESSES=str(len(hosts)),
                 KERAS_DISTRIBUTION_PROCESS_ID=str(pid),
                 KDIST_INIT_TIMEOUT=str(timeout),
+                **(env_of(hosts[pid]) if env_of is not None else {}),
             )
         )
     return run_processes(commands, envs, timeout=limit)
@@ -85,6 +89,64 @@ def test_cluster_across_three_hosts() -> None:
         coordinator = f"{hosts[0].address}:{PORT}"
         results = run_hosts(hosts, coordinator, timeout=60)
     assert_global_devices(results, coordinator)
+
+
+def test_collectives_and_keras_across_three_hosts_whose_name_is_loopback() -> None:
+    """Each host's name resolves to 127.0.1.1 (netns.hosts writes a Debian /etc/hosts),
+    which JAX's Gloo would advertise: kdist hands it the address that reaches the
+    coordinator, so JAX's collectives and a Keras DataParallel fit work across hosts."""
+    with netns.hosts(3) as hosts:
+        coordinator = f"{hosts[0].address}:{PORT}"
+        own_name = hosts[2].run("getent", "hosts", socket.gethostname()).stdout.split()
+        assert own_name[:1] == ["127.0.1.1"], own_name  # the trap is really there
+        results = run_hosts(hosts, coordinator, timeout=60, worker="across_hosts.py", limit=240)
+    for result in results:
+        assert result.returncode == 0, result.describe()
+        assert "Gloo context initialization failed" not in result.stderr
+    reports = [r.report() for r in results]
+    assert [r["process_id"] for r in reports] == [0, 1, 2]
+    assert all(r["gathered"] == [0, 1, 2] for r in reports), reports
+    assert all(r["psum"] == r["expected_psum"] for r in reports), reports
+    losses = reports[0]["losses"]
+    assert isinstance(losses, list) and len(losses) == 3
+    assert all(r["losses"] == losses for r in reports), reports
+
+
+def test_the_collectives_take_the_interface_the_user_names() -> None:
+    """KDIST_COLLECTIVES_INTERFACE (each host's own veth) instead of the route."""
+    with netns.hosts(3) as hosts:
+        coordinator = f"{hosts[0].address}:{PORT}"
+        results = run_hosts(
+            hosts,
+            coordinator,
+            timeout=60,
+            worker="across_hosts.py",
+            limit=240,
+            env_of=lambda host: {"KDIST_COLLECTIVES_INTERFACE": host.device},
+        )
+    for result in results:
+        assert result.returncode == 0, result.describe()
+    assert all(r.report()["gathered"] == [0, 1, 2] for r in results)
+
+
+def test_an_address_that_is_not_this_hosts_is_named_at_the_start() -> None:
+    """KDIST_COLLECTIVES_ADDRESS set to another host's address: that process stops at
+    the start naming it (the others are told by the liveness channel)."""
+    with netns.hosts(3) as hosts:
+        coordinator = f"{hosts[0].address}:{PORT}"
+        wrong = hosts[0].address
+        results = run_hosts(
+            hosts,
+            coordinator,
+            timeout=60,
+            worker="across_hosts.py",
+            env_of=lambda host: {"KDIST_COLLECTIVES_ADDRESS": wrong} if host is hosts[2] else {},
+        )
+    assert all(result.returncode != 0 for result in results), [r.describe() for r in results]
+    assert (
+        f"KDIST_COLLECTIVES_ADDRESS='{wrong}': {wrong} is not an address of this host"
+        in results[2].stderr
+    ), results[2].describe()
 
 
 @contextlib.contextmanager

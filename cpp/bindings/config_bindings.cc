@@ -42,6 +42,8 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"cluster_detection", spec.cluster_detection.source},
       {"local_device_ids", spec.local_device_ids.source},
       {"coordinator_bind_address", spec.coordinator_bind_address.source},
+      {"collectives_address", spec.collectives_address.source},
+      {"collectives_interface", spec.collectives_interface.source},
       {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
       {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
       {"unreachable_timeout", spec.unreachable_timeout_seconds.source},
@@ -138,6 +140,21 @@ void BindConfig(nb::module_& m) {
                    },
                    "Where process 0 binds the coordinator port (JAX_COORDINATOR_BIND_ADDRESS), "
                    "or None: every interface, on the coordinator's port.")
+      .def_prop_ro("collectives_address",
+                   [](const ClusterSpec& s) -> std::optional<std::string> {
+                     if (s.collectives_address.value.empty()) return std::nullopt;
+                     return s.collectives_address.value;
+                   },
+                   "The address JAX's CPU collectives advertise, as the user chose it "
+                   "(KDIST_COLLECTIVES_ADDRESS), or None: the address this host reaches the "
+                   "coordinator from.")
+      .def_prop_ro("collectives_interface",
+                   [](const ClusterSpec& s) -> std::optional<std::string> {
+                     if (s.collectives_interface.value.empty()) return std::nullopt;
+                     return s.collectives_interface.value;
+                   },
+                   "The network interface whose address JAX's CPU collectives advertise "
+                   "(KDIST_COLLECTIVES_INTERFACE), or None.")
       .def_prop_ro("num_processes", [](const ClusterSpec& s) { return s.num_processes.value; })
       .def_prop_ro("process_id", [](const ClusterSpec& s) { return s.process_id.value; })
       .def_prop_ro("timeout", [](const ClusterSpec& s) { return s.timeout_seconds.value; },

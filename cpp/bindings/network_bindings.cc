@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "address.h"
 #include "casters.h"
 #include "clock.h"
 #include "errors.h"
+#include "local_address.h"
 #include "probe.h"
 #include "resolve.h"
 #include "socket.h"
@@ -45,6 +47,35 @@ uint16_t FreePortPy() {
   Result<Listener> listener = ListenOnAllInterfaces(0, 1);
   RaiseIfError(listener.status());
   return listener->port;
+}
+
+std::string LocalAddressTowardPy(const std::string& address_text, double timeout) {
+  const Address address = ValueOrRaise(ParseAddress(address_text));
+  RealClock clock;
+  Result<std::string> local = [&] {
+    nb::gil_scoped_release release;
+    return LocalAddressToward(address, SecondsToNanos(timeout), clock);
+  }();
+  return ValueOrRaise(std::move(local));
+}
+
+std::vector<std::string> HostAddressesPy(const std::string& host, double timeout) {
+  RealClock clock;
+  Result<std::vector<std::string>> addresses = [&] {
+    nb::gil_scoped_release release;
+    return HostAddresses(host, SecondsToNanos(timeout), clock);
+  }();
+  return ValueOrRaise(std::move(addresses));
+}
+
+void CheckLocalAddressPy(const std::string& ip) {
+  RaiseIfError(CheckLocalAddress(ip), "ConfigError");
+}
+
+std::string InterfaceAddressPy(const std::string& name) {
+  Result<std::string> address = InterfaceAddress(name);
+  RaiseIfError(address.status(), "ConfigError");
+  return *address;
 }
 
 }  // namespace
@@ -91,6 +122,21 @@ void BindNetwork(nb::module_& m) {
         "Connects once to `address` (host:port; a host name is resolved) within `timeout` "
         "seconds, GIL released, and closes at once; raises kdist.ConfigError for a malformed "
         "address.");
+  m.def("local_address_toward", &LocalAddressTowardPy, nb::arg("address"), nb::arg("timeout"),
+        "The local IP address this host's traffic to `address` (host:port; a host name is "
+        "resolved within `timeout` seconds, GIL released) leaves from: the address the other "
+        "hosts reach this one at. Nothing is sent. Raises kdist.CoordinatorUnreachableError "
+        "when the name does not resolve or there is no route.");
+  m.def("host_addresses", &HostAddressesPy, nb::arg("host"), nb::arg("timeout"),
+        "The IP addresses a host name resolves to (within `timeout` seconds, GIL released), "
+        "in the resolver's order; an IP literal gives itself.");
+  m.def("is_loopback_address", &IsLoopbackAddress, nb::arg("ip"),
+        "Whether an IP literal is a loopback address (127.0.0.0/8, ::1).");
+  m.def("check_local_address", &CheckLocalAddressPy, nb::arg("ip"),
+        "Raises kdist.ConfigError unless `ip` is an address of this host.");
+  m.def("interface_address", &InterfaceAddressPy, nb::arg("name"),
+        "The first IPv4 (else IPv6) address of the network interface `name`; raises "
+        "kdist.ConfigError when there is no such interface or it has no address.");
   m.def("free_port", &FreePortPy,
         "A TCP port that was free a moment ago on every interface (IPv4 and IPv6, loopback "
         "included), checked as the coordinator binds it.");

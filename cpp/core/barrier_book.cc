@@ -123,7 +123,7 @@ std::vector<BarrierVerdict> BarrierBook::OnTime(Nanos now, const std::set<int64_
   return out;
 }
 
-std::vector<BarrierVerdict> BarrierBook::OnGone(int64_t process_id,
+std::vector<BarrierVerdict> BarrierBook::OnGone(int64_t process_id, std::string_view how,
                                                 const std::set<int64_t>& running) {
   std::vector<BarrierVerdict> out;
   std::vector<int64_t> indices;
@@ -133,8 +133,9 @@ std::vector<BarrierVerdict> BarrierBook::OnGone(int64_t process_id,
     if (open.names.count(process_id) == 0 && !open.names.empty()) {
       const std::string name = open.names.begin()->second;
       out.push_back(Fail(index, BarrierVerdict::Kind::kAbandoned,
-                         "barrier " + Quote(name) + ": process " + std::to_string(process_id) +
-                             " finished without reaching it, so it can never be released"));
+                         "barrier " + Quote(name) + ": process " + std::to_string(process_id) + " " +
+                             std::string(how) +
+                             " without reaching it, so it can never be released"));
       continue;
     }
     if (std::optional<BarrierVerdict> verdict = Check(index, running)) {

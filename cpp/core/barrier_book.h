@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clock.h"
@@ -56,9 +57,11 @@ class BarrierBook {
   // The time passed: every barrier whose earliest deadline is at or before
   // `now` fails, naming the `running` processes that did not arrive.
   std::vector<BarrierVerdict> OnTime(Nanos now, const std::set<int64_t>& running);
-  // A process finished or left; barriers it has not reached fail, and those
-  // that only waited for it are released.
-  std::vector<BarrierVerdict> OnGone(int64_t process_id, const std::set<int64_t>& running);
+  // A process finished, left, failed or died (`how`, the word the message
+  // says); barriers it has not reached fail, and those that only waited for it
+  // are released.
+  std::vector<BarrierVerdict> OnGone(int64_t process_id, std::string_view how,
+                                     const std::set<int64_t>& running);
   // The host of process `process_id`, for messages (known once it joined).
   void SetHost(int64_t process_id, const std::string& host);
   // The earliest deadline of a barrier still open, when there is one.

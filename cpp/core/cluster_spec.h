@@ -72,6 +72,14 @@ struct ClusterSpec {
   // "default" or "JAX_COORDINATOR_BIND_ADDRESS".
   Sourced<std::optional<Address>> coordinator_bind_address;
 
+  // What JAX's CPU collectives (Gloo) advertise to the other hosts, when the
+  // user chose it: an IP literal of this host (KDIST_COLLECTIVES_ADDRESS), or
+  // a network interface's name (KDIST_COLLECTIVES_INTERFACE); "" ("default")
+  // when not, and initialize() takes the address this host reaches the
+  // coordinator from. Not part of the fingerprint (each host has its own).
+  Sourced<std::string> collectives_address;
+  Sourced<std::string> collectives_interface;
+
   // The scheduler detector that recognised this environment ("slurm"), even
   // when explicit settings left it nothing to fill; nullopt when none did.
   std::optional<std::string> scheduler;

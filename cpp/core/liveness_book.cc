@@ -144,6 +144,19 @@ std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id, const ConnectionEnd
   return notice;
 }
 
+const char* LivenessBook::HowEnded(int64_t id) const {
+  auto state = states_.find(id);
+  if (state == states_.end()) return "ended";
+  switch (state->second) {
+    case State::kFinished: return "finished";
+    case State::kLeft: return "left";
+    case State::kFailed: return "failed";
+    case State::kDied: return "died";
+    case State::kRunning: break;
+  }
+  return "ended";
+}
+
 std::vector<int64_t> LivenessBook::NotJoined() const {
   std::vector<int64_t> out;
   if (joins_closed_ || all_done_) return out;

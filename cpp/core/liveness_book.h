@@ -104,6 +104,9 @@ class LivenessBook {
   std::optional<bool> all_done() const { return all_done_; }
   const std::optional<LiveNotice>& first_failure() const { return first_failure_; }
   bool watched(int64_t id) const { return states_.count(id) != 0; }
+  // How process `id` ended, as a message says it: "finished", "left",
+  // "failed", "died"; "ended" while it runs or is unknown.
+  const char* HowEnded(int64_t id) const;
   // The member with id `id` as it joined (nullptr when it did not).
   const LiveMember* member(int64_t id) const;
 

@@ -370,7 +370,8 @@ void LivenessHub::OnGone(int64_t process_id, std::vector<LiveNotice>& local) {
   ActOnStop(stop_book_.OnGone(process_id), local);
   if (stall_book_) ActOnStallVerdict(stall_book_->OnGone(process_id), local);
   if (dumping_.erase(process_id) != 0 && dumping_.empty()) EndStalled(local);
-  Deliver(barrier_book_.OnGone(process_id, book_.Running(/*with_unjoined=*/true)));
+  Deliver(barrier_book_.OnGone(process_id, book_.HowEnded(process_id),
+                               book_.Running(/*with_unjoined=*/true)));
 }
 
 void LivenessHub::OnPeerNotice(int64_t from, const LiveNotice& notice,

@@ -494,6 +494,41 @@ Status ResolveBindAddress(const Environment& env, ClusterSpec& spec) {
   return Status::Ok();
 }
 
+// KDIST_COLLECTIVES_ADDRESS / KDIST_COLLECTIVES_INTERFACE: what JAX's CPU
+// collectives (Gloo) advertise to the other hosts, when the user chooses it
+// (else initialize() takes the address this host reaches the coordinator from).
+// Whether the address is this host's, or the interface exists, is checked at the
+// start (that is I/O); here only the form.
+Status ResolveCollectives(const Environment& env, ClusterSpec& spec) {
+  spec.collectives_address = {"", "default"};
+  spec.collectives_interface = {"", "default"};
+  const std::optional<Raw> address = Pick(std::nullopt, "", env, kEnvCollectivesAddress);
+  const std::optional<Raw> interface = Pick(std::nullopt, "", env, kEnvCollectivesInterface);
+  if (address && interface) {
+    return InvalidArgument(Describe(*address) + " and " + Describe(*interface) +
+                           " both choose the address JAX's CPU collectives advertise; set one");
+  }
+  if (address) {
+    const Result<HostKind> kind = ParseHost(address->text);
+    if (!kind.ok() || *kind == HostKind::kName) {
+      return Invalid(*address, "expected an IP address of this host that the other hosts reach, "
+                               "such as \"10.0.0.2\" or \"fd00::2\" (without a port)");
+    }
+    spec.collectives_address = {address->text, address->source};
+  }
+  if (interface) {
+    const std::string& name = interface->text;
+    const bool valid = !name.empty() && name.size() < 16 &&
+                       name.find_first_of("/ \t\n:") == std::string::npos;
+    if (!valid) {
+      return Invalid(*interface, "expected a network interface's name, such as \"eth0\" "
+                                 "(1 to 15 characters, no '/', ':' or space)");
+    }
+    spec.collectives_interface = {name, interface->source};
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<std::string> ClusterDetectionModes() {
@@ -662,6 +697,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   if (spec.process_id.value == 0) spec.process_hosts = ProcessHosts(spec, filler);
   KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, detected, spec));
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
+  KDIST_RETURN_IF_ERROR(ResolveCollectives(env, spec));
   KDIST_ASSIGN_OR_RETURN(spec.restart_count, ResolveRestartCount(env, detected));
   return spec;
 }

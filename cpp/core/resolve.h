@@ -25,6 +25,10 @@ inline constexpr std::string_view kEnvJaxCoordinatorAddress = "JAX_COORDINATOR_A
 inline constexpr std::string_view kEnvJaxNumProcesses = "JAX_NUM_PROCESSES";
 inline constexpr std::string_view kEnvJaxProcessId = "JAX_PROCESS_ID";
 inline constexpr std::string_view kEnvJaxCoordinatorBindAddress = "JAX_COORDINATOR_BIND_ADDRESS";
+// What JAX's CPU collectives (Gloo) advertise to the other hosts: an address of
+// this host, or an interface whose address it is (local_address.h).
+inline constexpr std::string_view kEnvCollectivesAddress = "KDIST_COLLECTIVES_ADDRESS";
+inline constexpr std::string_view kEnvCollectivesInterface = "KDIST_COLLECTIVES_INTERFACE";
 inline constexpr std::string_view kEnvInitTimeout = "KDIST_INIT_TIMEOUT";
 inline constexpr std::string_view kEnvClusterDetection = "KDIST_CLUSTER_DETECTION";
 // The roll call (on/off) and its token. The former names, KDIST_PREFLIGHT and

@@ -115,18 +115,21 @@ uint16_t Endpoint::port() const {
   return 0;
 }
 
-std::string Endpoint::ToString() const {
+std::string Endpoint::Host() const {
   char text[INET6_ADDRSTRLEN] = {};
   if (family() == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
-    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
-    return "[" + std::string(text) + "]:" + std::to_string(port());
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, text,
+              sizeof text);
+  } else if (family() == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text,
+              sizeof text);
   }
-  if (family() == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
-    inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
-    return std::string(text) + ":" + std::to_string(port());
-  }
+  return text;
+}
+
+std::string Endpoint::ToString() const {
+  if (family() == AF_INET6) return "[" + Host() + "]:" + std::to_string(port());
+  if (family() == AF_INET) return Host() + ":" + std::to_string(port());
   return "(address family " + std::to_string(family()) + ")";
 }
 

@@ -52,6 +52,8 @@ struct Endpoint {
   socklen_t size = 0;
   int family() const { return storage.ss_family; }
   uint16_t port() const;
+  // The IP literal alone, without port or brackets: "127.0.0.1", "::1".
+  std::string Host() const;
   // "127.0.0.1:5000", "[::1]:5000".
   std::string ToString() const;
 };

@@ -70,10 +70,18 @@ TEST(BarrierBook, BarriersAreMatchedByTheirCallNumber) {
 TEST(BarrierBook, AProcessThatFinishesAbandonsTheBarriersItDidNotReach) {
   BarrierBook book;
   book.OnArrive(At(0, 0, "x"), {0, 1, 2}, seconds(0));
-  auto out = book.OnGone(2, {0, 1});
+  auto out = book.OnGone(2, "finished", {0, 1});
   ASSERT_EQ(out.size(), size_t{1});
   EXPECT_EQ(out[0].kind, BarrierVerdict::Kind::kAbandoned);
   EXPECT_NE(out[0].message.find("process 2 finished without reaching it"), std::string::npos);
+}
+
+TEST(BarrierBook, AProcessThatFailsIsNotSaidToHaveFinished) {
+  BarrierBook book;
+  book.OnArrive(At(0, 0, "x"), {0, 1}, seconds(0));
+  auto out = book.OnGone(1, "failed", {0});
+  ASSERT_EQ(out.size(), size_t{1});
+  EXPECT_NE(out[0].message.find("process 1 failed without reaching it"), std::string::npos);
 }
 
 }  // namespace

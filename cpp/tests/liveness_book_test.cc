@@ -56,6 +56,21 @@ TEST(LivenessBook, BookCallsAClosedRunningProcessDead) {
   EXPECT_FALSE(book.OnClosed(1).has_value());
 }
 
+TEST(LivenessBook, BookSaysHowEachProcessEnded) {
+  LivenessBook book(5, Member(0));
+  for (int64_t id : {1, 2, 3, 4}) KDIST_ASSERT_OK(book.Admit(JoinOf(id), "nonce"));
+  book.OnNotice(1, Self(LiveKind::kFinished));
+  book.OnNotice(2, Self(LiveKind::kLeft));
+  book.OnNotice(3, Self(LiveKind::kFailed, "ValueError: x"));
+  book.OnClosed(4);
+  EXPECT_STREQ(book.HowEnded(1), "finished");
+  EXPECT_STREQ(book.HowEnded(2), "left");
+  EXPECT_STREQ(book.HowEnded(3), "failed");
+  EXPECT_STREQ(book.HowEnded(4), "died");
+  EXPECT_STREQ(book.HowEnded(0), "ended");  // running
+  EXPECT_STREQ(book.HowEnded(9), "ended");  // unknown
+}
+
 TEST(LivenessBook, BookEndsWhenEveryProcessFinished) {
   LivenessBook book(3, Member(0));
   KDIST_ASSERT_OK(book.Admit(JoinOf(1), "nonce"));

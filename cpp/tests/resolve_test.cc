@@ -912,6 +912,66 @@ TEST(ResolveJaxVariables, BindAddressMustBeAnIpAndPort) {
                      StatusCode::kInvalidArgument, "applies to a job with a coordinator");
 }
 
+TEST(ResolveCollectives, TheUsersAddressOrInterfaceKeepsItsSource) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "1"}};
+  auto plain = Resolve({}, env);
+  KDIST_ASSERT_OK(plain);
+  EXPECT_EQ(plain->collectives_address.value, "");
+  EXPECT_EQ(plain->collectives_address.source, "default");
+  EXPECT_EQ(plain->collectives_interface.source, "default");
+
+  env["KDIST_COLLECTIVES_ADDRESS"] = "10.0.0.6";
+  auto by_address = Resolve({}, env);
+  KDIST_ASSERT_OK(by_address);
+  EXPECT_EQ(by_address->collectives_address.value, "10.0.0.6");
+  EXPECT_EQ(by_address->collectives_address.source, "KDIST_COLLECTIVES_ADDRESS");
+  // Each host has its own: not part of what processes compare.
+  EXPECT_EQ(by_address->Fingerprint(), plain->Fingerprint());
+
+  env.erase("KDIST_COLLECTIVES_ADDRESS");
+  env["KDIST_COLLECTIVES_INTERFACE"] = "eth0";
+  auto by_interface = Resolve({}, env);
+  KDIST_ASSERT_OK(by_interface);
+  EXPECT_EQ(by_interface->collectives_interface.value, "eth0");
+  EXPECT_EQ(by_interface->collectives_interface.source, "KDIST_COLLECTIVES_INTERFACE");
+}
+
+TEST(ResolveCollectives, AHostNameOrAPortIsNotAnAddress) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "1"}};
+  for (const char* text : {"node01", "10.0.0.6:7000", ""}) {
+    env["KDIST_COLLECTIVES_ADDRESS"] = text;
+    KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                       "KDIST_COLLECTIVES_ADDRESS=\"" + std::string(text) +
+                           "\" (from the environment): expected an IP address of this host");
+  }
+}
+
+TEST(ResolveCollectives, AnInterfaceNameHasItsForm) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "1"}};
+  for (const char* text : {"", "a/b", "eth0:1", "averyveryverylongname"}) {
+    env["KDIST_COLLECTIVES_INTERFACE"] = text;
+    KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                       "expected a network interface's name");
+  }
+}
+
+TEST(ResolveCollectives, AnAddressAndAnInterfaceAreOneTooMany) {
+  Environment env{{"JAX_COORDINATOR_ADDRESS", "10.0.0.5:7000"},
+                  {"JAX_NUM_PROCESSES", "2"},
+                  {"JAX_PROCESS_ID", "1"},
+                  {"KDIST_COLLECTIVES_ADDRESS", "10.0.0.6"},
+                  {"KDIST_COLLECTIVES_INTERFACE", "eth0"}};
+  KDIST_EXPECT_ERROR(Resolve({}, env), StatusCode::kInvalidArgument,
+                     "KDIST_COLLECTIVES_ADDRESS=\"10.0.0.6\" (from the environment) and "
+                     "KDIST_COLLECTIVES_INTERFACE=\"eth0\" (from the environment) both choose");
+}
+
 TEST(ResolveJaxVariables, NothingConfiguredMentionsThem) {
   KDIST_EXPECT_ERROR(Resolve({}, {}), StatusCode::kInvalidArgument,
                      "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID");

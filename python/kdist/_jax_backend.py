@@ -195,6 +195,110 @@ def check_lifetime_keywords(wanted: dict[str, int]) -> None:
         )
 
 
+# --- JAX's CPU collectives (Gloo): the address they advertise ------------------------------
+#
+# JAX creates Gloo without an address, and Gloo then advertises the one the host's name
+# resolves to (loopback on many hosts: kdist._start.collectives says why that breaks a job
+# across hosts). jaxlib's make_gloo_tcp_collectives takes `hostname=` and `interface=`, and
+# the CPU backend's factory takes `collectives=`; JAX passes neither. kdist registers the
+# factory again with its own collectives, before the CPU backend exists.
+
+
+def _gloo_parts() -> tuple[Any, Any] | str:
+    """The CPU backend's registration and jaxlib's make_gloo_tcp_collectives, or why this
+    JAX cannot be handed an address (its internals differ from 0.5.1 to 0.12's)."""
+    import dataclasses
+
+    from jax._src import xla_bridge
+
+    registration: Any = getattr(xla_bridge, "_backend_factories", {}).get("cpu")
+    factory = getattr(registration, "factory", None)
+    if factory is None or not dataclasses.is_dataclass(registration):
+        return "it has no CPU backend registration kdist knows"
+    try:
+        takes = set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        takes = set()
+    if "collectives" not in takes:
+        return "its CPU backend's factory takes no collectives"
+    client = getattr(xla_bridge, "xla_client", None)
+    module = getattr(xla_bridge, "_jax", None) or getattr(client, "_xla", None)
+    make = getattr(module, "make_gloo_tcp_collectives", None)
+    if make is None or "hostname" not in (make.__doc__ or ""):
+        return "its make_gloo_tcp_collectives takes no hostname"
+    return registration, make
+
+
+def _uses_gloo() -> bool:
+    """Whether JAX's CPU client will make Gloo collectives (its default; the user may
+    choose MPI, or none, with jax_cpu_collectives_implementation)."""
+    from jax._src import config, xla_bridge
+
+    chosen = getattr(config, "cpu_collectives_implementation", None)
+    value = chosen.value if chosen is not None else None
+    if value is None:
+        value = getattr(xla_bridge, "_DEFAULT_CPU_COLLECTIVES_IMPL", "gloo")
+    return bool(value == "gloo")
+
+
+def cpu_collectives_address_unsupported() -> str | None:
+    """Why the installed JAX cannot be told the address its Gloo collectives advertise
+    ("its CPU backend's factory takes no collectives"); None when it can, or when it
+    uses no Gloo."""
+    if not _uses_gloo():
+        return None
+    parts = _gloo_parts()
+    return parts if isinstance(parts, str) else None
+
+
+_replaced_cpu_registration: Any = None
+
+
+def advertise_cpu_collectives(hostname: str | None, interface: str | None) -> bool:
+    """Makes the CPU backend's Gloo collectives listen on, and advertise, `hostname`
+    (an IP literal of this host) or `interface`'s address. Call after
+    `initialize_distributed` and before the backend starts. Returns False (and changes
+    nothing) when JAX uses no Gloo, cannot take an address, or its backend is up."""
+    global _replaced_cpu_registration
+    import dataclasses
+
+    from jax._src import distributed, xla_bridge
+
+    if not _uses_gloo() or xla_bridge.backends_are_initialized():
+        return False
+    parts = _gloo_parts()
+    if isinstance(parts, str):
+        return False
+    registration, make = parts
+    make_client = registration.factory
+
+    def make_cpu_client() -> Any:
+        collectives = make(
+            distributed_client=distributed.global_state.client,
+            hostname=hostname,
+            interface=interface,
+        )
+        return make_client(collectives=collectives)
+
+    if _replaced_cpu_registration is None:
+        _replaced_cpu_registration = registration
+    xla_bridge._backend_factories["cpu"] = dataclasses.replace(
+        registration, factory=make_cpu_client
+    )
+    return True
+
+
+def _restore_cpu_registration() -> None:
+    """Puts JAX's own CPU backend factory back (after kdist.shutdown())."""
+    global _replaced_cpu_registration
+    if _replaced_cpu_registration is None:
+        return
+    from jax._src import xla_bridge
+
+    xla_bridge._backend_factories["cpu"] = _replaced_cpu_registration
+    _replaced_cpu_registration = None
+
+
 def shutdown_distributed() -> None:
     """Shuts jax.distributed down if it runs; a no-op otherwise."""
     if "jax" not in sys.modules:
@@ -202,6 +306,7 @@ def shutdown_distributed() -> None:
     import jax
 
     jax.distributed.shutdown()  # type: ignore[no-untyped-call]
+    _restore_cpu_registration()
 
 
 def device_strings(device_type: str | None) -> list[str]:

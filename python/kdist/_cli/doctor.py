@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdist import _core
-from kdist._start import environment_fingerprint
+from kdist._start import collectives, environment_fingerprint
 from kdist._start.accelerators import find_accelerators
 from kdist._start.environment_fingerprint import Entry as EnvironmentEntry
 
@@ -91,6 +91,47 @@ def probe_coordinator(address: str, timeout: float) -> Probe:
 
 
 @dataclass(frozen=True)
+class Collectives:
+    """The address this process's CPU collectives advertise, or why it has none."""
+
+    chosen: collectives.CollectivesAddress | None
+    error: str | None
+    host_name: str
+    host_name_addresses: list[str]
+
+    def lines(self) -> list[str]:
+        """What `render` prints of it."""
+        if self.error is not None:
+            return [f"collectives (JAX's CPU collectives, Gloo): cannot be chosen: {self.error}"]
+        if self.chosen is None:
+            return ["collectives (JAX's CPU collectives, Gloo): none (a single process)"]
+        resolved = ", ".join(self.host_name_addresses) or "nothing"
+        own = f"this host's name {self.host_name} resolves to {resolved}"
+        if self.host_name_addresses and all(
+            _core.is_loopback_address(a) for a in self.host_name_addresses
+        ):
+            own += " (loopback), which Gloo would advertise by itself"
+        return [
+            f"collectives (JAX's CPU collectives, Gloo): advertise {self.chosen.describe()}",
+            f"  {own}",
+        ]
+
+
+def find_collectives(spec: _core.ClusterSpec, timeout: float) -> Collectives:
+    """What `kdist.initialize()` would hand JAX's CPU collectives in this process (before
+    the roll call, the route toward the configured coordinator address)."""
+    from kdist._errors import KdistError
+
+    name, addresses = collectives.host_name_addresses()
+    toward = spec.coordinator_address or ""
+    try:
+        chosen = collectives.choose(spec, toward, timeout)
+    except KdistError as failure:
+        return Collectives(None, str(failure), name, addresses)
+    return Collectives(chosen, None, name, addresses)
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything `kdist doctor` reports; `json_report` turns it into one JSON-ready dict."""
 
@@ -104,6 +145,9 @@ class Report:
     # across hosts (run doctor under the launcher) when processes cannot work together.
     environment_fingerprint: tuple[EnvironmentEntry, ...]
     probe: Probe | None
+    # What JAX's CPU collectives will advertise (looked up with the probe): the choice,
+    # or why there is none; and what this host's name resolves to (Gloo's own choice).
+    collectives: Collectives | None
     devices: dict[str, object] | None  # None: JAX was not asked
 
     @property
@@ -149,8 +193,10 @@ def collect(
         error = str(failure)
 
     probed = None
+    found = None
     if probe and spec is not None and spec.coordinator_address:
         probed = probe_coordinator(spec.coordinator_address, probe_timeout)
+        found = find_collectives(spec, probe_timeout)
 
     devices: dict[str, object] | None = None
     if with_devices:
@@ -174,6 +220,7 @@ def collect(
             if entry.name not in environment_fingerprint.PROGRAM_ENTRIES
         ),
         probe=probed,
+        collectives=found,
         devices=devices,
     )
 
@@ -211,6 +258,8 @@ def json_report(report: Report) -> dict[str, Any]:
             "local_devices_reason": spec.local_devices_reason,
             "local_devices_suggestion_applied": spec.local_devices_suggestion_applied,
             "coordinator_bind_address": spec.coordinator_bind_address,
+            "collectives_address": spec.collectives_address,
+            "collectives_interface": spec.collectives_interface,
             "heartbeat_timeout": spec.heartbeat_timeout,
             "shutdown_timeout": spec.shutdown_timeout,
             "unreachable_timeout": spec.unreachable_timeout,
@@ -263,7 +312,22 @@ def json_report(report: Report) -> dict[str, Any]:
             "detail": probe.detail,
             "advice": _probe_advice(probe.status, spec.process_id),
         },
+        "collectives": _collectives_json(report.collectives),
         "devices": report.devices,
+    }
+
+
+def _collectives_json(found: Collectives | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    chosen = found.chosen
+    return {
+        "address": chosen.address if chosen else None,
+        "interface": chosen.interface if chosen else None,
+        "source": chosen.source if chosen else None,
+        "error": found.error,
+        "host_name": found.host_name,
+        "host_name_addresses": found.host_name_addresses,
     }
 
 
@@ -299,6 +363,11 @@ def render(report: Report) -> str:
             ("cluster_detection", spec.cluster_detection),
             ("local_device_ids", _format_ids(spec.local_device_ids)),
             ("coordinator_bind_address", spec.coordinator_bind_address or "(every interface)"),
+            (
+                "collectives_address",
+                spec.collectives_address or "(the address this host reaches the coordinator from)",
+            ),
+            ("collectives_interface", spec.collectives_interface or "(none)"),
             ("heartbeat_timeout", f"{spec.heartbeat_timeout} s"),
             ("shutdown_timeout", f"{spec.shutdown_timeout} s"),
             ("unreachable_timeout", f"{spec.unreachable_timeout:g} s"),
@@ -371,6 +440,8 @@ def render(report: Report) -> str:
         lines.append("coordinator: none (a single process)")
     else:
         lines.append("coordinator: not probed")
+    if report.collectives is not None:
+        lines.extend(report.collectives.lines())
 
     devices = report.devices
     if devices is not None:

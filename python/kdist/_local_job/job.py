@@ -90,8 +90,8 @@ class Job:
 
     def describe_failure(self, process: Process) -> str:
         """ "process 1 (host h, pid 9): ValueError: boom": the process, and what kdist
-        recorded as its failure (else its last stderr line)."""
-        message = process.last_error
+        recorded as its failure (else the exception its traceback names)."""
+        message = process.raised
         for record in self.records(_FAILURE_EVENTS):
             if record.get("process_id") == process.process_id and record.get("message"):
                 message = str(record["message"])

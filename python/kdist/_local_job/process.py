@@ -144,25 +144,43 @@ class Process:
                     out.append(record)
         return out
 
+    def _last_traceback(self) -> list[str]:
+        """Its last Python traceback and what follows it on stderr, or []."""
+        errors = list(self.error_tail)
+        starts = [i for i, line in enumerate(errors) if line.startswith("Traceback (most recent")]
+        return errors[starts[-1] :] if starts else []
+
     def last_lines(self, most: int = 30) -> list[str]:
         """Its last Python traceback when its last stderr lines hold one (what follows
         it on stderr included), else its last lines of output; at most `most` lines,
         the end kept."""
-        errors = list(self.error_tail)
-        starts = [i for i, line in enumerate(errors) if line.startswith("Traceback (most recent")]
-        lines = errors[starts[-1] :] if starts else list(self.tail)
-        return lines[-most:]
+        return (self._last_traceback() or list(self.tail))[-most:]
+
+    @property
+    def raised(self) -> str:
+        """What it said of its failure on stderr: the exception line of its last Python
+        traceback ("TypeError: cannot reshape ..."), the first line after the frames
+        (which are indented), not the last line, which is the exception's last note
+        when it has notes (JAX's "For simplicity, JAX has removed its internal frames
+        ..."); without a traceback, its last non-empty stderr line."""
+        for line in self._last_traceback()[1:]:
+            if line.strip() and not line[0].isspace():
+                return line
+        return self.last_error
 
     @property
     def error_line(self) -> str:
         """The line that says how it ended: kdist's own verdict when it recorded one
         (a traceback may still be flushing around it), else the agreed stop it left at
-        (not JAX's "SIGTERM caught" note that follows it), else its last stderr line."""
+        (not JAX's "SIGTERM caught" note that follows it), else the exception its last
+        Python traceback names, else its last stderr line."""
         records = self.records()
         ends = [r for r in records if r.get("exit_status", -1) != -1]
         if not ends:
             ends = [r for r in records if r.get("event") == "stop_at"]
-        return str(ends[-1].get("line", "")) if ends else self.last_error
+        if ends:
+            return str(ends[-1].get("line", ""))
+        return self.raised
 
     @property
     def pid(self) -> int:

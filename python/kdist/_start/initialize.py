@@ -9,7 +9,7 @@ import time
 
 from kdist import _core, _devices, _jax_backend, _state
 from kdist._errors import ConfigError, InitializationOrderError
-from kdist._start import config, liveness, roll_call, seed, stop
+from kdist._start import collectives, config, liveness, roll_call, seed, stop
 
 _lock = threading.Lock()
 _logger = logging.getLogger("kdist")
@@ -244,6 +244,9 @@ class _Start:
         # Process 0's hub, or another process's join under way (None without the roll call).
         self.hub: _core.LivenessChannel | None = None
         self.joining: liveness.BackgroundJoin | None = None
+        # The coordinator as this process reached it: after the roll call, the IP literal
+        # that answered (the others: the configured address).
+        self.reached_coordinator_at: str | None = None
 
 
 def _already_joined(spec: _core.ClusterSpec) -> bool:
@@ -309,6 +312,7 @@ def _run_roll_call(start: _Start) -> None:
     )
     if outcome.service_endpoint is None:
         return  # process 0: its hub is already up, and it starts JAX's service itself
+    start.reached_coordinator_at = outcome.service_endpoint
     # Joined on a helper thread while JAX starts (the join waits on the network with the
     # GIL released): the channel watches this process from the start of JAX's
     # initialize, at no cost to the start's time.
@@ -329,6 +333,13 @@ def _start_jax(start: _Start, coordinator: str) -> None:
     """`jax.distributed.initialize` with every value explicit, in the time left."""
     spec = start.spec
     jax_started = time.monotonic()
+    # Before JAX starts: where the CPU collectives listen (a JAX that cannot be told,
+    # on a host whose name is loopback, stops here in every process).
+    advertised = collectives.choose(
+        spec, start.reached_coordinator_at or coordinator, start.deadline.remaining()
+    )
+    if advertised is not None:
+        collectives.refuse_if_unreachable(advertised)
     _jax_backend.initialize_distributed(
         coordinator,
         spec.num_processes,
@@ -338,6 +349,10 @@ def _start_jax(start: _Start, coordinator: str) -> None:
         lifetime_timeouts=_lifetime_timeouts(spec),
         coordinator_bind_address=spec.coordinator_bind_address,
     )
+    if advertised is not None and _jax_backend.advertise_cpu_collectives(
+        advertised.hostname, advertised.interface
+    ):
+        _logger.info("JAX's CPU collectives advertise %s", advertised.describe())
     start.timings["jax_initialize_s"] = time.monotonic() - jax_started
 
 

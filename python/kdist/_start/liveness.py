@@ -14,7 +14,8 @@ What a process tells the others, and when:
 
 - an uncaught exception (main thread: `sys.excepthook`; any other thread:
   `threading.excepthook`; each chained to the hook that was set before
-  `initialize()`): "failed", with the exception's last line, sent after the
+  `initialize()`): "failed", with the exception's type and message (`describe`: not the
+  notes Python prints after it, such as JAX's traceback-filtering note), sent after the
   traceback is printed; then the process leaves with status 1 (130 for
   KeyboardInterrupt) without JAX's shutdown barrier;
 - a normal end (the program returns, `sys.exit()`): "finished", from an
@@ -51,7 +52,7 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from kdist import _core, _jax_backend, _log
-from kdist._errors import KdistError, RendezvousError, RendezvousTimeoutError
+from kdist._errors import BarrierError, KdistError, RendezvousError, RendezvousTimeoutError
 from kdist._start import stop
 
 _logger = _log.LOGGER
@@ -199,7 +200,8 @@ class BackgroundJoin:
 
 
 def describe(error: BaseException) -> str:
-    """An exception's last line, as the channel tells it: "ValueError: bad shape"."""
+    """An exception as the channel, `kdist launch` and `kdist.testing` name it: its type
+    and its message's first line, "ValueError: bad shape" (never a note that follows)."""
     return _describe(type(error), error)
 
 
@@ -263,7 +265,22 @@ def reported_failures() -> list[str]:
 
 
 def _describe(exc_type: type[BaseException], exc: BaseException | None) -> str:
-    text = traceback.format_exception_only(exc_type, exc)[-1].strip()
+    """ "TypeError: cannot reshape array of shape (2,) ...": the exception's type (with
+    its module, as Python's traceback names it) and its message's first line.
+
+    Never the last line Python prints: that is the last of the exception's notes when it
+    has any (`add_note()`), and nearly every error of a JAX program carries JAX's note
+    "For simplicity, JAX has removed its internal frames ...". A chained exception is
+    named by the one raised, not by its cause.
+    """
+    module, name = exc_type.__module__, exc_type.__qualname__
+    kind = name if module in ("builtins", "__main__", None) else f"{module}.{name}"
+    try:
+        message = str(exc) if exc is not None else ""
+    except Exception:
+        message = "<its message could not be read>"
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "")
+    text = f"{kind}: {first}" if first else kind
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 3] + "..."
 
 
@@ -277,9 +294,13 @@ def _flush() -> None:
 
 
 def _maybe_a_consequence(exc_type: type[BaseException] | None, tb: TracebackType | None) -> bool:
-    """Whether an exception came out of JAX (its type, or its innermost frames)."""
+    """Whether an exception came out of JAX (its type, or its innermost frames), or is a
+    barrier's that another process's end abandoned (kdist.BarrierError: the hub tells the
+    barrier and the failure in the same moment)."""
     if exc_type is None:
         return False
+    if issubclass(exc_type, BarrierError) and not issubclass(exc_type, TimeoutError):
+        return True
     if any(k.__name__ in _JAX_RUNTIME_ERRORS for k in exc_type.__mro__):
         return True
     frames = traceback.extract_tb(tb)[-3:] if tb is not None else []

@@ -116,7 +116,7 @@ def run(folder: Path, process_id: int) -> None:
         # The traceback starts in fn: this function's own frame says nothing.
         tb = _without_first_frame(error) if phase == "call" else error.__traceback__
         text = "".join(traceback.format_exception(type(error), error, tb))
-        last = traceback.format_exception_only(type(error), error)[-1].strip()
+        last = liveness.describe(error)
         _records.write(
             _records.record_path(folder, process_id),
             _records.Record(

@@ -51,8 +51,9 @@ class JobFailed(KdistError, RuntimeError):
         process_id: The process that failed first: the first whose `fn` raised
             (or whose start, or the pickling of its return value, failed), else
             the first that died (a signal, `os._exit`) or exited without returning.
-        error: What it raised, as its last traceback line ("ValueError: bad
-            shape"), or how it ended ("killed by SIGKILL").
+        error: What it raised, its type and message's first line ("ValueError: bad
+            shape"; not the notes that follow, such as JAX's traceback-filtering
+            note), or how it ended ("killed by SIGKILL").
         traceback: Its traceback, as text, from that process; "" when it left
             none (killed by a signal, os._exit).
         ends: How every process ended, in process-id order.

@@ -40,7 +40,7 @@ class Record:
     ok: bool
     value: bytes = b""  # the pickled return value (ok)
     phase: str = ""  # where it failed: "initialize", "load", "call" or "return"
-    error: str = ""  # the exception's last line: "ValueError: bad shape"
+    error: str = ""  # the exception named (liveness.describe): "ValueError: bad shape"
     traceback: str = ""
     port_in_use: bool = False  # process 0's initialize found the coordinator's port taken
     at: float = 0.0  # time.monotonic() when it was written (one clock for the machine)
