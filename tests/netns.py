@@ -75,6 +75,12 @@ class Host:
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return _run(*self.command(argv), check=check)
 
+    def set_link(self, up: bool) -> None:
+        """Takes this host's link down, or brings it back up. Down, nothing it sends
+        leaves and nothing sent to it arrives, and neither side hears a FIN or RST: a host
+        that lost power or its network (its processes keep running)."""
+        self.run("ip", "link", "set", self.device, "up" if up else "down")
+
     def drop_all_incoming(self) -> None:
         """Silently drops every packet that arrives at this host (nftables)."""
         self.run("nft", "add", "table", "inet", "kdist_test")

@@ -382,14 +382,23 @@ def test_unreachable_timeout_follows_a_short_heartbeat_by_default() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("soon", r'KDIST_UNREACHABLE_TIMEOUT="soon" \(from the environment\): .*expected a '
-         r"number of seconds of at least 1"),
-        ("0.5", r'KDIST_UNREACHABLE_TIMEOUT="0.5" \(from the environment\): expected a number '
-         r"of seconds of at least 1"),
+        (
+            "soon",
+            r'KDIST_UNREACHABLE_TIMEOUT="soon" \(from the environment\): .*expected a '
+            r"number of seconds of at least 1",
+        ),
+        (
+            "0.5",
+            r'KDIST_UNREACHABLE_TIMEOUT="0.5" \(from the environment\): expected a number '
+            r"of seconds of at least 1",
+        ),
         ("-3", r"expected a number of seconds of at least 1"),
-        ("100", r'KDIST_UNREACHABLE_TIMEOUT="100" \(from the environment\): is not below '
-         r"heartbeat_timeout \(100 s, from default\): JAX's heartbeat would end the job first, "
-         r"by SIGABRT.*raise heartbeat_timeout \(KDIST_HEARTBEAT_TIMEOUT\) above it"),
+        (
+            "100",
+            r'KDIST_UNREACHABLE_TIMEOUT="100" \(from the environment\): is not below '
+            r"heartbeat_timeout \(100 s, from default\): JAX's heartbeat would end the job first, "
+            r"by SIGABRT.*raise heartbeat_timeout \(KDIST_HEARTBEAT_TIMEOUT\) above it",
+        ),
     ],
 )
 def test_unreachable_timeout_is_checked_before_any_side_effect(
@@ -403,8 +412,11 @@ def test_unreachable_timeout_is_checked_before_any_side_effect(
 def test_unreachable_timeout_below_a_raised_heartbeat_is_accepted() -> None:
     spec = resolve("127.0.0.1:1", 2, 0, heartbeat_timeout=300, unreachable_timeout=150)
     assert spec.unreachable_timeout == 150
-    with pytest.raises(kdist.ConfigError, match=r"unreachable_timeout=150(\.0)? \(argument\): is not "
-                       r"below heartbeat_timeout \(100 s, from default\)"):
+    with pytest.raises(
+        kdist.ConfigError,
+        match=r"unreachable_timeout=150(\.0)? \(argument\): is not "
+        r"below heartbeat_timeout \(100 s, from default\)",
+    ):
         resolve("127.0.0.1:1", 2, 0, unreachable_timeout=150)
 
 

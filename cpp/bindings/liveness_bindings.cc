@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -219,7 +220,14 @@ class LivenessChannelPy {
     WriteLineToStderr(line);
   }
 
+  // The job's end is said once per process: the first caller prints its line
+  // and leaves; one that comes meanwhile (another thread with another notice
+  // of the same end) prints nothing and waits for that exit, bounded.
   [[noreturn]] void Leave(const LiveNotice& notice, const std::string& line, int status) {
+    if (leaving_.exchange(true)) {
+      std::this_thread::sleep_for(flush_bound_ + std::chrono::seconds(5));
+      _exit(status);
+    }
     FlushPythonWithin(flush_bound_);
     Say(notice, line, status);
     _exit(status);
@@ -231,6 +239,7 @@ class LivenessChannelPy {
   std::string record_path_;
   std::atomic<bool> finishing_{false};
   std::atomic<bool> ended_{false};
+  std::atomic<bool> leaving_{false};
   std::mutex mutex_;
   std::vector<std::string> reported_;
 };

@@ -43,8 +43,8 @@ struct LivenessOptions {
 };
 
 // What an end does with a notice, called on its channel's thread. A spoke's
-// gets every notice from process 0 (and a synthesized kDied for process 0 when
-// its connection closes before kAllDone); the hub's gets each notice its
+// gets every notice from process 0 (and a synthesized kDied or kUnreachable for
+// process 0 when its connection ends before kAllDone); the hub's gets each notice its
 // thread sends the other processes (what process 0's own ReportFailure and
 // Finish send is not handed back).
 using NoticeHandler = std::function<void(const LiveNotice&)>;

@@ -495,7 +495,10 @@ void LivenessHub::Run() {
       }
     }
     Deliver(local);  // from Tick and CloseJoins
-    if (deferred_) next_expiry = std::min(next_expiry, deferred_until_ - clock.Now());
+    {
+      std::lock_guard<std::mutex> turn(deliver_mutex_);
+      if (deferred_) next_expiry = std::min(next_expiry, deferred_until_ - clock.Now());
+    }
     if (Poll(fds, std::max(next_expiry, Nanos(0))) < 0) {
       clock.Sleep(std::chrono::milliseconds(10));  // EBADF cannot happen; never spin
       continue;
@@ -605,6 +608,7 @@ void LivenessHub::Deliver(std::vector<LiveNotice>& local) {
   // notice waits (bounded) until every process that has not joined yet has
   // joined and heard it.
   RealClock clock;
+  std::lock_guard<std::mutex> turn(deliver_mutex_);
   for (const LiveNotice& notice : local) {
     const bool ends = EndsTheJob(notice.kind);
     if (ends && !deferred_ && AnyoneUntold()) {

@@ -146,7 +146,10 @@ class LivenessHub {
   uint64_t next_key_ = 0;
   std::optional<Nanos> close_joins_at_;  // set by Finish (a RealClock time)
   std::set<int64_t> told_;  // joined after a failure ended the job, and were told it
-  // A failure process 0 has not acted on yet (the hub's thread only).
+  // Deliver runs on the hub's thread and on RequestStop's caller: this makes
+  // them take turns, so that a deferred notice is handed on once, and guards
+  // the failure process 0 has not acted on yet.
+  std::mutex deliver_mutex_;
   std::optional<LiveNotice> deferred_;
   Nanos deferred_until_{0};
 

@@ -5,7 +5,8 @@
 // is DecideOnNotice's (liveness_book.h).
 //
 // Process 0 gone is a death too: its connection closing before "every process
-// finished" is reported as process 0's kDied.
+// finished" is reported as process 0's kDied, or as kUnreachable when it timed
+// out (this process lost the coordinator: LostConnectionNotice).
 //
 // Stopping together: the thread also watches this process's StopBoard
 // (BoardWatch) and tells process 0 when the process first asks should_stop,

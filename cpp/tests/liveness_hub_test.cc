@@ -55,6 +55,32 @@ TEST(LivenessHub, AClosedConnectionIsADeathAndProcessZerosFailureIsToldToAll) {
   second.hub->Stop();  // after a failure, process 0's close adds nothing the spoke acts on
 }
 
+TEST(LivenessHub, ADeferredDeathIsHandedToProcessZeroOnceWhileAnotherThreadAsksToStop) {
+  // Process 0 acts on a death only once every process heard it (it leaves
+  // last), from whichever thread delivers next: its channel's, or one asking
+  // to stop. The two must not both hand it on (each would print the line).
+  Job job;
+  KDIST_ASSERT_OK(StartJob(job, 3));
+  job.spokes[1]->Stop();  // process 2 dies while process 1 is still connected
+  ASSERT_TRUE(job.inboxes[0]->WaitFor(1));
+  std::atomic<bool> asking{true};
+  std::thread asker([&] {
+    for (int i = 0; i < 100000 && asking.load(); ++i) {
+      (void)job.hub->RequestStop("asked meanwhile");
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  job.spokes[0]->Stop();  // process 1 leaves: the death is handed on now
+  ASSERT_TRUE(job.hub_inbox.WaitFor(1));
+  EXPECT_FALSE(job.hub_inbox.WaitFor(2, milliseconds(500)));
+  asking = false;
+  asker.join();
+  std::lock_guard<std::mutex> lock(job.hub_inbox.mutex);
+  ASSERT_EQ(job.hub_inbox.notices.size(), size_t{1});
+  EXPECT_TRUE(job.hub_inbox.notices[0].kind == LiveKind::kDied);
+  EXPECT_EQ(job.hub_inbox.notices[0].process_id, int64_t{2});
+}
+
 TEST(LivenessHub, EveryoneFinishedEndsTheWait) {
   Job job;
   KDIST_ASSERT_OK(StartJob(job, 3));

@@ -95,6 +95,51 @@ TEST(Resolve, StallTimeoutIsOffByDefaultAndTakesSecondsOrOff) {
                      "KDIST_STALL_TIMEOUT=\"soon\" (from the environment)");
 }
 
+TEST(Resolve, UnreachableTimeoutIsTwentySecondsByDefault) {
+  auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->unreachable_timeout_seconds.value, 20.0);
+  EXPECT_EQ(spec->unreachable_timeout_seconds.source, std::string("default"));
+}
+
+TEST(Resolve, UnreachableTimeoutTakesSecondsWithItsSource) {
+  auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_UNREACHABLE_TIMEOUT", "6.5"}});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->unreachable_timeout_seconds.value, 6.5);
+  EXPECT_EQ(spec->unreachable_timeout_seconds.source, std::string("KDIST_UNREACHABLE_TIMEOUT"));
+  Request request = Args("10.0.0.1:1234", "2", "1");
+  request.unreachable_timeout = "8";
+  spec = Resolve(request, {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->unreachable_timeout_seconds.source, std::string("argument"));
+}
+
+TEST(Resolve, UnreachableTimeoutFollowsAShortHeartbeatByDefault) {
+  auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_HEARTBEAT_TIMEOUT", "12"}});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->unreachable_timeout_seconds.value, 6.0);
+  EXPECT_EQ(spec->unreachable_timeout_seconds.source,
+            std::string("default (half of heartbeat_timeout)"));
+}
+
+TEST(Resolve, UnreachableTimeoutBelowOneSecondIsRefused) {
+  KDIST_EXPECT_ERROR(
+      Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_UNREACHABLE_TIMEOUT", "0.5"}}),
+      StatusCode::kInvalidArgument,
+      "KDIST_UNREACHABLE_TIMEOUT=\"0.5\" (from the environment): expected a number of seconds "
+      "of at least 1");
+}
+
+TEST(Resolve, UnreachableTimeoutThatCannotWinAgainstTheHeartbeatIsRefused) {
+  KDIST_EXPECT_ERROR(
+      Resolve(Args("10.0.0.1:1234", "2", "1"),
+              {{"KDIST_UNREACHABLE_TIMEOUT", "30"}, {"KDIST_HEARTBEAT_TIMEOUT", "30"}}),
+      StatusCode::kInvalidArgument,
+      "KDIST_UNREACHABLE_TIMEOUT=\"30\" (from the environment): is not below "
+      "heartbeat_timeout (30 s, from KDIST_HEARTBEAT_TIMEOUT): JAX's heartbeat would end the "
+      "job first");
+}
+
 TEST(Resolve, StopSignalsAndStallTimeoutArePartOfTheFingerprint) {
   auto plain = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
   auto usr1 = Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_STOP_SIGNALS", "SIGUSR1"}});
