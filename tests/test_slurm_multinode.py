@@ -175,6 +175,11 @@ def test_kdist_doctor_under_srun_on_every_node(slurm: Cluster, tmp_path: Path) -
         # The probe reached the first node's address from either node: nothing listens
         # there yet (the doctor starts no job), and the host answered so.
         assert report["probe"]["status"] == "refused", report["probe"]
+        # The collectives would advertise this task's own node's address (the one that
+        # reaches node1), not its host name's, which resolves to loopback.
+        chosen = report["collectives"]
+        assert chosen["address"] == slurm.nodes[task].address, chosen
+        assert chosen["host_name_addresses"] == ["127.0.0.1"], chosen
 
 
 # --- computing across the nodes -----------------------------------------------------------
