@@ -4,8 +4,9 @@
 # Keras; builds kdist's wheel and installs it with its test dependencies;
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
-# package (with real MPI launchers), then the Slurm tests on a real single-node Slurm
-# (scripts/slurm.sh: started for them and stopped after, unless it was already up), then
+# package (with real MPI launchers), then the Slurm tests on a real single-node Slurm and
+# on a real two-node one (scripts/slurm.sh [--nodes 2]: started for them and stopped after,
+# unless it was already up), then
 # Keras's own distribution tests against kdist (scripts/keras_upstream.sh), then the
 # compat tests on Python 3.11 at the oldest JAX and Keras and at the newest for 3.11
 # (scripts/compat.sh). Before the main pytest run, the release (scripts/release.sh): the
@@ -90,19 +91,26 @@ cp311_wheel="$PWD/$(ls dist/kdist-*-cp311-cp311-*_x86_64.whl)"
 stage "Python tests" "(against the installed package, on $("$venv/bin/python" -V))"
 "$venv/bin/python" -m pytest -m "not slurm" "$@"
 
-stage "Slurm" "(a real single-node cluster on loopback, scripts/slurm.sh, its start and stop included, and the tests on it)"
-# Installed when missing and running as root; where it cannot start, the tests skip and say why.
-slurm_ours=
-if ! bash scripts/slurm.sh status > /dev/null 2>&1; then
-  slurm_ours=1
-  trap 'bash scripts/slurm.sh stop' EXIT
-  bash scripts/slurm.sh start > /dev/null || true
-fi
-"$venv/bin/python" -m pytest -m slurm tests/test_slurm.py
-if [ -n "$slurm_ours" ]; then
-  bash scripts/slurm.sh stop
-  trap - EXIT
-fi
+stage "Slurm" "(a real single-node cluster on loopback, then a two-node one in network namespaces: scripts/slurm.sh, their start and stop included, and the tests on each)"
+# Installed when missing and running as root; where a cluster cannot start, its tests skip and
+# say why. A cluster this stage starts is stopped after its tests (by pid, with the namespaces,
+# bridge and /etc/hosts lines it made), also when they fail.
+for slurm_run in "1 tests/test_slurm.py" "2 tests/test_slurm_multinode.py"; do
+  read -r nodes tests <<< "$slurm_run"
+  part_started=$SECONDS
+  slurm_ours=
+  if ! bash scripts/slurm.sh status --nodes "$nodes" > /dev/null 2>&1; then
+    slurm_ours=1
+    trap "bash scripts/slurm.sh stop --nodes $nodes" EXIT
+    bash scripts/slurm.sh start --nodes "$nodes" > /dev/null || true
+  fi
+  "$venv/bin/python" -m pytest -m slurm "$tests"
+  if [ -n "$slurm_ours" ]; then
+    bash scripts/slurm.sh stop --nodes "$nodes"
+    trap - EXIT
+  fi
+  echo "Slurm, $nodes node(s): $((SECONDS - part_started)) s, the cluster's start and stop included"
+done
 
 stage "Keras's own distribution tests" "(from its sdist: Keras alone, then served by kdist)"
 KDIST_VENV="$venv" bash scripts/keras_upstream.sh both

@@ -1,8 +1,11 @@
-"""A real single-node Slurm cluster for tests/test_slurm.py: scripts/slurm.sh's.
+"""A real Slurm cluster for the Slurm tests: scripts/slurm.sh's, of one node on loopback
+(tests/test_slurm.py) or of several, each node a network namespace of its own
+(tests/test_slurm_multinode.py).
 
-`cluster()` uses the cluster scripts/slurm.sh started (scripts/test.sh starts it around
-the Slurm tests), or starts one itself when Slurm is installed (and stops it after), or
-says why there is none (`Unavailable`). Every client command runs with SLURM_CONF set:
+`cluster(nodes)` uses the cluster scripts/slurm.sh started (scripts/test.sh starts both
+around the Slurm tests), or starts one itself when Slurm is installed (and stops it after,
+by pid, with the namespaces, bridge and /etc/hosts lines it made), or says why there is
+none (`Unavailable`). Every client command runs with SLURM_CONF set:
 a Slurm client without a configuration looks its controller up in DNS (SRV records),
 which would send a query off the machine.
 
@@ -22,11 +25,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import netns
 from support import clean_env
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SCRIPT = REPOSITORY / "scripts" / "slurm.sh"
 DIRECTORY = Path(os.environ.get("KDIST_SLURM_DIR", REPOSITORY / "build" / "slurm"))
+# The multi-node cluster's (scripts/slurm.sh's default for --nodes 2 or more).
+MULTINODE_DIRECTORY = Path(
+    os.environ.get("KDIST_SLURM_MULTINODE_DIR", REPOSITORY / "build" / "slurm-multinode")
+)
 COMMAND_SECONDS = 30  # any one Slurm client command
 
 
@@ -34,13 +42,15 @@ class Unavailable(Exception):
     """No cluster: the message says why."""
 
 
-def _script(action: str, **env: str) -> subprocess.CompletedProcess[str]:
+def _script(
+    action: str, directory: Path, nodes: int, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(SCRIPT), action],
+        ["bash", str(SCRIPT), action, "--nodes", str(nodes)],
         capture_output=True,
         text=True,
-        timeout=120,
-        env={**os.environ, "KDIST_SLURM_DIR": str(DIRECTORY), **env},
+        timeout=180,
+        env={**os.environ, "KDIST_SLURM_DIR": str(directory), **env},
     )
 
 
@@ -91,11 +101,33 @@ class Jobs:
 
 
 @dataclass
+class Node:
+    """One node: its name, its address, and (several nodes) its namespace and the root
+    namespace's end of its link to the bridge."""
+
+    name: str
+    address: str
+    namespace: str | None = None
+    link: str | None = None
+
+
+@dataclass
 class Cluster:
-    """The running cluster: its configuration file and its KillWait."""
+    """The running cluster: its configuration file, its KillWait and its nodes."""
 
     conf: str
     kill_wait: float
+    nodes: list[Node] = field(default_factory=list)
+
+    def set_link(self, node: Node, up: bool) -> None:
+        """Takes `node`'s link to the bridge down (the node vanishes: no FIN, no RST) or up."""
+        assert node.link is not None, f"{node.name} has no link of its own (a one-node cluster)"
+        subprocess.run(
+            ["ip", "link", "set", node.link, "up" if up else "down"],
+            check=True,
+            capture_output=True,
+            timeout=COMMAND_SECONDS,
+        )
 
     def env(self, devices: int = 2, **extra: str) -> dict[str, str]:
         """A job's environment: clean_env() without any SLURM_* variable, with SLURM_CONF."""
@@ -192,32 +224,55 @@ class Cluster:
         self.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
 
 
+def _nodes(variables: Mapping[str, str]) -> list[Node]:
+    """The nodes scripts/slurm.sh names (KDIST_SLURM_HOSTS, KDIST_SLURM_NAMESPACES, ...)."""
+    hosts = [item.partition("=") for item in variables["KDIST_SLURM_HOSTS"].split(",")]
+    namespaces = variables.get("KDIST_SLURM_NAMESPACES", "").split(",")
+    links = variables.get("KDIST_SLURM_LINKS", "").split(",")
+    return [
+        Node(name, address, namespaces[i] or None, links[i] or None)
+        for i, (name, _, address) in enumerate(hosts)
+    ]
+
+
 @contextlib.contextmanager
-def cluster() -> Iterator[Cluster]:
-    """The cluster of scripts/slurm.sh, started here when it is not up (and then stopped
-    here); raises Unavailable, saying why, where there is none."""
+def cluster(nodes: int = 1) -> Iterator[Cluster]:
+    """The cluster of scripts/slurm.sh with `nodes` nodes, started here when it is not up
+    (and then stopped here); raises Unavailable, saying why, where there is none."""
+    directory = DIRECTORY if nodes == 1 else MULTINODE_DIRECTORY
     if shutil.which("bash") is None:
         raise Unavailable("bash is missing")
-    status = _script("status")
+    status = _script("status", directory, nodes)
     started = False
     if status.returncode != 0:
         if not (shutil.which("slurmctld") and shutil.which("srun")):
             raise Unavailable(
                 "Slurm is not installed (bash scripts/slurm.sh start installs slurm-wlm and "
-                "munge, as root, and starts a single-node cluster on loopback)"
+                "munge, as root, and starts a single-node cluster on loopback; --nodes 2, "
+                "a cluster of two nodes in network namespaces)"
             )
-        status = _script("start", KDIST_SLURM_NO_INSTALL="1")
+        if nodes > 1:
+            reason = netns.unavailable_reason() or (
+                None if shutil.which("nsenter") else "a multi-node cluster needs nsenter"
+            )
+            if reason is not None:
+                raise Unavailable(f"no multi-node Slurm cluster: {reason}")
+        status = _script("start", directory, nodes, KDIST_SLURM_NO_INSTALL="1")
         if status.returncode != 0:
             reason = (
-                (DIRECTORY / "unavailable").read_text().strip()
-                if (DIRECTORY / "unavailable").exists()
+                (directory / "unavailable").read_text().strip()
+                if (directory / "unavailable").exists()
                 else status.stderr.strip()
             )
             raise Unavailable(f"the Slurm test cluster cannot start: {reason}")
         started = True
     variables = _variables(status.stdout)
     try:
-        yield Cluster(variables["SLURM_CONF"], float(variables["KDIST_SLURM_KILL_WAIT"]))
+        yield Cluster(
+            variables["SLURM_CONF"],
+            float(variables["KDIST_SLURM_KILL_WAIT"]),
+            _nodes(variables),
+        )
     finally:
         if started:
-            _script("stop")
+            _script("stop", directory, nodes)

@@ -23,15 +23,33 @@ from pathlib import Path
 import pytest
 
 import slurm_cluster
-from slurm_cluster import Cluster, Job
-from support import KDIST_SCRIPT, WORKERS
+from slurm_cluster import Cluster
+from slurm_events import (
+    KERAS_BATCHES,
+    KERAS_WORKER,
+    STEP_SECONDS,
+    WORKER,
+    assert_resumed_as_uninterrupted,
+    assert_stopped_together,
+    event,
+    events,
+    expected_total,
+    figure,
+    keras_batch_script,
+    keras_report,
+    started_at,
+    submit,
+    task_files,
+    task_output,
+    wait_events,
+    wait_gone,
+    wait_reports,
+)
+from support import KDIST_SCRIPT
 
 pytestmark = pytest.mark.slurm
 
-WORKER = str(WORKERS / "slurm_steps.py")
-KERAS_WORKER = str(WORKERS / "keras_backup.py")
 HOST = os.uname().nodename
-STEP_SECONDS = 90  # bounds one srun step or one run of a batch job; nothing is timed by it
 
 
 @pytest.fixture(scope="module")
@@ -41,69 +59,6 @@ def slurm() -> Iterator[Cluster]:
             yield cluster
     except slurm_cluster.Unavailable as unavailable:
         pytest.skip(str(unavailable))
-
-
-def figure(text: str) -> None:
-    print(f"\nslurm figure: {text}", file=sys.stderr)
-
-
-def events(directory: Path, process_id: int) -> list[dict[str, object]]:
-    path = directory / f"events-{process_id}.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def event(directory: Path, process_id: int, name: str, run: int = 0) -> dict[str, object] | None:
-    """Process `process_id`'s event `name` in the job's run `run` (its restart count)."""
-    for record in events(directory, process_id):
-        if record["event"] == name and record["restart_count"] == run:
-            return record
-    return None
-
-
-def wait_events(directory: Path, name: str, tasks: int, timeout: float, run: int = 0) -> None:
-    deadline = time.monotonic() + timeout
-    while any(event(directory, i, name, run) is None for i in range(tasks)):
-        assert time.monotonic() < deadline, (
-            f"no {name!r} event from every task after {timeout} s: "
-            f"{[events(directory, i) for i in range(tasks)]}"
-        )
-        time.sleep(0.05)
-
-
-def wait_gone(pids: list[int], timeout: float) -> float:
-    """Seconds until none of `pids` runs any more (the tasks are slurmstepd's children)."""
-    started = time.monotonic()
-    while any(Path(f"/proc/{pid}").exists() for pid in pids):
-        assert time.monotonic() - started < timeout, f"tasks {pids} still run after {timeout} s"
-        time.sleep(0.01)
-    return time.monotonic() - started
-
-
-def task_output(directory: Path, task: int) -> tuple[str, str]:
-    """Task `task`'s stdout and stderr, from srun --output/--error files."""
-    return (
-        (directory / f"task-{task}.out").read_text(errors="replace"),
-        (directory / f"task-{task}.err").read_text(errors="replace"),
-    )
-
-
-TASK_FILES = ["--output={dir}/task-%t.out", "--error={dir}/task-%t.err"]
-
-
-def task_files(directory: Path) -> list[str]:
-    return [option.format(dir=directory) for option in TASK_FILES]
-
-
-def started_at(fields: dict[str, str]) -> float:
-    """A job's StartTime (Slurm writes local time, to the second) as a time.time() value."""
-    return time.mktime(time.strptime(fields["StartTime"], "%Y-%m-%dT%H:%M:%S"))
-
-
-def expected_total(steps: int, tasks: int) -> int:
-    """The result of an uninterrupted run of slurm_steps.py."""
-    return steps * (steps - 1) // 2 * tasks * (tasks + 1) // 2
 
 
 # --- starting -----------------------------------------------------------------------------
@@ -242,48 +197,6 @@ def test_a_value_that_contradicts_slurm_is_named_in_every_task_at_once(
 
 
 # --- stopping -------------------------------------------------------------------------------
-
-
-BATCH_SCRIPT = """#!/bin/bash
-# The batch script of the stop tests: one srun step of every task; a run that did not
-# reach the last step is requeued (the job resumes from the state its tasks saved).
-srun {python} {worker}
-status=$?
-echo "batch: srun exited with status $status (restart ${{SLURM_RESTART_COUNT:-0}})"
-if [ ! -f "$SLURM_TEST_DIR/result-0.json" ] && [ -n "${{REQUEUE_UNFINISHED:-}}" ]; then
-  scontrol requeue "$SLURM_JOB_ID"
-fi
-exit $status
-"""
-
-
-def batch_script(directory: Path) -> Path:
-    path = directory / "job.sh"
-    path.write_text(BATCH_SCRIPT.format(python=sys.executable, worker=WORKER))
-    path.chmod(0o755)
-    return path
-
-
-def submit(slurm: Cluster, job: Job, directory: Path, options: list[str], **env: str) -> str:
-    return slurm.sbatch(
-        job,
-        batch_script(directory),
-        env=slurm.env(SLURM_TEST_DIR=str(directory), **env),
-        options=["-n2", f"--output={directory}/batch.out", "--open-mode=append", *options],
-    )
-
-
-def assert_stopped_together(directory: Path, tasks: int, run: int = 0) -> int:
-    """Every task stopped at one step, saved it, and exited by itself; returns the step."""
-    stopped = [event(directory, i, "stopped", run) for i in range(tasks)]
-    assert None not in stopped, [events(directory, i) for i in range(tasks)]
-    steps = {record["step"] for record in stopped if record}
-    assert len(steps) == 1, stopped
-    for i in range(tasks):
-        saved = json.loads((directory / f"state-{i}.json").read_text())
-        assert saved["next_step"] == steps.copy().pop()
-        assert event(directory, i, "exited", run) is not None, events(directory, i)
-    return int(steps.pop())
 
 
 @pytest.mark.parametrize("command", [["scancel"], ["scancel", "--signal=TERM"]])
@@ -436,57 +349,6 @@ def test_a_requeued_job_resumes_and_ends_with_the_uninterrupted_result(
 
 # --- the Keras main job: kdist.BackupAndRestore under a time limit and a requeue -----------
 
-KERAS_BATCH_SCRIPT = """#!/bin/bash
-# fit() with kdist.BackupAndRestore in every task. The first run's batches are slow (48 x
-# 3 s, longer than the 120 s limit), so the signal always lands mid-training. Slurm sends
-# --signal=USR1@30 at its first time-limit check (every ~30 s) less than 60 s before the
-# limit: 60 to 90 s into the job, after the imports and kdist.initialize even on a busy
-# machine (before them, its default action would kill the task; with --time=1 it came 22 s
-# in, and on a busy machine before kdist.initialize). A run that stopped (a non-zero status:
-# 128 + the stop signal) requeues the job once.
-restart=${{SLURM_RESTART_COUNT:-0}}
-if [ "$restart" = 0 ]; then export BACKUP_STEP_SLEEP=3; fi
-srun --output="$SLURM_TEST_DIR/keras-%t-run$restart.out" \\
-  --error="$SLURM_TEST_DIR/keras-%t-run$restart.err" {python} {worker}
-status=$?
-echo "batch: srun exited with status $status (restart $restart)"
-if [ "$status" != 0 ] && [ "$restart" = 0 ]; then
-  scontrol requeue "$SLURM_JOB_ID"
-fi
-exit $status
-"""
-
-
-def keras_report(directory: Path, task: int, run: str) -> dict[str, object]:
-    """The JSON line keras_backup.py prints last, from task `task`'s output of `run`."""
-    out = directory / f"keras-{task}-{run}.out"
-    lines = out.read_text().strip().splitlines() if out.exists() else []
-    assert lines and lines[-1].startswith("{"), job_outputs(directory, run)
-    report: dict[str, object] = json.loads(lines[-1])
-    return report
-
-
-def wait_reports(directory: Path, run: str, timeout: float) -> None:
-    """Until every task of `run` printed its last line (its report) and ended."""
-    deadline = time.monotonic() + timeout
-    for task in range(2):
-        out = directory / f"keras-{task}-{run}.out"
-        while not (out.exists() and out.read_text().rstrip().endswith("}")):
-            if time.monotonic() >= deadline:
-                pytest.fail(f"no report in {out} after {timeout} s\n{job_outputs(directory, run)}")
-            time.sleep(0.1)
-
-
-def job_outputs(directory: Path, run: str) -> str:
-    """The batch script's output and the tail of each task's output and errors in `run`."""
-    parts = []
-    names = [f"keras-{task}-{run}.{kind}" for task in range(2) for kind in ("out", "err")]
-    for name in ["batch.out", *names]:
-        path = directory / name
-        text = path.read_text(errors="replace")[-2000:] if path.exists() else "(none)"
-        parts.append(f"--- {name}:\n{text}")
-    return "\n".join(parts)
-
 
 @pytest.mark.slow
 def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_as_uninterrupted(
@@ -495,6 +357,11 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
     # kdist.BackupAndRestore in model.fit, --signal=USR1@30 with KDIST_STOP_SIGNALS: every
     # task saves at the agreed batch and stops; the requeued run (SLURM_RESTART_COUNT=1)
     # resumes at the next batch and ends with the weights of a fit that was never stopped.
+    # The first run's batches take 3 s (48 x 3 s, longer than the 120 s limit). Slurm sends
+    # --signal=USR1@30 at its first time-limit check (every ~30 s) less than 60 s before the
+    # limit: 60 to 90 s into the job, after the imports and kdist.initialize even on a busy
+    # machine (before them, its default action would kill the task; with --time=1 it came 22 s
+    # in, and on a busy machine before kdist.initialize).
     keras_env = {
         "KERAS_BACKEND": "jax",
         "KERAS_HOME": str(tmp_path / "keras-home"),
@@ -522,12 +389,9 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
         assert result.returncode == 0, result.stderr
         expected = [keras_report(reference_dir, i, "reference") for i in range(2)]
 
-        script = tmp_path / "keras-job.sh"
-        script.write_text(KERAS_BATCH_SCRIPT.format(python=sys.executable, worker=KERAS_WORKER))
-        script.chmod(0o755)
         job_id = slurm.sbatch(
             jobs.new(),
-            script,
+            keras_batch_script(tmp_path),
             env=slurm.env(
                 **keras_env,
                 SLURM_TEST_DIR=str(tmp_path),
@@ -549,26 +413,8 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
         slurm.start_now(job_id, STEP_SECONDS)
         fields = slurm.wait_job(job_id, {"COMPLETED", "FAILED"}, 2 * STEP_SECONDS)
         second = [keras_report(tmp_path, i, "run1") for i in range(2)]
-    batch = (tmp_path / "batch.out").read_text()
-    assert "asked to stop (SIGUSR1); every process stops at step" in (
-        (tmp_path / "keras-0-run0.err").read_text() + (tmp_path / "keras-1-run0.err").read_text()
-    ), batch
-    assert "batch: srun exited with status 0 (restart 1)" in batch, batch
-    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), fields
-    stopped = {report["stopped_step"] for report in first}
-    assert len(stopped) == 1 and None not in stopped, first
-    step = stopped.pop()
-    total = 3 * 16  # keras_backup.py's default: 3 epochs of 16 batches
-    assert isinstance(step, int) and 0 < step < total, (step, total)
-    for pid in range(2):
-        assert second[pid]["restored_step"] == step, second[pid]
-        assert second[pid]["iterations"] == total  # no batch trained twice
-        for part in ("weights", "optimizer"):
-            got, want = second[pid][part], expected[pid][part]
-            assert isinstance(got, dict) and isinstance(want, dict)
-            assert list(got) == list(want)
-            for name, values in want.items():
-                assert got[name] == values, (part, name)
+    step = assert_resumed_as_uninterrupted(tmp_path, first, second, expected, fields)
+    total = KERAS_BATCHES
     ends, started = first[0]["batch_ends"], first[0]["marks"]
     assert isinstance(ends, list) and isinstance(started, dict)
     stopped_after = ends[step - 1] - started["started"]

@@ -17,7 +17,9 @@ uninterrupted one, and a lost, repeated or disagreed step shows in it.
 Environment:
   SLURM_TEST_DIR    where the state files, the result and the event log go (shared)
   SLURM_TEST_MODE   "steps" (default): the loop above; "fail": process SLURM_TEST_WHO raises
-                    at step 20; "report": print the resolved configuration and exit
+                    at step 20; "report": print the resolved configuration and exit;
+                    "collectives": print what a process_allgather and a jit psum over every
+                    device of the job give, and exit
   SLURM_TEST_STEPS  the number of steps of the whole job (default 400)
   SLURM_TEST_STEP_SECONDS      each step's sleep in the job's first run (default 0.02)
   SLURM_TEST_RESUMED_STEP_SECONDS  ... in a restarted run (restart_count > 0; default 0.002)
@@ -65,6 +67,52 @@ if MODE == "report":
                 "local_devices": len(jax.local_devices()),
                 "slurm_procid": os.environ.get("SLURM_PROCID"),
                 "job_id": os.environ.get("SLURM_JOB_ID"),
+                "node": os.environ.get("SLURMD_NODENAME"),
+            }
+        ),
+        flush=True,
+    )
+    sys.exit(0)
+
+if MODE == "collectives":
+    kdist.initialize()
+    spec = kdist.cluster_spec()
+    assert spec is not None
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import multihost_utils
+    from jax.sharding import Mesh, PartitionSpec
+
+    try:
+        from jax import shard_map  # type: ignore[attr-defined]
+    except ImportError:  # before JAX 0.6
+        from jax.experimental.shard_map import shard_map
+
+    # Each process's id, gathered from every process (across the nodes).
+    gathered = multihost_utils.process_allgather(np.array([spec.process_id]))
+    # One value per device, 1 + its index in the job's device order; a psum over the
+    # mesh of every device adds them all (an all-reduce across the processes).
+    devices = jax.devices()
+    mesh = Mesh(np.array(devices), ("d",))
+    mine = [i + 1 for i, d in enumerate(devices) if d.process_index == jax.process_index()]
+    local = np.array(mine, dtype=np.float32)
+    x = multihost_utils.host_local_array_to_global_array(local, mesh, PartitionSpec("d"))
+    summed = jax.jit(
+        shard_map(
+            lambda a: jax.lax.psum(jnp.sum(a), "d"),
+            mesh=mesh,
+            in_specs=PartitionSpec("d"),
+            out_specs=PartitionSpec(),
+        )
+    )(x)
+    print(
+        json.dumps(
+            {
+                "process_id": spec.process_id,
+                "node": os.environ.get("SLURMD_NODENAME"),
+                "allgather": np.asarray(gathered).ravel().tolist(),
+                "psum": float(np.asarray(summed.addressable_data(0))),
+                "devices": len(devices),
             }
         ),
         flush=True,
