@@ -175,6 +175,48 @@ def keras_batch_script(directory: Path) -> Path:
     return path
 
 
+def keras_env(directory: Path) -> dict[str, str]:
+    """keras_backup.py's settings for a run whose files go to `directory` (its seed: every
+    run of a test, stopped or not, trains the same model)."""
+    return {
+        "KERAS_BACKEND": "jax",
+        "KERAS_HOME": str(directory / "keras-home"),
+        "BACKUP_SEED": "20261201",
+    }
+
+
+def run_keras_reference(
+    slurm: Cluster,
+    job: Job,
+    directory: Path,
+    options: list[str],
+    timeout: float,
+    *,
+    tasks: int = 2,
+) -> list[dict[str, object]]:
+    """An uninterrupted fit (keras_backup.py without a backup) as one srun step with
+    `options`, its outputs in `directory` (run "reference"): each task's report, what a
+    stopped and resumed job must end with."""
+    result = slurm.srun(
+        job,
+        [sys.executable, KERAS_WORKER],
+        env=slurm.env(
+            **keras_env(directory),
+            BACKUP_IMPL="none",
+            BACKUP_DIR=str(directory / "unused"),
+            SLURM_TEST_DIR=str(directory),
+        ),
+        options=[
+            *options,
+            f"--output={directory}/keras-%t-reference.out",
+            f"--error={directory}/keras-%t-reference.err",
+        ],
+        timeout=timeout,
+    )
+    assert result.returncode == 0, (result.stderr, job_outputs(directory, "reference", tasks))
+    return [keras_report(directory, task, "reference", tasks) for task in range(tasks)]
+
+
 def keras_report(directory: Path, task: int, run: str, tasks: int = 2) -> dict[str, object]:
     """The JSON line keras_backup.py prints last, from task `task`'s output of `run`."""
     out = directory / f"keras-{task}-{run}.out"

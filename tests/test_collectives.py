@@ -75,7 +75,7 @@ def _jax_without_the_address(monkeypatch: pytest.MonkeyPatch, *addresses: str) -
     monkeypatch.setattr(collectives, "host_name_addresses", lambda: ("vm", list(addresses)))
 
 
-ACROSS_HOSTS = collectives.CollectivesAddress("10.0.0.2", "the route", hostname="10.0.0.2")
+ACROSS_HOSTS = collectives.CollectivesAddress("10.0.0.2", "the route")
 
 
 def test_a_jax_that_cannot_take_the_address_stops_the_start_where_the_name_is_loopback(
@@ -95,7 +95,7 @@ def test_nothing_stops_where_the_default_would_work(monkeypatch: pytest.MonkeyPa
     collectives.refuse_if_unreachable(ACROSS_HOSTS)  # the name is not loopback
     _jax_without_the_address(monkeypatch, "127.0.1.1")
     collectives.refuse_if_unreachable(  # one host: loopback reaches every process
-        collectives.CollectivesAddress("127.0.0.1", "the route", hostname="127.0.0.1")
+        collectives.CollectivesAddress("127.0.0.1", "the route")
     )
 
 

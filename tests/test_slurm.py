@@ -26,7 +26,6 @@ import slurm_cluster
 from slurm_cluster import Cluster
 from slurm_events import (
     KERAS_BATCHES,
-    KERAS_WORKER,
     STEP_SECONDS,
     WORKER,
     assert_resumed_as_uninterrupted,
@@ -36,7 +35,9 @@ from slurm_events import (
     expected_total,
     figure,
     keras_batch_script,
+    keras_env,
     keras_report,
+    run_keras_reference,
     started_at,
     submit,
     task_files,
@@ -362,38 +363,15 @@ def test_the_keras_job_saves_at_the_time_limit_signal_and_the_requeued_job_ends_
     # limit: 60 to 90 s into the job, after the imports and kdist.initialize even on a busy
     # machine (before them, its default action would kill the task; with --time=1 it came 22 s
     # in, and on a busy machine before kdist.initialize).
-    keras_env = {
-        "KERAS_BACKEND": "jax",
-        "KERAS_HOME": str(tmp_path / "keras-home"),
-        "BACKUP_SEED": "20261201",
-    }
     reference_dir = tmp_path / "reference"
     reference_dir.mkdir()
     with slurm.jobs() as jobs:
-        result = slurm.srun(
-            jobs.new(),
-            [sys.executable, KERAS_WORKER],
-            env=slurm.env(
-                **keras_env,
-                BACKUP_IMPL="none",
-                BACKUP_DIR=str(reference_dir / "unused"),
-                SLURM_TEST_DIR=str(reference_dir),
-            ),
-            options=[
-                "-n2",
-                f"--output={reference_dir}/keras-%t-reference.out",
-                f"--error={reference_dir}/keras-%t-reference.err",
-            ],
-            timeout=STEP_SECONDS,
-        )
-        assert result.returncode == 0, result.stderr
-        expected = [keras_report(reference_dir, i, "reference") for i in range(2)]
-
+        expected = run_keras_reference(slurm, jobs.new(), reference_dir, ["-n2"], STEP_SECONDS)
         job_id = slurm.sbatch(
             jobs.new(),
             keras_batch_script(tmp_path),
             env=slurm.env(
-                **keras_env,
+                **keras_env(tmp_path),
                 SLURM_TEST_DIR=str(tmp_path),
                 BACKUP_DIR=str(tmp_path / "backup"),
                 BACKUP_SAVE_FREQ="epoch",

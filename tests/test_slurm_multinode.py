@@ -30,7 +30,6 @@ import pytest
 import slurm_cluster
 from slurm_cluster import Cluster
 from slurm_events import (
-    KERAS_WORKER,
     STEP_SECONDS,
     WORKER,
     assert_resumed_as_uninterrupted,
@@ -38,9 +37,10 @@ from slurm_events import (
     event,
     events,
     figure,
-    job_outputs,
     keras_batch_script,
+    keras_env,
     keras_report,
+    run_keras_reference,
     started_at,
     submit,
     task_files,
@@ -209,32 +209,8 @@ def keras_reference(slurm: Cluster, tmp_path_factory: pytest.TempPathFactory) ->
     without a backup): the main job, and the result a resumed job must end with."""
     directory = tmp_path_factory.mktemp("keras-reference")
     with slurm.jobs() as jobs:
-        result = slurm.srun(
-            jobs.new(),
-            [sys.executable, KERAS_WORKER],
-            env=slurm.env(
-                **keras_env(directory),
-                BACKUP_IMPL="none",
-                BACKUP_DIR=str(directory / "unused"),
-                SLURM_TEST_DIR=str(directory),
-            ),
-            options=[
-                *across(2),
-                f"--output={directory}/keras-%t-reference.out",
-                f"--error={directory}/keras-%t-reference.err",
-            ],
-            timeout=2 * STEP_SECONDS,
-        )
-    assert result.returncode == 0, (result.stderr, job_outputs(directory, "reference"))
+        run_keras_reference(slurm, jobs.new(), directory, across(2), 2 * STEP_SECONDS)
     return directory
-
-
-def keras_env(directory: Path) -> dict[str, str]:
-    return {
-        "KERAS_BACKEND": "jax",
-        "KERAS_HOME": str(directory / "keras-home"),
-        "BACKUP_SEED": "20261201",
-    }
 
 
 def test_the_keras_main_job_trains_alike_on_every_node(keras_reference: Path) -> None:

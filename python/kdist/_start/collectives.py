@@ -29,13 +29,18 @@ _NAME_LOOKUP_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class CollectivesAddress:
-    """What Gloo is handed: an address (`hostname`, an IP literal) or an
-    `interface`, the address that amounts to, and where the choice came from."""
+    """What Gloo is handed: an `interface` (whose `address` it listens on), or else the
+    `address` itself (an IP literal); and where the choice came from."""
 
     address: str
     source: str
-    hostname: str | None = None
     interface: str | None = None
+
+    @property
+    def hostname(self) -> str | None:
+        """What jaxlib's make_gloo_tcp_collectives takes as `hostname=`: the address,
+        unless an interface was chosen (Gloo then takes that interface's address)."""
+        return None if self.interface is not None else self.address
 
     def describe(self) -> str:
         """ "10.0.0.2 (the address this host reaches the coordinator 10.0.0.1:1234 from)"."""
@@ -88,10 +93,10 @@ def choose(spec: _core.ClusterSpec, toward: str, timeout: float) -> CollectivesA
                 "of this host that the other hosts reach (`ip -brief address` lists them), or "
                 "unset it"
             ) from None
-        return CollectivesAddress(address, f"from {source}", hostname=address)
+        return CollectivesAddress(address, f"from {source}")
     address = _core.local_address_toward(toward, timeout)
     return CollectivesAddress(
-        address, f"the address this host reaches the coordinator {toward} from", hostname=address
+        address, f"the address this host reaches the coordinator {toward} from"
     )
 
 
