@@ -50,11 +50,15 @@ Result<Connected> ConnectWithin(const Endpoint& endpoint, Nanos limit, Waiter& w
     return out;
   }
   if (c.io.state == IoState::kWouldBlock) {
-    const Nanos until = started + std::min(limit, waiter.Remaining());
+    // Which bound ends the wait is decided here, once: a wait that ran to the
+    // caller's deadline can end a moment before that deadline reads as passed.
+    const Nanos remaining = waiter.Remaining();
+    const bool deadline_first = remaining < limit;
+    const Nanos until = started + std::min(limit, remaining);
     KDIST_ASSIGN_OR_RETURN(const short ready, WaitReady(waiter, c.fd.get(), POLLOUT, until, line));
     if (ready == 0) {
       out.error = "connect timed out after " + FormatElapsed(waiter.clock().Now() - started);
-      out.cut_by_deadline = waiter.Expired() && waiter.clock().Now() - started < limit;
+      out.cut_by_deadline = deadline_first;
       c.fd.CloseWithReset();
       return out;
     }
