@@ -287,6 +287,10 @@ void BindConfig(nb::module_& m) {
       "Resolves initialize()'s settings (as text) against an environment snapshot; raises "
       "kdist.ConfigError naming the bad value and its source.");
 
+  m.def("jax_job_variables", &JaxJobVariables,
+        "JAX's variables that place a process in a job, and KDIST_COORDINATOR_PORT: what "
+        "kdist.testing.run_job leaves out of a fresh job's environment.");
+
   m.def("cluster_detection_modes", &ClusterDetectionModes,
         "The values cluster_detection accepts: 'auto', 'none', then every detector's name.");
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "clusters/scheduler_vars.h"
 #include "consistency.h"
 #include "detectors.h"
 #include "local_devices.h"
@@ -535,6 +536,13 @@ std::vector<std::string> ClusterDetectionModes() {
   std::vector<std::string> modes = {"auto", "none"};
   for (const Detector& detector : Detectors()) modes.emplace_back(detector.name);
   return modes;
+}
+
+std::vector<std::string> JaxJobVariables() {
+  return {std::string(kEnvJaxCoordinatorAddress), std::string(kEnvJaxNumProcesses),
+          std::string(kEnvJaxProcessId),          std::string(kEnvJaxCoordinatorBindAddress),
+          std::string(kEnvJaxLocalDeviceIds),     std::string(kEnvJaxCoordinatorPort),
+          std::string(kEnvCoordinatorPort)};
 }
 
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {

@@ -84,6 +84,12 @@ struct Request {
 // "auto", "none", then every detector's name in table order.
 std::vector<std::string> ClusterDetectionModes();
 
+// JAX's variables that place a process in a job (its coordinator, the count,
+// its id, its bind address and port, its local devices) and kdist's port
+// override: what a launcher of a fresh job leaves out of the environment it
+// was given, lest the new job join the one its starter belongs to.
+std::vector<std::string> JaxJobVariables();
+
 // Resolves and validates. Each cluster setting comes from the argument,
 // else its KERAS_DISTRIBUTION_* variable, else JAX's own variable
 // (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID). A detected

@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kdist import _core
+from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.environment import child_environment
-from kdist._local_job.job import POLL_SECONDS, SETTLE_SECONDS, Job, start
+from kdist._local_job.job import SETTLE_SECONDS, Job
 from kdist._local_job.output import Output, shortened, table
-from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process
+from kdist._local_job.process import Process
 
 EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_CANNOT_EXECUTE = 126
@@ -44,8 +45,8 @@ _TAIL_LINES = 30
 
 
 @dataclass
-class Attempt:
-    """One run of the whole job, and how it ended."""
+class AttemptRecord:
+    """One run of the whole job, and how it ended (a row of the attempts table)."""
 
     number: int
     port: int
@@ -140,7 +141,7 @@ def launch(
         timeout,
         None if timeout is None else time.monotonic() + timeout,
     )
-    attempts: list[Attempt] = []
+    attempts: list[AttemptRecord] = []
     try:
         for number in range(max_restarts + 1):
             if number:
@@ -148,7 +149,7 @@ def launch(
                     f"attempt {number - 1} {attempts[-1].ended}; starting the job again "
                     f"(attempt {number} of at most {max_restarts + 1})"
                 )
-            attempt = Attempt(number, port or _core.free_port())
+            attempt = AttemptRecord(number, port or _core.free_port())
             attempts.append(attempt)
             _run_attempt(command, attempt, options, output, received)
             if attempt.final or attempt.status == 0:
@@ -177,12 +178,12 @@ class _JobOptions:
 
 def _run_attempt(
     command: Sequence[str],
-    attempt: Attempt,
+    attempt: AttemptRecord,
     options: _JobOptions,
     output: Output,
     received: list[int],
 ) -> None:
-    """Starts every process of one attempt, supervises them and fills in `attempt`."""
+    """Runs one attempt of the job (kdist._local_job.attempt) and fills in `attempt`."""
     records = Path(tempfile.mkdtemp(prefix="kdist-launch-"))
     envs = []
     for i in range(options.num_processes):
@@ -193,7 +194,6 @@ def _run_attempt(
             port=attempt.port,
             devices_per_process=options.devices_per_process,
         )
-        env[VERDICT_FILE_VARIABLE] = str(records / f"process-{i}.jsonl")
         env[RESTART_COUNT_VARIABLE] = str(attempt.number)
         if options.stall_timeout is not None:
             env["KDIST_STALL_TIMEOUT"] = repr(options.stall_timeout)
@@ -202,40 +202,78 @@ def _run_attempt(
     if options.log_dir is not None:
         folder = options.log_dir / f"attempt-{attempt.number}"
         log_files = [folder / f"process-{i}.log" for i in range(options.num_processes)]
-    job: Job | None = None
-    # Made before the start so that the output readers can feed it the kdist lines.
-    pending = Job([], output, received)
-    began = time.monotonic()
-    try:
-        try:
-            processes = start(
-                command,
-                envs,
-                output,
-                pending.on_line,
-                quiet=options.quiet_processes,
-                log_files=log_files,
-            )
-        except OSError as error:
-            attempt.status, attempt.final = _cannot_run(command, error, output), True
-            attempt.ended = f"could not start (status {attempt.status})"
-            return
-        pending.processes, pending.started = processes, time.monotonic()
-        job = pending
+
+    def started(job: Job) -> None:
         count = options.num_processes
         output.note(
             f"started {count} process{'es' if count != 1 else ''} "
-            f"(pids {', '.join(str(p.pid) for p in processes)}), coordinator "
+            f"(pids {', '.join(str(p.pid) for p in job.processes)}), coordinator "
             f"127.0.0.1:{attempt.port}"
             + (f", attempt {attempt.number}" if attempt.number else "")
             + (f", logs in {log_files[0].parent}" if log_files else "")
         )
-        _supervise(job, attempt, options)
+
+    def failed(job: Job, process: Process) -> None:
+        others = [p for p in job.processes if p is not process and p.poll() is None]
+        output.note(
+            f"process {process.process_id} exited with status {process.status}"
+            + (
+                f"; giving the others {SETTLE_SECONDS:g} s to leave, then stopping them"
+                if others
+                else ""
+            )
+        )
+
+    def signalled(_job: Job, signum: int) -> None:
+        output.note(f"received {signal.Signals(signum).name}: forwarding it to every process")
+
+    def deadline(_job: Job, _running: list[Process]) -> None:
+        output.note(f"timed out after {options.timeout:g} s; stopping every process")
+
+    run = Attempt(
+        command,
+        envs,
+        records,
+        output,
+        received,
+        deadline=options.ends_at,
+        grace=options.grace,
+        hooks=Hooks(started=started, failed=failed, signalled=signalled, deadline=deadline),
+        quiet=options.quiet_processes,
+        log_files=log_files,
+    )
+    try:
+        end = run.run()
+        _record_end(run, end, attempt, command, output)
     finally:
-        attempt.seconds = time.monotonic() - began
-        if job is not None:
-            job.finish()
+        attempt.seconds = run.seconds
         shutil.rmtree(records, ignore_errors=True)
+
+
+def _record_end(
+    run: Attempt, end: End, attempt: AttemptRecord, command: Sequence[str], output: Output
+) -> None:
+    """What the attempt's end means for the launcher: its notes, status and summary."""
+    job = run.job
+    if end is End.CANNOT_START:
+        assert run.error is not None
+        attempt.status, attempt.final = _cannot_run(command, run.error, output), True
+        attempt.ended = f"could not start (status {attempt.status})"
+    elif end is End.STOPPED:
+        assert run.signum is not None
+        ending = job.ending()
+        if ending is not None:
+            output.note(ending)
+        attempt.status, attempt.final = 128 + run.signum, True
+        attempt.ended = f"stopped by the launcher's {signal.Signals(run.signum).name}"
+    elif end is End.TIMED_OUT:
+        attempt.status, attempt.final = EXIT_TIMEOUT, True
+        attempt.ended = "timed out"
+    elif end is End.FAILED:
+        assert run.failed is not None
+        _blame(job, run.failed, attempt)
+    else:
+        attempt.status, attempt.final = 0, True
 
 
 def _cannot_run(command: Sequence[str], error: OSError, output: Output) -> int:
@@ -262,25 +300,11 @@ def _print_last_lines(job: Job, process: Process) -> None:
     )
 
 
-def _end_after_failure(job: Job, failed: Process, attempt: Attempt, grace: float) -> None:
-    """The first non-zero exit: lets the others leave by themselves (kdist's liveness
-    channel ends them within about a second; a SIGTERM would be caught by JAX's
-    preemption notifier and only waste the grace), stops what is left, then blames
-    the first failure (the one kdist named, else the first non-zero exit), prints its
-    last lines and the summary table, and records that failure's status."""
+def _blame(job: Job, failed: Process, attempt: AttemptRecord) -> None:
+    """After a failure, once every process has left: how kdist ended the job when it
+    stopped or stalled; else the first failure (the one kdist named, else the first
+    non-zero exit), its last lines and the summary table; and that status."""
     assert failed.status is not None
-    others = [p for p in job.processes if p is not failed and p.poll() is None]
-    job.output.note(
-        f"process {failed.process_id} exited with status {failed.status}"
-        + (
-            f"; giving the others {SETTLE_SECONDS:g} s to leave, then stopping them"
-            if others
-            else ""
-        )
-    )
-    job.settle(SETTLE_SECONDS)
-    if job.running():
-        job.stop(signal.SIGTERM, grace)
     ending = job.ending()
     if ending is not None:  # the job stopped or stalled, as kdist decided
         job.output.note(ending)
@@ -301,38 +325,7 @@ def _end_after_failure(job: Job, failed: Process, attempt: Attempt, grace: float
     attempt.failure = job.describe_failure(first)
 
 
-def _supervise(job: Job, attempt: Attempt, options: _JobOptions) -> None:
-    """Waits for the job; stops it on the first failure, a signal or the timeout."""
-    grace = options.grace
-    while True:
-        if job.received:
-            signum = job.received[0]
-            name = signal.Signals(signum).name
-            job.output.note(f"received {name}: forwarding it to every process")
-            job.stop(signum, grace)
-            ending = job.ending()
-            if ending is not None:
-                job.output.note(ending)
-            attempt.status, attempt.final = 128 + signum, True
-            attempt.ended = f"stopped by the launcher's {name}"
-            return
-        failed = next((p for p in job.processes if p.poll() not in (None, 0)), None)
-        if failed is not None:
-            _end_after_failure(job, failed, attempt, grace)
-            return
-        if not job.running():
-            attempt.status, attempt.final = 0, True
-            return
-        if options.ends_at is not None and time.monotonic() >= options.ends_at:
-            job.output.note(f"timed out after {options.timeout:g} s; stopping every process")
-            job.stop(signal.SIGTERM, grace)
-            attempt.status, attempt.final = EXIT_TIMEOUT, True
-            attempt.ended = "timed out"
-            return
-        time.sleep(POLL_SECONDS)
-
-
-def _attempt_table(attempts: Sequence[Attempt]) -> str:
+def _attempt_table(attempts: Sequence[AttemptRecord]) -> str:
     """One row per attempt: its number, port, status, how it ended, how long it ran and
     its first failure."""
     rows = [("attempt", "port", "status", "after", "ended", "first failure")]

@@ -4,5 +4,7 @@
 127.0.0.1); `process` is one started process: its own process group, its death with
 its parent (PR_SET_PDEATHSIG), its exit watched without reaping it; `output` copies
 each process's lines to one place with an `[id] ` prefix; `job` starts every process
-and ends them together, naming the first failure. Imports: the shared leaves only.
+and ends them together, naming the first failure; `attempt` is one start of the whole job
+watched to one typed end (passed, failed, stopped, timed out, port taken, cannot start),
+the one loop both starters run. Imports: the shared leaves only.
 """

@@ -108,12 +108,6 @@ class Job:
         failed = failed or [p for p in self.processes if p.poll() not in (None, 0)]
         return min(failed, key=lambda p: p.exited_at or 0.0) if failed else None
 
-    def settle(self, seconds: float) -> None:
-        """Waits up to `seconds` for every process to leave by itself."""
-        deadline = time.monotonic() + seconds
-        while self.running() and time.monotonic() < deadline and not self.received:
-            time.sleep(POLL_SECONDS)
-
     def summary(self) -> str:
         """One line per process: id, host, pid, how it ended, when, its last error line;
         the first failure (or the process that asked the job to stop, or the stuck one)

@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.environment import child_environment
-from kdist._local_job.job import POLL_SECONDS, SETTLE_SECONDS, Job, start
+from kdist._local_job.job import Job
 from kdist._local_job.output import Output
-from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process
+from kdist._local_job.process import Process
 from kdist.testing import _records
 from kdist.testing._failures import JobFailed, JobTimeout, ProcessEnd
 
@@ -34,18 +35,6 @@ _INIT_TIMEOUT_SHARE = 0.8
 # At the timeout: how long the processes still running get to print their stacks.
 _STACKS_SECONDS = 0.5
 _NAME = "kdist.testing.run_job"
-# JAX's own job variables, which kdist reads after KERAS_DISTRIBUTION_*.
-_JAX_JOB_VARIABLES = frozenset(
-    {
-        "JAX_COORDINATOR_ADDRESS",
-        "JAX_NUM_PROCESSES",
-        "JAX_PROCESS_ID",
-        "JAX_LOCAL_DEVICE_IDS",
-        "JAX_COORDINATOR_BIND_ADDRESS",
-        "JAX_COORDINATOR_PORT",
-        "KDIST_COORDINATOR_PORT",
-    }
-)
 _PHASES = {
     "initialize": "in kdist.initialize()",
     "load": "while loading fn and its arguments",
@@ -167,9 +156,9 @@ def run(
 
     from kdist import _core
 
-    base = _base_environment(
-        os.environ, {v for d in _core.cluster_detectors() for v in d.variables}
-    )
+    job_variables = {v for d in _core.cluster_detectors() for v in d.variables}
+    job_variables.update(_core.jax_job_variables())
+    base = _base_environment(os.environ, job_variables)
     base["KDIST_INIT_TIMEOUT"] = str(max(1, int(timeout * _INIT_TIMEOUT_SHARE)))
     base["KDIST_ROLL_CALL_TOKEN"] = secrets.token_hex(16)
     output = Output(_TextSink(sys.stdout), _TextSink(sys.stderr), name=_NAME)
@@ -187,7 +176,6 @@ def run(
                         port=port,
                         devices_per_process=devices_per_process,
                     ),
-                    VERDICT_FILE_VARIABLE: str(folder / f"attempt-{attempt}" / f"{i}.jsonl"),
                     **extra,
                 }
                 for i in range(num_processes)
@@ -195,15 +183,18 @@ def run(
             attempt_folder = folder / f"attempt-{attempt}"
             attempt_folder.mkdir()
             _records.write(attempt_folder / _records.TASK_FILE, task)
-            outcome = _Attempt(attempt_folder, envs, output, deadline, timeout)
-            outcome.run()
-            if outcome.port_taken and attempt < PORT_ATTEMPTS and time.monotonic() < deadline:
+            run = _attempt(attempt_folder, envs, output, deadline)
+            end = run.run()
+            if end is End.PORT_TAKEN and attempt < PORT_ATTEMPTS and time.monotonic() < deadline:
                 output.note(
                     f"the coordinator's port {port} was taken before process 0 could bind it; "
                     "starting the job again on another port"
                 )
                 continue
-            return outcome.results()
+            if end is End.CANNOT_START:
+                assert run.error is not None
+                raise run.error
+            return _Outcome(run, timeout).results()
         raise AssertionError("unreachable: the last attempt returns or raises")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -279,14 +270,13 @@ def _task(
     )
 
 
-def _base_environment(environ: Mapping[str, str], detector_variables: set[str]) -> dict[str, str]:
-    """`environ` without the variables that name a job."""
+def _base_environment(environ: Mapping[str, str], job_variables: set[str]) -> dict[str, str]:
+    """`environ` without the variables that name a job: KERAS_DISTRIBUTION_*, JAX's and
+    every scheduler detector's (`job_variables`)."""
     return {
         name: value
         for name, value in environ.items()
-        if not name.startswith("KERAS_DISTRIBUTION_")
-        and name not in _JAX_JOB_VARIABLES
-        and name not in detector_variables
+        if not name.startswith("KERAS_DISTRIBUTION_") and name not in job_variables
     }
 
 
@@ -304,74 +294,52 @@ class _TextSink:
         return None if self._stream is None else self._stream.flush()
 
 
-class _Attempt:
-    """One start of the job, on one port: runs it to its end, then reads what it left."""
+def _dump_stacks(_job: Job, running: list[Process]) -> None:
+    """At the deadline: every thread's stack of each process still running, to its stderr."""
+    for process in running:
+        process.signalled = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, _records.STACKS_SIGNAL)
+    time.sleep(_STACKS_SECONDS)
 
-    def __init__(
-        self,
-        folder: Path,
-        envs: list[dict[str, str]],
-        output: Output,
-        deadline: float,
-        timeout: float,
-    ) -> None:
-        self.folder = folder
-        self.envs = envs
-        self.deadline = deadline
+
+def _found_port_taken(folder: Path) -> Callable[[Process], bool]:
+    """Whether process 0's record (it exited non-zero) says the coordinator's port was taken."""
+
+    def port_taken(_first: Process) -> bool:
+        record = _records.read_record(folder, 0)
+        return record is not None and record.port_in_use
+
+    return port_taken
+
+
+def _attempt(folder: Path, envs: list[dict[str, str]], output: Output, deadline: float) -> Attempt:
+    """One start of the job on one port: every process runs kdist.testing's child on the
+    task in `folder`; at the first failure the others get SETTLE_SECONDS, then SIGKILL;
+    at the deadline, the stacks of those still running, then SIGKILL."""
+    command = [sys.executable, "-m", "kdist.testing._child", str(folder), str(os.getpid())]
+    return Attempt(
+        command,
+        envs,
+        folder,
+        output,
+        deadline=deadline,
+        grace=None,
+        hooks=Hooks(deadline=_dump_stacks, port_taken=_found_port_taken(folder)),
+        stopped_by="run_job",
+        hook_before_exec=False,
+    )
+
+
+class _Outcome:
+    """What an ended attempt left: the return values, or the JobFailed / JobTimeout that
+    says why there are none."""
+
+    def __init__(self, attempt: Attempt, timeout: float) -> None:
+        self.folder = attempt.folder
+        self.job = attempt.job
+        self.timed_out = attempt.timed_out if attempt.end is End.TIMED_OUT else []
         self.timeout = timeout
-        self.job = Job([], output, [], stopped_by="run_job")
-        self.port_taken = False
-        self.timed_out: list[Process] = []  # the processes running at the deadline
-
-    def run(self) -> None:
-        command = [sys.executable, "-m", "kdist.testing._child", str(self.folder), str(os.getpid())]
-        job = self.job
-        try:
-            job.processes = start(
-                command, self.envs, job.output, job.on_line, hook_before_exec=False
-            )
-            job.started = time.monotonic()
-            self._watch()
-        finally:
-            job.finish()  # kills what is left of every process group, reaps, drains
-
-    def _port_taken(self) -> bool:
-        first = self.job.processes[0]
-        if first.poll() in (None, 0):
-            return False
-        record = _records.read_record(self.folder, 0)
-        self.port_taken = record is not None and record.port_in_use
-        return self.port_taken
-
-    def _watch(self) -> None:
-        job = self.job
-        while True:
-            if any(p.poll() not in (None, 0) for p in job.processes):
-                if self._port_taken():
-                    return
-                settled = time.monotonic() + SETTLE_SECONDS
-                while job.running() and time.monotonic() < min(settled, self.deadline):
-                    if self._port_taken():
-                        return
-                    time.sleep(POLL_SECONDS)
-                self._stop(job.running())
-                return
-            if not job.running():
-                return
-            if time.monotonic() >= self.deadline:
-                self.timed_out = job.running()
-                for process in self.timed_out:  # every thread's stack, to its stderr
-                    process.signalled = True
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(process.pid, _records.STACKS_SIGNAL)
-                time.sleep(_STACKS_SECONDS)
-                self._stop(self.timed_out)
-                return
-            time.sleep(POLL_SECONDS)
-
-    def _stop(self, processes: list[Process]) -> None:
-        for process in processes:
-            process.signal_group(signal.SIGKILL)
 
     def results(self) -> list[Any]:
         """The return values, or the JobFailed / JobTimeout that says why there are none."""
