@@ -128,8 +128,12 @@ class Finished:
     seconds: float
 
     def json_lines(self) -> list[dict[str, object]]:
-        """Every stdout line that is a JSON object, parsed."""
-        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]
+        """Every stdout line that is a JSON object, parsed. A line the process's C++ threads
+        wrote into (Gloo's "[Gloo] Rank 0 is connected ..." note, between print's text and
+        its newline) keeps its object: only the object at the line's start is read."""
+        decoder = json.JSONDecoder()
+        lines = self.stdout.splitlines()
+        return [decoder.raw_decode(line)[0] for line in lines if line.startswith("{")]
 
     def report(self) -> dict[str, object]:
         """The last JSON line on stdout (a worker's report)."""

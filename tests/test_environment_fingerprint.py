@@ -1,4 +1,4 @@
-"""The environment fingerprint a process sends in its hello (kdist._start.environment_fingerprint)."""
+"""The environment fingerprint a process sends in its hello (_start.environment_fingerprint)."""
 
 from __future__ import annotations
 

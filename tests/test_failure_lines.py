@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import kdist.testing
-from kdist._start import liveness
+from kdist._together import liveness
 from launched import ROOT
 from support import KDIST_SCRIPT, WORKERS, clean_env
 
@@ -40,7 +40,8 @@ def caught(fn: object) -> BaseException:
     raise AssertionError("it did not raise")
 
 
-def test_jax_errors_are_named_by_their_message_not_by_jax_note() -> None:
+def test_jax_errors_are_named_by_their_message_not_by_jax_note(jax_cpu: object) -> None:
+    # jax_cpu: this process's JAX backend starts as every in-process test expects it.
     error = caught(raise_from_jax)
     assert any(JAX_NOTE in note for note in getattr(error, "__notes__", [])), error
     assert liveness.describe(error) == JAX_ERROR

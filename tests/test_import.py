@@ -25,6 +25,7 @@ def test_tests_run_against_the_installed_package() -> None:
 # nothing imports `_resume` but the lazy name table of `__init__`.
 LEAVES = frozenset({"_errors", "_log", "_state", "_jax_backend", "_devices", "_version"})
 WINGS = (
+    "_together",
     "_start",
     "_layouts",
     "_keras",
@@ -38,16 +39,19 @@ MAY_IMPORT = {
     "leaves": {"leaves"},
     "_layouts": {"leaves", "_layouts"},
     "_keras": {"leaves", "_layouts", "_keras"},
-    "_start": {"leaves", "_keras", "_start"},
+    # What keeps the job together after the start: below the start, which hands it the
+    # channel; it asks nothing of any other wing.
+    "_together": {"leaves", "_together"},
+    "_start": {"leaves", "_keras", "_together", "_start"},
     "_distribution": {"leaves", "_layouts", "_keras", "_distribution"},
-    "_resume": {"leaves", "_start", "_keras", "_layouts", "_distribution", "_resume"},
+    "_resume": {"leaves", "_together", "_keras", "_layouts", "_distribution", "_resume"},
     # N processes on this machine: `kdist launch` and `kdist.testing` share it.
     "_local_job": {"leaves", "_local_job"},
     "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli"},
     # The public test tool: a job of processes, each started by kdist.initialize();
     # nothing imports it (`import kdist` does not), and it never imports the CLI.
-    "testing": {"leaves", "_local_job", "_start", "testing"},
-    "__init__": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_resume"},
+    "testing": {"leaves", "_local_job", "_together", "_start", "testing"},
+    "__init__": {"leaves", "_together", "_start", "_layouts", "_keras", "_distribution", "_resume"},
     "__main__": {"_cli"},
 }
 # Public names that are Keras classes: resolving one imports Keras, so they are resolved
@@ -156,6 +160,29 @@ def test_kdist_testing_is_loaded_only_when_imported_by_name() -> None:
     assert result.returncode == 0, result.describe()
     assert json.loads(result.stdout) == {"untouched": True, "loaded": []}
     assert all(not name.startswith("testing") for name in kdist.__all__)
+
+
+def test_the_start_loads_no_layout_and_a_layout_name_registers_the_bridge() -> None:
+    """`_start/` (its seed included) loads no `_layouts` module: importing the Keras bridge
+    registers nothing. The first public name of the layouts registers the bridge."""
+    result = run_python(
+        "import sys, json, kdist\n"
+        "from kdist import _state\n"
+        "kdist.initialize, kdist.should_stop, kdist.barrier\n"
+        "import kdist._start.seed\n"
+        "before = sorted(m for m in sys.modules if m.startswith(('kdist._layouts', "
+        "'kdist._keras.conversion')))\n"
+        "registered_before = _state.keras_bridge() is not None\n"
+        "kdist.DeviceMesh\n"
+        "print(json.dumps({'before': before, 'registered_before': registered_before, "
+        "'registered_after': _state.keras_bridge() is not None}))\n"
+    )
+    assert result.returncode == 0, result.describe()
+    assert json.loads(result.stdout) == {
+        "before": [],
+        "registered_before": False,
+        "registered_after": True,
+    }
 
 
 def test_failed_validation_never_imports_jax() -> None:

@@ -24,7 +24,8 @@ def _attempt(tmp_path: Path, codes: list[str], **kwargs: object) -> Attempt:
     envs = [{"KDIST_TEST_CODE": code, "PATH": "/usr/bin:/bin"} for code in codes]
     command = [PY, "-c", "import os; exec(os.environ['KDIST_TEST_CODE'])"]
     output = Output(io.BytesIO(), io.BytesIO())
-    return Attempt(command, envs, tmp_path, output, **kwargs)  # type: ignore[arg-type]
+    # No fork-to-exec hook: this test process may have threads (JAX's, from other tests).
+    return Attempt(command, envs, tmp_path, output, hook_before_exec=False, **kwargs)  # type: ignore[arg-type]
 
 
 def test_every_process_exiting_0_is_passed_with_each_verdict_file_named(tmp_path: Path) -> None:
@@ -98,6 +99,6 @@ def test_process_0_finding_its_port_taken_ends_it_port_taken(tmp_path: Path) -> 
 
 def test_a_command_that_cannot_start_ends_cannot_start(tmp_path: Path) -> None:
     output = Output(io.BytesIO(), io.BytesIO())
-    attempt = Attempt([str(tmp_path / "missing")], [{}], tmp_path, output)
+    attempt = Attempt([str(tmp_path / "missing")], [{}], tmp_path, output, hook_before_exec=False)
     assert attempt.run() is End.CANNOT_START
     assert isinstance(attempt.error, FileNotFoundError)

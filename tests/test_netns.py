@@ -145,8 +145,7 @@ def test_an_address_that_is_not_this_hosts_is_named_at_the_start() -> None:
     assert all(result.returncode != 0 for result in results), [r.describe() for r in results]
     assert (
         f'KDIST_COLLECTIVES_ADDRESS="{wrong}" (from the environment): {wrong} is not an '
-        "address of this host"
-        in results[2].stderr
+        "address of this host" in results[2].stderr
     ), results[2].describe()
 
 

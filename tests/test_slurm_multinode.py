@@ -54,7 +54,8 @@ from support import KDIST_SCRIPT
 pytestmark = pytest.mark.slurm
 
 NODES = 2
-# The lost-host window: a host that vanishes is named unreachable within it (docs/configuration.md, A lost host).
+# The lost-host window: a host that vanishes is named unreachable within it
+# (docs/configuration.md, "A lost host").
 LOST_HOST_SECONDS = 20
 
 

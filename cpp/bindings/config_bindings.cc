@@ -50,7 +50,7 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"on_peer_failure", spec.on_peer_failure.source},
       {"consistency", spec.consistency.source},
       {"stop_signals", spec.stop_signals.source},
-      {"stall_timeout", spec.stall_timeout_seconds.source},
+      {"stall_timeout", spec.stall_timeout.source},
       {"restart_count", spec.restart_count.source}};
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
@@ -174,14 +174,19 @@ void BindConfig(nb::module_& m) {
                    "network) before the liveness channel names it unreachable and the job "
                    "ends (KDIST_UNREACHABLE_TIMEOUT; default 20); below heartbeat_timeout.")
       .def_prop_ro("on_peer_failure",
-                   [](const ClusterSpec& s) { return s.on_peer_failure.value; },
+                   [](const ClusterSpec& s) {
+                     return std::string(PeerFailurePolicyName(s.on_peer_failure.value));
+                   },
                    "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
                    "fails or dies; 'ignore': it prints the line and goes on.")
       .def_prop_ro("restart_count", [](const ClusterSpec& s) { return s.restart_count.value; },
                    "How many times this job was started again: KDIST_RESTART_COUNT, else the "
                    "detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption, "
                    "TORCHELASTIC_RESTART_COUNT), else 0; sources['restart_count'] says which.")
-      .def_prop_ro("consistency", [](const ClusterSpec& s) { return s.consistency.value; },
+      .def_prop_ro("consistency",
+                   [](const ClusterSpec& s) {
+                     return std::string(ConsistencyPolicyName(s.consistency.value));
+                   },
                    "'warn' (default; KDIST_CONSISTENCY): the roll call stops the job when the "
                    "processes' environments differ in a way that crashes or corrupts it (jax, "
                    "jaxlib, device platform or count) and warns about other differences; "
@@ -189,8 +194,14 @@ void BindConfig(nb::module_& m) {
       .def_prop_ro("stop_signals", &StopSignalList,
                    "The signals that are stop requests for the whole job, by name "
                    "(KDIST_STOP_SIGNALS; default ['SIGTERM']); empty: none.")
+      .def_prop_ro("stop_signal_numbers",
+                   [](const ClusterSpec& s) { return s.stop_signals.value; },
+                   "The same signals as numbers, in the same order.")
       .def_prop_ro("stall_timeout",
-                   [](const ClusterSpec& s) { return s.stall_timeout_seconds.value; },
+                   [](const ClusterSpec& s) -> std::optional<double> {
+                     if (!s.stall_timeout.value) return std::nullopt;
+                     return NanosToSeconds(*s.stall_timeout.value);
+                   },
                    "Seconds without reported progress after which a process ends the job "
                    "(KDIST_STALL_TIMEOUT), or None: no stall watchdog (the default).")
       .def_prop_ro("cluster_detection",

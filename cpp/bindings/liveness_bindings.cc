@@ -1,6 +1,7 @@
 #include "liveness_bindings.h"
 
 #include <signal.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include "address.h"
 #include "board_watch.h"
 #include "casters.h"
+#include "cluster_spec.h"
 #include "clock.h"
 #include "errors.h"
 #include "liveness_book.h"
@@ -31,6 +33,7 @@
 #include "status.h"
 #include "stop_bindings.h"
 #include "stop_board.h"
+#include "stop_signals.h"
 #include "text.h"
 #include "verdict_record.h"
 
@@ -80,12 +83,12 @@ void WriteLineToStderr(const std::string& line) {
   }
 }
 
-PeerFailurePolicy PolicyOrRaise(const std::string& policy) {
-  if (policy == "exit") return PeerFailurePolicy::kExit;
-  if (policy == "ignore") return PeerFailurePolicy::kIgnore;
-  RaiseIfError(InvalidArgument("on_peer_failure=" + Quote(policy) +
-                               ": expected \"exit\" or \"ignore\""));
-  return PeerFailurePolicy::kExit;
+// This process as the liveness channel names it: its id, its host (as
+// os.uname().nodename, as the roll call names it) and pid.
+LiveMember ThisProcess(int64_t process_id) {
+  struct utsname names {};
+  std::string host = uname(&names) == 0 ? std::string(names.nodename) : std::string();
+  return LiveMember{process_id, std::move(host), static_cast<int64_t>(getpid())};
 }
 
 // The record event of a notice this process acts on ("" for none).
@@ -244,58 +247,57 @@ class LivenessChannelPy {
   std::vector<std::string> reported_;
 };
 
-StopOptions StopOptionsFor(StopBoardPy* board, std::optional<double> stall_timeout,
-                           int stack_signal) {
+// Every setting of the channel comes from the spec, as Resolve() made it: no
+// value crosses back into Python and in again.
+StopOptions StopOptionsFor(const ClusterSpec& spec, StopBoardPy* board) {
   StopOptions stop;
   stop.board = board != nullptr ? &board->board : nullptr;
-  if (stall_timeout) stop.stall_timeout = SecondsToNanos(*stall_timeout);
-  stop.stack_signal = stack_signal;
+  stop.stall_timeout = spec.stall_timeout.value;
+  stop.stack_signal = spec.stall_timeout.value ? StackSignal() : 0;
   return stop;
 }
 
-LivenessChannelPy* StartLivenessHubPy(int64_t num_processes, const std::string& host, int64_t pid,
-                                      const std::string& nonce, double unreachable_timeout,
-                                      const std::string& policy, double exit_flush_seconds,
-                                      StopBoardPy* board, std::optional<double> stall_timeout,
-                                      int stack_signal, const std::string& record_path,
-                                      const std::vector<std::string>& hosts) {
-  auto channel = std::make_unique<LivenessChannelPy>(LiveMember{0, host, pid},
-                                                     PolicyOrRaise(policy), exit_flush_seconds,
-                                                     record_path);
+LivenessOptions LivenessOptionsOf(const ClusterSpec& spec) {
+  return LivenessOptionsFor(SecondsToNanos(spec.unreachable_timeout_seconds.value));
+}
+
+LivenessChannelPy* StartLivenessHubPy(const ClusterSpec& spec, StopBoardPy* board,
+                                      const std::string& nonce, const std::string& record_path,
+                                      bool alone, double exit_flush_seconds) {
+  const LiveMember self = ThisProcess(0);
+  auto channel = std::make_unique<LivenessChannelPy>(self, spec.on_peer_failure.value,
+                                                     exit_flush_seconds, record_path);
   Result<std::unique_ptr<LivenessHub>> hub = LivenessHub::Start(
-      num_processes, LiveMember{0, host, pid}, nonce,
-      LivenessOptionsFor(SecondsToNanos(unreachable_timeout)),
-      StopOptionsFor(board, stall_timeout, stack_signal), channel->Handler(), hosts);
+      alone ? 1 : spec.num_processes.value, self, nonce, LivenessOptionsOf(spec),
+      StopOptionsFor(spec, board), channel->Handler(),
+      alone ? std::vector<std::string>{} : spec.process_hosts.value);
   RaiseIfError(hub.status());
   channel->hub = std::move(*hub);
   return channel.release();
 }
 
-LivenessChannelPy* JoinLivenessPy(const std::string& hub_endpoint, int64_t process_id,
-                                  const std::string& host, int64_t pid, const std::string& nonce,
+LivenessChannelPy* JoinLivenessPy(const ClusterSpec& spec, StopBoardPy* board,
+                                  const std::string& hub_endpoint, const std::string& nonce,
                                   const std::string& coordinator_host, int64_t coordinator_pid,
-                                  double unreachable_timeout, const std::string& policy,
-                                  double join_timeout, double exit_flush_seconds,
-                                  StopBoardPy* board, std::optional<double> stall_timeout,
-                                  int stack_signal, const std::string& record_path) {
+                                  const std::string& record_path, double join_timeout,
+                                  double exit_flush_seconds) {
   Result<Address> address = ParseAddress(hub_endpoint);
   RaiseIfError(address.status());
   Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
   RaiseIfError(endpoint.status());
-  auto channel = std::make_unique<LivenessChannelPy>(LiveMember{process_id, host, pid},
-                                                     PolicyOrRaise(policy), exit_flush_seconds,
-                                                     record_path);
-  LivenessOptions options = LivenessOptionsFor(SecondsToNanos(unreachable_timeout));
+  const LiveMember self = ThisProcess(spec.process_id.value);
+  auto channel = std::make_unique<LivenessChannelPy>(self, spec.on_peer_failure.value,
+                                                     exit_flush_seconds, record_path);
+  LivenessOptions options = LivenessOptionsOf(spec);
   options.join_timeout = SecondsToNanos(join_timeout);
-  const StopOptions stop = StopOptionsFor(board, stall_timeout, stack_signal);
+  const StopOptions stop = StopOptionsFor(spec, board);
   RealClock clock;
   Result<std::unique_ptr<LivenessSpoke>> spoke = Internal("not run");
   {
     nb::gil_scoped_release release;
-    spoke = LivenessSpoke::Join(*endpoint, LiveJoin{process_id, nonce, host, pid},
+    spoke = LivenessSpoke::Join(*endpoint, LiveJoin{self.process_id, nonce, self.host, self.pid},
                                 LiveMember{0, coordinator_host, coordinator_pid, address->host},
-                                options, stop,
-                                channel->Handler(), clock);
+                                options, stop, channel->Handler(), clock);
   }
   RaiseIfError(spoke.status());
   channel->spoke = std::move(*spoke);
@@ -386,31 +388,25 @@ void BindLiveness(nb::module_& m) {
            "job, RendezvousTimeoutError after `timeout` seconds. True at once elsewhere.")
       .def("stop", &LivenessChannelPy::Stop, nb::call_guard<nb::gil_scoped_release>(),
            "Stops the channel's thread and closes its connections.");
-  m.def("start_liveness_hub", &StartLivenessHubPy, nb::arg("num_processes"), nb::arg("host"),
-        nb::arg("pid"), nb::arg("nonce"), nb::arg("unreachable_timeout"), nb::arg("policy"),
-        nb::arg("exit_flush_seconds") = 1.0, nb::kw_only(),
-        nb::arg("board").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
-        nb::arg("stack_signal") = 0, nb::arg("record_path") = "",
-        nb::arg("hosts") = std::vector<std::string>{}, nb::rv_policy::take_ownership,
-        nb::keep_alive<0, 8>(),
+  m.def("start_liveness_hub", &StartLivenessHubPy, nb::arg("spec"),
+        nb::arg("board").none(), nb::kw_only(), nb::arg("nonce"), nb::arg("record_path") = "",
+        nb::arg("alone") = false, nb::arg("exit_flush_seconds") = 1.0,
+        nb::rv_policy::take_ownership, nb::keep_alive<0, 2>(),
         "Process 0: listens on an ephemeral port for the other processes' liveness "
-        "connections (admitted with `nonce`); with num_processes=1, a channel of one process "
-        "without a listener. `unreachable_timeout`: seconds a peer's host may answer nothing "
-        "before it is named unreachable (TCP keepalive is sized from it). `board`: this "
-        "process's StopBoard (stop signals, should_stop, "
-        "barriers); `stall_timeout`: seconds of no progress that end the job (None: off); "
-        "`stack_signal`: the signal that makes Python's faulthandler write this process's "
-        "stacks; `record_path`: where the records of the job's end are appended.");
-  m.def("join_liveness", &JoinLivenessPy, nb::arg("hub"), nb::arg("process_id"), nb::arg("host"),
-        nb::arg("pid"), nb::arg("nonce"), nb::arg("coordinator_host"),
-        nb::arg("coordinator_pid"), nb::arg("unreachable_timeout"), nb::arg("policy"),
-        nb::arg("join_timeout") = 5.0, nb::arg("exit_flush_seconds") = 1.0, nb::kw_only(),
-        nb::arg("board").none() = nb::none(), nb::arg("stall_timeout").none() = nb::none(),
-        nb::arg("stack_signal") = 0, nb::arg("record_path") = "",
-        nb::rv_policy::take_ownership, nb::keep_alive<0, 12>(),
+        "connections (admitted with `nonce`); for a job of one process, or `alone` (this "
+        "process's own channel outside a job), a channel without a listener. Every setting "
+        "comes from `spec` (the process count and hosts, the unreachable timeout, "
+        "on_peer_failure, the stall watchdog). `board`: this process's StopBoard (stop "
+        "signals, should_stop, barriers); `record_path`: where the records of the job's end "
+        "are appended.");
+  m.def("join_liveness", &JoinLivenessPy, nb::arg("spec"), nb::arg("board").none(),
+        nb::kw_only(), nb::arg("hub"), nb::arg("nonce"), nb::arg("coordinator_host"),
+        nb::arg("coordinator_pid"), nb::arg("record_path") = "", nb::arg("join_timeout") = 5.0,
+        nb::arg("exit_flush_seconds") = 1.0, nb::rv_policy::take_ownership,
+        nb::keep_alive<0, 2>(),
         "Another process: connects to process 0's hub at `hub` (IP literal host:port) and is "
         "admitted with `nonce` (GIL released); raises CoordinatorUnreachableError when it "
-        "cannot. The keywords are start_liveness_hub's.");
+        "cannot. Settings come from `spec`, as for start_liveness_hub.");
 }
 
 }  // namespace bindings

@@ -52,7 +52,7 @@ void ApplyEnvironment(const ClusterSpec& spec, const EnvironmentEntries& entries
     options.environment.push_back({name, value, must_match});
   }
   RaiseIfError(ValidateFingerprint(options.environment));
-  options.consistency = ValueOrRaise(ParseConsistencyPolicy(spec.consistency.value));
+  options.consistency = spec.consistency.value;
   own.environment = EncodeFingerprint(options.environment);
 }
 

@@ -9,17 +9,24 @@
 
 #include "casters.h"
 #include "clock.h"
+#include "cluster_spec.h"
 #include "errors.h"
 #include "signal_relay.h"
+#include "stop_signals.h"
 
 namespace nb = nanobind;
 
 namespace kdist::bindings {
 namespace {
 
-// The board should_stop asks: the one kdist._start.stop activated (the job's, or
+// The board should_stop asks: the one kdist._together.stop activated (the job's, or
 // this process's own outside a job). Python keeps it alive while it is set.
 std::atomic<StopBoardPy*> g_active_board{nullptr};
+
+// What makes this process's own board outside any job (kdist._together.stop's
+// ensure_active, registered by set_board_maker). Borrowed, as the active board
+// is: the module that registers it keeps it alive.
+std::atomic<PyObject*> g_board_maker{nullptr};
 
 // How long should_stop waits for the job to agree on the stop step, at most.
 constexpr std::chrono::seconds kAgreementBound(60);
@@ -42,7 +49,12 @@ StopBoardPy* ActiveBoard() {
   StopBoardPy* board = g_active_board.load(std::memory_order_acquire);
   if (board != nullptr) return board;
   // Outside any job: this process's own board, made on first use.
-  nb::module_::import_("kdist._start.stop").attr("ensure_active")();
+  PyObject* maker = g_board_maker.load(std::memory_order_acquire);
+  if (maker == nullptr) {
+    RaiseNamed("KdistError", "should_stop: no stop board is active and none can be made "
+                             "(kdist._together.stop registers the maker; import kdist first)");
+  }
+  nb::handle{maker}();
   board = g_active_board.load(std::memory_order_acquire);
   if (board == nullptr) RaiseNamed("KdistError", "should_stop: no stop board is active");
   return board;
@@ -73,8 +85,8 @@ nb::object ShouldStop(nb::handle step) {
   return nb::borrow(answer == StopBoard::Answer::kStop ? Py_True : Py_False);
 }
 
-void InstallSignalRelayPy(const std::vector<int>& signals, StopBoardPy& board) {
-  RaiseIfError(InstallSignalRelay(signals, &board.board));
+void InstallSignalRelayPy(const ClusterSpec& spec, StopBoardPy& board) {
+  RaiseIfError(InstallSignalRelay(spec.stop_signals.value, &board.board));
 }
 
 }  // namespace
@@ -137,13 +149,22 @@ Example:
     >>> import kdist
     >>> [kdist.should_stop(step) for step in range(3)]
     [False, False, False])doc");
+  m.def(
+      "set_board_maker",
+      [](nb::callable maker) { g_board_maker.store(maker.ptr(), std::memory_order_release); },
+      nb::arg("maker"), nb::sig("def set_board_maker(maker: typing.Callable[[], None]) -> None"),
+      "What should_stop calls, outside any job, to make and activate this process's own board "
+      "(kdist._together.stop registers ensure_active). The caller keeps it alive.");
   m.def("remember_program_handlers", &RememberProgramHandlers, nb::arg("signals"),
         "Before JAX's initialize: the handlers in place now for `signals` are the program's own, "
         "called (after XLA's) by kdist's stop-signal handler.");
-  m.def("install_signal_relay", &InstallSignalRelayPy, nb::arg("signals"), nb::arg("board"),
-        "Installs kdist's handler for the stop signals: it tells `board`, then calls the "
+  m.def("install_signal_relay", &InstallSignalRelayPy, nb::arg("spec"), nb::arg("board"),
+        "Installs kdist's handler for `spec`'s stop signals: it tells `board`, then calls the "
         "handlers that were there (XLA's, the program's own). The caller keeps `board` alive "
         "until uninstall_signal_relay.");
+  m.def("stack_signal", &StackSignal,
+        "The signal that makes Python's faulthandler write this process's stacks for the "
+        "stall watchdog (SIGRTMAX - 1).");
   m.def("uninstall_signal_relay", &UninstallSignalRelay,
         "Puts back the handlers install_signal_relay replaced.");
 }

@@ -30,11 +30,11 @@ std::string ClusterSpec::Fingerprint() const {
                                 std::to_string(shutdown_timeout_seconds.value) +
                                 ";unreachable_timeout=" +
                                 Seconds(unreachable_timeout_seconds.value) +
-                                ";consistency=" + consistency.value +
+                                ";consistency=" + std::string(ConsistencyPolicyName(consistency.value)) +
                                 ";stop_signals=" + FormatStopSignals(stop_signals.value) +
                                 ";stall_timeout=" +
-                                (stall_timeout_seconds.value
-                                     ? Seconds(*stall_timeout_seconds.value)
+                                (stall_timeout.value
+                                     ? Seconds(NanosToSeconds(*stall_timeout.value))
                                      : std::string("off"));
   return HexDigest(canonical);
 }

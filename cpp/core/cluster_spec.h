@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "address.h"
+#include "clock.h"
+#include "policies.h"
 
 namespace kdist {
 
@@ -41,16 +43,16 @@ struct ClusterSpec {
   // the job ends; TCP keepalive is sized from it (LivenessOptionsFor). Below
   // the heartbeat timeout. Part of the fingerprint.
   Sourced<double> unreachable_timeout_seconds;
-  // What this process does when another fails or dies: "exit" or "ignore".
-  Sourced<std::string> on_peer_failure;
-  Sourced<std::string> consistency;  // "strict", "warn" or "off" (consistency.h)
+  // What this process does when another fails or dies (policies.h).
+  Sourced<PeerFailurePolicy> on_peer_failure;
+  Sourced<ConsistencyPolicy> consistency;  // consistency.h says what each compares
   // The signals that are stop requests for the whole job (stop_signals.h);
   // empty: none. Part of the fingerprint: a signal that stops one process must
   // stop them all the same way.
   Sourced<std::vector<int>> stop_signals;
-  // The stall watchdog: a process that reports no progress for this many
-  // seconds ends the job; nullopt: off. Part of the fingerprint.
-  Sourced<std::optional<double>> stall_timeout_seconds;
+  // The stall watchdog: a process that reports no progress for this long
+  // ends the job; nullopt: off. Part of the fingerprint.
+  Sourced<std::optional<Nanos>> stall_timeout;
   // How many times this job was started again: KDIST_RESTART_COUNT, else the
   // detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption,
   // TORCHELASTIC_RESTART_COUNT), else 0 ("default"). Not part of the

@@ -39,23 +39,6 @@ std::string Holders(const std::vector<int64_t>& ids,
 
 }  // namespace
 
-Result<ConsistencyPolicy> ParseConsistencyPolicy(std::string_view text) {
-  const std::string value = Lower(Trim(text));
-  if (value == "strict") return ConsistencyPolicy::kStrict;
-  if (value == "warn") return ConsistencyPolicy::kWarn;
-  if (value == "off") return ConsistencyPolicy::kOff;
-  return InvalidArgument("is " + Quote(text) + "; expected strict, warn or off");
-}
-
-std::string_view ConsistencyPolicyName(ConsistencyPolicy policy) {
-  switch (policy) {
-    case ConsistencyPolicy::kStrict: return "strict";
-    case ConsistencyPolicy::kWarn: return "warn";
-    case ConsistencyPolicy::kOff: return "off";
-  }
-  return "warn";
-}
-
 Status ValidateFingerprint(const Fingerprint& fingerprint) {
   if (fingerprint.size() > kMaxFingerprintEntries) {
     return InvalidArgument("the environment fingerprint has " + std::to_string(fingerprint.size()) +

@@ -3,7 +3,7 @@
 // local devices, the same XLA_FLAGS and JAX settings, the same script.
 //
 // Each process sends its environment fingerprint in its hello (collected in
-// Python, kdist/_fingerprint.py, without importing JAX): an ordered list of
+// Python, kdist/_start/environment_fingerprint.py, without importing JAX): an ordered list of
 // named values. Process 0 compares every hello's with its own, as they arrive:
 //
 //   - an entry process 0 marks `must_match` (a difference crashes or silently
@@ -29,15 +29,13 @@
 #include <string_view>
 #include <vector>
 
+#include "policies.h"
 #include "status.h"
 
 namespace kdist {
 
 // KDIST_CONSISTENCY (and initialize(consistency=)): strict, warn (the default), off.
 inline constexpr std::string_view kEnvConsistency = "KDIST_CONSISTENCY";
-enum class ConsistencyPolicy { kStrict, kWarn, kOff };
-Result<ConsistencyPolicy> ParseConsistencyPolicy(std::string_view text);
-std::string_view ConsistencyPolicyName(ConsistencyPolicy policy);
 
 struct FingerprintEntry {
   std::string name;   // "jax", "XLA_FLAGS"

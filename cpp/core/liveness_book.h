@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "liveness_wire.h"
+#include "policies.h"
 #include "status.h"
 
 namespace kdist {
@@ -121,8 +122,6 @@ class LivenessBook {
   std::optional<bool> all_done_;
   bool joins_closed_ = false;
 };
-
-enum class PeerFailurePolicy { kExit, kIgnore };
 
 // What a process does on a notice from process 0.
 enum class LiveAction {

@@ -115,17 +115,17 @@ Result<Sourced<int64_t>> ResolveJaxTimeout(const std::optional<std::string>& arg
   return Sourced<int64_t>{*value, raw->source};
 }
 
-Result<Sourced<std::string>> ResolveOnPeerFailure(const Request& request,
-                                                  const Environment& env) {
+Result<Sourced<PeerFailurePolicy>> ResolveOnPeerFailure(const Request& request,
+                                                        const Environment& env) {
   const std::optional<Raw> raw =
       Pick(request.on_peer_failure, "on_peer_failure", env, kEnvOnPeerFailure);
-  if (!raw) return Sourced<std::string>{"exit", "default"};
-  const std::string value = Lower(Trim(raw->text));
-  if (value != "exit" && value != "ignore") {
+  if (!raw) return Sourced<PeerFailurePolicy>{PeerFailurePolicy::kExit, "default"};
+  Result<PeerFailurePolicy> policy = ParsePeerFailurePolicy(raw->text);
+  if (!policy.ok()) {
     return Invalid(*raw, "expected \"exit\" (every process stops when one fails or dies) or "
                          "\"ignore\" (the program handles it)");
   }
-  return Sourced<std::string>{value, raw->source};
+  return Sourced<PeerFailurePolicy>{*policy, raw->source};
 }
 
 Result<Sourced<std::vector<int>>> ResolveStopSignals(const Request& request,
@@ -141,21 +141,22 @@ Result<Sourced<std::vector<int>>> ResolveStopSignals(const Request& request,
 }
 
 // The stall watchdog's timeout: positive seconds, or "off"/"none"/"0" (the default).
-Result<Sourced<std::optional<double>>> ResolveStallTimeout(const Request& request,
-                                                           const Environment& env) {
+Result<Sourced<std::optional<Nanos>>> ResolveStallTimeout(const Request& request,
+                                                          const Environment& env) {
+  using Stall = Sourced<std::optional<Nanos>>;
   const std::optional<Raw> raw =
       Pick(request.stall_timeout, "stall_timeout", env, kEnvStallTimeout, false);
-  if (!raw) return Sourced<std::optional<double>>{std::nullopt, "default"};
+  if (!raw) return Stall{std::nullopt, "default"};
   const std::string word = Lower(Trim(raw->text));
-  if (word == "off" || word == "none") return Sourced<std::optional<double>>{std::nullopt, raw->source};
+  if (word == "off" || word == "none") return Stall{std::nullopt, raw->source};
   const std::string expected = "expected a positive number of seconds (at most " +
                                Number(kMaxTimeoutSeconds) +
                                ") without progress that ends the job, or \"off\"";
   Result<double> value = ParseSeconds(raw->text);
   if (!value.ok()) return Invalid(*raw, value.status().message() + "; " + expected);
-  if (*value == 0) return Sourced<std::optional<double>>{std::nullopt, raw->source};
+  if (*value == 0) return Stall{std::nullopt, raw->source};
   if (*value > kMaxTimeoutSeconds) return Invalid(*raw, expected);
-  return Sourced<std::optional<double>>{*value, raw->source};
+  return Stall{SecondsToNanos(*value), raw->source};
 }
 
 // The unreachable timeout: seconds, at least 1 (the kernel counts keepalive
@@ -189,16 +190,17 @@ Result<Sourced<double>> ResolveUnreachableTimeout(const Request& request, const 
   return Sourced<double>{*value, raw->source};
 }
 
-Result<Sourced<std::string>> ResolveConsistency(const Request& request, const Environment& env) {
+Result<Sourced<ConsistencyPolicy>> ResolveConsistency(const Request& request,
+                                                      const Environment& env) {
   const std::optional<Raw> raw = Pick(request.consistency, "consistency", env, kEnvConsistency);
-  if (!raw) return Sourced<std::string>{"warn", "default"};
+  if (!raw) return Sourced<ConsistencyPolicy>{ConsistencyPolicy::kWarn, "default"};
   Result<ConsistencyPolicy> policy = ParseConsistencyPolicy(raw->text);
   if (!policy.ok()) {
     return Invalid(*raw, "expected \"strict\" (any difference between the processes' "
                          "environments stops the job), \"warn\" (only those that would crash or "
                          "corrupt it do; the rest are warnings) or \"off\"");
   }
-  return Sourced<std::string>{std::string(ConsistencyPolicyName(*policy)), raw->source};
+  return Sourced<ConsistencyPolicy>{*policy, raw->source};
 }
 
 // A setting under its new name and its former one, with different values:
@@ -563,7 +565,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   KDIST_ASSIGN_OR_RETURN(spec.on_peer_failure, ResolveOnPeerFailure(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.consistency, ResolveConsistency(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.stop_signals, ResolveStopSignals(request, env));
-  KDIST_ASSIGN_OR_RETURN(spec.stall_timeout_seconds, ResolveStallTimeout(request, env));
+  KDIST_ASSIGN_OR_RETURN(spec.stall_timeout, ResolveStallTimeout(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.cluster_detection, ResolveClusterDetection(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRollCallToken(env));
 

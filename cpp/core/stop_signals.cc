@@ -80,4 +80,6 @@ std::string FormatStopSignals(const std::vector<int>& signals) {
   return Join(names, ",");
 }
 
+int StackSignal() { return SIGRTMAX - 1; }
+
 }  // namespace kdist

@@ -35,6 +35,11 @@ std::string SignalName(int signal_number);
 // The setting as text: "SIGTERM,SIGUSR1", or "none".
 std::string FormatStopSignals(const std::vector<int>& signals);
 
+// The signal that makes Python's faulthandler write this process's stacks (every
+// thread) to its stderr, for the stall watchdog: a real-time signal nothing else
+// in kdist uses (SIGRTMAX - 1).
+int StackSignal();
+
 }  // namespace kdist
 
 #endif  // KDIST_STOP_SIGNALS_H_

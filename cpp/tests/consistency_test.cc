@@ -20,15 +20,6 @@ Fingerprint With(std::string jax, std::string python = "3.11.7", std::string xla
 
 std::string HostOf(int64_t id) { return "node-" + std::to_string(id); }
 
-TEST(ConsistencyPolicy, ParsesItsThreeNames) {
-  Result<ConsistencyPolicy> strict = ParseConsistencyPolicy(" Strict ");
-  KDIST_ASSERT_OK(strict);
-  EXPECT_EQ(*strict, ConsistencyPolicy::kStrict);
-  EXPECT_EQ(ConsistencyPolicyName(ConsistencyPolicy::kOff), "off");
-  KDIST_EXPECT_ERROR(ParseConsistencyPolicy("loose"), StatusCode::kInvalidArgument,
-                     "is \"loose\"; expected strict, warn or off");
-}
-
 TEST(FingerprintWire, RoundTripsInOrder) {
   Fingerprint f = {{"jax", "0.10.2", true}, {"XLA_FLAGS", std::string(1024, 'x'), false},
                    {"arguments", "", false}};

@@ -77,19 +77,19 @@ TEST(Resolve, BadStopSignalsNameTheValueAndItsSource) {
 TEST(Resolve, StallTimeoutIsOffByDefaultAndTakesSecondsOrOff) {
   auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
   KDIST_ASSERT_OK(spec);
-  EXPECT_FALSE(spec->stall_timeout_seconds.value.has_value());
-  EXPECT_EQ(spec->stall_timeout_seconds.source, std::string("default"));
+  EXPECT_FALSE(spec->stall_timeout.value.has_value());
+  EXPECT_EQ(spec->stall_timeout.source, std::string("default"));
   Environment env{{"KDIST_STALL_TIMEOUT", "2.5"}};
   spec = Resolve(Args("10.0.0.1:1234", "2", "1"), env);
   KDIST_ASSERT_OK(spec);
-  EXPECT_EQ(spec->stall_timeout_seconds.value, std::optional<double>(2.5));
-  EXPECT_EQ(spec->stall_timeout_seconds.source, std::string("KDIST_STALL_TIMEOUT"));
+  EXPECT_EQ(spec->stall_timeout.value, std::optional<Nanos>(std::chrono::milliseconds(2500)));
+  EXPECT_EQ(spec->stall_timeout.source, std::string("KDIST_STALL_TIMEOUT"));
   Request request = Args("10.0.0.1:1234", "2", "1");
   request.stall_timeout = "off";
   spec = Resolve(request, env);
   KDIST_ASSERT_OK(spec);
-  EXPECT_FALSE(spec->stall_timeout_seconds.value.has_value());
-  EXPECT_EQ(spec->stall_timeout_seconds.source, std::string("argument"));
+  EXPECT_FALSE(spec->stall_timeout.value.has_value());
+  EXPECT_EQ(spec->stall_timeout.source, std::string("argument"));
   KDIST_EXPECT_ERROR(Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_STALL_TIMEOUT", "soon"}}),
                      StatusCode::kInvalidArgument,
                      "KDIST_STALL_TIMEOUT=\"soon\" (from the environment)");

@@ -59,15 +59,18 @@ __all__ = [
     "shutdown",
 ]
 
+# The wings whose names make or read layouts: the Keras bridge is registered before any
+# of them is loaded.
+_BRIDGED = ("kdist._layouts.", "kdist._distribution.", "kdist._resume.")
 # Where each lazily loaded public name lives.
 _LAZY_NAMES = {
     "initialize": "kdist._start.initialize",
     "shutdown": "kdist._start.initialize",
     "is_initialized": "kdist._start.initialize",
     "cluster_spec": "kdist._start.initialize",
-    "should_stop": "kdist._start.stop",
-    "request_stop": "kdist._start.stop",
-    "barrier": "kdist._start.barrier",
+    "should_stop": "kdist._together.stop",
+    "request_stop": "kdist._together.stop",
+    "barrier": "kdist._together.barrier",
     "list_devices": "kdist._devices",
     "get_device_count": "kdist._devices",
     "set_distribution": "kdist._distribution.current",
@@ -95,9 +98,9 @@ if TYPE_CHECKING:
     from kdist._layouts.layout_map import LayoutMap
     from kdist._layouts.tensor_layout import TensorLayout
     from kdist._resume.backup_and_restore import BackupAndRestore
-    from kdist._start.barrier import barrier
     from kdist._start.initialize import cluster_spec, initialize, is_initialized, shutdown
-    from kdist._start.stop import request_stop, should_stop
+    from kdist._together.barrier import barrier
+    from kdist._together.stop import request_stop, should_stop
 
 
 def __getattr__(name: str) -> object:
@@ -110,10 +113,11 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'kdist' has no attribute {name!r}")
     import importlib
 
-    if module_name.startswith("kdist._layouts."):
-        # The layout types meet Keras through the bridge, which they may not import;
-        # loading it registers it for them to ask (see kdist/_keras/__init__.py).
-        importlib.import_module("kdist._keras")
+    if module_name.startswith(_BRIDGED):
+        # The layout types meet Keras through the bridge, which they may not import: it is
+        # registered here, before the first name that makes or reads a layout, for them to
+        # ask (_state.keras_bridge(); see kdist/_keras/conversion.py).
+        importlib.import_module("kdist._keras.conversion").install()
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value

@@ -49,7 +49,10 @@ from jax.experimental import multihost_utils  # noqa: E402
 
 
 def say(event: str, **extra: object) -> None:
-    print(json.dumps({"event": event, "process_id": me, "at": time.time(), **extra}), flush=True)
+    # One write for the line and its newline: a C++ thread's line cannot land between them.
+    line = json.dumps({"event": event, "process_id": me, "at": time.time(), **extra})
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 # Work every process does together first: the job runs.
@@ -89,9 +92,9 @@ if FAULT == "exit0":
 
 if FAULT == "ignore":
     deadline = time.monotonic() + 30
-    while not kdist._start.liveness.reported_failures() and time.monotonic() < deadline:
+    while not kdist._together.liveness.reported_failures() and time.monotonic() < deadline:
         time.sleep(0.05)
-    say("done", reported=kdist._start.liveness.reported_failures())
+    say("done", reported=kdist._together.liveness.reported_failures())
     sys.exit(0)
 
 if FAULT == "none":

@@ -14,11 +14,12 @@ distributions), `conversion` (Keras meshes, layout maps and distributions as
 kdist's: the one conversion path), `sync` (Keras's current distribution kept in
 step with kdist's, including when Keras is imported later).
 
-Loading this wing registers it with `_state` (below), so that the layout types,
-which may not import it, can ask it: for the class of a new `DeviceMesh` (a
-`keras.distribution.DeviceMesh` too while Keras is loaded) and to convert a
-Keras mesh. `kdist.DeviceMesh`, `kdist.TensorLayout` and `kdist.LayoutMap` load
-it (kdist/__init__.py); every distribution type imports it.
+`conversion.install()` registers the bridge with `_state` (below), so that the
+layout types, which may not import it, can ask it: for the class of a new
+`DeviceMesh` (a `keras.distribution.DeviceMesh` too while Keras is loaded) and to
+convert a Keras mesh. kdist/__init__.py calls it before the first public name of
+the layouts, the distributions or the backups loads; importing this package
+registers nothing (`_start/seed.py` loads `seed` alone, and no layout).
 
 Keras (on its JAX backend) asks its current distribution for the layout of every
 variable it creates, of every input batch and of the layer outputs it may
@@ -38,7 +39,3 @@ own seed, which `keras.src.utils.rng_utils.get_random_seed` reads as Keras's own
 `initialize()` does. tests/test_keras_bridge.py pins both against the Keras
 versions kdist supports.
 """
-
-from kdist._keras import conversion as _conversion
-
-_conversion.install()

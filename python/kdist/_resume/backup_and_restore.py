@@ -30,8 +30,8 @@ from kdist import _jax_backend, _log
 from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import import_keras
 from kdist._resume import host_state, snapshot, store
-from kdist._start import barrier as barriers
-from kdist._start import stop
+from kdist._together import barrier as barriers
+from kdist._together import stop
 
 keras = import_keras("kdist.BackupAndRestore")
 _KerasBackupAndRestore: Any = keras.callbacks.BackupAndRestore

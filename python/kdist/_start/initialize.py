@@ -9,7 +9,8 @@ import time
 
 from kdist import _core, _devices, _jax_backend, _state
 from kdist._errors import ConfigError, InitializationOrderError
-from kdist._start import collectives, config, liveness, roll_call, seed, stop
+from kdist._start import collectives, config, roll_call, seed
+from kdist._together import liveness, stop
 
 _lock = threading.Lock()
 _logger = logging.getLogger("kdist")

@@ -32,7 +32,7 @@ from typing import Any
 
 from kdist._errors import PortInUseError
 from kdist._local_job.process import die_with_parent
-from kdist._start import liveness
+from kdist._together import liveness
 from kdist.testing import _records
 
 # The main module of a caller that ran as a script, as multiprocessing names it.

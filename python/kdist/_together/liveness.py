@@ -53,7 +53,7 @@ from typing import Any, NoReturn
 
 from kdist import _core, _jax_backend, _log
 from kdist._errors import BarrierError, KdistError, RendezvousError, RendezvousTimeoutError
-from kdist._start import stop
+from kdist._together import stop
 
 _logger = _log.LOGGER
 # How long another process tries to join process 0's hub before falling back.
@@ -104,16 +104,7 @@ def start_hub(
     nonce = secrets.token_hex(16)
     try:
         channel = _core.start_liveness_hub(
-            spec.num_processes,
-            os.uname().nodename,
-            os.getpid(),
-            nonce,
-            spec.unreachable_timeout,
-            spec.on_peer_failure,
-            board=board,
-            stall_timeout=spec.stall_timeout,
-            stack_signal=stop.stack_signal(spec),
-            record_path=stop.verdict_file(),
+            spec, board, nonce=nonce, record_path=stop.verdict_file()
         )
     except KdistError as error:
         _log_fallback(spec, f"process 0 cannot listen for it: {error}")
@@ -145,20 +136,14 @@ def join(
     endpoint = f"{host}:{shared.liveness_port}"
     try:
         return _core.join_liveness(
-            endpoint,
-            spec.process_id,
-            os.uname().nodename,
-            os.getpid(),
-            shared.liveness_nonce,
-            coordinator_host,
-            coordinator_pid,
-            spec.unreachable_timeout,
-            spec.on_peer_failure,
-            join_timeout=JOIN_TIMEOUT_SECONDS,
-            board=board,
-            stall_timeout=spec.stall_timeout,
-            stack_signal=stop.stack_signal(spec),
+            spec,
+            board,
+            hub=endpoint,
+            nonce=shared.liveness_nonce,
+            coordinator_host=coordinator_host,
+            coordinator_pid=coordinator_pid,
             record_path=stop.verdict_file(),
+            join_timeout=JOIN_TIMEOUT_SECONDS,
         )
     except KdistError as error:
         _log_fallback(spec, str(error))

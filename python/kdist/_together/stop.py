@@ -41,8 +41,9 @@ from kdist import _core, _jax_backend
 from kdist._errors import ArgumentTypeError
 
 # The signal that makes faulthandler write this process's Python stacks (every thread) to
-# its stderr, for the stall watchdog. A real-time signal nothing else here uses.
-STACK_SIGNAL = int(signal.SIGRTMAX) - 1
+# its stderr, for the stall watchdog: the core's (a real-time signal nothing else uses),
+# raised by the liveness channel's thread.
+STACK_SIGNAL = _core.stack_signal()
 # The name of the variable that names the file where this process appends the records of
 # its job's end (JSON lines; kdist launch sets it for every process).
 VERDICT_FILE_VARIABLE = "KDIST_VERDICT_FILE"
@@ -65,7 +66,7 @@ _lone_lock = threading.Lock()  # one lone channel, however many threads ask at o
 
 def signal_numbers(spec: _core.ClusterSpec) -> list[int]:
     """The stop signals of `spec`, as numbers."""
-    return [int(getattr(signal, name)) for name in spec.stop_signals]
+    return list(spec.stop_signal_numbers)
 
 
 def verdict_file() -> str:
@@ -88,23 +89,7 @@ def prepare(spec: _core.ClusterSpec) -> _core.StopBoard:
 
 def start_lone_channel(spec: _core.ClusterSpec, board: _core.StopBoard) -> _core.LivenessChannel:
     """A channel of this process alone: its own signals, stalls and barriers."""
-    return _core.start_liveness_hub(
-        1,
-        os.uname().nodename,
-        os.getpid(),
-        "",
-        spec.unreachable_timeout,
-        spec.on_peer_failure,
-        board=board,
-        stall_timeout=spec.stall_timeout,
-        stack_signal=stack_signal(spec),
-        record_path=verdict_file(),
-    )
-
-
-def stack_signal(spec: _core.ClusterSpec) -> int:
-    """The signal the channel raises to dump this process's stacks (0 without a watchdog)."""
-    return STACK_SIGNAL if spec.stall_timeout is not None else 0
+    return _core.start_liveness_hub(spec, board, nonce="", record_path=verdict_file(), alone=True)
 
 
 def activate(
@@ -121,7 +106,7 @@ def activate(
     with _lock:
         signals = signal_numbers(spec)
         if signals:
-            _core.install_signal_relay(signals, board)
+            _core.install_signal_relay(spec, board)
         stacks = spec.stall_timeout is not None
         if stacks:
             faulthandler.register(STACK_SIGNAL, file=_stderr_fd(), all_threads=True, chain=False)
@@ -192,11 +177,13 @@ def _ensure() -> _Active:
     state = _active
     if state is not None:
         return state
-    from kdist._start import config
-
     with _lone_lock:
         if _active is None:
-            spec = config.resolve(num_processes=1)
+            # A job of this process alone: the core resolves the rest of the settings from
+            # the environment (stop signals, stall timeout), as initialize() would.
+            request = _core.Request()
+            request.num_processes = "1"
+            spec = _core.resolve(request, dict(os.environ))
             board = prepare(spec)
             activate(spec, board, start_lone_channel(spec, board), lone=True)
         assert _active is not None
@@ -211,6 +198,11 @@ should_stop = _core.should_stop
 def ensure_active() -> None:
     """Called by should_stop when no board is active: this process's own, outside a job."""
     _ensure()
+
+
+# should_stop (in C++) asks this module for a board outside any job through the maker
+# registered here, the module that hands should_stop out.
+_core.set_board_maker(ensure_active)
 
 
 def request_stop(reason: str) -> None:

@@ -8,7 +8,7 @@ import math
 import threading
 
 from kdist._errors import ArgumentTypeError
-from kdist._start import stop
+from kdist._together import stop
 
 _lock = threading.Lock()
 # This process's barrier calls, numbered: the n-th call of every process meets the n-th
