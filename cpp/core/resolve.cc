@@ -547,11 +547,11 @@ std::vector<std::string> JaxJobVariables() {
           std::string(kEnvCoordinatorPort)};
 }
 
-Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
-  ClusterSpec spec;
+namespace {
 
-  // Settings that do not describe the cluster first: a bad one is reported
-  // even when the cluster settings are also missing.
+// The settings that do not describe the cluster: resolved first, so that a bad
+// one is reported even when the cluster settings are also missing.
+Status ResolveJobSettings(const Request& request, const Environment& env, ClusterSpec& spec) {
   KDIST_ASSIGN_OR_RETURN(spec.timeout_seconds, ResolveTimeout(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.preflight, ResolveRollCall(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.heartbeat_timeout_seconds,
@@ -568,147 +568,208 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
   KDIST_ASSIGN_OR_RETURN(spec.stall_timeout, ResolveStallTimeout(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.cluster_detection, ResolveClusterDetection(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRollCallToken(env));
+  return Status::Ok();
+}
 
-  std::optional<Raw> addresses_raw = PickWithJax(request.job_addresses, "job_addresses", env,
-                                                  kEnvJobAddresses, kEnvJaxCoordinatorAddress);
-  std::optional<Raw> count_raw = PickWithJax(request.num_processes, "num_processes", env,
-                                              kEnvNumProcesses, kEnvJaxNumProcesses, false);
-  std::optional<Raw> id_raw = PickWithJax(request.process_id, "process_id", env, kEnvProcessId,
-                                           kEnvJaxProcessId, false);
-  if (addresses_raw && addresses_raw->source == kEnvJaxCoordinatorAddress &&
-      Split(addresses_raw->text, ',').size() > 1) {
-    return Invalid(*addresses_raw,
+// The three cluster settings as text with their sources: the job's addresses,
+// the process count and this process's id.
+struct ClusterTexts {
+  std::optional<Raw> addresses;
+  std::optional<Raw> count;
+  std::optional<Raw> id;
+};
+
+// Each cluster setting from the argument, else its KERAS_DISTRIBUTION_*
+// variable, else JAX's own.
+Result<ClusterTexts> PickClusterTexts(const Request& request, const Environment& env) {
+  ClusterTexts texts;
+  texts.addresses = PickWithJax(request.job_addresses, "job_addresses", env, kEnvJobAddresses,
+                                kEnvJaxCoordinatorAddress);
+  texts.count = PickWithJax(request.num_processes, "num_processes", env, kEnvNumProcesses,
+                            kEnvJaxNumProcesses, false);
+  texts.id = PickWithJax(request.process_id, "process_id", env, kEnvProcessId, kEnvJaxProcessId,
+                         false);
+  if (texts.addresses && texts.addresses->source == kEnvJaxCoordinatorAddress &&
+      Split(texts.addresses->text, ',').size() > 1) {
+    return Invalid(*texts.addresses,
                    "names more than one address; JAX's variable holds only the coordinator's "
                    "\"host:port\" (list every process's address in "
                    "KERAS_DISTRIBUTION_JOB_ADDRESSES instead)");
   }
+  return texts;
+}
 
-  // A detector fills only what explicit settings leave out. An explicit
-  // single process needs nothing from it: no coordinator, and id 0.
-  const size_t explicit_addresses =
-      addresses_raw ? Split(addresses_raw->text, ',').size() : 0;
-  const Result<int64_t> explicit_count = ParseInteger(count_raw ? count_raw->text : "");
-  const bool single_process = explicit_count.ok() && *explicit_count == 1;
-  const bool needed = !single_process &&
-                      !(addresses_raw && id_raw && (count_raw || explicit_addresses > 1));
-  KDIST_ASSIGN_OR_RETURN(const std::optional<Detection> detected,
-                         DetectScheduler(spec.cluster_detection, needed, env));
-  if (detected) spec.scheduler = detected->detector;
-  const Detection* filler = (detected && !single_process) ? &*detected : nullptr;
-  // The settings the scheduler fills, and the explicit ones it must then agree with.
+// What a detected scheduler brought: the detection (even when it filled
+// nothing), whether it fills settings, which, and the explicit texts as they
+// were before it filled any.
+struct SchedulerFill {
+  std::optional<Detection> detected;
+  bool fills = false;  // the detector fills the settings the explicit ones leave out
   std::vector<std::string> filled;
-  const std::optional<Raw> count_given = count_raw;
-  const std::optional<Raw> id_given = id_raw;
-  if (filler) {
-    const std::string& name = filler->detector;
-    if (!addresses_raw && filler->job_addresses) {
-      addresses_raw = FromDetection(filler->job_addresses, name);
-      filled.emplace_back("job_addresses");
-    }
-    if (!count_raw && explicit_addresses <= 1 && filler->num_processes) {
-      count_raw = FromDetection(filler->num_processes, name);
-      filled.emplace_back("num_processes");
-    }
-    if (!id_raw && filler->process_id) {
-      id_raw = FromDetection(filler->process_id, name);
-      filled.emplace_back("process_id");
-    }
+  ClusterTexts given;
+  const Detection& Hints() const {
+    static const Detection kNone;
+    return fills ? *detected : kNone;
   }
-  const Detection no_detection;
-  const Detection& hints = filler ? *filler : no_detection;
-  if (!addresses_raw && !count_raw && !id_raw) return NothingConfigured(spec.cluster_detection);
+};
 
-  if (addresses_raw) {
-    Result<std::vector<Address>> list = ParseAddressList(addresses_raw->text);
-    if (!list.ok()) return Invalid(*addresses_raw, list.status().message());
-    spec.job_addresses = {std::move(list).value(), addresses_raw->source};
+// A detector fills only what explicit settings leave out. An explicit single
+// process needs nothing from it: no coordinator, and id 0.
+Result<SchedulerFill> FillFromScheduler(const ClusterSpec& spec, const Environment& env,
+                                        ClusterTexts& texts) {
+  SchedulerFill fill;
+  fill.given = texts;
+  const size_t explicit_addresses = texts.addresses ? Split(texts.addresses->text, ',').size() : 0;
+  const Result<int64_t> explicit_count = ParseInteger(texts.count ? texts.count->text : "");
+  const bool single_process = explicit_count.ok() && *explicit_count == 1;
+  const bool needed = !single_process && !(texts.addresses && texts.id &&
+                                           (texts.count || explicit_addresses > 1));
+  KDIST_ASSIGN_OR_RETURN(fill.detected, DetectScheduler(spec.cluster_detection, needed, env));
+  fill.fills = fill.detected && !single_process;
+  if (!fill.fills) return fill;
+  const Detection& filler = *fill.detected;
+  const std::string& name = filler.detector;
+  if (!texts.addresses && filler.job_addresses) {
+    texts.addresses = FromDetection(filler.job_addresses, name);
+    fill.filled.emplace_back("job_addresses");
   }
+  if (!texts.count && explicit_addresses <= 1 && filler.num_processes) {
+    texts.count = FromDetection(filler.num_processes, name);
+    fill.filled.emplace_back("num_processes");
+  }
+  if (!texts.id && filler.process_id) {
+    texts.id = FromDetection(filler.process_id, name);
+    fill.filled.emplace_back("process_id");
+  }
+  return fill;
+}
+
+// The process count: given, else the length of the address list; an address
+// list of several addresses must name one per process.
+Status ResolveProcessCount(const ClusterTexts& texts, const Detection& hints, ClusterSpec& spec) {
   const size_t address_count = spec.job_addresses.value.size();
-
-  if (count_raw) {
-    KDIST_ASSIGN_OR_RETURN(spec.num_processes, ParseCount(*count_raw));
+  if (texts.count) {
+    KDIST_ASSIGN_OR_RETURN(spec.num_processes, ParseCount(*texts.count));
     if (address_count > 1 && static_cast<int64_t>(address_count) != spec.num_processes.value) {
       return InvalidArgument(
-          Describe(*addresses_raw) + " lists " + std::to_string(address_count) +
-          " addresses but " + Describe(*count_raw) +
+          Describe(*texts.addresses) + " lists " + std::to_string(address_count) +
+          " addresses but " + Describe(*texts.count) +
           "; list one address per process (the coordinator first), or only the coordinator's");
     }
-  } else if (address_count > 1) {
+    return Status::Ok();
+  }
+  if (address_count > 1) {
     spec.num_processes = {static_cast<int64_t>(address_count), "job_addresses"};
-  } else if (addresses_raw) {
-    return InvalidArgument(Describe(*addresses_raw) +
+    return Status::Ok();
+  }
+  if (texts.addresses) {
+    return InvalidArgument(Describe(*texts.addresses) +
                            " names the coordinator but the number of processes is not set; pass "
                            "num_processes=..., set KERAS_DISTRIBUTION_NUM_PROCESSES, or list one "
                            "address per process" +
                            Hint(hints.num_processes_hint));
-  } else {
-    return InvalidArgument(Describe(*id_raw) +
-                           " is set but the number of processes is not; pass num_processes=... "
-                           "or set KERAS_DISTRIBUTION_NUM_PROCESSES (and a coordinator address)" +
-                           Hint(hints.num_processes_hint));
   }
+  return InvalidArgument(Describe(*texts.id) +
+                         " is set but the number of processes is not; pass num_processes=... "
+                         "or set KERAS_DISTRIBUTION_NUM_PROCESSES (and a coordinator address)" +
+                         Hint(hints.num_processes_hint));
+}
+
+// When the scheduler filled any setting, the explicit count and id must agree
+// with its values (a job taken half from the scheduler and half from
+// elsewhere cannot form).
+Status CheckExplicitAgainstScheduler(const SchedulerFill& fill, const ClusterTexts& texts,
+                                     const ClusterSpec& spec) {
+  if (fill.filled.empty()) return Status::Ok();
+  const Detection& filler = *fill.detected;
+  const size_t address_count = spec.job_addresses.value.size();
+  std::vector<Contradiction> contradictions;
+  const std::optional<DetectedValue>& their_count = filler.num_processes;
+  Result<int64_t> theirs = ParseInteger(their_count ? their_count->text : "");
+  // Explicit: an argument or variable, or the length of an explicit address list.
+  if (theirs.ok() && *theirs != spec.num_processes.value &&
+      (fill.given.count || address_count > 1)) {
+    Contradiction c;
+    if (fill.given.count) {
+      c.described = Describe(*fill.given.count);
+      c.remedy = TakeAway(*fill.given.count);
+    } else {
+      c.described = Describe(*texts.addresses) + ", which lists " +
+                    std::to_string(address_count) + " addresses,";
+      c.remedy = "list only the coordinator's address in " + texts.addresses->label;
+    }
+    c.detected = Describe(*FromDetection(their_count, filler.detector));
+    contradictions.push_back(std::move(c));
+  }
+  const std::optional<DetectedValue>& their_id = filler.process_id;
+  Result<int64_t> mine = ParseInteger(fill.given.id ? fill.given.id->text : "");
+  Result<int64_t> their_id_value = ParseInteger(their_id ? their_id->text : "");
+  if (fill.given.id && mine.ok() && their_id_value.ok() && *mine != *their_id_value) {
+    contradictions.push_back({Describe(*fill.given.id),
+                              Describe(*FromDetection(their_id, filler.detector)),
+                              TakeAway(*fill.given.id)});
+  }
+  return CheckAgainstScheduler(filler, fill.filled, contradictions);
+}
+
+// This process's id, in [0, num_processes); 0 for a single process.
+Status ResolveProcessId(const ClusterTexts& texts, const Detection& hints, ClusterSpec& spec) {
   const int64_t n = spec.num_processes.value;
-
-  if (!filled.empty()) {
-    std::vector<Contradiction> contradictions;
-    const std::optional<DetectedValue>& their_count = filler->num_processes;
-    Result<int64_t> theirs = ParseInteger(their_count ? their_count->text : "");
-    // Explicit: an argument or variable, or the length of an explicit address list.
-    if (theirs.ok() && *theirs != n && (count_given || address_count > 1)) {
-      Contradiction c;
-      if (count_given) {
-        c.described = Describe(*count_given);
-        c.remedy = TakeAway(*count_given);
-      } else {
-        c.described = Describe(*addresses_raw) + ", which lists " +
-                      std::to_string(address_count) + " addresses,";
-        c.remedy = "list only the coordinator's address in " + addresses_raw->label;
-      }
-      c.detected = Describe(*FromDetection(their_count, filler->detector));
-      contradictions.push_back(std::move(c));
-    }
-    const std::optional<DetectedValue>& their_id = filler->process_id;
-    Result<int64_t> mine = ParseInteger(id_given ? id_given->text : "");
-    Result<int64_t> their_id_value = ParseInteger(their_id ? their_id->text : "");
-    if (id_given && mine.ok() && their_id_value.ok() && *mine != *their_id_value) {
-      contradictions.push_back({Describe(*id_given),
-                                Describe(*FromDetection(their_id, filler->detector)),
-                                TakeAway(*id_given)});
-    }
-    KDIST_RETURN_IF_ERROR(CheckAgainstScheduler(*filler, filled, contradictions));
+  const std::string id_expected = "expected an integer in [0, " + std::to_string(n) +
+                                  ") because num_processes=" + std::to_string(n) + " (" +
+                                  spec.num_processes.source + ")";
+  if (texts.id) {
+    Result<int64_t> id = ParseInteger(texts.id->text);
+    if (!id.ok()) return Invalid(*texts.id, id.status().message() + "; " + id_expected);
+    if (*id < 0 || *id >= n) return Invalid(*texts.id, id_expected);
+    spec.process_id = {*id, texts.id->source};
+    return Status::Ok();
   }
+  if (n == 1) {
+    spec.process_id = {0, "default"};
+    return Status::Ok();
+  }
+  return InvalidArgument("process_id is not set for a job of " + std::to_string(n) +
+                         " processes; pass process_id=... or set KERAS_DISTRIBUTION_PROCESS_ID (" +
+                         id_expected + ")" + Hint(hints.process_id_hint));
+}
 
-  if (n > 1 && address_count == 0) {
+}  // namespace
+
+Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
+  ClusterSpec spec;
+  KDIST_RETURN_IF_ERROR(ResolveJobSettings(request, env, spec));
+  KDIST_ASSIGN_OR_RETURN(ClusterTexts texts, PickClusterTexts(request, env));
+  KDIST_ASSIGN_OR_RETURN(const SchedulerFill fill, FillFromScheduler(spec, env, texts));
+  if (fill.detected) spec.scheduler = fill.detected->detector;
+  if (!texts.addresses && !texts.count && !texts.id) {
+    return NothingConfigured(spec.cluster_detection);
+  }
+  const Detection& hints = fill.Hints();
+
+  if (texts.addresses) {
+    Result<std::vector<Address>> list = ParseAddressList(texts.addresses->text);
+    if (!list.ok()) return Invalid(*texts.addresses, list.status().message());
+    spec.job_addresses = {std::move(list).value(), texts.addresses->source};
+  }
+  KDIST_RETURN_IF_ERROR(ResolveProcessCount(texts, hints, spec));
+  KDIST_RETURN_IF_ERROR(CheckExplicitAgainstScheduler(fill, texts, spec));
+  if (spec.num_processes.value > 1 && spec.job_addresses.value.empty()) {
     return InvalidArgument(
-        Describe(*count_raw) +
+        Describe(*texts.count) +
         " needs the coordinator's address: pass job_addresses=\"host:port\" or set "
         "KERAS_DISTRIBUTION_JOB_ADDRESSES (use num_processes=1 for a single process)" +
         Hint(hints.job_addresses_hint));
   }
-
-  const std::string id_expected = "expected an integer in [0, " + std::to_string(n) +
-                                  ") because num_processes=" + std::to_string(n) + " (" +
-                                  spec.num_processes.source + ")";
-  if (id_raw) {
-    Result<int64_t> id = ParseInteger(id_raw->text);
-    if (!id.ok()) return Invalid(*id_raw, id.status().message() + "; " + id_expected);
-    if (*id < 0 || *id >= n) return Invalid(*id_raw, id_expected);
-    spec.process_id = {*id, id_raw->source};
-  } else if (n == 1) {
-    spec.process_id = {0, "default"};
-  } else {
-    return InvalidArgument(
-        "process_id is not set for a job of " + std::to_string(n) +
-        " processes; pass process_id=... or set KERAS_DISTRIBUTION_PROCESS_ID (" + id_expected +
-        ")" + Hint(hints.process_id_hint));
-  }
+  KDIST_RETURN_IF_ERROR(ResolveProcessId(texts, hints, spec));
 
   // Only process 0 names missing processes: the others skip building N names.
+  const Detection* filler = fill.fills ? &*fill.detected : nullptr;
   if (spec.process_id.value == 0) spec.process_hosts = ProcessHosts(spec, filler);
-  KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, detected, spec));
+  KDIST_RETURN_IF_ERROR(ResolveLocalDevices(env, fill.detected, spec));
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   KDIST_RETURN_IF_ERROR(ResolveCollectives(env, spec));
-  KDIST_ASSIGN_OR_RETURN(spec.restart_count, ResolveRestartCount(env, detected));
+  KDIST_ASSIGN_OR_RETURN(spec.restart_count, ResolveRestartCount(env, fill.detected));
   return spec;
 }
 
