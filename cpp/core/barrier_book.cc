@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "deadline.h"
 #include "process_list.h"
-#include "roll_call_options.h"
 #include "text.h"
 
 namespace kdist {

@@ -15,6 +15,7 @@
 #include "port_owner.h"
 #include "roll_call.h"
 #include "text.h"
+#include "deadline.h"
 
 namespace kdist {
 namespace {

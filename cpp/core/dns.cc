@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "text.h"
+#include "deadline.h"
 
 namespace kdist {
 namespace {

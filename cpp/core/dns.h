@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "address.h"
-#include "roll_call_options.h"
 #include "socket.h"
 #include "status.h"
+#include "waiter.h"
 
 namespace kdist {
 

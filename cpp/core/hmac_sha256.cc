@@ -266,4 +266,15 @@ Result<Nonce> FreshNonce() {
 #endif
 }
 
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned difference = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    difference |= static_cast<unsigned>(x ^ y);
+  }
+  return difference == 0;
+}
+
 }  // namespace kdist

@@ -107,6 +107,9 @@ Result<Nonce> FreshNonce();
 // before 16 bytes. For tests and for systems without getrandom.
 Result<Nonce> ReadNonceFrom(const std::string& path);
 
+// Whether `a` equals `b`, in time that depends only on their lengths.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
 }  // namespace kdist
 
 #endif  // KDIST_HMAC_SHA256_H_

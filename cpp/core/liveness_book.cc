@@ -6,10 +6,9 @@
 #include <utility>
 
 #include "deadline.h"
-#include "roll_call_options.h"
 #include "stop_signals.h"
 #include "text.h"
-#include "worker.h"
+#include "hmac_sha256.h"
 
 namespace kdist {
 namespace {

@@ -5,8 +5,9 @@
 #include <utility>
 
 #include "process_list.h"
-#include "roll_call_options.h"
 #include "text.h"
+#include "deadline.h"
+#include "hmac_sha256.h"
 
 namespace kdist {
 

@@ -6,9 +6,8 @@
 #include <vector>
 
 #include "barrier_book.h"
-#include "roll_call_options.h"
 #include "text.h"
-#include "worker.h"
+#include "deadline.h"
 
 namespace kdist {
 

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "dns.h"
-#include "roll_call_options.h"
+#include "waiter.h"
 
 namespace kdist {
 
@@ -53,7 +53,7 @@ Result<std::string> SourceAddressToward(const Endpoint& destination) {
 namespace {
 
 Result<std::vector<Endpoint>> Lookup(const Address& address, Nanos timeout, Clock& clock) {
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, timeout);
   Waiter waiter(clock, options);
   return ResolveEndpoints(address, waiter, [] { return std::string(); });

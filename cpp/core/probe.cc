@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "dns.h"
-#include "roll_call_options.h"
 #include "socket.h"
 #include "status.h"
+#include "waiter.h"
 
 namespace kdist {
 
@@ -61,7 +61,7 @@ ProbeResult ConnectOnce(const Endpoint& endpoint, Waiter& waiter) {
 }  // namespace
 
 ProbeResult ProbeTcp(const Address& address, Nanos timeout, Clock& clock) {
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, timeout);
   Waiter waiter(clock, options);
   ProbeResult out;

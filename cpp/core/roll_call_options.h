@@ -1,7 +1,6 @@
-// What the two sides of the roll call share: the options and hooks
-// the caller passes in, the hello built from a resolved ClusterSpec, and the
-// Waiter that turns one Deadline (deadline.h) into bounded waits with progress
-// lines and interrupt checks.
+// What the two sides of the roll call share: the options and hooks the
+// caller passes in (over the Waiter's, waiter.h) and the hello built from a
+// resolved ClusterSpec.
 //
 // Process 0 runs RunCoordinator (coordinator.h); every other process runs
 // RunWorker and then WaitForCoordinatorService (worker.h).
@@ -20,6 +19,7 @@
 #include "deadline.h"
 #include "roll_call_wire.h"
 #include "status.h"
+#include "waiter.h"
 
 namespace kdist {
 
@@ -30,23 +30,9 @@ struct Identity {
   int64_t pid = 0;
 };
 
-struct RollCallOptions {
-  // The deadline of the whole start, made when initialize() began, on the
-  // time base of the Clock the call is given. Messages and progress lines
-  // count from its start ("12 s of 300 s"). A default Deadline has no budget:
-  // set one.
-  Deadline deadline;
-  // A progress line every `progress_interval` while waiting, on whole
-  // intervals counted from the start of initialize(). The Waiter reads this
-  // and check_interval as at least kMinWaiterInterval.
-  Nanos progress_interval = std::chrono::seconds(5);
-  std::function<void(const std::string&)> progress;  // may be empty
-  // Asked at least every `check_interval` while waiting; a non-ok Status
-  // stops the roll call at once (sockets closed) and is returned as is. The
-  // Python binding uses it for Ctrl-C.
-  Nanos check_interval = std::chrono::milliseconds(100);
-  std::function<Status()> interrupted;  // may be empty
-
+// The start's wait (WaitOptions: its deadline, progress lines and interrupt
+// hook), and what each side of the roll call needs beyond it.
+struct RollCallOptions : WaitOptions {
   // Process 0: the per-connection read deadline for a hello, the bound on
   // connections accepted but not yet identified, how long process 0 waits for
   // the others to close their connections first after its verdict.
@@ -104,49 +90,6 @@ Nanos ServiceProbeInterval(int64_t num_processes);
 // Process 0's listen backlog for a job of `num_processes`: room for every other
 // process to be waiting at once (the kernel caps it at net.core.somaxconn).
 int ListenBacklog(int64_t num_processes);
-
-// The shortest progress and check interval a Waiter uses: a smaller (or zero,
-// or negative) setting would turn waits into busy loops.
-inline constexpr Nanos kMinWaiterInterval = std::chrono::milliseconds(1);
-
-// The options' deadline, cut into bounded waits. Not thread-safe; one per call.
-class Waiter {
- public:
-  Waiter(Clock& clock, const RollCallOptions& options);
-
-  Clock& clock() { return clock_; }
-  const Deadline& deadline() const { return options_.deadline; }
-  Nanos Elapsed() const { return options_.deadline.Elapsed(clock_); }
-  Nanos Remaining() const { return options_.deadline.Remaining(clock_); }  // 0 once passed
-  bool Expired() const { return options_.deadline.Expired(clock_); }
-  // "12 s of 300 s".
-  std::string Progress() const { return options_.deadline.Progress(clock_); }
-
-  // How long the next blocking call may wait: `want`, shortened to the
-  // deadline, to the next interrupt check and to the next progress line.
-  Nanos Slice(Nanos want) const;
-
-  // Between waits: asks the interrupt hook (at most every check_interval)
-  // and, when due, calls progress with line(). Returns the hook's status.
-  Status Check(const std::function<std::string()>& line);
-
-  // Sleeps `duration`, cut at the deadline, in slices with Check() between.
-  Status Sleep(Nanos duration, const std::function<std::string()>& line);
-
- private:
-  Nanos ProgressInterval() const;
-  Nanos CheckInterval() const;
-  // The first progress time on the cadence strictly after `now`.
-  Nanos NextProgressAfter(Nanos now) const;
-
-  Clock& clock_;
-  const RollCallOptions& options_;
-  Nanos next_progress_;
-  Nanos next_check_;
-};
-
-// Whether `a` equals `b`, in time that depends only on their lengths.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 }  // namespace kdist
 

@@ -10,12 +10,6 @@
 namespace kdist {
 namespace {
 
-// strerror_r comes in a GNU (char*) and an XSI (int) flavour.
-[[maybe_unused]] const char* PickMessage(int result, const char* buffer) {
-  return result == 0 ? buffer : nullptr;
-}
-[[maybe_unused]] const char* PickMessage(const char* result, const char*) { return result; }
-
 Status BindError(int error, uint16_t port, const std::string& what) {
   if (error == EADDRINUSE) {
     return AlreadyExists("port " + std::to_string(port) + " is already in use (binding " + what +
@@ -96,17 +90,6 @@ void Fd::CloseWithReset() {
   linger option{1, 0};
   setsockopt(fd_, SOL_SOCKET, SO_LINGER, &option, sizeof option);
   Close();
-}
-
-std::string ErrorText(int error) {
-  char buffer[128] = {};
-  const char* message = PickMessage(strerror_r(error, buffer, sizeof buffer), buffer);
-  std::string text = message != nullptr ? message : "error " + std::to_string(error);
-  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z' &&
-      !(text.size() > 1 && text[1] >= 'A' && text[1] <= 'Z')) {
-    text[0] = static_cast<char>(text[0] - 'A' + 'a');
-  }
-  return text;
 }
 
 uint16_t Endpoint::port() const {

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "status.h"
+#include "text.h"
 
 namespace kdist {
 
@@ -43,8 +44,6 @@ class Fd {
   int fd_ = -1;
 };
 
-// strerror(error) in lower case, e.g. "connection refused".
-std::string ErrorText(int error);
 
 // A socket address of any family.
 struct Endpoint {

@@ -3,9 +3,8 @@
 #include <algorithm>
 
 #include "process_list.h"
-#include "roll_call_options.h"
 #include "text.h"
-#include "worker.h"
+#include "deadline.h"
 
 namespace kdist {
 namespace {

@@ -1,6 +1,17 @@
 #include "text.h"
 
+#include <cstring>
+
 namespace kdist {
+namespace {
+
+// strerror_r comes in a GNU (char*) and an XSI (int) flavour.
+[[maybe_unused]] const char* PickMessage(int result, const char* buffer) {
+  return result == 0 ? buffer : nullptr;
+}
+[[maybe_unused]] const char* PickMessage(const char* result, const char*) { return result; }
+
+}  // namespace
 
 std::string Quote(std::string_view text, size_t max_chars) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -70,6 +81,24 @@ std::string Upper(std::string_view text) {
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   }
   return out;
+}
+
+std::string RelayText(std::string_view text, size_t max_chars) {
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\n') || c > 0x7e) return Quote(text, max_chars);
+  }
+  return std::string(text);
+}
+
+std::string ErrorText(int error) {
+  char buffer[128] = {};
+  const char* message = PickMessage(strerror_r(error, buffer, sizeof buffer), buffer);
+  std::string text = message != nullptr ? message : "error " + std::to_string(error);
+  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z' &&
+      !(text.size() > 1 && text[1] >= 'A' && text[1] <= 'Z')) {
+    text[0] = static_cast<char>(text[0] - 'A' + 'a');
+  }
+  return text;
 }
 
 }  // namespace kdist

@@ -13,6 +13,14 @@ namespace kdist {
 // longer than `max_chars` is cut with "..." after the closing quote.
 std::string Quote(std::string_view text, size_t max_chars = 200);
 
+// Text that came off the wire, fit for a message: as is when it is all
+// printable ASCII and line breaks (process 0's tables span lines), otherwise
+// Quote()d, cut at `max_chars` (wire.h's kMaxMessageBytes by default).
+std::string RelayText(std::string_view text, size_t max_chars = 8192);
+
+// strerror(error) in lower case, e.g. "connection refused".
+std::string ErrorText(int error);
+
 // `text` without leading and trailing ASCII whitespace.
 std::string_view Trim(std::string_view text);
 

@@ -9,6 +9,7 @@
 #include "dns.h"
 #include "roll_call.h"
 #include "text.h"
+#include "deadline.h"
 
 namespace kdist {
 namespace {
@@ -352,12 +353,6 @@ Result<WorkerResult> Worker::Run() {
 
 }  // namespace
 
-std::string RelayText(std::string_view text) {
-  for (unsigned char c : text) {
-    if ((c < 0x20 && c != '\n') || c > 0x7e) return Quote(text, kMaxMessageBytes);
-  }
-  return std::string(text);
-}
 
 Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
                                const RollCallOptions& options, Clock& clock) {

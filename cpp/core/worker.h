@@ -43,9 +43,6 @@ Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
 Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions& options,
                                  Clock& clock);
 
-// Text that came off the wire, fit for a message: as is when it is all
-// printable ASCII and line breaks (process 0's tables span lines), otherwise Quote()d.
-std::string RelayText(std::string_view text);
 
 }  // namespace kdist
 

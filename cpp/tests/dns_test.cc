@@ -44,7 +44,7 @@ Address Make(std::string host, uint16_t port, HostKind kind) {
 
 TEST(Resolver, IpLiteralsNeedNoLookup) {
   RealClock clock;
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(1));
   Waiter waiter(clock, options);
   auto v4 = ResolveEndpoints(Make("127.0.0.1", 5000, HostKind::kIPv4), waiter, nullptr);
@@ -58,7 +58,7 @@ TEST(Resolver, IpLiteralsNeedNoLookup) {
 
 TEST(Resolver, LocalhostResolvesAndLeavesNoThread) {
   RealClock clock;
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(5));
   Waiter waiter(clock, options);
   const int before = ThreadCount();
@@ -96,7 +96,7 @@ bool ThreadsReturnTo(int want) {
 
 TEST(Resolver, BlockedLookupIsAbandonedAtTheDeadline) {
   RealClock clock;
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, std::chrono::milliseconds(150));
   Waiter waiter(clock, options);
   const int before = ThreadCount();
@@ -114,7 +114,7 @@ TEST(Resolver, BlockedLookupIsAbandonedAtTheDeadline) {
 
 TEST(Resolver, SlowLookupWithinTheDeadlineIsJoined) {
   RealClock clock;
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(30));
   Waiter waiter(clock, options);
   const int before = ThreadCount();
@@ -132,7 +132,7 @@ TEST(Resolver, SlowLookupWithinTheDeadlineIsJoined) {
 
 TEST(Resolver, InterruptStopsTheWait) {
   RealClock clock;
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(30));
   options.check_interval = std::chrono::milliseconds(20);
   int asked = 0;
@@ -154,7 +154,7 @@ TEST(Resolver, UnknownNameIsUnavailable) {
   // "invalid." is reserved (RFC 6761) and answered locally; no query leaves the machine
   // when resolution is done from /etc/hosts, and the test accepts either failure kind.
   RealClock clock;
-  RollCallOptions options;
+  WaitOptions options;
   options.deadline = Deadline::StartingNow(clock, std::chrono::seconds(5));
   Waiter waiter(clock, options);
   auto endpoints = ResolveEndpointsWith(Make("no-such-host.invalid", 1, HostKind::kName), waiter,

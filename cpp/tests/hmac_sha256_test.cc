@@ -291,5 +291,14 @@ TEST(ReadNonceFrom, DeviceThatEndsEarlyIsUnavailable) {
                      "cannot read 16 bytes from the random device /dev/null (got 0)");
 }
 
+TEST(ConstantTimeEquals, DependsOnTheBytesNotTheTime) {
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_TRUE(ConstantTimeEquals("secret", "secret"));
+  EXPECT_FALSE(ConstantTimeEquals("secret", "secreT"));
+  EXPECT_FALSE(ConstantTimeEquals("secret", ""));
+  EXPECT_FALSE(ConstantTimeEquals("", "x"));
+  EXPECT_FALSE(ConstantTimeEquals(std::string_view("a\0", 2), "a"));
+}
+
 }  // namespace
 }  // namespace kdist

@@ -381,12 +381,5 @@ TEST(Worker, ServiceWaitHasADeadline) {
                      "process 0's JAX coordination service did not accept connections");
 }
 
-TEST(Worker, RelayTextQuotesOnlyWhatNeedsIt) {
-  EXPECT_EQ(RelayText("2 of 4 \"joined\""), std::string("2 of 4 \"joined\""));
-  EXPECT_EQ(RelayText("bell\x07"), std::string("\"bell\\x07\""));
-  // Line breaks pass: process 0's tables span lines.
-  EXPECT_EQ(RelayText("differ:\n  jax: \"1\""), std::string("differ:\n  jax: \"1\""));
-}
-
 }  // namespace
 }  // namespace kdist
