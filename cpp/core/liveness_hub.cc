@@ -82,10 +82,14 @@ void LivenessHub::SendToAll(const LiveNotice& notice) {
 }
 
 void LivenessHub::SendTo(int64_t process_id, const LiveNotice& notice) {
+  SendFrameTo(process_id, EncodeLiveNotice(notice));
+}
+
+void LivenessHub::SendFrameTo(int64_t process_id, const std::string& frame) {
   auto it = admitted_.find(process_id);
   if (it == admitted_.end()) return;
   RealClock clock;
-  (void)SendAll(it->second->fd.get(), EncodeLiveNotice(notice), options_.send_timeout, clock);
+  (void)SendAll(it->second->fd.get(), frame, options_.send_timeout, clock);
 }
 
 void LivenessHub::Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local) {
@@ -292,8 +296,9 @@ void LivenessHub::OnStalled(int64_t from, std::vector<LiveNotice>& local) {
   stall_answers_by_ = clock.Now() + stop_.answer_timeout;
   LiveNotice query;
   query.kind = LiveKind::kProgressQuery;
+  const std::string frame = EncodeLiveNotice(query);  // once for all
   for (int64_t id : running) {
-    if (id != 0) SendTo(id, query);
+    if (id != 0) SendFrameTo(id, frame);
   }
   ProgressReport own = watch_.Report(0, clock.Now());
   own.host = self_.host;
@@ -354,12 +359,12 @@ void LivenessHub::EndStalled(std::vector<LiveNotice>& local) {
 void LivenessHub::Deliver(const std::vector<BarrierVerdict>& verdicts) {
   // With mutex_ held: each process that arrived hears its barrier's verdict.
   for (const BarrierVerdict& verdict : verdicts) {
-    const LiveNotice notice = BarrierNotice(verdict);
+    const std::string frame = EncodeLiveNotice(BarrierNotice(verdict));  // once for all
     for (int64_t id : verdict.to) {
       if (id == 0) {
         own_barriers_[verdict.index] = verdict;
       } else {
-        SendTo(id, notice);
+        SendFrameTo(id, frame);
       }
     }
   }
@@ -370,6 +375,7 @@ void LivenessHub::OnGone(int64_t process_id, std::vector<LiveNotice>& local) {
   ActOnStop(stop_book_.OnGone(process_id), local);
   if (stall_book_) ActOnStallVerdict(stall_book_->OnGone(process_id), local);
   if (dumping_.erase(process_id) != 0 && dumping_.empty()) EndStalled(local);
+  if (!barrier_book_.HasOpen()) return;  // without building the running set at each finish
   Deliver(barrier_book_.OnGone(process_id, book_.HowEnded(process_id),
                                book_.Running(/*with_unjoined=*/true)));
 }
@@ -422,7 +428,8 @@ void LivenessHub::OnPeerNotice(int64_t from, const LiveNotice& notice,
       Deliver(barrier_book_.OnArrive(
           BarrierArrival{from, notice.index, notice.name,
                          now + std::chrono::milliseconds(std::max<int64_t>(0, notice.millis))},
-          book_.Running(/*with_unjoined=*/true), now));
+          book_.RunningCount(/*with_unjoined=*/true),
+          [this] { return book_.Running(/*with_unjoined=*/true); }, now));
       return;
     }
     default:
@@ -448,7 +455,9 @@ void LivenessHub::Tick(Nanos now, std::vector<LiveNotice>& local) {
     dumping_.clear();
     EndStalled(local);
   }
-  Deliver(barrier_book_.OnTime(now, book_.Running(/*with_unjoined=*/true)));
+  if (barrier_book_.HasOpen()) {
+    Deliver(barrier_book_.OnTime(now, book_.Running(/*with_unjoined=*/true)));
+  }
 }
 
 Nanos LivenessHub::NextTick(Nanos now) const {

@@ -103,6 +103,7 @@ class LivenessHub {
   void Broadcast(const LiveNotice& notice);
   void SendToAll(const LiveNotice& notice);
   void SendTo(int64_t process_id, const LiveNotice& notice);
+  void SendFrameTo(int64_t process_id, const std::string& frame);  // an encoded notice
   void Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local);
   // Hands queued notices to on_notice_ (see Run); a failure waits while a
   // process has not joined and not been told, at most kMaxExitDelay.
