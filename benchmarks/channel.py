@@ -170,6 +170,7 @@ def run_once(n: int, idle_s: float = _IDLE_S) -> dict[str, float]:
             raise RuntimeError("process 0's wait for the finish did not say every process finished")
         out["finish_s"] = finish.seconds
         mib = max(mib, zero.peak_mib())
+        del load  # closes its connections before the next hub's
     finally:
         zero.close()
     zero = ProcessZero(n)
@@ -180,6 +181,7 @@ def run_once(n: int, idle_s: float = _IDLE_S) -> dict[str, float]:
         check(failure, "failure", victim)
         out["failure_s"] = failure.seconds
         mib = max(mib, zero.peak_mib())
+        del load
     finally:
         zero.close()
     zero = ProcessZero(n)
