@@ -225,7 +225,10 @@ def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:
         Figure(
             f"channel_{name.removesuffix('_s')}",
             f"Liveness channel: {name.removesuffix('_s')}, to the last simulated process told",
-            [Series(f"{n} processes", "ms", [1000 * x for x in xs[name]]) for n, xs in by_count.items()],
+            [
+                Series(f"{n} processes", "ms", [1000 * x for x in xs[name]])
+                for n, xs in by_count.items()
+            ],
             baseline=largest,
         )
         for name in FIGURES
