@@ -217,9 +217,41 @@ def samples(
     return results
 
 
+def plot(by_count: dict[int, dict[str, list[float]]], path: Path) -> bool:
+    """Each figure's median against the process count (log-log, with a line of slope 1
+    through the smallest count for comparison); False without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    counts = sorted(by_count)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in FIGURES:
+        medians = [1000 * statistics.median(by_count[n][name]) for n in counts]
+        (line,) = ax.plot(counts, medians, marker="o", label=name.removesuffix("_s"))
+        linear = [medians[0] * n / counts[0] for n in counts]
+        ax.plot(counts, linear, linestyle=":", color=line.get_color(), linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("processes")
+    ax.set_ylabel("ms (median; dotted: linear from the smallest)")
+    ax.set_title("Liveness channel: each event to the last process told")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:
-    """The harness's figures: each scenario's time and process 0's memory."""
+    """The harness's figures: each scenario's time and process 0's memory (and
+    benchmarks/results/channel_scaling.png, each figure against the process count)."""
     by_count = samples(PROCESS_COUNTS, runs)
+    plot(by_count, _REPO / "benchmarks" / "results" / "channel_scaling.png")
     largest = f"{PROCESS_COUNTS[-1]} processes"
     figures = [
         Figure(
@@ -250,8 +282,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, nargs="+", default=list(PROCESS_COUNTS))
     parser.add_argument("--runs", type=int, default=MIN_COUNTED_RUNS)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--plot", type=Path, help="also draw each figure against the process count (PNG)"
+    )
     args = parser.parse_args(argv)
     by_count = samples(args.processes, args.runs)
+    if args.plot is not None and not plot(by_count, args.plot):
+        print("benchmarks/channel.py: matplotlib is not installed: no plot", file=sys.stderr)
     if args.json:
         print(json.dumps({str(n): xs for n, xs in by_count.items()}, indent=2))
         return
