@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from benchmarks import (
+    channel,
     device_listing,
     import_cost,
     keras_first_step,
@@ -38,6 +39,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "arrival": spawn_ready.measure_after_last_arrival,
     "misconfig": misconfig.measure,
     "rollcall": rollcall.measure,
+    "channel": channel.measure,
     "keras": keras_first_step.measure,
     "liveness": liveness.measure,
     "stopping": stopping.measure,

@@ -4,10 +4,12 @@
 // never imports it. It imports kdist._core, which binds the ClusterSpec it takes.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 
 #include <chrono>
 #include <string>
 
+#include "channel_load.h"
 #include "clock.h"
 #include "cluster_spec.h"
 #include "errors.h"
@@ -43,6 +45,43 @@ RollCallLoadReport RunLoadPy(const ClusterSpec& spec, const std::string& coordin
 
 double Seconds(Nanos n) { return NanosToSeconds(n); }
 
+// The channel's load generator with its own clock, each scenario run without the GIL.
+class ChannelLoadPy {
+ public:
+  ChannelLoadPy(const std::string& hub_ip, uint16_t port, const std::string& nonce,
+                int64_t first_id, int64_t count, size_t max_connecting, double timeout) {
+    ChannelLoadOptions options;
+    options.hub = bindings::ValueOrRaise(EndpointFromLiteral(hub_ip, port));
+    options.nonce = nonce;
+    options.first_id = first_id;
+    options.count = count;
+    options.max_connecting = max_connecting;
+    options.timeout = SecondsToNanos(timeout);
+    load_ = bindings::ValueOrRaise(ChannelLoad::Create(std::move(options), clock_));
+  }
+  template <typename F>
+  ChannelScenarioReport Play(F&& scenario) {
+    Result<ChannelScenarioReport> report = Internal("not run");
+    {
+      nb::gil_scoped_release release;
+      report = scenario(*load_);
+    }
+    return bindings::ValueOrRaise(std::move(report));
+  }
+  int64_t BytesWhileIdle(double seconds) {
+    Result<int64_t> bytes = Internal("not run");
+    {
+      nb::gil_scoped_release release;
+      bytes = load_->BytesWhileIdle(SecondsToNanos(seconds));
+    }
+    return bindings::ValueOrRaise(std::move(bytes));
+  }
+
+ private:
+  RealClock clock_;
+  std::unique_ptr<ChannelLoad> load_;
+};
+
 }  // namespace
 }  // namespace kdist
 
@@ -69,6 +108,52 @@ NB_MODULE(_core_bench, m) {
                    "When the last hello was written.")
       .def_prop_ro("last_verdict", [](const RollCallLoadReport& r) { return Seconds(r.last_verdict); },
                    "When the last verdict was read.");
+
+  nb::class_<ChannelScenarioReport>(m, "ChannelScenarioReport",
+                                    "What the simulated processes were told in one scenario.")
+      .def_ro("seconds", &ChannelScenarioReport::seconds,
+              "From the scenario's start to the last simulated process told its outcome.")
+      .def_ro("expected", &ChannelScenarioReport::expected, "Processes that should be told.")
+      .def_ro("told", &ChannelScenarioReport::told, "Processes told the outcome.")
+      .def_ro("told_twice", &ChannelScenarioReport::told_twice, "Told it more than once.")
+      .def_ro("other", &ChannelScenarioReport::other, "Frames not the scenario's.")
+      .def_ro("lowest", &ChannelScenarioReport::lowest, "The lowest value told.")
+      .def_ro("highest", &ChannelScenarioReport::highest, "The highest value told.")
+      .def_ro("first_other", &ChannelScenarioReport::first_other);
+
+  nb::class_<ChannelLoadPy>(m, "ChannelLoad",
+                            "Simulated processes on process 0's liveness hub (cpp/load/"
+                            "channel_load.h). Each scenario releases the GIL.")
+      .def(nb::init<const std::string&, uint16_t, const std::string&, int64_t, int64_t, size_t,
+                    double>(),
+           nb::arg("hub_ip"), nb::arg("port"), nb::arg("nonce"), nb::kw_only(),
+           nb::arg("first_id") = 1, nb::arg("count"), nb::arg("max_connecting") = 256,
+           nb::arg("timeout") = 60.0)
+      .def("join", [](ChannelLoadPy& l) { return l.Play([](ChannelLoad& c) { return c.Join(); }); })
+      .def("stop",
+           [](ChannelLoadPy& l, int64_t requester, int64_t base_step) {
+             return l.Play([&](ChannelLoad& c) { return c.Stop(requester, base_step); });
+           },
+           nb::arg("requester"), nb::arg("base_step"))
+      .def("barrier",
+           [](ChannelLoadPy& l, int64_t index, const std::string& name) {
+             return l.Play([&](ChannelLoad& c) { return c.Barrier(index, name); });
+           },
+           nb::arg("index"), nb::arg("name"))
+      .def("stall",
+           [](ChannelLoadPy& l, int64_t stuck, int64_t base_step) {
+             return l.Play([&](ChannelLoad& c) { return c.Stall(stuck, base_step); });
+           },
+           nb::arg("stuck"), nb::arg("base_step"))
+      .def("failure",
+           [](ChannelLoadPy& l, int64_t victim) {
+             return l.Play([&](ChannelLoad& c) { return c.Failure(victim); });
+           },
+           nb::arg("victim"))
+      .def("finish",
+           [](ChannelLoadPy& l) { return l.Play([](ChannelLoad& c) { return c.Finish(); }); })
+      .def("bytes_while_idle", &ChannelLoadPy::BytesWhileIdle, nb::arg("seconds"),
+           "Frame bytes the simulated processes received over `seconds` of no events.");
 
   m.def("run_roll_call_load", &RunLoadPy, nb::arg("spec"), nb::arg("coordinator_ip"),
         nb::arg("port"), nb::kw_only(), nb::arg("first_id") = 1, nb::arg("count"),

@@ -50,9 +50,9 @@ std::optional<BarrierVerdict> BarrierBook::Check(int64_t index,
   if (it == open_.end()) return std::nullopt;
   Open& open = it->second;
   // Different names at one barrier: say which processes are at each.
-  std::map<std::string, std::vector<int64_t>> by_name;
-  for (const auto& [id, name] : open.names) by_name[name].push_back(id);
-  if (by_name.size() > 1) {
+  if (open.name_counts.size() > 1) {
+    std::map<std::string, std::vector<int64_t>> by_name;
+    for (const auto& [id, name] : open.names) by_name[name].push_back(id);
     std::vector<std::string> parts;
     for (const auto& [name, ids] : by_name) {
       parts.push_back((ids.size() == 1 ? "process " : "processes [") + FormatIdList(ids) +
@@ -78,6 +78,12 @@ std::optional<BarrierVerdict> BarrierBook::Check(int64_t index,
 
 std::vector<BarrierVerdict> BarrierBook::OnArrive(const BarrierArrival& arrival,
                                                   const std::set<int64_t>& running, Nanos now) {
+  return OnArrive(arrival, static_cast<int64_t>(running.size()), [&] { return running; }, now);
+}
+
+std::vector<BarrierVerdict> BarrierBook::OnArrive(
+    const BarrierArrival& arrival, int64_t running_count,
+    const std::function<std::set<int64_t>()>& running, Nanos now) {
   std::vector<BarrierVerdict> out;
   auto failed = failed_.find(arrival.index);
   if (failed != failed_.end()) {
@@ -94,8 +100,18 @@ std::vector<BarrierVerdict> BarrierBook::OnArrive(const BarrierArrival& arrival,
   } else {
     open.deadline = std::min(open.deadline, arrival.deadline);
   }
-  open.names[arrival.process_id] = arrival.name;
-  if (std::optional<BarrierVerdict> verdict = Check(arrival.index, running)) {
+  auto [named, first] = open.names.try_emplace(arrival.process_id, arrival.name);
+  if (!first) {
+    if (--open.name_counts[named->second] == 0) open.name_counts.erase(named->second);
+    named->second = arrival.name;
+  }
+  ++open.name_counts[arrival.name];
+  // Until as many arrived as run, and under one name, nothing is decided: the set
+  // of running processes is only built (O(n)) for the check that can release.
+  if (open.name_counts.size() == 1 && static_cast<int64_t>(open.names.size()) < running_count) {
+    return out;
+  }
+  if (std::optional<BarrierVerdict> verdict = Check(arrival.index, running())) {
     out.push_back(std::move(*verdict));
   }
   return out;

@@ -16,6 +16,7 @@
 #define KDIST_BARRIER_BOOK_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -54,12 +55,19 @@ class BarrierBook {
   // `now`: when, to say later how long the first arrival waited.
   std::vector<BarrierVerdict> OnArrive(const BarrierArrival& arrival,
                                        const std::set<int64_t>& running, Nanos now);
+  // The same, with `running` built only when the barrier may be decided (as many
+  // arrived as `running_count` says run, or names differ): O(log n) per arrival.
+  std::vector<BarrierVerdict> OnArrive(const BarrierArrival& arrival, int64_t running_count,
+                                       const std::function<std::set<int64_t>()>& running,
+                                       Nanos now);
   // The time passed: every barrier whose earliest deadline is at or before
   // `now` fails, naming the `running` processes that did not arrive.
   std::vector<BarrierVerdict> OnTime(Nanos now, const std::set<int64_t>& running);
   // A process finished, left, failed or died (`how`, the word the message
   // says); barriers it has not reached fail, and those that only waited for it
   // are released.
+  // Whether a barrier is waiting for arrivals (OnGone and OnTime have work).
+  bool HasOpen() const { return !open_.empty(); }
   std::vector<BarrierVerdict> OnGone(int64_t process_id, std::string_view how,
                                      const std::set<int64_t>& running);
   // The host of process `process_id`, for messages (known once it joined).
@@ -70,6 +78,7 @@ class BarrierBook {
  private:
   struct Open {
     std::map<int64_t, std::string> names;  // who arrived, under which name
+    std::map<std::string, int64_t> name_counts;  // how many arrived under each name
     Nanos first_arrival{0};
     Nanos deadline{0};
   };

@@ -77,6 +77,7 @@ LiveNotice LostConnectionNotice(const LiveMember& peer, const ConnectionEnd& end
 LivenessBook::LivenessBook(int64_t num_processes, LiveMember self)
     : num_processes_(num_processes) {
   states_[self.process_id] = State::kRunning;
+  running_ = 1;
   members_[self.process_id] = std::move(self);
 }
 
@@ -97,6 +98,7 @@ Status LivenessBook::Admit(const LiveJoin& join, std::string_view nonce, std::st
     return FailedPrecondition("the job already ended");
   }
   states_[join.process_id] = State::kRunning;
+  ++running_;
   members_[join.process_id] = LiveMember{join.process_id, join.host, join.pid, std::move(address)};
   return Status::Ok();
 }
@@ -111,14 +113,15 @@ std::optional<LiveNotice> LivenessBook::OnNotice(int64_t from, LiveNotice notice
   switch (notice.kind) {
     case LiveKind::kFailed:
       if (state->second == State::kFailed || state->second == State::kDied) return std::nullopt;
-      state->second = State::kFailed;
+      SetState(state->second, State::kFailed);
       if (first_failure_ || all_done_) return std::nullopt;
       first_failure_ = notice;
       return notice;
     case LiveKind::kFinished:
     case LiveKind::kLeft:
       if (state->second != State::kRunning) return std::nullopt;
-      state->second = notice.kind == LiveKind::kFinished ? State::kFinished : State::kLeft;
+      SetState(state->second,
+               notice.kind == LiveKind::kFinished ? State::kFinished : State::kLeft);
       return CheckAllDone();
     default:
       return std::nullopt;  // not something a process says about itself
@@ -132,7 +135,7 @@ std::optional<LiveNotice> LivenessBook::OnClosed(int64_t id, const ConnectionEnd
                      (state->second == State::kFinished && !all_done_);
   if (!ended) return std::nullopt;
   const bool had_finished = state->second == State::kFinished;
-  state->second = State::kDied;
+  SetState(state->second, State::kDied);
   if (first_failure_ || all_done_) return std::nullopt;
   const LiveNotice notice = LostConnectionNotice(
       members_[id], end,
@@ -156,6 +159,22 @@ const char* LivenessBook::HowEnded(int64_t id) const {
   return "ended";
 }
 
+void LivenessBook::SetState(State& state, State to) {
+  if (state == State::kRunning) --running_;
+  if (to == State::kRunning) ++running_;
+  state = to;
+}
+
+int64_t LivenessBook::RunningCount(bool with_unjoined) const {
+  if (first_failure_ || all_done_) return 0;
+  int64_t out = running_;
+  if (with_unjoined && !joins_closed_) {
+    // states_ holds process 0 and every process that joined.
+    out += num_processes_ - static_cast<int64_t>(states_.size());
+  }
+  return out;
+}
+
 std::vector<int64_t> LivenessBook::NotJoined() const {
   std::vector<int64_t> out;
   if (joins_closed_ || all_done_) return out;
@@ -177,6 +196,7 @@ std::optional<LiveNotice> LivenessBook::CheckAllDone() {
   if (!joins_closed_ && static_cast<int64_t>(states_.size()) < num_processes_) {
     return std::nullopt;
   }
+  if (running_ > 0) return std::nullopt;  // without walking every process at each finish
   bool barrier = true;
   for (const auto& [id, state] : states_) {
     if (state == State::kRunning) return std::nullopt;

@@ -101,6 +101,8 @@ class LivenessBook {
   // nor dead, process 0 included; `with_unjoined` adds those that have not
   // joined yet while joins are open (they are on their way).
   std::set<int64_t> Running(bool with_unjoined) const;
+  // Running(with_unjoined).size(), without building the set (O(1)).
+  int64_t RunningCount(bool with_unjoined) const;
   // Set once every process finished or left: kAllDone's `barrier`.
   std::optional<bool> all_done() const { return all_done_; }
   const std::optional<LiveNotice>& first_failure() const { return first_failure_; }
@@ -117,6 +119,8 @@ class LivenessBook {
 
   int64_t num_processes_;
   std::map<int64_t, State> states_;
+  int64_t running_ = 0;  // the states_ that are kRunning
+  void SetState(State& state, State to);  // keeps running_
   std::map<int64_t, LiveMember> members_;
   std::optional<LiveNotice> first_failure_;
   std::optional<bool> all_done_;

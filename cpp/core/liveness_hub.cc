@@ -4,6 +4,7 @@
 #include <csignal>
 #include <utility>
 
+#include "file_limit.h"
 #include "process_list.h"
 #include "text.h"
 #include "deadline.h"
@@ -25,11 +26,19 @@ Result<std::unique_ptr<LivenessHub>> LivenessHub::Start(int64_t num_processes, L
                                                         std::vector<std::string> hosts) {
   Listener listener;  // none for a job of one process: nobody joins
   if (num_processes > 1) {
-    KDIST_ASSIGN_OR_RETURN(listener, ListenOnAllInterfaces(0, 1024));
+    // A connection from every process, open while JAX's are (the roll call's
+    // raise may not have happened in this process: a hub started on its own).
+    KDIST_ASSIGN_OR_RETURN(const FileLimits limits, EnsureFileLimit(num_processes));
+    (void)limits;
+    // Every process connects at once, right after "go": a backlog of 1024 overflowed
+    // at 2,049 processes into the kernel's 1 s SYN retry (the roll call's sizing).
+    KDIST_ASSIGN_OR_RETURN(listener, ListenOnAllInterfaces(0, ListenBacklog(num_processes)));
   }
+  KDIST_ASSIGN_OR_RETURN(EventPoller poller, EventPoller::Create());
   std::unique_ptr<LivenessHub> hub(new LivenessHub(std::move(listener), num_processes,
                                                    std::move(self), std::move(nonce), options,
                                                    stop, std::move(on_notice), std::move(hosts)));
+  hub->poller_ = std::make_unique<EventPoller>(std::move(poller));
   KDIST_RETURN_IF_ERROR(
       hub->thread_.Start("the liveness channel", [h = hub.get()] { h->Run(); }));
   if (stop.board != nullptr) stop.board->SetWakeFd(hub->thread_.wake_write_fd());
@@ -83,10 +92,14 @@ void LivenessHub::SendToAll(const LiveNotice& notice) {
 }
 
 void LivenessHub::SendTo(int64_t process_id, const LiveNotice& notice) {
+  SendFrameTo(process_id, EncodeLiveNotice(notice));
+}
+
+void LivenessHub::SendFrameTo(int64_t process_id, const std::string& frame) {
   auto it = admitted_.find(process_id);
   if (it == admitted_.end()) return;
   RealClock clock;
-  (void)SendAll(it->second->fd.get(), EncodeLiveNotice(notice), options_.send_timeout, clock);
+  (void)SendAll(it->second->fd.get(), frame, options_.send_timeout, clock);
 }
 
 void LivenessHub::Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local) {
@@ -293,8 +306,9 @@ void LivenessHub::OnStalled(int64_t from, std::vector<LiveNotice>& local) {
   stall_answers_by_ = clock.Now() + stop_.answer_timeout;
   LiveNotice query;
   query.kind = LiveKind::kProgressQuery;
+  const std::string frame = EncodeLiveNotice(query);  // once for all
   for (int64_t id : running) {
-    if (id != 0) SendTo(id, query);
+    if (id != 0) SendFrameTo(id, frame);
   }
   ProgressReport own = watch_.Report(0, clock.Now());
   own.host = self_.host;
@@ -355,12 +369,12 @@ void LivenessHub::EndStalled(std::vector<LiveNotice>& local) {
 void LivenessHub::Deliver(const std::vector<BarrierVerdict>& verdicts) {
   // With mutex_ held: each process that arrived hears its barrier's verdict.
   for (const BarrierVerdict& verdict : verdicts) {
-    const LiveNotice notice = BarrierNotice(verdict);
+    const std::string frame = EncodeLiveNotice(BarrierNotice(verdict));  // once for all
     for (int64_t id : verdict.to) {
       if (id == 0) {
         own_barriers_[verdict.index] = verdict;
       } else {
-        SendTo(id, notice);
+        SendFrameTo(id, frame);
       }
     }
   }
@@ -371,6 +385,7 @@ void LivenessHub::OnGone(int64_t process_id, std::vector<LiveNotice>& local) {
   ActOnStop(stop_book_.OnGone(process_id), local);
   if (stall_book_) ActOnStallVerdict(stall_book_->OnGone(process_id), local);
   if (dumping_.erase(process_id) != 0 && dumping_.empty()) EndStalled(local);
+  if (!barrier_book_.HasOpen()) return;  // without building the running set at each finish
   Deliver(barrier_book_.OnGone(process_id, book_.HowEnded(process_id),
                                book_.Running(/*with_unjoined=*/true)));
 }
@@ -423,7 +438,8 @@ void LivenessHub::OnPeerNotice(int64_t from, const LiveNotice& notice,
       Deliver(barrier_book_.OnArrive(
           BarrierArrival{from, notice.index, notice.name,
                          now + std::chrono::milliseconds(std::max<int64_t>(0, notice.millis))},
-          book_.Running(/*with_unjoined=*/true), now));
+          book_.RunningCount(/*with_unjoined=*/true),
+          [this] { return book_.Running(/*with_unjoined=*/true); }, now));
       return;
     }
     default:
@@ -449,7 +465,9 @@ void LivenessHub::Tick(Nanos now, std::vector<LiveNotice>& local) {
     dumping_.clear();
     EndStalled(local);
   }
-  Deliver(barrier_book_.OnTime(now, book_.Running(/*with_unjoined=*/true)));
+  if (barrier_book_.HasOpen()) {
+    Deliver(barrier_book_.OnTime(now, book_.Running(/*with_unjoined=*/true)));
+  }
 }
 
 Nanos LivenessHub::NextTick(Nanos now) const {
@@ -465,9 +483,12 @@ Nanos LivenessHub::NextTick(Nanos now) const {
 
 void LivenessHub::Run() {
   RealClock clock;
+  // One epoll set for the wake pipe, the listener and every connection: a wait
+  // costs what is ready, not what is open (16,384 connections).
+  constexpr uint64_t kWakeKey = 0, kListenerKey = 1, kFirstPeerKey = 2;
+  (void)poller_->Add(thread_.wake_fd(), kWakeKey, /*want_write=*/false);
+  if (listener_.fd.valid()) (void)poller_->Add(listener_.fd.get(), kListenerKey, false);
   while (!thread_.stopping()) {
-    std::vector<pollfd> fds{{thread_.wake_fd(), POLLIN, 0}, {listener_.fd.get(), POLLIN, 0}};
-    std::vector<uint64_t> keys;
     Nanos next_expiry{0};
     std::vector<LiveNotice> local;
     {
@@ -482,17 +503,21 @@ void LivenessHub::Run() {
           next_expiry = std::min(next_expiry, *close_joins_at_ - now);
         }
       }
-      for (auto it = peers_.begin(); it != peers_.end();) {
-        Peer& p = *it->second;
-        if (p.process_id < 0 && now >= p.join_by) {
-          it->second->fd.CloseWithReset();  // never admitted: not in admitted_
-          it = peers_.erase(it);
+      // The connections not admitted yet, in the order accepted (so by join_by).
+      while (!unjoined_.empty()) {
+        auto it = peers_.find(unjoined_.front());
+        if (it == peers_.end() || it->second->process_id >= 0) {
+          unjoined_.pop_front();
           continue;
         }
-        if (p.process_id < 0) next_expiry = std::min(next_expiry, p.join_by - now);
-        fds.push_back({p.fd.get(), POLLIN, 0});
-        keys.push_back(it->first);
-        ++it;
+        if (now < it->second->join_by) {
+          next_expiry = std::min(next_expiry, it->second->join_by - now);
+          break;
+        }
+        poller_->Remove(it->second->fd.get());
+        it->second->fd.CloseWithReset();  // never admitted: not in admitted_
+        peers_.erase(it);
+        unjoined_.pop_front();
       }
     }
     Deliver(local);  // from Tick and CloseJoins
@@ -500,28 +525,39 @@ void LivenessHub::Run() {
       std::lock_guard<std::mutex> turn(deliver_mutex_);
       if (deferred_) next_expiry = std::min(next_expiry, deferred_until_ - clock.Now());
     }
-    if (Poll(fds, std::max(next_expiry, Nanos(0))) < 0) {
-      clock.Sleep(std::chrono::milliseconds(10));  // EBADF cannot happen; never spin
+    Result<std::vector<EventPoller::Event>> events =
+        poller_->Wait(std::max(next_expiry, Nanos(0)));
+    if (!events.ok()) {
+      clock.Sleep(std::chrono::milliseconds(10));  // never spin
       continue;
     }
     if (thread_.stopping()) break;
-    if (fds[0].revents) thread_.DrainWake();
     std::unique_lock<std::mutex> lock(mutex_);
-    if (fds[1].revents & POLLIN) {
-      for (int i = 0; i < 64; ++i) {
-        Accepted a = AcceptOne(listener_.fd.get());
-        if (a.io.state != IoState::kDone) break;
-        SetKeepalive(a.fd.get(), options_);
-        auto peer = std::make_unique<Peer>();
-        peer->fd = std::move(a.fd);
-        peer->join_by = clock.Now() + options_.join_timeout;
-        peers_[next_key_++] = std::move(peer);
+    for (const EventPoller::Event& event : *events) {
+      if (event.key == kWakeKey) {
+        thread_.DrainWake();
+        continue;
       }
-    }
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (fds[i + 2].revents == 0) continue;
-      auto it = peers_.find(keys[i]);
-      if (it == peers_.end()) continue;
+      if (event.key == kListenerKey) {
+        for (int i = 0; i < 1024; ++i) {  // bounded: the connections' frames wait meanwhile
+          Accepted a = AcceptOne(listener_.fd.get());
+          if (a.io.state != IoState::kDone) break;
+          SetKeepalive(a.fd.get(), options_);
+          auto peer = std::make_unique<Peer>();
+          peer->fd = std::move(a.fd);
+          peer->join_by = clock.Now() + options_.join_timeout;
+          const uint64_t key = next_key_++;
+          if (!poller_->Add(peer->fd.get(), key + kFirstPeerKey, false).ok()) {
+            peer->fd.CloseWithReset();  // out of descriptors: it retries or times out
+            continue;
+          }
+          peers_[key] = std::move(peer);
+          unjoined_.push_back(key);
+        }
+        continue;
+      }
+      auto it = peers_.find(event.key - kFirstPeerKey);
+      if (it == peers_.end()) continue;  // closed earlier in this batch
       Peer& p = *it->second;
       bool drop = false;
       bool told = false;  // sent the notice that ended the job: close, do not reset
@@ -572,6 +608,7 @@ void LivenessHub::Run() {
       }, &error);
       if (open) continue;
       const int64_t id = p.process_id;
+      poller_->Remove(p.fd.get());
       if (told) {
         p.fd.Close();  // a reset could discard the notice before it is read
       } else if (drop || id < 0) {

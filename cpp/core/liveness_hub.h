@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,6 +32,7 @@
 #include "barrier_book.h"
 #include "board_watch.h"
 #include "clock.h"
+#include "event_poller.h"
 #include "liveness_book.h"
 #include "liveness_connection.h"
 #include "liveness_wire.h"
@@ -103,6 +105,7 @@ class LivenessHub {
   void Broadcast(const LiveNotice& notice);
   void SendToAll(const LiveNotice& notice);
   void SendTo(int64_t process_id, const LiveNotice& notice);
+  void SendFrameTo(int64_t process_id, const std::string& frame);  // an encoded notice
   void Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local);
   // Hands queued notices to on_notice_ (see Run); a failure waits while a
   // process has not joined and not been told, at most kMaxExitDelay.
@@ -144,6 +147,8 @@ class LivenessHub {
   std::map<uint64_t, std::unique_ptr<Peer>> peers_;
   std::map<int64_t, Peer*> admitted_;  // the peers of peers_ that were admitted, by id
   uint64_t next_key_ = 0;
+  std::deque<uint64_t> unjoined_;  // keys of peers_ accepted, maybe not admitted yet, in order
+  std::unique_ptr<EventPoller> poller_;  // the hub's thread's epoll set
   std::optional<Nanos> close_joins_at_;  // set by Finish (a RealClock time)
   std::set<int64_t> told_;  // joined after a failure ended the job, and were told it
   // Deliver runs on the hub's thread and on RequestStop's caller: this makes

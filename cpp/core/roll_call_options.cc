@@ -42,8 +42,5 @@ Nanos ServiceProbeInterval(int64_t num_processes) {
                          std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(seconds)));
 }
 
-int ListenBacklog(int64_t num_processes) {
-  return static_cast<int>(std::clamp<int64_t>(num_processes + 64, 128, 65535));
-}
 
 }  // namespace kdist

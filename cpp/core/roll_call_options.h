@@ -18,6 +18,7 @@
 #include "consistency.h"
 #include "deadline.h"
 #include "roll_call_wire.h"
+#include "socket.h"
 #include "status.h"
 #include "waiter.h"
 
@@ -87,9 +88,6 @@ BackoffPolicy WorkerBackoff(int64_t num_processes);
 inline constexpr Nanos kMinServiceProbeInterval = std::chrono::microseconds(250);
 Nanos ServiceProbeInterval(int64_t num_processes);
 
-// Process 0's listen backlog for a job of `num_processes`: room for every other
-// process to be waiting at once (the kernel caps it at net.core.somaxconn).
-int ListenBacklog(int64_t num_processes);
 
 }  // namespace kdist
 

@@ -1,5 +1,7 @@
 #include "socket.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -263,6 +265,10 @@ int Poll(std::vector<pollfd>& fds, Nanos timeout) {
   if (n >= 0) return n;
   if (errno == EINTR) return 0;
   return -errno;
+}
+
+int ListenBacklog(int64_t num_processes) {
+  return static_cast<int>(std::clamp<int64_t>(num_processes + 64, 128, 65535));
 }
 
 }  // namespace kdist

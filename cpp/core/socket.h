@@ -114,6 +114,10 @@ int ConnectResult(int fd);
 // on failure.
 int Poll(std::vector<pollfd>& fds, Nanos timeout);
 
+// Process 0's listen backlog for a job of `num_processes`: room for every other
+// process to be waiting at once (the kernel caps it at net.core.somaxconn).
+int ListenBacklog(int64_t num_processes);
+
 }  // namespace kdist
 
 #endif  // KDIST_SOCKET_H_

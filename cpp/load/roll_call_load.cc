@@ -1,9 +1,5 @@
 #include "roll_call_load.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <deque>
@@ -15,6 +11,7 @@
 #include "backoff.h"
 #include "event_poller.h"
 #include "file_limit.h"
+#include "loopback_connect.h"
 #include "roll_call_options.h"
 
 namespace kdist {
@@ -35,37 +32,6 @@ struct Simulated {
   FrameAssembler in;
   Backoff backoff{BackoffPolicy{}, 0};  // a refused connect waits as kdist's worker does
 };
-
-// Connections from one source address to one destination make the kernel's
-// search for a free ephemeral port at connect() grow with the connections
-// already open (measured: 2.2 s of system time for 16,384 from 127.0.0.1).
-// Towards a loopback IPv4 coordinator the simulated processes spread over
-// this many source addresses, as a real job's processes come from many hosts.
-constexpr uint32_t kLoopbackSources = 250;
-
-// A non-blocking connect to `to`, from 127.0.0.<2 + index % kLoopbackSources>
-// when `to` is IPv4 loopback; the kernel picks the port at connect time.
-Connecting ConnectFrom(const Endpoint& to, size_t index) {
-  if (to.family() != AF_INET) return StartConnect(to);
-  const auto& target = reinterpret_cast<const sockaddr_in&>(to.storage);
-  if ((ntohl(target.sin_addr.s_addr) >> 24) != 127) return StartConnect(to);
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return {{IoState::kError, 0, errno}, Fd()};
-  const int one = 1;
-  setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  from.sin_addr.s_addr = htonl((127u << 24) | (2u + static_cast<uint32_t>(index % kLoopbackSources)));
-  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&from), sizeof from) != 0) {
-    return {{IoState::kError, 0, errno}, Fd()};
-  }
-  if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&to.storage), to.size) == 0) {
-    return {{IoState::kDone, 0, 0}, std::move(fd)};
-  }
-  if (errno == EINPROGRESS || errno == EINTR) return {{IoState::kWouldBlock, 0, 0}, std::move(fd)};
-  return {{IoState::kError, 0, errno}, Fd()};
-}
 
 std::string HostName(const RollCallLoad& load, int64_t process_id) {
   char index[32];
