@@ -25,6 +25,8 @@ Configured by environment variables (every process of a job gets the same ones):
                       about to commit a backup after the first one: a SIGKILL then lands
                       between the shard files and the commit
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
+  BACKUP_NO_VALUES    1: the report leaves out the variables' values (a big model's,
+                      benchmarks/backup.py's save figure)
   BACKUP_SEED         the program's own seed (keras.utils.set_random_seed before
                       kdist.initialize, which keeps it); default: the job seed kdist agrees on.
                       Under `kdist launch --max-restarts`, only on the first attempt
@@ -324,14 +326,17 @@ report = {
     "epoch_seconds": progress.epoch_seconds,
     "iterations_at_start": restored.iterations,
 }
-if error is None:
+if error is None and os.environ.get("BACKUP_NO_VALUES") != "1":
     report["weights"] = {v.path: gathered(v.value) for v in model.weights}
     report["optimizer"] = {v.path: gathered(v.value) for v in model.optimizer.variables}
+if error is None:
     report["iterations"] = int(np.asarray(model.optimizer.iterations.value))
     report["loss"] = [float(v) for v in model.history.history.get("loss", [])]
 if backup is not None:
     report["restored_step"] = backup.restored_step
     report["stopped_step"] = backup.stopped_step
+    # From each save's start to its commit (a background save commits later).
+    report["committed_seconds"] = list(getattr(backup, "committed_seconds", save_seconds))
 print(json.dumps(report), flush=True)
 if failure is not None:
     # Uncaught, so kdist's liveness channel ends the others (SystemExit(1) would count as
