@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,9 @@ import numpy as np
 import pytest
 
 import kdist
-from support import NEEDS_KERAS
+from support import NEEDS_KERAS, NEEDS_ORBAX
 
-pytestmark = [NEEDS_KERAS]
+pytestmark = [NEEDS_KERAS, NEEDS_ORBAX]
 
 SEED = 1234
 EPOCHS = 3
@@ -165,6 +166,24 @@ def test_it_is_keras_s_backup_and_restore_with_keras_s_arguments(
     assert backup.double_checkpoint is True and backup.delete_checkpoint is True
     assert type(backup).__module__ == "kdist"
     assert kdist.BackupAndRestore(tmp_path, save_freq=False).save_freq is False
+
+
+def test_without_orbax_the_callback_says_which_extra_to_install(
+    keras: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "orbax.checkpoint", None)  # import fails as if absent
+    with pytest.raises(ImportError) as raised:
+        kdist.BackupAndRestore(tmp_path)
+    message = str(raised.value)
+    assert message.startswith(
+        "kdist.BackupAndRestore stores its backups with Orbax (orbax-checkpoint), which is not "
+        "installed in this environment ("
+    ), message
+    assert message.endswith(
+        'Install kdist\'s backup extra: pip install "kdist[backup]" (or pip install '
+        "orbax-checkpoint)."
+    ), message
+    assert not tmp_path.joinpath("latest.json").exists()
 
 
 @pytest.mark.parametrize(

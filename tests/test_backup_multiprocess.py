@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 from launched import Launcher, attempt_rows
-from support import NEEDS_KERAS, WORKERS, Finished, Running, Spawned, clean_env, free_port
+from support import NEEDS_KERAS, NEEDS_ORBAX, WORKERS, Finished, Running, Spawned, clean_env, free_port
 
-pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS]
+pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS, NEEDS_ORBAX]
 
 SCRIPT = str(WORKERS / "keras_backup.py")
 JOB_SECONDS = 240  # bounds every wait; nothing is timed against it
