@@ -13,7 +13,13 @@ with Dropout and Adam, 16 batches of 4 rows per epoch and process), on JAX's CPU
 2. The cost of a backup: each epoch's seconds (the first, which compiles, left out) with the
    callback at save_freq 2 and 4 against none; one process, 2 devices, DataParallel (Keras's
    own callback fails in a job of two processes: docs/resume.md).
-3. Stop -> first new step under `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`
+3. A save of a big model (BACKUP_UNITS 2,300,000: about 276 MB of weights and Adam slots), 1
+   process x 2 devices and 2 processes x 2 devices (`kdist launch`), DataParallel, a save every
+   2 batches: how long each save blocks the fit step that makes it (the callback's
+   `_save_backup`, timed around it), and how long from its start until it is committed (the
+   same for a synchronous store; later for a save written in the background). The slowest
+   process of each save.
+4. Stop -> first new step under `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`
    (DataParallel, save_freq "epoch"): from the SIGTERM to one process to the first batch
    attempt 1 trains, in phases (the slowest process of each), with and without JAX's
    persistent compilation cache (JAX_COMPILATION_CACHE_DIR, a fresh directory per run, with
@@ -157,7 +163,80 @@ def figure_cost(runs: int) -> str:
     )
 
 
-# --- 3. stop -> first new step under kdist launch --max-restarts 1 ---------------------------
+# --- 3. a save of a big model -----------------------------------------------------------------
+
+BIG_UNITS = 2_300_000  # Dense 8 -> 2.3M -> 1: 23.0M parameters, x3 with Adam: 276 MB
+
+
+def big_save(processes: int) -> tuple[list[float], list[float], float]:
+    """(blocking seconds per save, committed seconds per save, MB of variables)."""
+    with tempfile.TemporaryDirectory(prefix="kdist-bench-save-") as directory:
+        root = Path(directory)
+        common = {
+            "BACKUP_DIR": str(root / "backup"),
+            "BACKUP_SAVE_FREQ": "2",
+            "BACKUP_EPOCHS": "1",
+            "BACKUP_ROWS": "40",  # 10 batches of 4: 5 saves
+            "BACKUP_UNITS": str(BIG_UNITS),
+            "BACKUP_NO_VALUES": "1",
+        }
+        if processes == 1:
+            _, out = _run(_one_process_env(**common))
+            reports = [_report(out)]
+        else:
+            env = child_env(2, **common)
+            args = ["-n", str(processes), "--devices-per-process", "2"]
+            logs = root / "logs"
+            command = [sys.executable, "-m", "kdist", "launch", *args, "--log-dir", str(logs)]
+            done = subprocess.run(
+                [*command, "--", sys.executable, WORKER],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=LIMIT_S * 2,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"kdist launch exited {done.returncode}:\n{done.stderr[-3000:]}")
+            reports = [
+                _report((logs / "attempt-0" / f"process-{i}.log").read_text())
+                for i in range(processes)
+            ]
+    blocking = [
+        max(r["save_seconds"][i] for r in reports) for i in range(len(reports[0]["save_seconds"]))
+    ]
+    committed = [
+        max(r["committed_seconds"][i] for r in reports)
+        for i in range(len(reports[0]["committed_seconds"]))
+    ]
+    megabytes = 3 * (8 * BIG_UNITS + BIG_UNITS + BIG_UNITS + 1) * 4 / 1e6
+    return blocking, committed, megabytes
+
+
+def figure_save(runs: int) -> str:
+    rows = [
+        "| job | saves | blocks the step (ms, median) | start -> committed (ms, median) |",
+        "|---|---:|---:|---:|",
+    ]
+    megabytes = 0.0
+    for processes in (1, 2):
+        blocking: list[float] = []
+        committed: list[float] = []
+        for _ in range(runs):
+            b, c, megabytes = big_save(processes)
+            blocking += b[1:]  # the first also compiles the copy off the devices
+            committed += c[1:]
+        rows.append(
+            f"| {processes} x 2 devices | {len(blocking)} | "
+            f"{statistics.median(blocking) * 1e3:.0f} | {statistics.median(committed) * 1e3:.0f} |"
+        )
+    return (
+        f"A save of {megabytes:.0f} MB of variables (weights + Adam), DataParallel, every 2 "
+        f"batches ({runs} runs; the first save of each left out):\n\n" + "\n".join(rows)
+    )
+
+
+# --- 4. stop -> first new step under kdist launch --max-restarts 1 ---------------------------
 
 
 def restart(cache: bool) -> dict[str, float]:
@@ -264,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--runs", type=int, default=3, help="runs per contender (default 3)")
     parser.add_argument(
-        "--only", default="replayed,cost,restart", help="comma-separated: replayed,cost,restart"
+        "--only",
+        default="replayed,cost,save,restart",
+        help="comma-separated: replayed,cost,save,restart",
     )
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
@@ -273,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         print(figure_replayed() + "\n", flush=True)
     if "cost" in chosen:
         print(figure_cost(args.runs) + "\n", flush=True)
+    if "save" in chosen:
+        print(figure_save(args.runs) + "\n", flush=True)
     if "restart" in chosen:
         print(figure_restart(args.runs) + "\n", flush=True)
     print(f"({os.cpu_count()} cores; took {time.monotonic() - started:.0f} s)", flush=True)

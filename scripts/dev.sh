@@ -17,8 +17,8 @@ source "$(dirname "$0")/venv.sh"
   "nlohmann-json>=3.11" cmake ninja
 started=$SECONDS
 "$venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps --force-reinstall .
-"$venv/bin/python" -c "import jax, keras, pytest, xdist" 2> /dev/null \
-  || "$venv/bin/python" -m pip install --quiet --no-build-isolation ".[test]"
+"$venv/bin/python" -c "import jax, keras, pytest, xdist, orbax.checkpoint" 2> /dev/null \
+  || "$venv/bin/python" -m pip install --quiet --no-build-isolation ".[test,backup]"
 echo "dev: kdist rebuilt and installed in $((SECONDS - started)) s"
 
 if [ $# -eq 0 ]; then

@@ -53,7 +53,8 @@ rm -rf build/wheelhouse
   --wheel-dir build/wheelhouse .
 wheel=$(ls build/wheelhouse/kdist-*.whl)
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
-"$venv/bin/python" -m pip install --quiet "$wheel[test]"
+# The backup extra (Orbax) for the BackupAndRestore tests (they skip, saying so, without it).
+"$venv/bin/python" -m pip install --quiet "$wheel[test,backup]"
 export KDIST_TEST_WHEEL="$PWD/$wheel"
 # KerasHub for tests/test_keras_hub.py, without TensorFlow: keras-hub's requirements pull
 # TensorFlow through tensorflow-text, but importing it and building backbones needs only

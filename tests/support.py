@@ -27,6 +27,14 @@ NEEDS_KERAS = pytest.mark.skipif(
     importlib.util.find_spec("keras") is None,
     reason="Keras is not installed, so kdist's Keras integration cannot be tested",
 )
+# Marks a test module of kdist.BackupAndRestore / kdist.load_backup: they store backups with
+# Orbax, kdist's backup extra (scripts/test.sh installs it; the compat environments, which
+# run only the `compat` tests, do not).
+NEEDS_ORBAX = pytest.mark.skipif(
+    importlib.util.find_spec("orbax") is None,
+    reason='orbax-checkpoint is not installed (pip install "kdist[backup]"), so kdist\'s '
+    "backups cannot be tested",
+)
 # The `kdist` console script installed next to this interpreter.
 KDIST_SCRIPT = Path(sys.executable).parent / "kdist"
 _SETTING_PREFIXES = ("KERAS_DISTRIBUTION_", "KDIST_", "JAX_", "XLA_")

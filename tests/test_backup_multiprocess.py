@@ -1,10 +1,12 @@
-"""kdist.BackupAndRestore across real processes: stopped by SIGTERM and resumed, killed in
-the middle of a save, one writer per file, and Keras's own callback beside it.
+"""kdist.BackupAndRestore across real processes: stopped by SIGTERM and resumed, resumed
+on other job shapes and layouts, killed in the middle of a save, one writer per kdist
+file, and Keras's own callback beside it.
 
-Every job is 2 processes x 2 CPU devices on loopback, real jax.distributed, real Keras on
-its JAX backend (tests/workers/keras_backup.py: a Dense-Dropout-Dense model with Adam, 16
-batches per epoch, 3 epochs). A job that is stopped is started again by the test (a second
-run of the same command), or by `kdist launch --max-restarts` (the launcher's own restart).
+Every job is 2 processes x 2 CPU devices on loopback (a resumed one: 1 x 4, 4 x 1, 1 x 1
+too), real jax.distributed, real Keras on its JAX backend (tests/workers/keras_backup.py:
+a Dense-Dropout-Dense model with Adam, 16 batches per epoch, 3 epochs). A job that is
+stopped is started again by the test (a second run of the same command), or by
+`kdist launch --max-restarts` (the launcher's own restart).
 Every wait is bounded by JOB_SECONDS.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import time
@@ -24,9 +27,18 @@ import numpy as np
 import pytest
 
 from launched import Launcher, attempt_rows
-from support import NEEDS_KERAS, WORKERS, Finished, Running, Spawned, clean_env, free_port
+from support import (
+    NEEDS_KERAS,
+    NEEDS_ORBAX,
+    WORKERS,
+    Finished,
+    Running,
+    Spawned,
+    clean_env,
+    free_port,
+)
 
-pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS]
+pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS, NEEDS_ORBAX]
 
 SCRIPT = str(WORKERS / "keras_backup.py")
 JOB_SECONDS = 240  # bounds every wait; nothing is timed against it
@@ -143,16 +155,12 @@ def test_a_job_stopped_by_sigterm_mid_epoch_resumes_with_the_uninterrupted_weigh
     latest = json.loads((backup_dir / "latest.json").read_text())
     assert latest["backup"] == f"step-{step:09d}"
     saved = backup_dir / latest["backup"]
-    if dist == "mp_across":
-        # Each process wrote the half of the kernels it holds, and only that.
-        manifest = json.loads((saved / "manifest.json").read_text())
-        kernel = next(
-            n for n, v in enumerate(manifest["variables"]) if v["path"].endswith("dense_in/kernel")
-        )
-        for pid, columns in ((0, [0, 8]), (1, [8, 16])):
-            index = json.loads((saved / f"process-{pid:05d}.json").read_text())
-            assert [e[1] for e in index["shards"] if e[0] == kernel] == [[[0, 8], columns]]
-            assert (saved / f"process-{pid:05d}.bin").stat().st_size > 0
+    assert sorted(p.name for p in saved.iterdir()) == [
+        "host-00000.json",
+        "host-00001.json",
+        "manifest.json",
+        "state",
+    ]  # committed: each process's host file, the manifest, Orbax's arrays
 
     second = reports_of(run_job(tmp_path / "second", env))
     for report in second:
@@ -233,24 +241,109 @@ def test_under_kdist_launch_a_sigterm_mid_epoch_is_restarted_and_ends_as_uninter
     assert second[0]["loss"] == expected[0]["loss"][-resumed:]
 
 
-def test_a_backup_of_two_processes_is_refused_by_a_job_of_one(tmp_path: Path) -> None:
-    backup_dir = tmp_path / "backup"
-    env = {"BACKUP_DIR": str(backup_dir), "BACKUP_SAVE_FREQ": "4", "BACKUP_CRASH_AT": "6"}
-    crashed = run_job(tmp_path / "two", env)
-    assert all(r.returncode not in (0, None) for r in crashed), [r.describe() for r in crashed]
-    assert json.loads((backup_dir / "latest.json").read_text())["backup"] == "step-000000004"
-    one = run_job(tmp_path / "one", {"BACKUP_DIR": str(backup_dir)}, num_processes=1)
-    (report,) = reports_of(one, returncode=None)
-    assert one[0].returncode not in (0, None), one[0].describe()
-    assert report["error"] == (
-        f"BackupMismatchError: The backup in {backup_dir / 'step-000000004'} (step 4) was "
-        "written by a job of 2 processes x 2 cpu devices; this job is 1 process x 2 cpu "
-        "devices (the backup has 2 processes, this job has 1). A backup is loaded only into "
-        "the job that wrote it, so that every shard goes back to its device: run the job "
-        "again with the same processes and devices, or start from scratch by removing the "
-        "backup directory (or giving another backup_dir)."
-    )
-    assert (backup_dir / "step-000000004" / "manifest.json").is_file()  # refused, kept
+# --- resumed on another job shape or layout ------------------------------------------------------
+
+STOP_AT = 20  # process 0 asks for a stop after this batch (epoch 1, batch 4)
+_stopped: dict[str, tuple[Path, list[dict[str, Any]]]] = {}
+
+
+@pytest.fixture
+def stopped_backup(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A 2 x 2 job of a distribution stopped (kdist.request_stop) after step STOP_AT, made
+    once: (its backup directory, its reports: the weights as saved)."""
+
+    def get(dist: str) -> tuple[Path, list[dict[str, Any]]]:
+        if dist not in _stopped:
+            directory = tmp_path_factory.mktemp(f"stopped-{dist}")
+            env = {
+                "BACKUP_DIR": str(directory / "backup"),
+                "BACKUP_DIST": dist,
+                "BACKUP_SAVE_FREQ": "false",  # only at the stop
+                "BACKUP_SEED": SEED,
+                "BACKUP_STOP_AT": str(STOP_AT),
+            }
+            reports = reports_of(run_job(directory / "run", env), returncode=None)
+            steps = {report["stopped_step"] for report in reports}
+            assert len(steps) == 1 and None not in steps, reports
+            _stopped[dist] = (directory / "backup", reports)
+        return _stopped[dist]
+
+    return get
+
+
+def resumed_on(
+    tmp_path: Path, backup: Path, dist: str, num_processes: int, devices: int, **env: str
+) -> list[Finished]:
+    """The backup (a copy: training's end removes it) resumed by a job of that shape."""
+    copy = tmp_path / "backup"
+    shutil.copytree(backup, copy)
+    env = {"BACKUP_DIR": str(copy), "BACKUP_DIST": dist, "BACKUP_REPORT_RESTORED": "1", **env}
+    return run_job(tmp_path / "job", env, num_processes=num_processes, devices=devices)
+
+
+def assert_restored_as_saved(saved: dict[str, Any], resumed: dict[str, Any]) -> None:
+    """Every weight and optimizer variable as the fit began equals the saved one (as the
+    stopped job ended: it stopped at the step it saved), bit for bit."""
+    for part in ("weights", "optimizer"):
+        assert list(saved[part]) == list(resumed[f"restored_{part}"])
+        for name, values in saved[part].items():
+            np.testing.assert_array_equal(
+                np.array(resumed[f"restored_{part}"][name]), np.array(values), name
+            )
+
+
+@pytest.mark.parametrize(
+    ("num_processes", "devices"), [(1, 4), (4, 1), (1, 1)], ids=["1x4", "4x1", "1x1"]
+)
+def test_a_backup_of_a_2x2_job_resumes_on_another_shape(
+    tmp_path: Path, stopped_backup: Any, num_processes: int, devices: int
+) -> None:
+    """DataParallel, saved by 2 processes x 2 devices at the agreed stop: a job of another
+    shape restores every variable onto its own devices (weights and optimizer state
+    equal to what was saved), resumes at the next global step and trains to the end (16
+    batches per epoch in every shape: each process feeds 4 rows a batch)."""
+    backup, saved = stopped_backup("dp")
+    step = saved[0]["stopped_step"]
+    reports = reports_of(resumed_on(tmp_path, backup, "dp", num_processes, devices))
+    assert len(reports) == num_processes
+    for report in reports:
+        assert report["restored_step"] == step
+        assert report["iterations_at_start"] == step
+        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH  # trained on to the end
+        assert report["backup_dir_exists"] is False
+        assert_restored_as_saved(saved[0], report)
+
+
+def test_a_2x2_model_parallel_backup_resumes_in_data_parallel(
+    tmp_path: Path, stopped_backup: Any
+) -> None:
+    """mp_across (each process holds half of each kernel) saved; resumed by a 2 x 2 job
+    with DataParallel (every kernel whole on every device)."""
+    backup, saved = stopped_backup("mp_across")
+    step = saved[0]["stopped_step"]
+    reports = reports_of(resumed_on(tmp_path, backup, "dp", 2, 2))
+    for report in reports:
+        assert report["restored_step"] == step
+        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH
+        assert_restored_as_saved(saved[0], report)
+
+
+def test_a_backup_of_another_model_is_refused_naming_the_difference(
+    tmp_path: Path, stopped_backup: Any
+) -> None:
+    backup, saved = stopped_backup("dp")
+    step = saved[0]["stopped_step"]
+    ended = resumed_on(tmp_path, backup, "dp", 2, 2, BACKUP_UNITS="32")
+    assert all(r.returncode not in (0, None) for r in ended), [r.describe() for r in ended]
+    report = ended[0].report()
+    where = tmp_path / "backup" / f"step-{step:09d}"
+    assert report["error"].startswith(
+        f"BackupMismatchError: The backup in {where} (step {step}): 'sequential/dense_in/kernel' "
+        "(trainable variable 0) was saved as float32[8, 16]; this model's "
+        "'sequential/dense_in/kernel' (trainable variable 0) is float32[8, 32]. The backup was "
+        "written for another model"
+    ), report["error"]
+    assert (where / "manifest.json").is_file()  # refused, kept
 
 
 # --- killed in the middle of a save ------------------------------------------------------------
@@ -259,8 +352,9 @@ def test_a_backup_of_two_processes_is_refused_by_a_job_of_one(tmp_path: Path) ->
 def test_a_kill_between_the_shard_files_and_the_commit_leaves_the_previous_backup(
     tmp_path: Path, reference: Any
 ) -> None:
-    """Process 0 is SIGKILLed after every process wrote its files of step 8 and before it
-    commits them (it hangs there); the job ends, and the next run resumes from step 4."""
+    """Process 0 is SIGKILLed after every process wrote its files of step 8 (Orbax's
+    arrays complete) and before it commits them (its commit, in the background, hangs
+    there); the job ends, and the next run resumes from step 4."""
     expected = reference("dp")
     backup_dir = tmp_path / "backup"
     env = {"BACKUP_DIR": str(backup_dir), "BACKUP_SAVE_FREQ": "4"}
@@ -275,11 +369,10 @@ def test_a_kill_between_the_shard_files_and_the_commit_leaves_the_previous_backu
     assert json.loads((backup_dir / "latest.json").read_text())["backup"] == "step-000000004"
     leftover = backup_dir / "incoming-000000008"
     assert sorted(p.name for p in leftover.iterdir()) == [
-        "process-00000.bin",
-        "process-00000.json",
-        "process-00001.bin",
-        "process-00001.json",
-    ]  # every shard file of step 8, no manifest: never committed, never read
+        "host-00000.json",
+        "host-00001.json",
+        "state",
+    ]  # Orbax's arrays of step 8 complete, no manifest: never committed, never read
 
     second = reports_of(run_job(tmp_path / "second", env))
     for report in second:
@@ -325,14 +418,16 @@ def test_difference_one_writer_per_file_and_one_removal_where_keras_s_own_fails(
     theirs_ended = run_job(
         tmp_path / "keras", {**common, "BACKUP_DIR": str(theirs_dir), "BACKUP_IMPL": "keras"}
     )
-    # kdist: one writer per file; process 0 alone renames and removes, once at the end.
-    written = writers(ours, ("write",))
+    # kdist: one writer per kdist file (Orbax's, under state/, are Orbax's: each array's
+    # shards written once, by a process holding them); process 0 alone renames and
+    # removes, once at the end.
+    written = {
+        path: pids for path, pids in writers(ours, ("write",)).items() if "/state" not in path
+    }
     assert written, ours
     assert all(len(pids) == 1 for pids in written.values()), written
     assert {p for p, pids in written.items() if pids == {1}} == {
-        f"incoming-{step:09d}/process-00001.{suffix}"
-        for step in (4, 8, 12, 16)
-        for suffix in ("bin", "json")
+        f"incoming-{step:09d}/host-00001.json" for step in (4, 8, 12, 16)
     }
     assert writers(ours, ("rename", "rmtree")) and all(
         pids == {0} for pids in writers(ours, ("rename", "rmtree")).values()

@@ -627,3 +627,18 @@ def array_from_device_values(shape: tuple[int, ...], sharding: Any, values: Sequ
     devices = list(sharding.addressable_devices_indices_map(shape))
     placed = [jax.device_put(value, device) for value, device in zip(values, devices, strict=True)]
     return jax.make_array_from_single_device_arrays(shape, sharding, placed)
+
+
+def abstract_array(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
+    """A `jax.ShapeDtypeStruct` of `shape` and `dtype`, laid out by `sharding` (what a
+    restore is asked to fill)."""
+    import jax
+
+    return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)
+
+
+def copied(value: Any) -> Any:
+    """A copy of the `jax.Array` `value` in new buffers, laid out as it is."""
+    import jax
+
+    return jax.jit(lambda x: x.copy(), out_shardings=value.sharding)(value)

@@ -25,6 +25,13 @@ Configured by environment variables (every process of a job gets the same ones):
                       about to commit a backup after the first one: a SIGKILL then lands
                       between the shard files and the commit
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
+  BACKUP_STOP_AT      "STEP": process 0 calls kdist.request_stop after that batch of this
+                      run (an agreed stop a batch or two later, as a SIGTERM would make)
+  BACKUP_REPORT_RESTORED  1: the report also has every weight and optimizer variable as
+                      the fit began (after the restore), gathered: "restored_weights",
+                      "restored_optimizer"
+  BACKUP_NO_VALUES    1: the report leaves out the variables' values (a big model's,
+                      benchmarks/backup.py's save figure)
   BACKUP_SEED         the program's own seed (keras.utils.set_random_seed before
                       kdist.initialize, which keeps it); default: the job seed kdist agrees on.
                       Under `kdist launch --max-restarts`, only on the first attempt
@@ -63,6 +70,8 @@ DATA = os.environ.get("BACKUP_DATA", "arrays")
 STEP_SLEEP = float(os.environ.get("BACKUP_STEP_SLEEP", "0"))
 SLOW_END = os.environ.get("BACKUP_SLOW_END", "")
 HANG_COMMIT = os.environ.get("BACKUP_HANG_COMMIT", "")
+STOP_AT = int(os.environ.get("BACKUP_STOP_AT", "0"))
+REPORT_RESTORED = os.environ.get("BACKUP_REPORT_RESTORED") == "1"
 CRASH_AT = int(os.environ.get("BACKUP_CRASH_AT", "0"))
 
 # --- what this process does to the files under BACKUP_DIR --------------------------------
@@ -224,6 +233,8 @@ class Progress(keras.callbacks.Callback):
         print(f"step {self.step}", flush=True)
         if CRASH_AT and self.step == CRASH_AT:
             raise RuntimeError(f"crash at step {self.step}")
+        if STOP_AT and self.step == STOP_AT and me == 0:
+            kdist.request_stop(f"BACKUP_STOP_AT={STOP_AT}")
         if STEP_SLEEP:
             time.sleep(STEP_SLEEP)
 
@@ -239,10 +250,23 @@ class Restored(keras.callbacks.Callback):
     """After the backup's on_train_begin: when the restore ended, the optimizer's count."""
 
     iterations: int | None = None
+    values: dict[str, dict[str, list[float]]] = {}  # noqa: RUF012 (replaced, never mutated)
 
     def on_train_begin(self, logs: object = None) -> None:
         MARKS["restored"] = time.time()
         self.iterations = int(np.asarray(self.model.optimizer.iterations.value))
+        if REPORT_RESTORED:
+            self.values = {
+                "restored_weights": {v.path: gathered(v.value) for v in self.model.weights},
+                "restored_optimizer": {
+                    v.path: gathered(v.value) for v in self.model.optimizer.variables
+                },
+            }
+
+
+def gathered(value: object) -> list[float]:
+    full = multihost_utils.process_allgather(value, tiled=True)
+    return [float(v) for v in np.asarray(full, dtype="float64").reshape(-1)]
 
 
 save_seconds: list[float] = []
@@ -306,11 +330,6 @@ except Exception as caught:  # reported, then re-raised: the job ends as it woul
 fit_seconds = time.perf_counter() - started
 
 
-def gathered(value: object) -> list[float]:
-    full = multihost_utils.process_allgather(value, tiled=True)
-    return [float(v) for v in np.asarray(full, dtype="float64").reshape(-1)]
-
-
 report = {
     "process_id": me,
     "error": error,
@@ -323,15 +342,19 @@ report = {
     "batch_ends": progress.batch_ends,
     "epoch_seconds": progress.epoch_seconds,
     "iterations_at_start": restored.iterations,
+    **restored.values,
 }
-if error is None:
+if error is None and os.environ.get("BACKUP_NO_VALUES") != "1":
     report["weights"] = {v.path: gathered(v.value) for v in model.weights}
     report["optimizer"] = {v.path: gathered(v.value) for v in model.optimizer.variables}
+if error is None:
     report["iterations"] = int(np.asarray(model.optimizer.iterations.value))
     report["loss"] = [float(v) for v in model.history.history.get("loss", [])]
 if backup is not None:
     report["restored_step"] = backup.restored_step
     report["stopped_step"] = backup.stopped_step
+    # From each save's start to its commit (a background save commits later).
+    report["committed_seconds"] = list(getattr(backup, "committed_seconds", save_seconds))
 print(json.dumps(report), flush=True)
 if failure is not None:
     # Uncaught, so kdist's liveness channel ends the others (SystemExit(1) would count as

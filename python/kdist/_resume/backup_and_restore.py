@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from typing import Any
 from kdist import _jax_backend, _log
 from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import import_keras
-from kdist._resume import host_state, snapshot, store
+from kdist._resume import arrays, background, host_state, snapshot, store
 from kdist._together import barrier as barriers
 from kdist._together import stop
 
@@ -155,6 +156,8 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
                     f"{name}={flag!r} of type {type(flag).__name__}"
                 )
         self._timeout = _checked_timeout(timeout)
+        arrays.load_orbax("kdist.BackupAndRestore")  # a clear error now, not at the first save
+        self._saves = background.BackgroundSave("kdist.BackupAndRestore")
         super().__init__(
             backup_dir=directory,
             save_freq=save_freq if every is None else every,
@@ -198,6 +201,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
         self._start(*_jax_backend.process_count_and_index())
+        background.wait_all()  # a save of an earlier fit in this process is committed first
         if self._process_id == 0:
             store.remove_unnamed(self._root)  # what a killed save left; nobody writes now
         position = self._restore(model)
@@ -232,6 +236,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         if stopping or due:
             self._save_backup(logs)
         if stopping:
+            self._wait_for_the_save(f"step {self._step} saved at the agreed stop")
             self.stopped_step = self._step
             self._model.stop_training = True  # not self.model: no state sync needed
             _log.say(
@@ -250,13 +255,13 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         model = self._model
         _SkipTrainedBatches.remove(model)
         model._initial_epoch = None  # the next fit starts where its own backup says
-        if self.stopped_step is not None or not self.delete_checkpoint:
-            return  # stopped on request: the backup is how the next run resumes
-        # Nobody writes once every process has left training; one process removes it,
-        # and nobody reads the directory before it is gone.
-        barriers.barrier(
-            "kdist.BackupAndRestore: every process left training", timeout=self._timeout
-        )
+        if self.stopped_step is not None:
+            return  # stopped on request: saved, committed; how the next run resumes
+        # Nobody writes once every process has left training and the last save is
+        # committed; one process removes it, and nobody reads it before it is gone.
+        self._wait_for_the_save("every process left training, the last backup committed")
+        if not self.delete_checkpoint:
+            return
         if self._process_id == 0:
             store.remove_all(self._root)
         barriers.barrier("kdist.BackupAndRestore: the backup is removed", timeout=self._timeout)
@@ -271,7 +276,8 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
     # --- saving ---------------------------------------------------------------------------
 
     def _save_backup(self, logs: Any, epoch_done: bool = False) -> None:
-        """Every process, at the same step: its files, then (process 0) the commit."""
+        """Every process, at the same step: its host file and its part of the arrays
+        (in the background); process 0 commits once the arrays are complete."""
         model = self.model  # with JAX: the state is synced into the variables first
         step = self._step
         if epoch_done:
@@ -279,11 +285,12 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         else:
             position = _Position(step, self._epoch, self._batch_in_epoch)
             host = self._epoch_host  # as the epoch began, before it drew its order
+        self._saves.wait()  # one save at a time: the previous one is committed first
         variables = snapshot.training_variables(model)
         written = store.incoming(self._root, step)
-        values = [(number, v.value) for number, (_, _, v) in enumerate(variables)]
-        store.write_process_files(written, self._process_id, store.shards_of(values), host)
-        barriers.barrier(f"kdist.BackupAndRestore: step {step} written", timeout=self._timeout)
+        store.write_host_file(written, self._process_id, host)
+        values = {arrays.key_of(group, i): v.value for group, i, v in variables}
+        commit = None
         if self._process_id == 0:
             manifest = {
                 "format": store.FORMAT,
@@ -296,16 +303,26 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
                 "variables": [snapshot.describe(*entry).to_json() for entry in variables],
                 "keras": str(keras.__version__),
             }
-            store.commit(
-                self._root,
-                written,
-                step,
-                manifest,
-                num_processes=self._processes,
-                keep_previous=self.double_checkpoint,
-            )
-        barriers.barrier(f"kdist.BackupAndRestore: step {step} saved", timeout=self._timeout)
+            root, keep = self._root, self.double_checkpoint
+            processes = self._processes
+
+            def commit() -> None:
+                store.commit(
+                    root, written, step, manifest, num_processes=processes, keep_previous=keep
+                )
+
+        self._saves.start(written, values, commit)
         self._saved_step = step
+
+    def _wait_for_the_save(self, what: str) -> None:
+        """Every process: the save in flight is committed (process 0) before any goes on."""
+        self._saves.wait()
+        barriers.barrier(f"kdist.BackupAndRestore: {what}", timeout=self._timeout)
+
+    @property
+    def committed_seconds(self) -> list[float]:
+        """Seconds from each save's start to its commit (benchmarks/backup.py)."""
+        return list(self._saves.committed_seconds)
 
     # --- restoring ------------------------------------------------------------------------
 
@@ -332,57 +349,54 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         manifest = store.read_manifest(directory)
         position = _Position(int(manifest["step"]), int(manifest["epoch"]), int(manifest["batch"]))
         where = f"The backup in {directory} (step {position.step})"
-        snapshot.check_job(manifest["job"], snapshot.this_job(), where)
+        values = restored_values(model, directory, manifest, where)
+        host = store.read_host_file(directory, self._process_id)
         variables = snapshot.training_variables(model)
-        current = [snapshot.describe(*entry) for entry in variables]
-        saved = [snapshot.Described.from_json(entry) for entry in manifest["variables"]]
-        snapshot.check_variables(saved, current, where)
-        numbers = {(d.group, d.position): n for n, d in enumerate(saved)}
-        reader = store.ShardReader(directory, int(manifest["job"]["num_processes"]))
-        try:
-            values = [
-                (group, variable, _read_value(reader, numbers[(group, i)], variable, described))
-                for (group, i, variable), described in zip(variables, current, strict=True)
-            ]
-            host = reader.host(self._process_id)
-        finally:
-            reader.close()
-        for group, variable, value in values:
-            if group != "metrics":  # the metrics when their epoch begins (after its reset)
+        metrics = []
+        for group, i, variable in variables:
+            value = values[arrays.key_of(group, i)]
+            if group == "metrics":  # the metrics when their epoch begins (after its reset)
+                metrics.append(value)
+            else:
                 variable.assign(value)
         self._pending = _Resume(
             position,
-            [value for group, _, value in values if group == "metrics"],
+            metrics,
             host,
             {str(k): float(v) for k, v in dict(manifest.get("logs", {})).items()},
         )
         model._initial_epoch = position.epoch  # Keras's own: fit starts at this epoch
         self._step = position.step
         self.restored_step = position.step
+        saved_job = snapshot.job_in_words(manifest["job"])
+        this_job = snapshot.job_in_words(snapshot.this_job())
+        job = f"written by {saved_job}" + ("" if saved_job == this_job else f", now {this_job}")
         _log.say(
-            f"BackupAndRestore resumes from {directory}: step {position.step}, epoch "
+            f"BackupAndRestore resumes from {directory} ({job}): step {position.step}, epoch "
             f"{position.epoch} after its batch {position.batch}"
             if position.batch
-            else f"BackupAndRestore resumes from {directory}: step {position.step}, at the "
-            f"start of epoch {position.epoch}"
+            else f"BackupAndRestore resumes from {directory} ({job}): step {position.step}, "
+            f"at the start of epoch {position.epoch}"
         )
         return position
 
 
-def _read_value(reader: store.ShardReader, number: int, variable: Any, described: Any) -> Any:
-    """The restored value of `variable`: its saved shards, on this job's devices, laid out
-    as the variable is now (which is how it was saved: checked before)."""
-    value = variable.value
-    shape = tuple(int(n) for n in value.shape)
-    sharding = value.sharding
-    parts: dict[snapshot.Index, Any] = {}
-    per_device = []
-    for index in sharding.addressable_devices_indices_map(shape).values():
-        key = snapshot.normalized_index(index, shape)
-        if key not in parts:
-            parts[key] = reader.read(number, key, described.dtype)
-        per_device.append(parts[key])
-    return _jax_backend.array_from_device_values(shape, sharding, per_device)
+def restored_values(
+    model: Any, directory: Path, manifest: Mapping[str, Any], where: str
+) -> dict[str, Any]:
+    """The backup's value of every variable of `model`'s training state, by key, each on
+    the variable's own sharding in this job (read only where this process holds a part).
+
+    Raises:
+        kdist.BackupMismatchError: the backup is of another model.
+        OSError: the backup cannot be read.
+    """
+    variables = snapshot.training_variables(model)
+    current = [snapshot.describe(*entry) for entry in variables]
+    saved = [snapshot.Described.from_json(entry) for entry in manifest["variables"]]
+    snapshot.check_variables(saved, current, where)
+    targets = {arrays.key_of(group, i): v.value for group, i, v in variables}
+    return arrays.restore(directory, targets, "kdist.BackupAndRestore")
 
 
 class _SkipTrainedBatches:

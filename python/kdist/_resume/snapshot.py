@@ -7,12 +7,11 @@ iteration counter, learning rate and slots) and the metrics' (running totals and
 counts). Each variable is known by its group and its position in it, as the trainer
 knows it; its path is kept for messages.
 
-A value's placement is where each of its shards lives: the device id of every device
-that holds a part, and which part (a start and stop per dimension). A backup is loaded
-only into a job whose devices are the same (same count, ids, processes and platform)
-and whose variables are placed the same way, so that each shard goes back to the
-device that held it; anything else is a `kdist.BackupMismatchError` that says what the
-backup holds and what this job has.
+A backup records each variable's path, shape and dtype, and (for messages) the job
+that wrote it and each variable's layout. It loads into a job of any shape and layout
+(each array is restored onto this job's own sharding of the variable), but only into
+the same model: the same number of variables in each group, each with the same shape
+and dtype; anything else is a `kdist.BackupMismatchError` that names the difference.
 """
 
 from __future__ import annotations
@@ -26,9 +25,6 @@ from kdist._errors import BackupMismatchError
 
 GROUPS = ("trainable", "non_trainable", "optimizer", "metrics")
 
-# One shard's part of a value: (start, stop) per dimension.
-Index = tuple[tuple[int, int], ...]
-
 
 @dataclass(frozen=True)
 class Described:
@@ -40,7 +36,6 @@ class Described:
     shape: tuple[int, ...]
     dtype: str
     layout: str  # for messages: the PartitionSpec and mesh, or the sharding
-    placement: tuple[tuple[int, Index], ...]  # (device id, index), by device id
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -50,9 +45,6 @@ class Described:
             "shape": list(self.shape),
             "dtype": self.dtype,
             "layout": self.layout,
-            "placement": [
-                [device, [list(span) for span in index]] for device, index in self.placement
-            ],
         }
 
     @staticmethod
@@ -64,10 +56,6 @@ class Described:
             shape=tuple(int(n) for n in entry["shape"]),
             dtype=str(entry["dtype"]),
             layout=str(entry["layout"]),
-            placement=tuple(
-                (int(device), tuple((int(a), int(b)) for a, b in index))
-                for device, index in entry["placement"]
-            ),
         )
 
     @property
@@ -88,34 +76,17 @@ def training_variables(model: Any) -> list[tuple[str, int, Any]]:
     return [(group, i, v) for group, variables in groups for i, v in enumerate(variables)]
 
 
-def normalized_index(index: Sequence[slice], shape: Sequence[int]) -> Index:
-    """A shard's slices as (start, stop) per dimension."""
-    spans = []
-    for part, size in zip(index, shape, strict=True):
-        start, stop, step = part.indices(size)
-        if step != 1:
-            raise ValueError(f"a shard with a strided index {part!r} cannot be saved")
-        spans.append((start, stop))
-    return tuple(spans)
-
-
 def describe(group: str, position: int, variable: Any) -> Described:
     """The record of one variable, from its current value (a `jax.Array`)."""
     value = variable.value
     shape = tuple(int(n) for n in value.shape)
-    sharding = value.sharding
-    placement = sorted(
-        (int(device.id), normalized_index(index, shape))
-        for device, index in sharding.devices_indices_map(shape).items()
-    )
     return Described(
         group=group,
         position=position,
         path=str(getattr(variable, "path", "") or getattr(variable, "name", "")),
         shape=shape,
         dtype=str(value.dtype),
-        layout=describe_sharding(sharding),
-        placement=tuple(placement),
+        layout=describe_sharding(value.sharding),
     )
 
 
@@ -156,34 +127,9 @@ def job_in_words(job: Mapping[str, Any]) -> str:
     return f"{processes} {noun} with {sorted(per_process.items())} {kind} devices"
 
 
-def check_job(saved: Mapping[str, Any], current: Mapping[str, Any], where: str) -> None:
-    """Raises kdist.BackupMismatchError unless `saved` (a backup's job) is this job."""
-    if saved["num_processes"] != current["num_processes"] or saved["devices"] != current["devices"]:
-        what = (
-            f"{saved['num_processes']} processes, this job has {current['num_processes']}"
-            if saved["num_processes"] != current["num_processes"]
-            else (
-                f"devices {_ids(saved)}, this job has {_ids(current)}"
-                if len(saved["devices"]) == len(current["devices"])
-                else f"{len(saved['devices'])} devices, this job has {len(current['devices'])}"
-            )
-        )
-        raise BackupMismatchError(
-            f"{where} was written by a job of {job_in_words(saved)}; this job is "
-            f"{job_in_words(current)} (the backup has {what}). A backup is loaded only into "
-            "the job that wrote it, so that every shard goes back to its device: run the "
-            "job again with the same processes and devices, or start from scratch by "
-            "removing the backup directory (or giving another backup_dir)."
-        )
-
-
-def _ids(job: Mapping[str, Any]) -> str:
-    return str([f"{d[2]}:{d[0]} (process {d[1]})" for d in job["devices"]])
-
-
 def check_variables(saved: Sequence[Described], current: Sequence[Described], where: str) -> None:
     """Raises kdist.BackupMismatchError unless every variable of `current` has its
-    counterpart in `saved`, with the same shape, dtype and placement."""
+    counterpart in `saved`, with the same shape and dtype (its layout may differ)."""
     for group in GROUPS:
         had = sum(1 for d in saved if d.group == group)
         has = sum(1 for d in current if d.group == group)
@@ -202,16 +148,6 @@ def check_variables(saved: Sequence[Described], current: Sequence[Described], wh
                 f"{where}: {then.name} was saved as {then.dtype}{list(then.shape)}; this "
                 f"model's {now.name} is {now.dtype}{list(now.shape)}. The backup was "
                 "written for another model: restore it into the model that wrote it, or "
-                "start from scratch by removing the backup directory (or giving another "
-                "backup_dir)."
-            )
-        if then.placement != now.placement:
-            raise BackupMismatchError(
-                f"{where}: {then.name} was saved laid out as {then.layout}; this job lays "
-                f"it out as {now.layout} (shards on other devices, or other parts per "
-                "device). A backup is loaded only with the layout that wrote it, so that "
-                "every shard goes back to its device: use the same distribution (mesh "
-                "shape, axis names, devices, layout map) as the job that wrote it, or "
                 "start from scratch by removing the backup directory (or giving another "
                 "backup_dir)."
             )

@@ -1,0 +1,93 @@
+"""The arrays of a backup, on Orbax: one Orbax checkpoint (a flat dict of `jax.Array`s,
+one entry per variable of the training state) in each backup's `state/` folder.
+
+Orbax (`orbax-checkpoint`, on TensorStore) writes each shard once, from the process that
+holds it, and restores each array onto whatever sharding it is asked for, reading only
+the parts of it that each process holds: a backup resumes on a job of another shape.
+
+Saving is in the background: `ArrayWriter.start` blocks only while the values are copied
+off the devices; Orbax writes them in a thread of its own, and `wait` returns once every
+process's part is written and Orbax has finalized the folder (an Orbax checkpoint is
+complete once its folder has its final name; kdist commits the backup after that).
+
+Orbax is an optional extra (`pip install kdist[backup]`): `load_orbax` imports it (which
+takes seconds) only when a callback is made or a backup is read, and says how to install
+it when it is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kdist import _jax_backend
+
+STATE = "state"  # the Orbax checkpoint's folder in a backup
+INSTALL = 'pip install "kdist[backup]"'
+
+
+def load_orbax(user: str) -> Any:
+    """`orbax.checkpoint`, imported; `user` names who needs it, for the message.
+
+    Raises:
+        ImportError: orbax-checkpoint is not installed.
+    """
+    try:
+        import orbax.checkpoint as ocp
+    except ImportError as error:
+        raise ImportError(
+            f"{user} stores its backups with Orbax (orbax-checkpoint), which is not "
+            f"installed in this environment ({error}). Install kdist's backup extra: "
+            f"{INSTALL} (or pip install orbax-checkpoint)."
+        ) from error
+    return ocp
+
+
+def key_of(group: str, position: int) -> str:
+    """The entry of a variable in the checkpoint: "trainable_00003"."""
+    return f"{group}_{position:05d}"
+
+
+class ArrayWriter:
+    """Writes one backup's arrays at a time, in the background."""
+
+    def __init__(self, user: str) -> None:
+        ocp = load_orbax(user)
+        self._checkpointer = ocp.StandardCheckpointer()
+
+    def start(self, directory: Path, values: Mapping[str, Any]) -> None:
+        """Starts writing `values` (key -> jax.Array) into `directory / STATE`; returns
+        once they are off the devices (the write goes on in the background). Each value
+        is copied first: the trainer donates its state's buffers to its next step, and
+        on a CPU device the host's copy may share them."""
+        copies = {key: _jax_backend.copied(value) for key, value in values.items()}
+        self._checkpointer.save(directory / STATE, copies)
+
+    def wait(self) -> None:
+        """Returns once the write `start` began is complete in every process (raises what
+        it raised)."""
+        self._checkpointer.wait_until_finished()
+
+    def close(self) -> None:
+        self._checkpointer.close()
+
+
+def restore(directory: Path, targets: Mapping[str, Any], user: str) -> dict[str, Any]:
+    """The arrays of the backup in `directory`, each restored onto the sharding of its
+    target (key -> a jax.Array whose shape, dtype and sharding the restored one takes).
+
+    Raises:
+        OSError: the backup's arrays cannot be read.
+    """
+    ocp = load_orbax(user)
+    abstract = {
+        key: _jax_backend.abstract_array(value.shape, value.dtype, value.sharding)
+        for key, value in targets.items()
+    }
+    try:
+        with ocp.StandardCheckpointer() as checkpointer:
+            restored: dict[str, Any] = checkpointer.restore(directory / STATE, abstract)
+    except Exception as error:  # Orbax raises ValueError, FileNotFoundError, its own errors
+        raise OSError(f"{directory / STATE}: Orbax cannot read it ({error})") from error
+    return restored
