@@ -9,10 +9,56 @@ key-value store (process 0's coordination service), so nothing else is needed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 import time
+
+from kdist._cli import arguments
+
+_DESCRIPTION = """\
+Run as every process of a job: each process calls kdist.initialize() (configured
+as usual: arguments are not taken, so KERAS_DISTRIBUTION_*, KDIST_* or a detected
+scheduler), times its phases, and sends its record to process 0 through
+jax.distributed's key-value store. Process 0 prints one row per process: when it
+arrived (relative to the first arrival), how long it waited in the
+roll call, how long jax.distributed.initialize took, when it was ready, and its
+devices (local/global). A phase that did not run (no roll call with preflight
+off or a single process) shows as "-".
+
+exit status: 0 on success, 1 when initialize() fails or (process 0) a process's
+record does not arrive within the initialize() timeout.
+"""
+
+_EPILOG = """\
+examples:
+  kdist launch -n 4 --devices-per-process 2 -- kdist bench
+  srun --ntasks=8 kdist bench
+  kdist launch -n 2 -- kdist bench --json | python -m json.tool
+"""
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `kdist bench` and its options to the `kdist` command line."""
+    parser = commands.add_parser(
+        "bench",
+        help="time initialize() in every process of a job; process 0 prints a table",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the records as JSON (process 0) instead"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=arguments.seconds,
+        metavar="S",
+        help="the deadline of initialize() (default: KDIST_INIT_TIMEOUT, else 300)",
+    )
+    parser.set_defaults(run=lambda args: run(as_json=args.json, timeout=args.timeout))
+
 
 _KEY = "kdist/bench/{}"
 

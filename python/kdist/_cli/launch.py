@@ -16,6 +16,7 @@ the timeout, the restarts, the logs and the exit status.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from kdist import _core
+from kdist._cli import arguments
 from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.environment import child_environment
 from kdist._local_job.job import SETTLE_SECONDS, Job
@@ -42,6 +43,145 @@ _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 RESTART_COUNT_VARIABLE = "KDIST_RESTART_COUNT"
 # How many of the first failed process's last lines are printed above the summary.
 _TAIL_LINES = 30
+
+
+_DESCRIPTION = """\
+Start COMMAND as N processes of one job on this machine. Each process gets
+KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT, KERAS_DISTRIBUTION_NUM_PROCESSES=N
+and KERAS_DISTRIBUTION_PROCESS_ID=<its id>, so kdist.initialize() needs no
+arguments. Every line a process writes is prefixed with its id ("[1] ...").
+
+Ctrl-C, SIGTERM and SIGHUP are forwarded to every process, which stop together
+(a kdist job agrees on one step: see kdist.should_stop) within --grace seconds
+before SIGKILL. When a process exits with a non-zero status the others are
+stopped (SIGTERM, then SIGKILL after --grace seconds) and kdist launch exits
+with that status (128+N for signal N); a summary names the first failure, or
+how kdist stopped the job, above it the first failed process's last lines (its
+traceback). With --max-restarts the whole job is started again after a failure
+or a stop (not after success, a signal to the launcher or --timeout), and a last
+table has one row per attempt. Each process it started dies with the launcher,
+even when the launcher is killed with SIGKILL (Linux). Their own children are
+stopped with them (each process runs in its own process group) when the launcher
+ends the job, but not when the launcher is killed with SIGKILL: a program that
+starts children should make them exit with it.
+"""
+
+_EPILOG = """\
+examples:
+  kdist launch -n 2 --devices-per-process 2 -- python examples/hello_cluster.py
+  kdist launch -n 4 --port 12345 --timeout 600 -- python train.py --epochs 3
+  kdist launch -n 2 -- bash -c 'echo "process $KERAS_DISTRIBUTION_PROCESS_ID"'
+  kdist launch -n 8 --max-restarts 3 --log-dir logs --quiet-processes 1- -- python train.py
+"""
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `kdist launch` and its options to the `kdist` command line."""
+    parser = commands.add_parser(
+        "launch",
+        help="start an N-process job on this machine (loopback)",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-n",
+        "--num-processes",
+        type=arguments.positive_int,
+        required=True,
+        metavar="N",
+        help="number of processes to start",
+    )
+    parser.add_argument(
+        "--devices-per-process",
+        type=arguments.positive_int,
+        metavar="K",
+        help="run each process on JAX's CPU backend with K devices (sets JAX_PLATFORMS=cpu "
+        "and JAX_NUM_CPU_DEVICES=K); by default the processes see this machine's devices",
+    )
+    parser.add_argument(
+        "--port",
+        type=arguments.port,
+        metavar="P",
+        help="the coordinator's port on 127.0.0.1 (default: a free port)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=arguments.seconds,
+        metavar="S",
+        help="stop the whole job after S seconds and exit with status 124 (default: no limit)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=arguments.seconds,
+        default=30.0,
+        metavar="S",
+        help="seconds the processes get to exit after a forwarded SIGTERM (or Ctrl-C) before "
+        "SIGKILL: kdist's processes stop together at one agreed step meanwhile (default: 30)",
+    )
+    parser.add_argument(
+        "--stall-timeout",
+        type=arguments.seconds,
+        metavar="S",
+        help="end the job when a process that reported progress (kdist.should_stop, "
+        "kdist.barrier) makes none for S seconds, naming it with its stacks (sets "
+        "KDIST_STALL_TIMEOUT; default: off)",
+    )
+    parser.add_argument(
+        "--max-restarts",
+        type=arguments.non_negative_int,
+        default=0,
+        metavar="N",
+        help="after a failure or a stop, end every process and start the whole job again on "
+        "a fresh coordinator port, at most N times; each process gets its attempt in "
+        "KDIST_RESTART_COUNT (0 first) and the exit status is the last attempt's "
+        "(default: 0, no restart)",
+    )
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        metavar="DIR",
+        help="also write every line of process I of attempt A to DIR/attempt-A/process-I.log",
+    )
+    parser.add_argument(
+        "--quiet-processes",
+        type=arguments.ProcessIds.parse,
+        default=arguments.ProcessIds([]),
+        metavar="IDS",
+        help="keep these processes' lines off the console (e.g. 1- : every process but 0; "
+        "2,5-7; all); they still reach --log-dir, and a failed process's last lines are "
+        "still printed",
+    )
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ...",
+        help="the program each process runs, with its arguments",
+    )
+
+    parser.set_defaults(run=lambda args: _run_from(args, parser))
+
+
+def _run_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        parser.error(
+            "launch needs the command to run after '--', e.g. kdist launch -n 2 -- python train.py"
+        )
+    return launch(
+        command,
+        num_processes=args.num_processes,
+        devices_per_process=args.devices_per_process,
+        port=args.port,
+        timeout=args.timeout,
+        grace=args.grace,
+        stall_timeout=args.stall_timeout,
+        max_restarts=args.max_restarts,
+        log_dir=args.log_dir,
+        quiet_processes=args.quiet_processes,
+    )
 
 
 @dataclass
@@ -149,7 +289,7 @@ def launch(
                     f"attempt {number - 1} {attempts[-1].ended}; starting the job again "
                     f"(attempt {number} of at most {max_restarts + 1})"
                 )
-            attempt = AttemptRecord(number, port or _core.free_port())
+            attempt = AttemptRecord(number, port or _free_port())
             attempts.append(attempt)
             _run_attempt(command, attempt, options, output, received)
             if attempt.final or attempt.status == 0:
@@ -341,3 +481,10 @@ def _attempt_table(attempts: Sequence[AttemptRecord]) -> str:
             )
         )
     return "\n".join("  " + line for line in table(rows))
+
+
+def _free_port() -> int:
+    # The core owns the free-port rule; imported here so that `kdist --help` loads no core.
+    from kdist import _core
+
+    return _core.free_port()

@@ -1,0 +1,97 @@
+"""The value types of the `kdist` command line's options (argparse's `type=`).
+
+A port and a duration are parsed by the compiled core, which owns those rules; it is
+imported when such an option is parsed, not when the parser is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+class ProcessIds:
+    """A set of process ids from text: "1,3", "2-5", "1-" (1 and every id after it),
+    "all".
+
+    Example:
+        >>> from kdist._cli.arguments import ProcessIds
+        >>> ids = ProcessIds.parse("0,4-5,9-")
+        >>> [i for i in range(12) if i in ids]
+        [0, 4, 5, 9, 10, 11]
+    """
+
+    def __init__(self, ranges: list[tuple[int, int | None]]) -> None:
+        self.ranges = ranges  # (first, last or None: no end), inclusive
+
+    def __contains__(self, process_id: object) -> bool:
+        if not isinstance(process_id, int):
+            return False
+        return any(
+            first <= process_id and (last is None or process_id <= last)
+            for first, last in self.ranges
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> ProcessIds:
+        if text.strip() == "all":
+            return cls([(0, None)])
+        ranges: list[tuple[int, int | None]] = []
+        for part in text.split(","):
+            first, dash, last = part.strip().partition("-")
+            try:
+                low = int(first)
+                high = (int(last) if last else None) if dash else low
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"expected process ids such as 1,3 or 2-5 or 1- (1 and every id "
+                    f"after it) or all, got {text!r}"
+                ) from None
+            if low < 0 or (high is not None and high < low):
+                raise argparse.ArgumentTypeError(
+                    f"expected ids >= 0 and ranges low-high with low <= high, got {part!r}"
+                )
+            ranges.append((low, high))
+        return cls(ranges)
+
+
+def port(text: str) -> int:
+    """argparse's `type=` for a port: the core parses it (1..65535)."""
+    from kdist import _core
+    from kdist._errors import ConfigError
+
+    try:
+        return _core.parse_port(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} {error}") from None
+
+
+def seconds(text: str) -> float:
+    """argparse's `type=` for a duration: the core parses it (positive seconds, at most the
+    longest timeout it accepts)."""
+    from kdist import _core
+    from kdist._errors import ConfigError
+
+    try:
+        return _core.parse_timeout_seconds(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
