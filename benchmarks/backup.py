@@ -2,7 +2,7 @@
 
     python -m benchmarks.backup [--runs 3]
 
-The training program is tests/workers/keras_backup.py (the one the tests train: Dense 8-16-1
+The training program is tests/programs/keras_backup.py (the one the tests train: Dense 8-16-1
 with Dropout and Adam, 16 batches of 4 rows per epoch and process), on JAX's CPU backend.
 
 1. Batches trained twice after a resume, kdist's callback against Keras's own

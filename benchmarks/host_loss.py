@@ -4,7 +4,7 @@ from the cut until every process has exited, with the default settings (or with
 KDIST_UNREACHABLE_TIMEOUT from the environment), as a median of --runs runs; then a 3 s
 blackout, which must heal. Prints each process's verdict line.
 
-Needs root and iproute2 (the hosts are tests/netns.py's). Not part of benchmarks/run.py:
+Needs root and iproute2 (the hosts are tests/helpers/netns.py's). Not part of benchmarks/run.py:
 
     sudo .venv/bin/python benchmarks/host_loss.py --runs 5
 """
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "hosts"))
 
-import netns
 from test_netns_host_loss import (
     BLACKOUT_SECONDS,
     LOST_BOUND_SECONDS,
@@ -28,6 +28,8 @@ from test_netns_host_loss import (
     job_on_hosts,
     verdict_lines,
 )
+
+from helpers import netns
 
 
 def lost_host_run() -> tuple[float, list[tuple[int | None, list[str]]]]:

@@ -6,7 +6,7 @@
 #                                      its own virtual environment under build/mpi/ (both
 #                                      ship mpiexec); a launcher that pip cannot install
 #                                      leaves build/mpi/<name>.log, and its tests skip
-#                                      saying why (tests/test_launchers.py).
+#                                      saying why (tests/clusters/test_launchers.py).
 #   scripts/compat.sh py311 WHEEL      the `compat` tests on Python 3.11 with WHEEL (a cp311
 #                                      wheel: the release's), twice: at the oldest JAX and
 #                                      Keras pyproject.toml declares (build/venvs/floor), and

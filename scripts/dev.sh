@@ -4,11 +4,11 @@
 # and only what changed recompiles, installs it as users get it (tests run against the
 # installed package), then runs pytest: by default the tests that start no cluster
 # ($no_cluster_tests, scripts/envs.sh); extra arguments replace that selection. The Slurm
-# tests: bash scripts/dev.sh -m slurm tests/test_slurm.py (they start scripts/slurm.sh's
+# tests: bash scripts/dev.sh -m slurm tests/clusters/test_slurm.py (they start scripts/slurm.sh's
 # cluster when it is installed and not up, and stop it after); on two nodes (root):
-# bash scripts/dev.sh -m slurm tests/test_slurm_multinode.py.
+# bash scripts/dev.sh -m slurm tests/clusters/test_slurm_multinode.py.
 #   bash scripts/dev.sh                        # the fast selection
-#   bash scripts/dev.sh tests/test_config.py   # one module
+#   bash scripts/dev.sh tests/start/test_config.py   # one module
 # The whole suite, with the C++ tests, fuzzing and static checks: bash scripts/test.sh.
 source "$(dirname "$0")/venv.sh"
 

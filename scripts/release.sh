@@ -201,7 +201,7 @@ test_wheel() {
   say "tests on Python $python_version with $(basename "$wheel") (from $tests_root/tests)"
   fresh_venv "$venv" "$(interpreter "$python_version")"
   logged "install-$name" "$venv/bin/python" -m pip install "$wheel[test]"
-  # KDIST_TEST_WHEEL: tests/test_packaging.py checks this very file (and that it holds no
+  # KDIST_TEST_WHEEL: tests/package/test_packaging.py checks this very file (and that it holds no
   # bench module); KDIST_TEST_ABI3_WHEEL: its abi3 test takes the release's abi3 wheel.
   (cd "$tests_root" &&
     KDIST_TEST_WHEEL="$OLDPWD/$wheel" KDIST_TEST_ABI3_WHEEL="$OLDPWD/$abi3" \
@@ -209,8 +209,8 @@ test_wheel() {
     fail "tests on Python $python_version with $(basename "$wheel") failed (above)"
 }
 # The tests that show a wheel installs and starts on a Python (the quick runs, and aarch64's).
-quick=(tests/test_import.py tests/test_version.py tests/test_config.py tests/test_core_rules.py
-  tests/test_packaging.py tests/test_initialize.py)
+quick=(tests/package/test_import.py tests/package/test_version.py tests/start/test_config.py tests/package/test_core_rules.py
+  tests/package/test_packaging.py tests/start/test_initialize.py)
 selected=()
 [ "$tests" = quick ] && selected=("${quick[@]}")
 test_wheel py311 3.11 "$cp311" "$sdist_tree" "${selected[@]}" "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A real Slurm cluster for the tests: one node on loopback (tests/test_slurm.py), or several
-# nodes, each in a network namespace of its own (tests/test_slurm_multinode.py).
+# A real Slurm cluster for the tests: one node on loopback (tests/clusters/test_slurm.py), or several
+# nodes, each in a network namespace of its own (tests/clusters/test_slurm_multinode.py).
 #
 #   bash scripts/slurm.sh start [--nodes N]   # install (when missing and root), configure, start
 #   bash scripts/slurm.sh status [--nodes N]  # whether it is up; prints the variables to use it
@@ -12,7 +12,7 @@
 # default directory. KDIST_SLURM_DIR: where it lives (build/slurm for one node,
 # build/slurm-multinode for more); KDIST_SLURM_KILL_WAIT: its KillWait (10 s);
 # KDIST_SLURM_NO_INSTALL=1: never install (the tests' fixture starts it this way);
-# KDIST_SLURM_SUBNET: the multi-node cluster's /24 (10.77.0: clear of tests/netns.py's
+# KDIST_SLURM_SUBNET: the multi-node cluster's /24 (10.77.0: clear of tests/helpers/netns.py's
 # 10.200-249 ones).
 #
 # Debian's slurm-wlm (22.05) and munge, with no cgroups: process tracking by the process

@@ -56,7 +56,7 @@ wheel=$(ls build/wheelhouse/kdist-*.whl)
 # The backup extra (Orbax) for the BackupAndRestore tests (they skip, saying so, without it).
 "$venv/bin/python" -m pip install --quiet "$wheel[test,backup]"
 export KDIST_TEST_WHEEL="$PWD/$wheel"
-# KerasHub for tests/test_keras_hub.py, without TensorFlow: keras-hub's requirements pull
+# KerasHub for tests/keras_models/test_keras_hub.py, without TensorFlow: keras-hub's requirements pull
 # TensorFlow through tensorflow-text, but importing it and building backbones needs only
 # regex and tokenizers besides what Keras brings (its kagglehub, sentencepiece and
 # tensorflow-text serve presets and tokenizers, which the tests do not use).
@@ -77,7 +77,7 @@ stage "Static checks" "(ruff, and mypy --strict on the installed package, with i
 "$venv/bin/ruff" format --check python/kdist
 "$venv/bin/mypy" --strict -p kdist
 
-stage "MPI launchers" "(for tests/test_launchers.py; scripts/compat.sh: own environments)"
+stage "MPI launchers" "(for tests/clusters/test_launchers.py; scripts/compat.sh: own environments)"
 bash scripts/compat.sh launchers
 export KDIST_TEST_MPI_ROOT="$PWD/build/mpi"
 # The release's portable wheels (zig; cp311 and cp312-abi3), checked, and a quick test on
@@ -96,7 +96,7 @@ stage "Slurm" "(a real single-node cluster on loopback, then a two-node one in n
 # Installed when missing and running as root; where a cluster cannot start, its tests skip and
 # say why. A cluster this stage starts is stopped after its tests (by pid, with the namespaces,
 # bridge and /etc/hosts lines it made), also when they fail.
-for slurm_run in "1 tests/test_slurm.py" "2 tests/test_slurm_multinode.py"; do
+for slurm_run in "1 tests/clusters/test_slurm.py" "2 tests/clusters/test_slurm_multinode.py"; do
   read -r nodes tests <<< "$slurm_run"
   part_started=$SECONDS
   slurm_ours=

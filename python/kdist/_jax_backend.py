@@ -102,7 +102,7 @@ OLDEST_SUPPORTED_JAX = "0.5.1"
 # JAX the index offers; scripts/compat.sh: the compat tests at OLDEST_SUPPORTED_JAX and at the
 # newest JAX for Python 3.11). `kdist doctor` says where the installed JAX stands against the
 # two (tested_range). Raise it once the suite has passed at a newer JAX:
-# tests/test_jax_features.py fails on one newer than this until then.
+# tests/start/test_jax_features.py fails on one newer than this until then.
 NEWEST_TESTED_JAX = "0.12.0.1"
 
 

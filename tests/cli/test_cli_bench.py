@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from support import clean_env, free_port, run_processes
+from helpers.support import clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.multiprocess
 

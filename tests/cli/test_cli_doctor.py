@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from helpers.support import ENVIRONMENT_SOURCES, KDIST_SCRIPT, clean_env, free_port
 from kdist import _jax_backend
-from kdist._cli import doctor as _doctor
+from kdist._cli import doctor_report as _doctor
 from kdist._start import accelerators as _accelerators
-from support import ENVIRONMENT_SOURCES, KDIST_SCRIPT, clean_env, free_port
 
 DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
 

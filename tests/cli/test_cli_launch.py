@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from launched import ROOT, Launcher, attempt_rows
-from support import KDIST_SCRIPT, WORKERS, alive, clean_env, run_processes, wait_until_gone
+from helpers.launched import ROOT, Launcher, attempt_rows
+from helpers.support import KDIST_SCRIPT, PROGRAMS, alive, clean_env, run_processes, wait_until_gone
 
-CHILD = str(WORKERS / "launch_child.py")
+CHILD = str(PROGRAMS / "launch_child.py")
 
 
 @pytest.fixture
@@ -263,7 +263,7 @@ def test_help_texts_have_examples(args: list[str], example: str) -> None:
 
 # --- restarts, logs and quiet processes ---------------------------------------------------
 
-RESTART_CHILD = str(WORKERS / "restart_steps.py")
+RESTART_CHILD = str(PROGRAMS / "restart_steps.py")
 
 
 def test_a_job_that_fails_only_on_its_first_attempt_ends_in_success(
@@ -448,7 +448,7 @@ def test_stall_timeout_ends_a_job_with_a_stuck_process_and_marks_that_process(
         launchers,
         [
             "-n", "2", "--devices-per-process", "1", "--stall-timeout", "2", "--",
-            sys.executable, str(WORKERS / "stop_steps.py"),
+            sys.executable, str(PROGRAMS / "stop_steps.py"),
         ],
         clean_env(1, STOP_TEST_MODE="stall_sleep", STOP_TEST_WHO="1"),
     )  # fmt: skip

@@ -6,30 +6,30 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import kdist
-from kdist import _core
-from kdist._start import config as _config
-from support import (
+from helpers.support import (
+    FIXTURES,
+    PROGRAMS,
     SCHEDULER_VARIABLES,
-    WORKERS,
     clean_env,
     free_port,
     run_processes,
     run_python,
 )
+from kdist import _core
+from kdist._start import config as _config
 
-FIXTURES = Path(__file__).parent / "fixtures" / "schedulers"
+SCHEDULERS = FIXTURES / "schedulers"
 
 
 def load_fixture(name: str) -> dict[str, str]:
     """The NAME=VALUE lines of tests/fixtures/schedulers/<name>.env."""
     env: dict[str, str] = {}
-    for line in (FIXTURES / f"{name}.env").read_text().splitlines():
+    for line in (SCHEDULERS / f"{name}.env").read_text().splitlines():
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.partition("=")
@@ -320,7 +320,7 @@ REJECTED: dict[str, tuple[dict[str, Any], str]] = {
 
 
 def test_every_fixture_has_an_expectation() -> None:
-    files = {path.stem for path in FIXTURES.glob("*.env")}
+    files = {path.stem for path in SCHEDULERS.glob("*.env")}
     assert files == set(RESOLVED) | set(REJECTED)
 
 
@@ -418,7 +418,7 @@ def test_a_process_id_that_contradicts_the_scheduler_is_an_error_naming_both(
     with pytest.raises(kdist.ConfigError, match=re.escape(message) + "$"):
         _config.resolve()
     # kdist doctor says the same, and exits 1.
-    from kdist._cli import doctor
+    from kdist._cli import doctor_report as doctor
 
     report = doctor.collect(probe=False)
     assert not report.ok and report.error == message
@@ -617,7 +617,7 @@ def _scheduler_env(style: str, process_id: int, port: int) -> dict[str, str]:
 @pytest.mark.parametrize("style", ["torchrun", "slurm"])
 def test_a_real_cluster_configured_by_a_scheduler_alone(style: str) -> None:
     port = free_port()
-    commands = [[sys.executable, str(WORKERS / "report_cluster.py")]] * 2
+    commands = [[sys.executable, str(PROGRAMS / "report_cluster.py")]] * 2
     envs = [_scheduler_env(style, i, port) for i in range(2)]
     results = run_processes(commands, envs, timeout=120)
     for result in results:

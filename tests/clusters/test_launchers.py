@@ -20,11 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from support import KDIST_SCRIPT, WORKERS, Finished, clean_env, free_port, run_processes
+from helpers.support import KDIST_SCRIPT, PROGRAMS, Finished, clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.launcher
 
-MPI_ROOT = Path(os.environ.get("KDIST_TEST_MPI_ROOT", Path(__file__).parent.parent / "build/mpi"))
+MPI_ROOT = Path(
+    os.environ.get("KDIST_TEST_MPI_ROOT", Path(__file__).resolve().parents[2] / "build/mpi")
+)
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ def settings_for(launcher: Launcher) -> dict[str, str]:
 def test_the_launcher_alone_configures_the_job(name: str, n: int, tmp_path: Path) -> None:
     launcher = launcher_or_skip(name)
     settings = settings_for(launcher)
-    worker = [sys.executable, str(WORKERS / "report_cluster.py")]
+    worker = [sys.executable, str(PROGRAMS / "report_cluster.py")]
     result = run_launcher(launcher, n, per_rank(launcher, tmp_path, worker), settings)
     assert result.returncode == 0, result.describe()
     found = reports(tmp_path)
@@ -289,7 +291,11 @@ def test_a_taken_coordinator_port_stops_the_job_naming_it(name: str) -> None:
                 loopback_hostname_or_skip()
             settings = {"KDIST_COORDINATOR_PORT": str(port)}
         result = run_launcher(
-            launcher, 2, [sys.executable, str(WORKERS / "report_cluster.py")], settings, timeout=120
+            launcher,
+            2,
+            [sys.executable, str(PROGRAMS / "report_cluster.py")],
+            settings,
+            timeout=120,
         )
     assert result.returncode not in (0, None), result.describe()
     output = result.stdout + result.stderr
@@ -301,7 +307,7 @@ def test_mpich_without_an_address_stops_every_rank_saying_what_to_set(tmp_path: 
     """Hydra publishes nothing about rank 0's host: with nothing to go on, the job stops at
     once with the ConfigError that says what to set, instead of guessing."""
     launcher = launcher_or_skip("mpich")
-    worker = [sys.executable, str(WORKERS / "report_cluster.py")]
+    worker = [sys.executable, str(PROGRAMS / "report_cluster.py")]
     result = run_launcher(launcher, 2, per_rank(launcher, tmp_path, worker), {}, timeout=120)
     assert result.returncode not in (0, None), result.describe()
     assert reports(tmp_path) == {}

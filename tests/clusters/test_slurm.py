@@ -2,13 +2,13 @@
 no cgroups, loopback only), real srun steps and sbatch jobs, real scancel, time limits
 and requeues.
 
-What a real Slurm adds to the hand-set-variable tests (tests/test_detection.py, which
+What a real Slurm adds to the hand-set-variable tests (tests/clusters/test_detection.py, which
 cover versions and layouts one node cannot): the variables srun really sets, the signals
 scancel, a time limit and a requeue really send, and when. Every task is a real process
 on JAX's CPU backend; every wait is bounded; each test cancels what it submitted.
 
 The figures (scancel to every task gone, next to KillWait; when a time limit's signal
-arrived) are printed: `pytest -m slurm -s tests/test_slurm.py` shows them.
+arrived) are printed: `pytest -m slurm -s tests/clusters/test_slurm.py` shows them.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-import slurm_cluster
-from slurm_cluster import Cluster
-from slurm_events import (
+from helpers import slurm_cluster
+from helpers.slurm_cluster import Cluster
+from helpers.slurm_events import (
     KERAS_BATCHES,
     STEP_SECONDS,
     WORKER,
@@ -46,7 +46,7 @@ from slurm_events import (
     wait_gone,
     wait_reports,
 )
-from support import KDIST_SCRIPT
+from helpers.support import KDIST_SCRIPT
 
 pytestmark = pytest.mark.slurm
 

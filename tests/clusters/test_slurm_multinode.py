@@ -3,7 +3,7 @@ cgroups), each node's slurmd in a network namespace of its own (node1 at 10.77.0
 10.77.0.2, on a bridge whose .254 is slurmctld's), real srun steps and sbatch jobs across
 the nodes.
 
-What several nodes add to tests/test_slurm.py's one: SLURM_STEP_NODELIST lists two hosts, the
+What several nodes add to test_slurm.py's one: SLURM_STEP_NODELIST lists two hosts, the
 coordinator is the first node's name, which each task resolves (/etc/hosts, as a cluster's
 DNS would) to an address the other node reaches, and every task has its own host's
 address: the roll call, JAX's service, the collectives and the liveness channel all cross
@@ -12,7 +12,7 @@ Debian host): what a collective must not advertise.
 
 Every task is a real process on JAX's CPU backend; every wait is bounded; each test cancels
 what it submitted, and the node-loss test brings the node's link back. The figures are
-printed: `pytest -m slurm -s tests/test_slurm_multinode.py` shows them.
+printed: `pytest -m slurm -s tests/clusters/test_slurm_multinode.py` shows them.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-import slurm_cluster
-from slurm_cluster import Cluster
-from slurm_events import (
+from helpers import slurm_cluster
+from helpers.slurm_cluster import Cluster
+from helpers.slurm_events import (
     STEP_SECONDS,
     WORKER,
     assert_resumed_as_uninterrupted,
@@ -49,7 +49,7 @@ from slurm_events import (
     wait_gone,
     wait_reports,
 )
-from support import KDIST_SCRIPT
+from helpers.support import KDIST_SCRIPT
 
 pytestmark = pytest.mark.slurm
 

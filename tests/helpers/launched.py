@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from support import alive
+from helpers.support import alive
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Launcher:

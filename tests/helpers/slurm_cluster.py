@@ -1,6 +1,6 @@
 """A real Slurm cluster for the Slurm tests: scripts/slurm.sh's, of one node on loopback
-(tests/test_slurm.py) or of several, each node a network namespace of its own
-(tests/test_slurm_multinode.py).
+(tests/clusters/test_slurm.py) or of several, each node a network namespace of its own
+(tests/clusters/test_slurm_multinode.py).
 
 `cluster(nodes)` uses the cluster scripts/slurm.sh started (scripts/test.sh starts both
 around the Slurm tests), or starts one itself when Slurm is installed (and stops it after,
@@ -25,10 +25,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import netns
-from support import clean_env
+from helpers import netns
+from helpers.support import clean_env
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 SCRIPT = REPOSITORY / "scripts" / "slurm.sh"
 DIRECTORY = Path(os.environ.get("KDIST_SLURM_DIR", REPOSITORY / "build" / "slurm"))
 # The multi-node cluster's (scripts/slurm.sh's default for --nodes 2 or more).

@@ -1,7 +1,7 @@
-"""What the tasks of tests/workers/slurm_steps.py and keras_backup.py leave behind under a
+"""What the tasks of tests/programs/slurm_steps.py and keras_backup.py leave behind under a
 real Slurm (event logs, saved states, per-task outputs, reports), the batch scripts that run
-them, and the waits and checks on them; shared by tests/test_slurm.py (one node) and
-tests/test_slurm_multinode.py (several).
+them, and the waits and checks on them; shared by tests/clusters/test_slurm.py (one node) and
+tests/clusters/test_slurm_multinode.py (several).
 
 Every wait has a deadline; the tasks' pids are this machine's (a multi-node cluster's nodes
 are network namespaces, not pid namespaces), so a test sees them end.
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from slurm_cluster import Cluster, Job
-from support import WORKERS
+from helpers.slurm_cluster import Cluster, Job
+from helpers.support import PROGRAMS
 
-WORKER = str(WORKERS / "slurm_steps.py")
+WORKER = str(PROGRAMS / "slurm_steps.py")
 STEP_SECONDS = 90  # bounds one srun step or one run of a batch job; nothing is timed by it
 
 
@@ -146,9 +146,9 @@ def assert_stopped_together(directory: Path, tasks: int, run: int = 0) -> int:
     return int(steps.pop())
 
 
-# --- the Keras main job: tests/workers/keras_backup.py, kdist.BackupAndRestore -------------
+# --- the Keras main job: tests/programs/keras_backup.py, kdist.BackupAndRestore -------------
 
-KERAS_WORKER = str(WORKERS / "keras_backup.py")
+KERAS_WORKER = str(PROGRAMS / "keras_backup.py")
 KERAS_BATCHES = 3 * 16  # keras_backup.py's default: 3 epochs of 16 batches
 KERAS_BATCH_SCRIPT = """#!/bin/bash
 # fit() with kdist.BackupAndRestore in every task. The first run's batches are slow

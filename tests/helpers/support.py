@@ -21,7 +21,12 @@ import pytest
 from kdist import _core
 from kdist._core import free_port
 
-WORKERS = Path(__file__).parent / "workers"
+# The folders tests name: the repository, tests/, the programs tests start as processes
+# (tests/programs/), and the scheduler environments of tests/fixtures/.
+TESTS = Path(__file__).resolve().parents[1]
+REPOSITORY = TESTS.parent
+PROGRAMS = TESTS / "programs"
+FIXTURES = TESTS / "fixtures"
 # Marks a test module that needs Keras: it skips, saying so, where Keras is not installed.
 NEEDS_KERAS = pytest.mark.skipif(
     importlib.util.find_spec("keras") is None,
@@ -221,7 +226,7 @@ def run_cluster(
     start_delays: Sequence[float] | None = None,
     args: Sequence[str] = (),
 ) -> list[Finished]:
-    """Runs tests/workers/`script` as a loopback cluster configured through the
+    """Runs tests/programs/`script` as a loopback cluster configured through the
     KERAS_DISTRIBUTION_* variables, one process per id."""
     port = port or free_port()
     commands, envs = [], []
@@ -236,7 +241,7 @@ def run_cluster(
         env.update(extra_env or {})
         if per_process_env:
             env.update(per_process_env[pid])
-        commands.append([sys.executable, str(WORKERS / script), *args])
+        commands.append([sys.executable, str(PROGRAMS / script), *args])
         envs.append(env)
     return run_processes(commands, envs, timeout=timeout, start_delays=start_delays)
 

@@ -15,8 +15,8 @@ from typing import IO
 
 import pytest
 
-import netns
-from support import WORKERS, Finished, clean_env, run_processes
+from helpers import netns
+from helpers.support import PROGRAMS, Finished, clean_env, run_processes
 
 pytestmark = pytest.mark.multiprocess
 
@@ -59,7 +59,7 @@ def run_hosts(
     ids = list(range(len(hosts))) if ids is None else ids
     commands, envs = [], []
     for pid in ids:
-        commands.append(hosts[pid].command([sys.executable, str(WORKERS / worker)]))
+        commands.append(hosts[pid].command([sys.executable, str(PROGRAMS / worker)]))
         envs.append(
             clean_env(
                 2,
@@ -175,7 +175,7 @@ def delayed_path(mechanism: str, hosts: list[netns.Host]) -> Iterator[str]:
     relay = subprocess.Popen(
         [
             sys.executable,
-            str(WORKERS / "delay_relay.py"),
+            str(PROGRAMS / "delay_relay.py"),
             router,
             str(PORT),
             hosts[0].address,

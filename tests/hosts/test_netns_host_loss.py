@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-import netns
-from support import WORKERS, Finished, Running, Spawned, clean_env
+from helpers import netns
+from helpers.support import PROGRAMS, Finished, Running, Spawned, clean_env
 
 pytestmark = pytest.mark.multiprocess
 
@@ -51,7 +51,7 @@ def job_on_hosts(tmp_path: Path, **env: str) -> Iterator[tuple[list[netns.Host],
         coordinator = f"{hosts[0].address}:{PORT}"
         processes = [
             spawned.start(
-                host.command([sys.executable, str(WORKERS / "host_loss_steps.py")]),
+                host.command([sys.executable, str(PROGRAMS / "host_loss_steps.py")]),
                 clean_env(
                     2,
                     KERAS_DISTRIBUTION_JOB_ADDRESSES=coordinator,

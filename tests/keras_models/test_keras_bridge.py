@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kdist
-from support import NEEDS_KERAS, clean_env, run_python
+from helpers.support import NEEDS_KERAS, clean_env, run_python
 
 pytestmark = [pytest.mark.compat, NEEDS_KERAS]
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kdist
-from support import NEEDS_KERAS
+from helpers.support import NEEDS_KERAS
 
 # Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
 pytestmark = [pytest.mark.compat, NEEDS_KERAS]

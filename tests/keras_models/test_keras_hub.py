@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 import kdist
+from helpers.support import NEEDS_KERAS, clean_env, run_python
 from kdist.testing import run_job
-from support import NEEDS_KERAS, clean_env, run_python
 
 pytestmark = [
     pytest.mark.multiprocess,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from helpers.support import NEEDS_KERAS
 from kdist.testing import run_job
-from support import NEEDS_KERAS
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.compat, NEEDS_KERAS]
 

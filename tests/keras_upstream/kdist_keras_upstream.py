@@ -79,7 +79,7 @@ NOT_APPLICABLE: dict[str, str] = {
     f"{DISTRIBUTION_TESTS}::DistributionTest::test_data_shard_id": (
         "patches the private Keras attribute `_process_id` on the distribution; kdist's "
         "data_shard_id reads the num_processes and process_id properties (pinned in "
-        "tests/test_keras_differential.py)"
+        "tests/keras_models/test_keras_differential.py)"
     ),
     f"{DISTRIBUTION_TESTS}::DataParallelDistributionTest::test_create_with_list_devices": (
         "mocks the module-level list_devices that Keras's DataParallel calls; kdist's "

@@ -1,8 +1,8 @@
 """The import graph of kdist's Python modules, read from their source (nothing is imported).
 
-Used by tests/test_import.py, and runnable to print the house's figures:
+Used by tests/package/test_import.py, and runnable to print the house's figures:
 
-    python tests/import_graph.py [PACKAGE_DIR]    # default: the installed kdist
+    python tests/package/import_graph.py [PACKAGE_DIR]    # default: the installed kdist
 
 Modules are named by their path under the package ("_start.config", "_errors",
 "__init__"). An import is an arrow from the importing module to the imported one; three

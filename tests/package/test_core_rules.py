@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-import bench_module
 import kdist
+from helpers import bench_module
+from helpers.support import run_python
 from kdist import _core
 from kdist._cli.main import build_parser
-from support import run_python
 
 
 def _bindable(family: socket.AddressFamily, host: str, port: int) -> bool:

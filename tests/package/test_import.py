@@ -8,11 +8,11 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import import_graph
 import pytest
 
-import import_graph
 import kdist
-from support import clean_env, run_python
+from helpers.support import clean_env, run_python
 
 
 def test_tests_run_against_the_installed_package() -> None:
@@ -250,7 +250,7 @@ def test_every_public_class_is_named_as_users_import_it() -> None:
         assert f"{cls.__module__}.{cls.__qualname__}" == f"kdist.{name}"
         if name == "DeviceMesh" and "keras" in sys.modules:
             # While Keras is loaded (an earlier test loaded it here), the plain class says
-            # why Keras code refuses its meshes (tests/test_keras_bridge.py pins the words).
+            # why Keras code refuses its meshes (keras_models/test_keras_bridge.py pins the words).
             assert str(cls).startswith("<class 'kdist.DeviceMesh' (made before Keras"), cls
         else:
             assert str(cls) == f"<class 'kdist.{name}'>"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import bench_module
+from helpers import bench_module
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

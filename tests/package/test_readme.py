@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from support import clean_env
+from helpers.support import clean_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
 

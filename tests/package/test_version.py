@@ -9,9 +9,9 @@ import tomllib
 from pathlib import Path
 
 import kdist
-from support import KDIST_SCRIPT, clean_env, run_python
+from helpers.support import KDIST_SCRIPT, clean_env, run_python
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def project_version() -> str:

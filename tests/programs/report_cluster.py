@@ -1,6 +1,6 @@
 """A cluster member: kdist.initialize() from the environment, then one JSON report line.
 
-`what_this_process_sees()` is the report; tests/test_multiprocess.py runs it through
+`what_this_process_sees()` is the report; tests/start/test_multiprocess.py runs it through
 kdist.testing.run_job, the launcher and detection tests run this file as a program.
 """
 

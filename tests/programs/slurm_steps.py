@@ -1,4 +1,4 @@
-"""A training-like loop for the real-Slurm tests (tests/test_slurm.py), run as every task
+"""A training-like loop for the real-Slurm tests (tests/clusters/test_slurm.py), run as every task
 of an srun step: kdist.initialize() from Slurm's variables alone, then steps with a
 collective each, asking kdist.should_stop(step) every step.
 
@@ -12,7 +12,7 @@ uninterrupted one, and a lost, repeated or disagreed step shows in it.
 # A Keras version of this scenario: kdist.BackupAndRestore (being built on another
 # branch) saves at the agreed step and resumes at the next batch. When it lands, a
 # model.fit(..., callbacks=[kdist.BackupAndRestore(SLURM_TEST_DIR)]) worker goes here,
-# run by the same tests (see KERAS_BACKUP_AND_RESTORE in tests/test_slurm.py).
+# run by the same tests (see KERAS_BACKUP_AND_RESTORE in tests/clusters/test_slurm.py).
 
 Environment:
   SLURM_TEST_DIR    where the state files, the result and the event log go (shared)

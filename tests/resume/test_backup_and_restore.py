@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import kdist
-from support import NEEDS_KERAS, NEEDS_ORBAX
+from helpers.support import NEEDS_KERAS, NEEDS_ORBAX
 
 pytestmark = [NEEDS_KERAS, NEEDS_ORBAX]
 

@@ -3,7 +3,7 @@ on other job shapes and layouts, killed in the middle of a save, one writer per 
 file, and Keras's own callback beside it.
 
 Every job is 2 processes x 2 CPU devices on loopback (a resumed one: 1 x 4, 4 x 1, 1 x 1
-too), real jax.distributed, real Keras on its JAX backend (tests/workers/keras_backup.py:
+too), real jax.distributed, real Keras on its JAX backend (tests/programs/keras_backup.py:
 a Dense-Dropout-Dense model with Adam, 16 batches per epoch, 3 epochs). A job that is
 stopped is started again by the test (a second run of the same command), or by
 `kdist launch --max-restarts` (the launcher's own restart).
@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from launched import Launcher, attempt_rows
-from support import (
+from helpers.launched import Launcher, attempt_rows
+from helpers.support import (
     NEEDS_KERAS,
     NEEDS_ORBAX,
-    WORKERS,
+    PROGRAMS,
     Finished,
     Running,
     Spawned,
@@ -40,7 +40,7 @@ from support import (
 
 pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS, NEEDS_ORBAX]
 
-SCRIPT = str(WORKERS / "keras_backup.py")
+SCRIPT = str(PROGRAMS / "keras_backup.py")
 JOB_SECONDS = 240  # bounds every wait; nothing is timed against it
 SEED = "20261201"  # the program's own seed, for the reference and the first attempts
 STEPS_PER_EPOCH, EPOCHS = 16, 3

@@ -1,7 +1,7 @@
 """Which address JAX's CPU collectives advertise (kdist._start.collectives), in one process.
 
 The JAX boundary is mocked where a JAX that cannot take an address is needed; across real
-hosts, tests/test_netns.py runs the collectives themselves.
+hosts, tests/hosts/test_netns.py runs the collectives themselves.
 """
 
 from __future__ import annotations

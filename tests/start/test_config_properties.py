@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from support import WORKERS, clean_env, run_processes
+from helpers.support import PROGRAMS, clean_env, run_processes
 
 
 def test_any_input_resolves_or_raises_a_config_or_type_error_without_jax() -> None:
     (result,) = run_processes(
-        [[sys.executable, str(WORKERS / "validation_properties.py"), "600"]],
+        [[sys.executable, str(PROGRAMS / "validation_properties.py"), "600"]],
         [clean_env()],
         timeout=300,
     )

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from support import WORKERS, Finished, clean_env, free_port, run_processes
+from helpers.support import PROGRAMS, Finished, clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.multiprocess
 
-SCRIPT = WORKERS / "roll_call_report.py"
+SCRIPT = PROGRAMS / "roll_call_report.py"
 
 
 def _env(process_id: int, port: int, **extra: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import clean_env, free_port, run_python
+from helpers.support import clean_env, free_port, run_python
 
 # Part of the fast subset the test command also runs at the oldest supported JAX and Keras.
 pytestmark = pytest.mark.compat

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 import kdist
+from helpers.support import PROGRAMS, clean_env, free_port, run_processes
 from kdist._start import config as _config
-from support import WORKERS, clean_env, free_port, run_processes
 
 JAX_JOB = {
     "job_addresses": "JAX_COORDINATOR_ADDRESS",
@@ -22,7 +22,7 @@ JAX_JOB = {
 
 @pytest.fixture
 def no_job_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    from support import SCHEDULER_VARIABLES
+    from helpers.support import SCHEDULER_VARIABLES
 
     for name in SCHEDULER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -113,7 +113,7 @@ def _jax_env(process_id: int, port: int, **extra: str) -> dict[str, str]:
 @pytest.mark.compat
 def test_a_real_cluster_configured_by_jax_variables_alone() -> None:
     port = free_port()
-    commands = [[sys.executable, str(WORKERS / "report_cluster.py")]] * 2
+    commands = [[sys.executable, str(PROGRAMS / "report_cluster.py")]] * 2
     results = run_processes(commands, [_jax_env(i, port) for i in range(2)], timeout=120)
     for result in results:
         assert result.returncode == 0, result.describe()
@@ -142,7 +142,7 @@ def test_the_bind_address_is_where_process_0_binds() -> None:
     JAX_COORDINATOR_BIND_ADDRESS says, works for the roll call and for JAX's service."""
     port = free_port()
     with _holder("127.0.0.2", port):
-        commands = [[sys.executable, str(WORKERS / "report_cluster.py")]] * 2
+        commands = [[sys.executable, str(PROGRAMS / "report_cluster.py")]] * 2
         bind = {"JAX_COORDINATOR_BIND_ADDRESS": f"127.0.0.1:{port}"}
         results = run_processes(
             commands, [_jax_env(i, port, **bind) for i in range(2)], timeout=120

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from helpers.support import ENVIRONMENT_SOURCES
 from kdist.testing import run_job
-from support import ENVIRONMENT_SOURCES
-from workers.report_cluster import what_this_process_sees
+from programs.report_cluster import what_this_process_sees
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.compat]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support import Spawned, clean_env, free_port
+from helpers.support import Spawned, clean_env, free_port
 
 # The default cadence: a first line after 5 s, so "within about 10 s" leaves room for a
 # busy machine (the bound only ends the wait; nothing is timed).

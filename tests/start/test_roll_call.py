@@ -1,6 +1,6 @@
 """The roll call with real processes on loopback: binding, hellos, verdicts and deadlines.
 
-Every process runs tests/workers/roll_call_report.py under a hard timeout and
+Every process runs tests/programs/roll_call_report.py under a hard timeout and
 is killed by its pid when the test ends. A failing process must end like any
 Python program (traceback, exit code 1) and leave nothing behind: no thread,
 no child process, and a coordinator port that a plain socket can bind at once.
@@ -22,12 +22,20 @@ from typing import Any
 
 import pytest
 
+from helpers.support import (
+    PROGRAMS,
+    Finished,
+    Running,
+    Spawned,
+    clean_env,
+    free_port,
+    run_processes,
+)
 from kdist import _core
-from support import WORKERS, Finished, Running, Spawned, clean_env, free_port, run_processes
 
 pytestmark = pytest.mark.multiprocess
 
-SCRIPT = str(WORKERS / "roll_call_report.py")
+SCRIPT = str(PROGRAMS / "roll_call_report.py")
 
 
 def env_for(

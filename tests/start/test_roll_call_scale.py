@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import threading
 
-import bench_module
 import kdist
+from helpers import bench_module
 from kdist import _core
 
 # Only in wheels built with KDIST_BENCH_MODULE=ON: without it this module skips, saying why.

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from support import NEEDS_KERAS, clean_env
+from helpers.support import NEEDS_KERAS, clean_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "testing.md"
 EXAMPLE = ROOT / "examples" / "test_kdist_testing.py"
 

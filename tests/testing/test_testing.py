@@ -25,8 +25,8 @@ import pytest
 
 import kdist
 import kdist.testing
+from helpers.support import TESTS, alive, clean_env, run_python, wait_until_gone
 from kdist.testing import JobFailed, JobTimeout, run_job
-from support import alive, clean_env, run_python, wait_until_gone
 
 # Seconds for a job whose function does little: the processes' start on two busy cores.
 JOB_TIMEOUT = 90
@@ -231,7 +231,7 @@ def test_the_processes_die_with_a_caller_killed_by_sigkill(tmp_path: Path) -> No
         textwrap.dedent(
             f"""
             import sys
-            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(TESTS)!r}]
             from kdist.testing import run_job
             from test_testing import write_pid_and_wait
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import alive, clean_env
+from helpers.support import alive, clean_env
 
 pytestmark = pytest.mark.multiprocess
 

@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bench_module
+from helpers import bench_module
 
 # Only in wheels built with KDIST_BENCH_MODULE=ON: without it this module skips, saying why.
 _core_bench = bench_module.load()
 
 N = 257  # process 0 and 256 simulated
 TIMEOUT_S = 120.0
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 class ProcessZero:

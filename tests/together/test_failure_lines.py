@@ -17,9 +17,9 @@ import sys
 import pytest
 
 import kdist.testing
+from helpers.launched import ROOT
+from helpers.support import KDIST_SCRIPT, PROGRAMS, clean_env
 from kdist._together import liveness
-from launched import ROOT
-from support import KDIST_SCRIPT, WORKERS, clean_env
 
 JAX_ERROR = "TypeError: cannot reshape array of shape (2,) (size 2) into shape 3 (size 3)"
 JAX_NOTE = "For simplicity, JAX has removed its internal frames"
@@ -102,7 +102,7 @@ LAUNCH = (str(KDIST_SCRIPT), "launch", "-n", "2", "--timeout", "120", "--", sys.
 
 def launch(how: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*LAUNCH, str(WORKERS / "raise_in_job.py"), how],
+        [*LAUNCH, str(PROGRAMS / "raise_in_job.py"), how],
         env=clean_env(1),
         cwd=ROOT,
         capture_output=True,

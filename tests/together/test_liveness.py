@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from support import KDIST_SCRIPT, WORKERS, Finished, clean_env, run_cluster, run_python
+from helpers.support import KDIST_SCRIPT, PROGRAMS, Finished, clean_env, run_cluster, run_python
 
 # Far below JAX's 100 s heartbeat timeout and 300 s shutdown barrier.
 JOB_TIMEOUT = 60.0
@@ -185,6 +185,7 @@ def test_the_timeouts_reach_jax_and_cluster_spec_names_their_sources() -> None:
     code = """
 import json, kdist
 from jax._src import distributed
+from kdist._core import free_port
 KEYS = ("heartbeat_timeout_seconds", "shutdown_timeout_seconds")
 calls = []
 original = distributed.global_state.initialize
@@ -192,7 +193,7 @@ def spy(*args, **kwargs):
     calls.append({k: kwargs.get(k) for k in KEYS})
     return original(*args, **kwargs)
 distributed.global_state.initialize = spy
-port = __import__("support").free_port()
+port = free_port()
 kdist.initialize(f"127.0.0.1:{port}", 1, 0, heartbeat_timeout=7)
 spec = kdist.cluster_spec()
 names = ("heartbeat_timeout", "shutdown_timeout", "on_peer_failure")
@@ -201,9 +202,7 @@ print(json.dumps({"calls": calls, "heartbeat": spec.heartbeat_timeout,
                   "sources": {k: spec.sources[k] for k in names}}))
 kdist.shutdown()
 """
-    import support
-
-    env = clean_env(KDIST_SHUTDOWN_TIMEOUT="9", PYTHONPATH=str(support.WORKERS.parent))
+    env = clean_env(KDIST_SHUTDOWN_TIMEOUT="9")
     result = run_python(code, env=env)
     assert result.returncode == 0, result.describe()
     report = result.report()
@@ -262,7 +261,7 @@ def launch(fault: str, n: int, faulty: int) -> subprocess.CompletedProcess[str]:
             str(int(JOB_TIMEOUT)),
             "--",
             sys.executable,
-            str(WORKERS / "liveness_fault.py"),
+            str(PROGRAMS / "liveness_fault.py"),
             fault,
             str(faulty),
         ],

@@ -5,7 +5,7 @@ A process that stopped at the agreed step leaves with 128 + the stop signal (143
 SIGTERM and for a request from code, 138 for SIGUSR1), so that schedulers can requeue it.
 
 Every test runs a real loopback job (real processes, real jax.distributed on JAX's CPU
-backend, steps of a few milliseconds with a collective each: tests/workers/stop_steps.py),
+backend, steps of a few milliseconds with a collective each: tests/programs/stop_steps.py),
 sends real signals to real pids, and bounds every wait.
 """
 
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from support import WORKERS, Finished, Running, Spawned, clean_env, free_port
+from helpers.support import PROGRAMS, Finished, Running, Spawned, clean_env, free_port
 
 pytestmark = pytest.mark.multiprocess
 
-SCRIPT = str(WORKERS / "stop_steps.py")
+SCRIPT = str(PROGRAMS / "stop_steps.py")
 JOB_SECONDS = 120  # bounds every wait; nothing is timed against it
 
 
@@ -144,7 +144,7 @@ def test_a_configured_signal_stops_the_job_and_another_kind_is_left_alone(
 
 def test_a_stop_signal_repeated_at_once_is_one_stop_not_a_second(tmp_path: Path) -> None:
     # Slurm's time limit sends every task SIGTERM, SIGCONT and SIGTERM again within a
-    # few milliseconds (tests/test_slurm.py measures it): one stop, not the user's "now".
+    # few milliseconds (tests/clusters/test_slurm.py measures it): one stop, not the user's "now".
     with Spawned(tmp_path) as spawned:
         job = start_job(spawned, 2, "agreed")
         wait_running(job)

@@ -36,6 +36,6 @@ Public Keras API is used throughout: `keras.distribution.*` classes (subclassed)
 and `keras.backend.backend()`. Two things have no public API: the base class
 `Distribution` (found through the public `DataParallel`'s MRO) and the program's
 own seed, which `keras.src.utils.rng_utils.get_random_seed` reads as Keras's own
-`initialize()` does. tests/test_keras_bridge.py pins both against the Keras
+`initialize()` does. tests/keras_models/test_keras_bridge.py pins both against the Keras
 versions kdist supports.
 """

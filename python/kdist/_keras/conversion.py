@@ -144,7 +144,7 @@ def describe_keras_distribution(value: object) -> KerasDistributionParts | Kdist
     where = f"set_distribution (a Keras {type(value).__name__})"
     layout_map = None
     if isinstance(value, kd.ModelParallel):
-        # No public accessor for the map; pinned by tests/test_keras_bridge.py.
+        # No public accessor for the map; pinned by tests/keras_models/test_keras_bridge.py.
         layout_map = kdist_layout_map(value._layout_map, where)
         mesh = layout_map.device_mesh if layout_map is not None else None
     else:
