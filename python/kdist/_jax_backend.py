@@ -634,7 +634,9 @@ def abstract_array(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
     restore is asked to fill)."""
     import jax
 
-    return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)
+    # Untyped in JAX's annotations (its constructor has none): called as Any.
+    shape_dtype_struct: Any = jax.ShapeDtypeStruct
+    return shape_dtype_struct(tuple(shape), dtype, sharding=sharding)
 
 
 def copied(value: Any) -> Any:
