@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, from a fresh clone: makes a virtual environment (.venv, or
-# $KDIST_VENV), builds and installs kdist with Keras, then starts a 2-process
+# $KDIST_VENV), builds and installs kdist with Keras and the backup extra (Orbax, for
+# kdist.BackupAndRestore), then starts a 2-process
 # cluster on loopback with `kdist launch` (2 CPU devices per process) in which
 # each process trains one Keras model with kdist.DataParallel
 # (examples/keras_train.py) and prints its initialize time, the job seed and its
@@ -16,12 +17,12 @@ digest_file="$venv/kdist-source.sha256"
 digest=$(find pyproject.toml CMakeLists.txt cpp python -type f \
   -not -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum)
 if [ -f "$digest_file" ] && [ "$(cat "$digest_file")" = "$digest" ] \
-  && "$venv/bin/python" -c "import kdist, keras" 2> /dev/null; then
+  && "$venv/bin/python" -c "import kdist, keras, orbax.checkpoint" 2> /dev/null; then
   echo "demo: kdist in $venv is already built from these sources; not rebuilding"
 else
-  echo "demo: building and installing kdist with Keras into $venv (a few minutes the first time)"
+  echo "demo: building and installing kdist with Keras and Orbax into $venv (a few minutes the first time)"
   rm -f "$digest_file"
-  "$venv/bin/python" -m pip install --quiet ".[keras]"
+  "$venv/bin/python" -m pip install --quiet ".[keras,backup]"
   echo "$digest" > "$digest_file"
 fi
 
