@@ -8,6 +8,7 @@ import re
 import pytest
 
 import kdist
+from helpers.support import ENVIRONMENT_SOURCES
 from kdist._start import config as _config
 
 
@@ -181,24 +182,10 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert spec.num_processes == 4
     assert spec.process_id == 1
     assert spec.sources == {
+        **ENVIRONMENT_SOURCES,
         "job_addresses": "argument",
-        "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
         "process_id": "argument",
         "timeout": "default",
-        "preflight": "default",
-        "cluster_detection": "default",
-        "local_device_ids": "default",
-        "coordinator_bind_address": "default",
-        "collectives_address": "default",
-        "collectives_interface": "default",
-        "heartbeat_timeout": "default",
-        "shutdown_timeout": "default",
-        "unreachable_timeout": "default",
-        "on_peer_failure": "default",
-        "consistency": "default",
-        "stop_signals": "default",
-        "stall_timeout": "default",
-        "restart_count": "default",
     }
 
 
