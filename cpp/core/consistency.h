@@ -34,9 +34,6 @@
 
 namespace kdist {
 
-// KDIST_CONSISTENCY (and initialize(consistency=)): strict, warn (the default), off.
-inline constexpr std::string_view kEnvConsistency = "KDIST_CONSISTENCY";
-
 struct FingerprintEntry {
   std::string name;   // "jax", "XLA_FLAGS"
   std::string value;  // "0.10.2"

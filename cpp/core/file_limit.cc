@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <string>
 
-#include "socket.h"
+#include "text.h"
 
 namespace kdist {
 namespace {

@@ -10,7 +10,7 @@
 #include <sys/random.h>
 #endif
 
-#include "socket.h"  // ErrorText
+#include "text.h"
 
 namespace kdist {
 namespace {

@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "clusters/scheduler_vars.h"
-#include "consistency.h"
 #include "detectors.h"
 #include "local_devices.h"
 #include "scalars.h"

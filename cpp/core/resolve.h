@@ -42,6 +42,9 @@ inline constexpr std::string_view kEnvRendezvousToken = "KDIST_RENDEZVOUS_TOKEN"
 inline constexpr std::string_view kEnvHeartbeatTimeout = "KDIST_HEARTBEAT_TIMEOUT";
 inline constexpr std::string_view kEnvShutdownTimeout = "KDIST_SHUTDOWN_TIMEOUT";
 inline constexpr std::string_view kEnvOnPeerFailure = "KDIST_ON_PEER_FAILURE";
+// How strictly the processes' environments must agree in the roll call
+// (roll call's consistency.h): strict, warn (the default), off.
+inline constexpr std::string_view kEnvConsistency = "KDIST_CONSISTENCY";
 // How long a process's host may answer nothing before the liveness channel names
 // it unreachable (TCP keepalive is sized from it).
 inline constexpr std::string_view kEnvUnreachableTimeout = "KDIST_UNREACHABLE_TIMEOUT";

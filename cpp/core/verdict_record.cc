@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "socket.h"
+#include "text.h"
 
 namespace kdist {
 namespace {
