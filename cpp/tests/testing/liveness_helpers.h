@@ -13,14 +13,14 @@
 #include <utility>
 #include <vector>
 
-#include "clock.h"
-#include "liveness_book.h"
-#include "liveness_connection.h"
-#include "liveness_hub.h"
-#include "liveness_spoke.h"
-#include "liveness_wire.h"
-#include "socket.h"
-#include "status.h"
+#include "base/clock.h"
+#include "base/status.h"
+#include "liveness/liveness_book.h"
+#include "liveness/liveness_connection.h"
+#include "liveness/liveness_hub.h"
+#include "liveness/liveness_spoke.h"
+#include "liveness/liveness_wire.h"
+#include "net/socket.h"
 
 namespace kdist::testing {
 
