@@ -156,6 +156,9 @@ class LivenessChannelPy {
     }
   }
 
+  // The one clock of the channel this process starts (declared first: it outlives
+  // the hub or the spoke, which keeps it).
+  RealClock clock;
   std::unique_ptr<LivenessHub> hub;
   std::unique_ptr<LivenessSpoke> spoke;
 
@@ -269,7 +272,7 @@ LivenessChannelPy* StartLivenessHubPy(const ClusterSpec& spec, StopBoardPy* boar
                                                      exit_flush_seconds, record_path);
   Result<std::unique_ptr<LivenessHub>> hub = LivenessHub::Start(
       alone ? 1 : spec.num_processes.value, self, nonce, LivenessOptionsOf(spec),
-      StopOptionsFor(spec, board), channel->Handler(),
+      StopOptionsFor(spec, board), channel->Handler(), channel->clock,
       alone ? std::vector<std::string>{} : spec.process_hosts.value);
   RaiseIfError(hub.status());
   channel->hub = std::move(*hub);
@@ -291,13 +294,12 @@ LivenessChannelPy* JoinLivenessPy(const ClusterSpec& spec, StopBoardPy* board,
   LivenessOptions options = LivenessOptionsOf(spec);
   options.join_timeout = SecondsToNanos(join_timeout);
   const StopOptions stop = StopOptionsFor(spec, board);
-  RealClock clock;
   Result<std::unique_ptr<LivenessSpoke>> spoke = Internal("not run");
   {
     nb::gil_scoped_release release;
     spoke = LivenessSpoke::Join(*endpoint, LiveJoin{self.process_id, nonce, self.host, self.pid},
                                 LiveMember{0, coordinator_host, coordinator_pid, address->host},
-                                options, stop, channel->Handler(), clock);
+                                options, stop, channel->Handler(), channel->clock);
   }
   RaiseIfError(spoke.status());
   channel->spoke = std::move(*spoke);

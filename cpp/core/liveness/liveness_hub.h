@@ -13,6 +13,13 @@
 // (liveness/liveness_wire.h, liveness/liveness_connection.h); what an event means is decided by
 // the books, apart from any socket: LivenessBook (failures and finishes),
 // StopBook, StallBook and BarrierBook.
+//
+// The hub's code is in four files, one concern each: liveness_hub.cc (start and stop,
+// process 0's own failure and finish, the wait for the end, sending and handing notices
+// on), liveness_hub_admission.cc (a joining connection's checks),
+// liveness_hub_stopping.cc (request_stop, barriers, the stop agreement and stalls: what
+// the books decide, sent) and liveness_hub_loop.cc (the thread: one epoll set, frames
+// in, connections closed).
 #ifndef KDIST_LIVENESS_LIVENESS_HUB_H_
 #define KDIST_LIVENESS_LIVENESS_HUB_H_
 
@@ -54,10 +61,14 @@ class LivenessHub {
  public:
   // Listens on an ephemeral port on every interface (not for a job of one
   // process); `nonce` is what joins must present; `hosts`: the host of each
-  // process id where known, for messages. The thread starts at once.
+  // process id where known, for messages. The thread starts at once. Every time
+  // the hub keeps (join, barrier and stall deadlines, a deferred failure) is read
+  // from `clock`, which must be monotonic, thread-safe and outlive the hub (the
+  // bindings' RealClock; a test's shifted one).
   static Result<std::unique_ptr<LivenessHub>> Start(int64_t num_processes, LiveMember self,
                                                     std::string nonce, LivenessOptions options,
                                                     StopOptions stop, NoticeHandler on_notice,
+                                                    Clock& clock,
                                                     std::vector<std::string> hosts = {});
   ~LivenessHub();
   LivenessHub(const LivenessHub&) = delete;
@@ -96,17 +107,33 @@ class LivenessHub {
   void Stop();
 
  private:
+  // A connection to the hub: joining until admitted, then a process's.
+  struct Peer {
+    Fd fd;
+    FrameAssembler in;
+    int64_t process_id = -1;  // -1 until admitted
+    Nanos join_by{0};
+  };
+  using Peers = std::map<uint64_t, std::unique_ptr<Peer>>;
+  // The keys of the hub's one epoll set: the wake pipe, the listener, then each
+  // connection by its key in peers_ plus kFirstPeerKey.
+  static constexpr uint64_t kWakeKey = 0, kListenerKey = 1, kFirstPeerKey = 2;
+
   LivenessHub(Listener listener, int64_t num_processes, LiveMember self, std::string nonce,
-              LivenessOptions options, StopOptions stop, NoticeHandler on_notice,
+              LivenessOptions options, StopOptions stop, NoticeHandler on_notice, Clock& clock,
               std::vector<std::string> hosts);
-  void Run();
-  // With mutex_ held: to every admitted process but the one the notice is
-  // about; to every admitted process; to one.
+
+  // --- liveness_hub.cc: sending and handing on ----------------------------------------
+  // With mutex_ held: to every admitted process but the one the notice is about.
   void Broadcast(const LiveNotice& notice);
+  // With mutex_ held: to every admitted process.
   void SendToAll(const LiveNotice& notice);
+  // With mutex_ held: to one admitted process (nothing when it is not admitted).
   void SendTo(int64_t process_id, const LiveNotice& notice);
   void SendFrameTo(int64_t process_id, const std::string& frame);  // an encoded notice
-  void Act(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local);
+  // With mutex_ held: a notice the book returned, told to every other process and
+  // queued in `local` for process 0's own handler.
+  void BroadcastAndQueue(const std::optional<LiveNotice>& notice, std::vector<LiveNotice>& local);
   // Hands queued notices to on_notice_ (see Run); a failure waits while a
   // process has not joined and not been told, at most kMaxExitDelay.
   void Deliver(std::vector<LiveNotice>& local);
@@ -115,15 +142,26 @@ class LivenessHub {
   Status OwnEvent(const LiveNotice& notice);
   bool AnyoneUntold();
 
-  // Stopping together, with mutex_ held. Each may queue notices for process
-  // 0's own handler in `local`.
-  void OnPeerNotice(int64_t from, const LiveNotice& notice, std::vector<LiveNotice>& local);
+  // --- liveness_hub_admission.cc: joining connections, with mutex_ held ----------------
+  // Accepts what the listener has waiting (bounded), each given join_timeout to join.
+  void AcceptJoining();
+  // Closes (with a reset) the connections whose join time passed unadmitted; returns
+  // `next_expiry` shortened to the next one's join time.
+  Nanos DropLateJoiners(Nanos now, Nanos next_expiry);
+  // A connection's first frame: admits it (true) or refuses it (false), setting
+  // `told` when it heard the failure that ended the job (so it is closed, not reset).
+  bool AdmitOrRefuse(Peer& peer, const std::string& frame, bool& told);
+
+  // --- liveness_hub_stopping.cc: stopping together, with mutex_ held --------------------
+  // Each may queue notices for process 0's own handler in `local`.
   void OnStopRequest(const StopRequest& request, std::vector<LiveNotice>& local);
   void ActOnStop(StopBook::Action action, std::vector<LiveNotice>& local);
   void OnStalled(int64_t from, std::vector<LiveNotice>& local);
+  void OnProgressReport(int64_t from, const LiveNotice& notice, std::vector<LiveNotice>& local);
   void ActOnStallVerdict(const std::optional<StallVerdict>& verdict,
                          std::vector<LiveNotice>& local);
   void EndStalled(std::vector<LiveNotice>& local);
+  void OnBarrierArrive(int64_t from, const LiveNotice& notice);
   void Deliver(const std::vector<BarrierVerdict>& verdicts);
   // A process left (finished, failed, died): nobody waits for it any more.
   void OnGone(int64_t process_id, std::vector<LiveNotice>& local);
@@ -131,7 +169,14 @@ class LivenessHub {
   void Tick(Nanos now, std::vector<LiveNotice>& local);
   Nanos NextTick(Nanos now) const;
 
-  struct Peer;
+  // --- liveness_hub_loop.cc: the thread ------------------------------------------------
+  void Run();
+  // With mutex_ held: what an admitted process said.
+  void OnPeerNotice(int64_t from, const LiveNotice& notice, std::vector<LiveNotice>& local);
+  // With mutex_ held: the frames a connection has ready, then its end when it closed.
+  void ReadFrom(Peers::iterator it, std::vector<LiveNotice>& local);
+
+  Clock& clock_;
   Listener listener_;
   uint16_t port_ = 0;
   LiveMember self_;
@@ -144,12 +189,12 @@ class LivenessHub {
   std::mutex mutex_;
   std::condition_variable changed_;
   LivenessBook book_;
-  std::map<uint64_t, std::unique_ptr<Peer>> peers_;
+  Peers peers_;
   std::map<int64_t, Peer*> admitted_;  // the peers of peers_ that were admitted, by id
   uint64_t next_key_ = 0;
   std::deque<uint64_t> unjoined_;  // keys of peers_ accepted, maybe not admitted yet, in order
   std::unique_ptr<EventPoller> poller_;  // the hub's thread's epoll set
-  std::optional<Nanos> close_joins_at_;  // set by Finish (a RealClock time)
+  std::optional<Nanos> close_joins_at_;  // set by Finish (a clock_ time)
   std::set<int64_t> told_;  // joined after a failure ended the job, and were told it
   // Deliver runs on the hub's thread and on RequestStop's caller: this makes
   // them take turns, so that a deferred notice is handed on once, and guards

@@ -69,7 +69,7 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
   }
   std::unique_ptr<LivenessSpoke> spoke(new LivenessSpoke(std::move(c.fd), std::move(in), join,
                                                          std::move(coordinator), options, stop,
-                                                         std::move(on_notice)));
+                                                         std::move(on_notice), clock));
   KDIST_RETURN_IF_ERROR(
       spoke->thread_.Start("the liveness channel", [s = spoke.get()] { s->Run(); }));
   if (stop.board != nullptr) stop.board->SetWakeFd(spoke->thread_.wake_write_fd());
@@ -77,8 +77,10 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
 }
 
 LivenessSpoke::LivenessSpoke(Fd fd, FrameAssembler in, LiveJoin join, LiveMember coordinator,
-                             LivenessOptions options, StopOptions stop, NoticeHandler on_notice)
-    : fd_(std::move(fd)),
+                             LivenessOptions options, StopOptions stop, NoticeHandler on_notice,
+                             Clock& clock)
+    : clock_(clock),
+      fd_(std::move(fd)),
       in_(std::move(in)),
       join_(std::move(join)),
       coordinator_(std::move(coordinator)),
@@ -104,8 +106,7 @@ Status LivenessSpoke::Send(const LiveNotice& notice) {
   if (!fd_.valid() || thread_.stopping()) {
     return FailedPrecondition("the liveness channel is closed");
   }
-  RealClock clock;
-  return SendAll(fd_.get(), EncodeLiveNotice(notice), options_.send_timeout, clock);
+  return SendAll(fd_.get(), EncodeLiveNotice(notice), options_.send_timeout, clock_);
 }
 
 Status LivenessSpoke::ReportFailure(const std::string& message) {
@@ -143,8 +144,7 @@ Status LivenessSpoke::Barrier(const std::string& name, int64_t index, Nanos time
   KDIST_RETURN_IF_ERROR(Send(arrive));
   // Process 0 decides at the deadline; this bound only ends the wait if it
   // never answers (its failure or death ends this process meanwhile anyway).
-  RealClock clock;
-  const Nanos until = clock.Now() + timeout + stop_.answer_timeout;
+  const Nanos until = clock_.Now() + timeout + stop_.answer_timeout;
   std::unique_lock<std::mutex> lock(barrier_mutex_);
   while (true) {
     auto done = barriers_.find(index);
@@ -155,7 +155,7 @@ Status LivenessSpoke::Barrier(const std::string& name, int64_t index, Nanos time
       return BarrierStatus(notice);
     }
     if (thread_.stopping()) return FailedPrecondition("the liveness channel is closed");
-    if (clock.Now() >= until) {
+    if (clock_.Now() >= until) {
       return DeadlineExceeded("barrier " + Quote(name) + ": process 0 gave no verdict within " +
                               FormatTimeout(timeout + stop_.answer_timeout));
     }
@@ -169,7 +169,6 @@ Status LivenessSpoke::Barrier(const std::string& name, int64_t index, Nanos time
 }
 
 void LivenessSpoke::OnNotice(const LiveNotice& notice) {
-  RealClock clock;
   switch (notice.kind) {
     case LiveKind::kStopQuery: {
       LiveNotice answer;
@@ -185,7 +184,7 @@ void LivenessSpoke::OnNotice(const LiveNotice& notice) {
       }
       break;  // and the handler says so
     case LiveKind::kProgressQuery: {
-      const ProgressReport report = watch_.Report(join_.process_id, clock.Now());
+      const ProgressReport report = watch_.Report(join_.process_id, clock_.Now());
       LiveNotice answer;
       answer.kind = LiveKind::kProgressReport;
       answer.process_id = join_.process_id;
@@ -247,7 +246,6 @@ void LivenessSpoke::Tick(Nanos now) {
 
 void LivenessSpoke::Run() {
   bool all_done = false;
-  RealClock clock;
   const auto read = [&](const std::string& frame) {
     Result<LiveNotice> notice = DecodeLiveNotice(frame);
     if (!notice.ok()) return true;  // a later version's frame: skip
@@ -263,7 +261,7 @@ void LivenessSpoke::Run() {
     if (Poll(fds, wait) < 0) continue;
     if (thread_.stopping()) break;
     if (fds[0].revents) thread_.DrainWake();
-    Tick(clock.Now());
+    Tick(clock_.Now());
     if (fds[1].revents == 0) continue;
     int error = 0;
     const bool open = ReadFrames(fd_.get(), in_, read, &error);

@@ -40,7 +40,8 @@ class LivenessSpoke {
   // Connects to process 0's hub at `hub`, sends `join` and waits for the
   // admission, all within options.join_timeout; then starts the thread.
   // kUnavailable when the hub cannot be reached or refuses (the message says
-  // why: a firewall that drops the port shows as a timeout).
+  // why: a firewall that drops the port shows as a timeout). The spoke reads
+  // time from `clock` (monotonic, thread-safe), which must outlive it.
   static Result<std::unique_ptr<LivenessSpoke>> Join(const Endpoint& hub, const LiveJoin& join,
                                                      LiveMember coordinator,
                                                      LivenessOptions options, StopOptions stop,
@@ -62,13 +63,15 @@ class LivenessSpoke {
 
  private:
   LivenessSpoke(Fd fd, FrameAssembler in, LiveJoin join, LiveMember coordinator,
-                LivenessOptions options, StopOptions stop, NoticeHandler on_notice);
+                LivenessOptions options, StopOptions stop, NoticeHandler on_notice,
+                Clock& clock);
   Status Send(const LiveNotice& notice);
   void Run();
   // A notice from process 0, on the thread: answered, stored or handed on.
   void OnNotice(const LiveNotice& notice);
   void Tick(Nanos now);
 
+  Clock& clock_;
   Fd fd_;
   FrameAssembler in_;  // what arrived with the admission is read first
   LiveJoin join_;
