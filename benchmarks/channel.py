@@ -5,7 +5,7 @@ in a process of its own (benchmarks/_channel_process_zero.py), so its memory is 
 alone. The other processes come from the channel's load generator (cpp/load/
 channel_load.h, through kdist._core_bench): one epoll loop in this process, each
 simulated process a real TCP connection that joins with the nonce and plays its part
-in real frames (cpp/core/liveness_wire.h); they connect from 250 loopback addresses.
+in real frames (cpp/core/liveness/liveness_wire.h); they connect from 250 loopback addresses.
 
 A run is three hubs, since a failure and a stall each end the job:
   1. join, then 2 s of no events (the bytes the hub sent meanwhile), a stop request

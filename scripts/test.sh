@@ -72,10 +72,13 @@ stage "C++ unit tests" "(GoogleTest, AddressSanitizer + UndefinedBehaviorSanitiz
 stage "Fuzz targets" "(bounded; scripts/fuzz.sh SECONDS runs them longer)"
 CMAKE="$PWD/$venv/bin/cmake" bash scripts/fuzz.sh "${KDIST_FUZZ_SECONDS:-4}"
 
-stage "Static checks" "(ruff, and mypy --strict on the installed package, with its generated stubs)"
+stage "Static checks" "(ruff, mypy --strict on the installed package with its generated stubs, the C++ core's include graph)"
 "$venv/bin/ruff" check python/kdist tests benchmarks
 "$venv/bin/ruff" format --check python/kdist
 "$venv/bin/mypy" --strict -p kdist
+# cpp/core's wings by their includes (arrows with counts, floors; tests/package/test_cpp_includes.py
+# checks the same rules): printed in CI's log, and a broken rule fails here naming file:line.
+"$venv/bin/python" tests/package/cpp_include_graph.py cpp/core
 
 stage "MPI launchers" "(for tests/clusters/test_launchers.py; scripts/compat.sh: own environments)"
 bash scripts/compat.sh launchers

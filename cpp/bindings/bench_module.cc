@@ -9,12 +9,12 @@
 #include <chrono>
 #include <string>
 
+#include "base/clock.h"
 #include "channel_load.h"
-#include "clock.h"
-#include "cluster_spec.h"
+#include "config/cluster_spec.h"
 #include "errors.h"
+#include "roll_call/roll_call_options.h"
 #include "roll_call_load.h"
-#include "roll_call_options.h"
 
 namespace nb = nanobind;
 

@@ -7,15 +7,15 @@
 #include <utility>
 #include <vector>
 
+#include "base/environment.h"
+#include "base/status.h"
+#include "base/text.h"
 #include "casters.h"
-#include "cluster_spec.h"
-#include "detectors.h"
-#include "environment.h"
+#include "config/cluster_spec.h"
+#include "config/detectors.h"
+#include "config/resolve.h"
 #include "errors.h"
-#include "resolve.h"
-#include "status.h"
-#include "stop_signals.h"
-#include "text.h"
+#include "stop/stop_signals.h"
 
 namespace nb = nanobind;
 

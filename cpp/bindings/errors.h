@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace kdist::bindings {
 

@@ -16,26 +16,26 @@
 #include <thread>
 #include <vector>
 
-#include "address.h"
-#include "board_watch.h"
+#include "base/clock.h"
+#include "base/status.h"
+#include "base/text.h"
 #include "casters.h"
-#include "cluster_spec.h"
-#include "clock.h"
+#include "config/cluster_spec.h"
 #include "errors.h"
-#include "liveness_book.h"
-#include "liveness_connection.h"
-#include "liveness_hub.h"
-#include "liveness_spoke.h"
-#include "liveness_wire.h"
+#include "liveness/board_watch.h"
+#include "liveness/liveness_book.h"
+#include "liveness/liveness_connection.h"
+#include "liveness/liveness_hub.h"
+#include "liveness/liveness_spoke.h"
+#include "liveness/liveness_wire.h"
+#include "liveness/verdict_record.h"
+#include "net/address.h"
+#include "net/socket.h"
 #include "python_hooks.h"
-#include "roll_call_options.h"
-#include "socket.h"
-#include "status.h"
+#include "roll_call/roll_call_options.h"
+#include "stop/stop_board.h"
+#include "stop/stop_signals.h"
 #include "stop_bindings.h"
-#include "stop_board.h"
-#include "stop_signals.h"
-#include "text.h"
-#include "verdict_record.h"
 
 namespace nb = nanobind;
 
@@ -109,7 +109,7 @@ const char* EventOf(const LiveNotice& notice) {
 // this process does on a notice (decided by DecideOnNotice; done here, on the
 // channel's thread, without the GIL, so it works while the main thread is
 // stuck in a collective). Every line it prints about the job's end it also
-// appends, as a record, to `record_path` (verdict_record.h) when one is given.
+// appends, as a record, to `record_path` (liveness/verdict_record.h) when one is given.
 class LivenessChannelPy {
  public:
   LivenessChannelPy(LiveMember self, PeerFailurePolicy policy, double exit_flush_seconds,
@@ -156,6 +156,9 @@ class LivenessChannelPy {
     }
   }
 
+  // The one clock of the channel this process starts (declared first: it outlives
+  // the hub or the spoke, which keeps it).
+  RealClock clock;
   std::unique_ptr<LivenessHub> hub;
   std::unique_ptr<LivenessSpoke> spoke;
 
@@ -269,7 +272,7 @@ LivenessChannelPy* StartLivenessHubPy(const ClusterSpec& spec, StopBoardPy* boar
                                                      exit_flush_seconds, record_path);
   Result<std::unique_ptr<LivenessHub>> hub = LivenessHub::Start(
       alone ? 1 : spec.num_processes.value, self, nonce, LivenessOptionsOf(spec),
-      StopOptionsFor(spec, board), channel->Handler(),
+      StopOptionsFor(spec, board), channel->Handler(), channel->clock,
       alone ? std::vector<std::string>{} : spec.process_hosts.value);
   RaiseIfError(hub.status());
   channel->hub = std::move(*hub);
@@ -291,13 +294,12 @@ LivenessChannelPy* JoinLivenessPy(const ClusterSpec& spec, StopBoardPy* board,
   LivenessOptions options = LivenessOptionsOf(spec);
   options.join_timeout = SecondsToNanos(join_timeout);
   const StopOptions stop = StopOptionsFor(spec, board);
-  RealClock clock;
   Result<std::unique_ptr<LivenessSpoke>> spoke = Internal("not run");
   {
     nb::gil_scoped_release release;
     spoke = LivenessSpoke::Join(*endpoint, LiveJoin{self.process_id, nonce, self.host, self.pid},
                                 LiveMember{0, coordinator_host, coordinator_pid, address->host},
-                                options, stop, channel->Handler(), clock);
+                                options, stop, channel->Handler(), channel->clock);
   }
   RaiseIfError(spoke.status());
   channel->spoke = std::move(*spoke);

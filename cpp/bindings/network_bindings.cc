@@ -4,15 +4,15 @@
 #include <string>
 #include <vector>
 
-#include "address.h"
+#include "base/clock.h"
+#include "base/status.h"
 #include "casters.h"
-#include "clock.h"
+#include "config/resolve.h"
 #include "errors.h"
-#include "local_address.h"
-#include "probe.h"
-#include "resolve.h"
-#include "socket.h"
-#include "status.h"
+#include "net/address.h"
+#include "net/local_address.h"
+#include "net/probe.h"
+#include "net/socket.h"
 
 namespace nb = nanobind;
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "base/status.h"
 #include "casters.h"
-#include "roll_call_options.h"
-#include "status.h"
+#include "roll_call/roll_call_options.h"
 
 namespace kdist::bindings {
 

@@ -8,21 +8,21 @@
 #include <utility>
 #include <vector>
 
-#include "address.h"
+#include "base/clock.h"
+#include "base/deadline.h"
+#include "base/status.h"
+#include "base/wire.h"
 #include "casters.h"
-#include "clock.h"
-#include "cluster_spec.h"
-#include "consistency.h"
-#include "coordinator.h"
-#include "deadline.h"
+#include "config/cluster_spec.h"
 #include "errors.h"
+#include "net/address.h"
+#include "net/socket.h"
 #include "python_hooks.h"
-#include "roll_call_options.h"
-#include "roll_call_wire.h"
-#include "socket.h"
-#include "status.h"
-#include "wire.h"
-#include "worker.h"
+#include "roll_call/consistency.h"
+#include "roll_call/coordinator.h"
+#include "roll_call/roll_call_options.h"
+#include "roll_call/roll_call_wire.h"
+#include "roll_call/worker.h"
 
 namespace nb = nanobind;
 

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "casters.h"
-#include "clock.h"
-#include "cluster_spec.h"
+#include "config/cluster_spec.h"
 #include "errors.h"
-#include "signal_relay.h"
-#include "stop_signals.h"
+#include "stop/signal_relay.h"
+#include "stop/stop_signals.h"
 
 namespace nb = nanobind;
 

@@ -6,7 +6,7 @@
 
 #include <nanobind/nanobind.h>
 
-#include "stop_board.h"
+#include "stop/stop_board.h"
 
 namespace kdist::bindings {
 

@@ -7,12 +7,12 @@
 #include <utility>
 #include <vector>
 
-#include "event_poller.h"
-#include "file_limit.h"
-#include "liveness_connection.h"
-#include "liveness_wire.h"
+#include "base/file_limit.h"
+#include "base/wire.h"
+#include "liveness/liveness_connection.h"
+#include "liveness/liveness_wire.h"
 #include "loopback_connect.h"
-#include "wire.h"
+#include "net/event_poller.h"
 
 namespace kdist {
 

@@ -1,9 +1,9 @@
-// A load generator for the liveness channel (liveness_hub.h): thousands of
+// A load generator for the liveness channel (liveness/liveness_hub.h): thousands of
 // simulated processes in one thread, each a real TCP connection to process
 // 0's hub that joins with the nonce from "go" and then plays, when told, the
 // events of a job: a stop request answered by every process, a barrier, a
 // stall round, a failure (a connection closed without a finish), the finish.
-// Every frame is cpp/core's (liveness_wire.h); one epoll loop serves all.
+// Every frame is cpp/core's (liveness/liveness_wire.h); one epoll loop serves all.
 //
 // Each scenario returns when every simulated process still connected was told
 // its outcome (or at the timeout), with what each was told summed up, so that
@@ -18,9 +18,9 @@
 #include <memory>
 #include <string>
 
-#include "clock.h"
-#include "socket.h"
-#include "status.h"
+#include "base/clock.h"
+#include "base/status.h"
+#include "net/socket.h"
 
 namespace kdist {
 

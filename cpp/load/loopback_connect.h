@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-#include "socket.h"
+#include "net/socket.h"
 
 namespace kdist {
 

@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "backoff.h"
-#include "event_poller.h"
-#include "file_limit.h"
+#include "base/backoff.h"
+#include "base/file_limit.h"
 #include "loopback_connect.h"
-#include "roll_call_options.h"
+#include "net/event_poller.h"
+#include "roll_call/roll_call_options.h"
 
 namespace kdist {
 namespace {

@@ -16,10 +16,10 @@
 #include <cstdint>
 #include <string>
 
-#include "clock.h"
-#include "roll_call_wire.h"
-#include "socket.h"
-#include "status.h"
+#include "base/clock.h"
+#include "base/status.h"
+#include "net/socket.h"
+#include "roll_call/roll_call_wire.h"
 
 namespace kdist {
 

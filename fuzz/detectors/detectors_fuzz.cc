@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "detectors.h"
-#include "text.h"
+#include "base/text.h"
+#include "config/detectors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "hmac_sha256.h"
+#include "base/hmac_sha256.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "liveness_wire.h"
+#include "liveness/liveness_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "consistency.h"
-#include "roll_call_wire.h"
+#include "roll_call/consistency.h"
+#include "roll_call/roll_call_wire.h"
 
 namespace {
 

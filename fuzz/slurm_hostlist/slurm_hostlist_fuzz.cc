@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "clusters/slurm_hostlist.h"
+#include "config/clusters/slurm_hostlist.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -4,23 +4,25 @@
 #ifndef KDIST_TESTING_LIVENESS_HELPERS_H_
 #define KDIST_TESTING_LIVENESS_HELPERS_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
-#include "clock.h"
-#include "liveness_book.h"
-#include "liveness_connection.h"
-#include "liveness_hub.h"
-#include "liveness_spoke.h"
-#include "liveness_wire.h"
-#include "socket.h"
-#include "status.h"
+#include "base/clock.h"
+#include "base/status.h"
+#include "liveness/liveness_book.h"
+#include "liveness/liveness_connection.h"
+#include "liveness/liveness_hub.h"
+#include "liveness/liveness_spoke.h"
+#include "liveness/liveness_wire.h"
+#include "net/socket.h"
 
 namespace kdist::testing {
 
@@ -58,7 +60,24 @@ struct Inbox {
   }
 };
 
+// Time that moves only by Advance(), and may be read from a channel's thread while
+// the test advances it (FakeClock is for one thread). Sleep() waits for real and
+// moves nothing, so a loop that sleeps does not spin.
+class ManualClock final : public Clock {
+ public:
+  Nanos Now() override { return Nanos(now_.load()); }
+  void Sleep(Nanos duration) override { std::this_thread::sleep_for(duration); }
+  void Advance(Nanos duration) { now_ += duration.count(); }
+
+ private:
+  std::atomic<int64_t> now_{Nanos(std::chrono::seconds(1000)).count()};
+};
+
 struct Job {
+  // The hub's clock (set before StartJob; it must outlive the job); the spokes read
+  // real_clock.
+  RealClock real_clock;
+  Clock* clock = &real_clock;
   Inbox hub_inbox;
   std::unique_ptr<LivenessHub> hub;
   Endpoint at;  // the hub's
@@ -86,9 +105,8 @@ struct Job {
 
   // Process `id` joins (spokes[id - 1] when processes join in order).
   Result<std::unique_ptr<LivenessSpoke>> Join(int64_t id, Inbox& inbox) {
-    RealClock clock;
     return LivenessSpoke::Join(at, JoinOf(id), Member(0), options, StopOf(id), inbox.Handler(),
-                               clock);
+                               real_clock);
   }
 };
 
@@ -97,7 +115,7 @@ inline Status StartJob(Job& job, int n, LivenessOptions options = {}, int joined
   job.options = options;
   for (int id = 0; id < n; ++id) job.boards.push_back(std::make_unique<StopBoard>());
   Result<std::unique_ptr<LivenessHub>> hub = LivenessHub::Start(
-      n, Member(0), "nonce", options, job.StopOf(0), job.hub_inbox.Handler());
+      n, Member(0), "nonce", options, job.StopOf(0), job.hub_inbox.Handler(), *job.clock);
   if (!hub.ok()) return hub.status();
   job.hub = std::move(*hub);
   Result<Endpoint> at = EndpointFromLiteral("127.0.0.1", job.hub->port());

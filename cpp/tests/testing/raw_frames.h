@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "wire.h"
+#include "base/wire.h"
 
 namespace kdist::testing {
 

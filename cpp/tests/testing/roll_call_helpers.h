@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "address.h"
-#include "roll_call_wire.h"
-#include "roll_call_options.h"
-#include "socket.h"
+#include "net/address.h"
+#include "net/socket.h"
+#include "roll_call/roll_call_options.h"
+#include "roll_call/roll_call_wire.h"
 
 namespace kdist::testing {
 

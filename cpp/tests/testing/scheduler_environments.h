@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "detectors.h"
-#include "environment.h"
+#include "base/environment.h"
+#include "config/detectors.h"
 
 namespace kdist::testing {
 

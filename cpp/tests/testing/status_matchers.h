@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace kdist::testing {
 

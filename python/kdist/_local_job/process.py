@@ -100,7 +100,7 @@ def signal_name(number: int) -> str:
 
 
 # The variable that names the file where kdist appends each process's records of how
-# its job ended (JSON lines, the core's verdict_record.h): read, not the lines parsed.
+# its job ended (JSON lines, the core's liveness/verdict_record.h): read, not the lines parsed.
 VERDICT_FILE_VARIABLE = "KDIST_VERDICT_FILE"
 
 

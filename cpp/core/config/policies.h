@@ -1,0 +1,28 @@
+// The job's policies, as the configuration resolves them (config/resolve.h) and the
+// parts that act on them read them: what a process does when another fails
+// (the liveness channel) and how strictly the processes' environments must
+// agree (the roll call). Each is parsed once, from text, in Resolve().
+#ifndef KDIST_CONFIG_POLICIES_H_
+#define KDIST_CONFIG_POLICIES_H_
+
+#include <string_view>
+
+#include "base/status.h"
+
+namespace kdist {
+
+// on_peer_failure / KDIST_ON_PEER_FAILURE: "exit" (the default: every process
+// stops when one fails or dies) or "ignore" (the program handles it).
+enum class PeerFailurePolicy { kExit, kIgnore };
+Result<PeerFailurePolicy> ParsePeerFailurePolicy(std::string_view text);  // case-insensitive
+std::string_view PeerFailurePolicyName(PeerFailurePolicy policy);
+
+// consistency / KDIST_CONSISTENCY: strict, warn (the default), off
+// (roll_call/consistency.h says what each compares).
+enum class ConsistencyPolicy { kStrict, kWarn, kOff };
+Result<ConsistencyPolicy> ParseConsistencyPolicy(std::string_view text);  // case-insensitive
+std::string_view ConsistencyPolicyName(ConsistencyPolicy policy);
+
+}  // namespace kdist
+
+#endif  // KDIST_CONFIG_POLICIES_H_

@@ -1,0 +1,48 @@
+// The record a process leaves of how its job ended, for the program that
+// started it to read (kdist launch), instead of parsing the verdict line back:
+// one JSON object per line, appended to the file KDIST_VERDICT_FILE names.
+//
+//   {"event": "peer_failed", "process_id": 1, "host": "node-1", "pid": 4242,
+//    "message": "RuntimeError: boom", "step": -1, "exit_status": 1,
+//    "reporter": 0, "line": "kdist: process 1 (host node-1, pid 4242) failed first: ..."}
+//
+// Events: "failed" (the reporter's own uncaught exception), "peer_failed" and
+// "died" (another process, the first failure), "stop_now" (the job stopped at
+// once; process_id is the process that asked), "stop_at" (the job agreed on a
+// stop step, `step`), "stalled" (the job ended by the stall watchdog; the
+// message names the stuck). exit_status is what the reporter leaves with, -1
+// when it goes on.
+#ifndef KDIST_LIVENESS_VERDICT_RECORD_H_
+#define KDIST_LIVENESS_VERDICT_RECORD_H_
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace kdist {
+
+struct VerdictRecord {
+  std::string event;
+  int64_t process_id = 0;
+  std::string host;
+  int64_t pid = 0;
+  std::string message;
+  int64_t step = -1;
+  int exit_status = -1;
+  int64_t reporter = 0;
+  std::string line;
+};
+
+// One JSON object, no newline; strings escaped as JSON requires (control
+// characters as \uXXXX; bytes that are not UTF-8 as U+FFFD).
+std::string EncodeVerdictRecord(const VerdictRecord& record);
+
+// Appends the record and a newline to `path` with one write (O_APPEND), so
+// records of several threads never interleave. Best effort for the caller
+// (which is about to leave): kUnavailable says why it could not.
+Status AppendVerdictRecord(const std::string& path, const VerdictRecord& record);
+
+}  // namespace kdist
+
+#endif  // KDIST_LIVENESS_VERDICT_RECORD_H_
