@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 from kdist import _jax_backend, _log
 from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import import_keras
-from kdist._resume import arrays, background, host_state, snapshot, store
+from kdist._resume import arrays, background, host_state, reading, snapshot, store
 from kdist._together import barrier as barriers
 from kdist._together import stop
 
@@ -349,7 +348,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         manifest = store.read_manifest(directory)
         position = _Position(int(manifest["step"]), int(manifest["epoch"]), int(manifest["batch"]))
         where = f"The backup in {directory} (step {position.step})"
-        values = restored_values(model, directory, manifest, where)
+        values = reading.restored_values(model, directory, manifest, where)
         host = store.read_host_file(directory, self._process_id)
         variables = snapshot.training_variables(model)
         metrics = []
@@ -379,24 +378,6 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             f"at the start of epoch {position.epoch}"
         )
         return position
-
-
-def restored_values(
-    model: Any, directory: Path, manifest: Mapping[str, Any], where: str
-) -> dict[str, Any]:
-    """The backup's value of every variable of `model`'s training state, by key, each on
-    the variable's own sharding in this job (read only where this process holds a part).
-
-    Raises:
-        kdist.BackupMismatchError: the backup is of another model.
-        OSError: the backup cannot be read.
-    """
-    variables = snapshot.training_variables(model)
-    current = [snapshot.describe(*entry) for entry in variables]
-    saved = [snapshot.Described.from_json(entry) for entry in manifest["variables"]]
-    snapshot.check_variables(saved, current, where)
-    targets = {arrays.key_of(group, i): v.value for group, i, v in variables}
-    return arrays.restore(directory, targets, "kdist.BackupAndRestore")
 
 
 class _SkipTrainedBatches:
