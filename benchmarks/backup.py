@@ -16,9 +16,11 @@ with Dropout and Adam, 16 batches of 4 rows per epoch and process), on JAX's CPU
 3. A save of a big model (BACKUP_UNITS 2,300,000: about 276 MB of weights and Adam slots), 1
    process x 2 devices and 2 processes x 2 devices (`kdist launch`), DataParallel, a save every
    2 batches: how long each save blocks the fit step that makes it (the callback's
-   `_save_backup`, timed around it), and how long from its start until it is committed (the
-   same for a synchronous store; later for a save written in the background). The slowest
-   process of each save.
+   `_save_backup`, timed around it), how long from its start until it is committed (the
+   same for a synchronous store; later for a save written in the background), and the
+   time from the end of a batch that saved to the next batch's end against the same after a
+   batch that saved nothing (what the background write costs the training running beside
+   it). The slowest process of each save.
 4. Stop -> first new step under `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`
    (DataParallel, save_freq "epoch"): from the SIGTERM to one process to the first batch
    attempt 1 trains, in phases (the slowest process of each), with and without JAX's
@@ -168,8 +170,10 @@ def figure_cost(runs: int) -> str:
 BIG_UNITS = 2_300_000  # Dense 8 -> 2.3M -> 1: 23.0M parameters, x3 with Adam: 276 MB
 
 
-def big_save(processes: int) -> tuple[list[float], list[float], float]:
-    """(blocking seconds per save, committed seconds per save, MB of variables)."""
+def big_save(processes: int) -> tuple[list[float], list[float], list[float], list[float], float]:
+    """(blocking seconds per save, committed seconds per save, the seconds from a saving
+    batch's end to the next batch's end, the same after a batch that saves nothing, MB of
+    variables)."""
     with tempfile.TemporaryDirectory(prefix="kdist-bench-save-") as directory:
         root = Path(directory)
         common = {
@@ -209,30 +213,46 @@ def big_save(processes: int) -> tuple[list[float], list[float], float]:
         max(r["committed_seconds"][i] for r in reports)
         for i in range(len(reports[0]["committed_seconds"]))
     ]
+    # From each batch's end to the next one's, in the slowest process: batch k (from 1)
+    # saves when k is even; the first save (k = 2) is left out, as above.
+    ends = [r["batch_ends"] for r in reports]
+    gaps = [max(e[i + 1] - e[i] for e in ends) for i in range(len(ends[0]) - 1)]
+    after_save = [gap for i, gap in enumerate(gaps) if (i + 1) % 2 == 0 and i + 1 > 2]
+    plain = [gap for i, gap in enumerate(gaps) if (i + 1) % 2 == 1 and i > 0]
     megabytes = 3 * (8 * BIG_UNITS + BIG_UNITS + BIG_UNITS + 1) * 4 / 1e6
-    return blocking, committed, megabytes
+    return blocking, committed, after_save, plain, megabytes
 
 
 def figure_save(runs: int) -> str:
     rows = [
-        "| job | saves | blocks the step (ms, median) | start -> committed (ms, median) |",
-        "|---|---:|---:|---:|",
+        "| job | saves | blocks the step (ms, median) | start -> committed (ms, median) "
+        "| batch after a save (ms, median) | batch after none (ms, median) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     megabytes = 0.0
     for processes in (1, 2):
         blocking: list[float] = []
         committed: list[float] = []
+        after_save: list[float] = []
+        plain: list[float] = []
         for _ in range(runs):
-            b, c, megabytes = big_save(processes)
-            blocking += b[1:]  # the first also compiles the copy off the devices
+            b, c, a, p, megabytes = big_save(processes)
+            blocking += b[1:]  # the first also sets Orbax up
             committed += c[1:]
+            after_save += a
+            plain += p
+        cells = [statistics.median(v) * 1e3 for v in (blocking, committed, after_save, plain)]
         rows.append(
             f"| {processes} x 2 devices | {len(blocking)} | "
-            f"{statistics.median(blocking) * 1e3:.0f} | {statistics.median(committed) * 1e3:.0f} |"
+            + " | ".join(f"{cell:.0f}" for cell in cells)
+            + " |"
         )
     return (
         f"A save of {megabytes:.0f} MB of variables (weights + Adam), DataParallel, every 2 "
-        f"batches ({runs} runs; the first save of each left out):\n\n" + "\n".join(rows)
+        f"batches ({runs} runs; the first save of each left out). A batch after a save: from "
+        "the end of a batch that saved to the next batch's end (the save's blocking part, "
+        "then a training step while Orbax writes); after none: the same after a batch that "
+        "saved nothing:\n\n" + "\n".join(rows)
     )
 
 
