@@ -21,6 +21,10 @@ with Dropout and Adam, 16 batches of 4 rows per epoch and process), on JAX's CPU
    time from the end of a batch that saved to the next batch's end against the same after a
    batch that saved nothing (what the background write costs the training running beside
    it). The slowest process of each save.
+   The restore of one such backup, written by 2 processes x 2 devices at an agreed stop,
+   on 2 x 2, 1 x 4, 4 x 1 and 1 x 1 (the callback's restore, timed around it; the slowest
+   process), and the import of Orbax (`import jax, orbax.checkpoint` against `import jax`
+   and `python -c pass`, fresh interpreters, interleaved).
 4. Stop -> first new step under `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`
    (DataParallel, save_freq "epoch"): from the SIGTERM to one process to the first batch
    attempt 1 trains, in phases (the slowest process of each), with and without JAX's
@@ -34,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -256,6 +261,104 @@ def figure_save(runs: int) -> str:
     )
 
 
+# --- 3b. the restore of a big model's backup on other job shapes -------------------------------
+
+RESTORE_SHAPES = ((2, 2), (1, 4), (4, 1), (1, 1))  # (processes, devices per process)
+
+
+def _launch(processes: int, devices: int, env: dict[str, str], logs: Path) -> list[dict[str, Any]]:
+    """The worker as a job of `processes` x `devices` (`kdist launch`); every report."""
+    args = ["-n", str(processes), "--devices-per-process", str(devices), "--log-dir", str(logs)]
+    subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", *args, "--", sys.executable, WORKER],
+        env=child_env(devices, **env),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S * 2,
+    )  # its status is 143 or 1 at an agreed stop: the reports say what happened
+    return [
+        _report((logs / "attempt-0" / f"process-{i}.log").read_text()) for i in range(processes)
+    ]
+
+
+def big_restores() -> dict[tuple[int, int], float]:
+    """Seconds of the callback's restore (the slowest process) of one 2 x 2 backup of the
+    big model, on each job shape of RESTORE_SHAPES."""
+    with tempfile.TemporaryDirectory(prefix="kdist-bench-restore-") as directory:
+        root = Path(directory)
+        common = {
+            "BACKUP_EPOCHS": "1",
+            "BACKUP_ROWS": "40",
+            "BACKUP_UNITS": str(BIG_UNITS),
+            "BACKUP_NO_VALUES": "1",
+            "BACKUP_SAVE_FREQ": "false",
+        }
+        stop = {**common, "BACKUP_DIR": str(root / "backup"), "BACKUP_STOP_AT": "2"}
+        stopped = _launch(2, 2, stop, root / "stop-logs")
+        if not all(r.get("stopped_step") for r in stopped):
+            raise RuntimeError(f"the 2 x 2 job did not stop with a backup: {stopped}")
+        seconds = {}
+        for processes, devices in RESTORE_SHAPES:
+            copy = root / f"backup-{processes}x{devices}"
+            shutil.copytree(root / "backup", copy)
+            env = {**common, "BACKUP_DIR": str(copy)}
+            reports = _launch(processes, devices, env, root / f"logs-{processes}x{devices}")
+            restored = {r.get("restored_step") for r in reports}
+            if restored != {stopped[0]["stopped_step"]}:
+                raise RuntimeError(f"{processes} x {devices} restored {restored}: {reports}")
+            seconds[(processes, devices)] = max(r["restore_seconds"][0] for r in reports)
+        return seconds
+
+
+def figure_restore(runs: int) -> str:
+    seconds: dict[tuple[int, int], list[float]] = {shape: [] for shape in RESTORE_SHAPES}
+    for _ in range(runs):
+        for shape, value in big_restores().items():
+            seconds[shape].append(value)
+    rows = ["| resumed on | restore (ms, median) |", "|---|---:|"]
+    for (processes, devices), values in seconds.items():
+        rows.append(f"| {processes} x {devices} devices | {statistics.median(values) * 1e3:.0f} |")
+    megabytes = 3 * (8 * BIG_UNITS + BIG_UNITS + BIG_UNITS + 1) * 4 / 1e6
+    return (
+        f"The restore of a {megabytes:.0f} MB backup (weights + Adam) written by 2 processes x "
+        "2 devices (DataParallel, at an agreed stop), on each job shape: the callback's "
+        f"restore from reading latest.json to the last variable assigned, the slowest process "
+        f"({runs} runs):\n\n" + "\n".join(rows)
+    )
+
+
+# --- 3c. the import of the backup extra --------------------------------------------------------
+
+IMPORTS = {
+    "python -c pass": "pass",
+    "import jax": "import jax",
+    "import jax, orbax.checkpoint": "import jax, orbax.checkpoint",
+}
+
+
+def figure_import(runs: int) -> str:
+    seconds: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for _ in range(max(runs, 5)):  # interleaved
+        for name, code in IMPORTS.items():
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-c", code], env=child_env(1), check=True, timeout=LIMIT_S
+            )
+            seconds[name].append(time.perf_counter() - started)
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    rows = ["| command | wall (ms, median) | over the line above (ms) |", "|---|---:|---:|"]
+    previous = None
+    for name, median in medians.items():
+        extra = "-" if previous is None else f"{(median - previous) * 1e3:+.0f}"
+        rows.append(f"| `{name}` | {median * 1e3:.0f} | {extra} |")
+        previous = median
+    return (
+        f"The import of Orbax (the backup extra), fresh interpreters "
+        f"({max(runs, 5)} runs each, interleaved):\n\n" + "\n".join(rows)
+    )
+
+
 # --- 4. stop -> first new step under kdist launch --max-restarts 1 ---------------------------
 
 
@@ -364,8 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per contender (default 3)")
     parser.add_argument(
         "--only",
-        default="replayed,cost,save,restart",
-        help="comma-separated: replayed,cost,save,restart",
+        default="replayed,cost,save,restore,import,restart",
+        help="comma-separated: replayed,cost,save,restore,import,restart",
     )
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
@@ -376,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         print(figure_cost(args.runs) + "\n", flush=True)
     if "save" in chosen:
         print(figure_save(args.runs) + "\n", flush=True)
+    if "restore" in chosen:
+        print(figure_restore(args.runs) + "\n", flush=True)
+    if "import" in chosen:
+        print(figure_import(args.runs) + "\n", flush=True)
     if "restart" in chosen:
         print(figure_restart(args.runs) + "\n", flush=True)
     print(f"({os.cpu_count()} cores; took {time.monotonic() - started:.0f} s)", flush=True)

@@ -90,6 +90,7 @@ class ArrayWriter:
 def restore(directory: Path, targets: Mapping[str, Any], user: str) -> dict[str, Any]:
     """The arrays of the backup in `directory`, each restored onto the sharding of its
     target (key -> a jax.Array whose shape, dtype and sharding the restored one takes).
+    Only the keys of `targets` are read (`kdist.load_backup` reads the weights alone).
 
     Raises:
         OSError: the backup's arrays cannot be read.
@@ -99,9 +100,14 @@ def restore(directory: Path, targets: Mapping[str, Any], user: str) -> dict[str,
         key: _jax_backend.abstract_array(value.shape, value.dtype, value.sharding)
         for key, value in targets.items()
     }
+    args = ocp.args.PyTreeRestore(
+        item=abstract,
+        restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+        partial_restore=True,
+    )
     try:
-        with ocp.StandardCheckpointer() as checkpointer:
-            restored: dict[str, Any] = checkpointer.restore(directory / STATE, abstract)
+        with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as checkpointer:
+            restored: dict[str, Any] = checkpointer.restore(directory / STATE, args=args)
     except Exception as error:  # Orbax raises ValueError, FileNotFoundError, its own errors
         raise OSError(f"{directory / STATE}: Orbax cannot read it ({error})") from error
     return restored
