@@ -634,7 +634,7 @@ def abstract_array(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
     restore is asked to fill)."""
     import jax
 
-    return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)
+    return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)  # type: ignore[no-untyped-call]
 
 
 def array_type() -> type:

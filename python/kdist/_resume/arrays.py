@@ -43,7 +43,7 @@ def load_orbax(user: str) -> Any:
         ImportError: orbax-checkpoint is not installed.
     """
     try:
-        import orbax.checkpoint as ocp
+        import orbax.checkpoint as ocp  # type: ignore[import-untyped, unused-ignore]
     except ImportError as error:
         raise ImportError(
             f"{user} stores its backups with Orbax (orbax-checkpoint), which is not "

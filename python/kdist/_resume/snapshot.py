@@ -67,14 +67,19 @@ class Described:
 def training_variables(model: Any, groups: Sequence[str] = GROUPS) -> list[tuple[str, int, Any]]:
     """(group, position, variable) of every variable of `model`'s training state, in the
     groups `groups` (all four by default)."""
-    optimizer = getattr(model, "optimizer", None)
-    lists = {
-        "trainable": lambda: model.trainable_variables,
-        "non_trainable": lambda: model.non_trainable_variables,
-        "optimizer": lambda: optimizer.variables if optimizer is not None else [],
-        "metrics": lambda: model.metrics_variables,
-    }
-    return [(group, i, v) for group in groups for i, v in enumerate(lists[group]())]
+    return [(group, i, v) for group in groups for i, v in enumerate(_variables(model, group))]
+
+
+def _variables(model: Any, group: str) -> list[Any]:
+    """The variables of one group of `model`'s training state."""
+    if group == "trainable":
+        return list(model.trainable_variables)
+    if group == "non_trainable":
+        return list(model.non_trainable_variables)
+    if group == "optimizer":
+        optimizer = getattr(model, "optimizer", None)
+        return list(optimizer.variables) if optimizer is not None else []
+    return list(model.metrics_variables)
 
 
 def describe(group: str, position: int, variable: Any) -> Described:
