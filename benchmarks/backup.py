@@ -16,9 +16,15 @@ with Dropout and Adam, 16 batches of 4 rows per epoch and process), on JAX's CPU
 3. A save of a big model (BACKUP_UNITS 2,300,000: about 276 MB of weights and Adam slots), 1
    process x 2 devices and 2 processes x 2 devices (`kdist launch`), DataParallel, a save every
    2 batches: how long each save blocks the fit step that makes it (the callback's
-   `_save_backup`, timed around it), and how long from its start until it is committed (the
-   same for a synchronous store; later for a save written in the background). The slowest
-   process of each save.
+   `_save_backup`, timed around it), how long from its start until it is committed (the
+   same for a synchronous store; later for a save written in the background), and the
+   time from the end of a batch that saved to the next batch's end against the same after a
+   batch that saved nothing (what the background write costs the training running beside
+   it). The slowest process of each save.
+   The restore of one such backup, written by 2 processes x 2 devices at an agreed stop,
+   on 2 x 2, 1 x 4, 4 x 1 and 1 x 1 (the callback's restore, timed around it; the slowest
+   process), and the import of Orbax (`import jax, orbax.checkpoint` against `import jax`
+   and `python -c pass`, fresh interpreters, interleaved).
 4. Stop -> first new step under `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`
    (DataParallel, save_freq "epoch"): from the SIGTERM to one process to the first batch
    attempt 1 trains, in phases (the slowest process of each), with and without JAX's
@@ -32,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -46,7 +53,7 @@ from benchmarks.environment import child_env
 from kdist._core import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKER = str(ROOT / "tests" / "workers" / "keras_backup.py")
+WORKER = str(ROOT / "tests" / "programs" / "keras_backup.py")
 LIMIT_S = 240.0
 STEPS_PER_EPOCH, EPOCHS, INTERRUPT_AT = 16, 3, 22
 
@@ -168,8 +175,10 @@ def figure_cost(runs: int) -> str:
 BIG_UNITS = 2_300_000  # Dense 8 -> 2.3M -> 1: 23.0M parameters, x3 with Adam: 276 MB
 
 
-def big_save(processes: int) -> tuple[list[float], list[float], float]:
-    """(blocking seconds per save, committed seconds per save, MB of variables)."""
+def big_save(processes: int) -> tuple[list[float], list[float], list[float], list[float], float]:
+    """(blocking seconds per save, committed seconds per save, the seconds from a saving
+    batch's end to the next batch's end, the same after a batch that saves nothing, MB of
+    variables)."""
     with tempfile.TemporaryDirectory(prefix="kdist-bench-save-") as directory:
         root = Path(directory)
         common = {
@@ -209,30 +218,144 @@ def big_save(processes: int) -> tuple[list[float], list[float], float]:
         max(r["committed_seconds"][i] for r in reports)
         for i in range(len(reports[0]["committed_seconds"]))
     ]
+    # From each batch's end to the next one's, in the slowest process: batch k (from 1)
+    # saves when k is even; the first save (k = 2) is left out, as above.
+    ends = [r["batch_ends"] for r in reports]
+    gaps = [max(e[i + 1] - e[i] for e in ends) for i in range(len(ends[0]) - 1)]
+    after_save = [gap for i, gap in enumerate(gaps) if (i + 1) % 2 == 0 and i + 1 > 2]
+    plain = [gap for i, gap in enumerate(gaps) if (i + 1) % 2 == 1 and i > 0]
     megabytes = 3 * (8 * BIG_UNITS + BIG_UNITS + BIG_UNITS + 1) * 4 / 1e6
-    return blocking, committed, megabytes
+    return blocking, committed, after_save, plain, megabytes
 
 
 def figure_save(runs: int) -> str:
     rows = [
-        "| job | saves | blocks the step (ms, median) | start -> committed (ms, median) |",
-        "|---|---:|---:|---:|",
+        "| job | saves | blocks the step (ms, median) | start -> committed (ms, median) "
+        "| batch after a save (ms, median) | batch after none (ms, median) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     megabytes = 0.0
     for processes in (1, 2):
         blocking: list[float] = []
         committed: list[float] = []
+        after_save: list[float] = []
+        plain: list[float] = []
         for _ in range(runs):
-            b, c, megabytes = big_save(processes)
-            blocking += b[1:]  # the first also compiles the copy off the devices
+            b, c, a, p, megabytes = big_save(processes)
+            blocking += b[1:]  # the first also sets Orbax up
             committed += c[1:]
+            after_save += a
+            plain += p
+        cells = [statistics.median(v) * 1e3 for v in (blocking, committed, after_save, plain)]
         rows.append(
             f"| {processes} x 2 devices | {len(blocking)} | "
-            f"{statistics.median(blocking) * 1e3:.0f} | {statistics.median(committed) * 1e3:.0f} |"
+            + " | ".join(f"{cell:.0f}" for cell in cells)
+            + " |"
         )
     return (
         f"A save of {megabytes:.0f} MB of variables (weights + Adam), DataParallel, every 2 "
-        f"batches ({runs} runs; the first save of each left out):\n\n" + "\n".join(rows)
+        f"batches ({runs} runs; the first save of each left out). A batch after a save: from "
+        "the end of a batch that saved to the next batch's end (the save's blocking part, "
+        "then a training step while Orbax writes); after none: the same after a batch that "
+        "saved nothing:\n\n" + "\n".join(rows)
+    )
+
+
+# --- 3b. the restore of a big model's backup on other job shapes -------------------------------
+
+RESTORE_SHAPES = ((2, 2), (1, 4), (4, 1), (1, 1))  # (processes, devices per process)
+
+
+def _launch(processes: int, devices: int, env: dict[str, str], logs: Path) -> list[dict[str, Any]]:
+    """The worker as a job of `processes` x `devices` (`kdist launch`); every report."""
+    args = ["-n", str(processes), "--devices-per-process", str(devices), "--log-dir", str(logs)]
+    subprocess.run(
+        [sys.executable, "-m", "kdist", "launch", *args, "--", sys.executable, WORKER],
+        env=child_env(devices, **env),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S * 2,
+    )  # its status is 143 or 1 at an agreed stop: the reports say what happened
+    return [
+        _report((logs / "attempt-0" / f"process-{i}.log").read_text()) for i in range(processes)
+    ]
+
+
+def big_restores() -> dict[tuple[int, int], float]:
+    """Seconds of the callback's restore (the slowest process) of one 2 x 2 backup of the
+    big model, on each job shape of RESTORE_SHAPES."""
+    with tempfile.TemporaryDirectory(prefix="kdist-bench-restore-") as directory:
+        root = Path(directory)
+        common = {
+            "BACKUP_EPOCHS": "1",
+            "BACKUP_ROWS": "40",
+            "BACKUP_UNITS": str(BIG_UNITS),
+            "BACKUP_NO_VALUES": "1",
+            "BACKUP_SAVE_FREQ": "false",
+        }
+        stop = {**common, "BACKUP_DIR": str(root / "backup"), "BACKUP_STOP_AT": "2"}
+        stopped = _launch(2, 2, stop, root / "stop-logs")
+        if not all(r.get("stopped_step") for r in stopped):
+            raise RuntimeError(f"the 2 x 2 job did not stop with a backup: {stopped}")
+        seconds = {}
+        for processes, devices in RESTORE_SHAPES:
+            copy = root / f"backup-{processes}x{devices}"
+            shutil.copytree(root / "backup", copy)
+            env = {**common, "BACKUP_DIR": str(copy)}
+            reports = _launch(processes, devices, env, root / f"logs-{processes}x{devices}")
+            restored = {r.get("restored_step") for r in reports}
+            if restored != {stopped[0]["stopped_step"]}:
+                raise RuntimeError(f"{processes} x {devices} restored {restored}: {reports}")
+            seconds[(processes, devices)] = max(r["restore_seconds"][0] for r in reports)
+        return seconds
+
+
+def figure_restore(runs: int) -> str:
+    seconds: dict[tuple[int, int], list[float]] = {shape: [] for shape in RESTORE_SHAPES}
+    for _ in range(runs):
+        for shape, value in big_restores().items():
+            seconds[shape].append(value)
+    rows = ["| resumed on | restore (ms, median) |", "|---|---:|"]
+    for (processes, devices), values in seconds.items():
+        rows.append(f"| {processes} x {devices} devices | {statistics.median(values) * 1e3:.0f} |")
+    megabytes = 3 * (8 * BIG_UNITS + BIG_UNITS + BIG_UNITS + 1) * 4 / 1e6
+    return (
+        f"The restore of a {megabytes:.0f} MB backup (weights + Adam) written by 2 processes x "
+        "2 devices (DataParallel, at an agreed stop), on each job shape: the callback's "
+        f"restore from reading latest.json to the last variable assigned, the slowest process "
+        f"({runs} runs):\n\n" + "\n".join(rows)
+    )
+
+
+# --- 3c. the import of the backup extra --------------------------------------------------------
+
+IMPORTS = {
+    "python -c pass": "pass",
+    "import jax": "import jax",
+    "import jax, orbax.checkpoint": "import jax, orbax.checkpoint",
+}
+
+
+def figure_import(runs: int) -> str:
+    seconds: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for _ in range(max(runs, 5)):  # interleaved
+        for name, code in IMPORTS.items():
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-c", code], env=child_env(1), check=True, timeout=LIMIT_S
+            )
+            seconds[name].append(time.perf_counter() - started)
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    rows = ["| command | wall (ms, median) | over the line above (ms) |", "|---|---:|---:|"]
+    previous = None
+    for name, median in medians.items():
+        extra = "-" if previous is None else f"{(median - previous) * 1e3:+.0f}"
+        rows.append(f"| `{name}` | {median * 1e3:.0f} | {extra} |")
+        previous = median
+    return (
+        f"The import of Orbax (the backup extra), fresh interpreters "
+        f"({max(runs, 5)} runs each, interleaved):\n\n" + "\n".join(rows)
     )
 
 
@@ -344,8 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per contender (default 3)")
     parser.add_argument(
         "--only",
-        default="replayed,cost,save,restart",
-        help="comma-separated: replayed,cost,save,restart",
+        default="replayed,cost,save,restore,import,restart",
+        help="comma-separated: replayed,cost,save,restore,import,restart",
     )
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
@@ -356,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         print(figure_cost(args.runs) + "\n", flush=True)
     if "save" in chosen:
         print(figure_save(args.runs) + "\n", flush=True)
+    if "restore" in chosen:
+        print(figure_restore(args.runs) + "\n", flush=True)
+    if "import" in chosen:
+        print(figure_import(args.runs) + "\n", flush=True)
     if "restart" in chosen:
         print(figure_restart(args.runs) + "\n", flush=True)
     print(f"({os.cpu_count()} cores; took {time.monotonic() - started:.0f} s)", flush=True)

@@ -53,6 +53,7 @@ __all__ = [
     "initialize",
     "is_initialized",
     "list_devices",
+    "load_backup",
     "request_stop",
     "set_distribution",
     "should_stop",
@@ -84,6 +85,7 @@ _LAZY_NAMES = {
     "distribute_tensor": "kdist._distribution.placement",
     "distribute_batch": "kdist._distribution.placement",
     "BackupAndRestore": "kdist._resume.backup_and_restore",
+    "load_backup": "kdist._resume.load_backup",
 }
 
 TYPE_CHECKING = False
@@ -98,6 +100,7 @@ if TYPE_CHECKING:
     from kdist._layouts.layout_map import LayoutMap
     from kdist._layouts.tensor_layout import TensorLayout
     from kdist._resume.backup_and_restore import BackupAndRestore
+    from kdist._resume.load_backup import load_backup
     from kdist._start.initialize import cluster_spec, initialize, is_initialized, shutdown
     from kdist._together.barrier import barrier
     from kdist._together.stop import request_stop, should_stop

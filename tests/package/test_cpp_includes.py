@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import cpp_include_graph
+import pytest
 
 CORE = cpp_include_graph.checkout_core()
 SCRIPT = Path(cpp_include_graph.__file__)

@@ -283,3 +283,17 @@ def test_exception_tree() -> None:
         "InitializationOrderError",
     ):
         assert name in kdist.__all__
+
+
+def test_load_backup_loads_neither_keras_nor_orbax_nor_jax_until_it_reads() -> None:
+    """`kdist.load_backup` is a plain function: resolving it imports none of them (Orbax
+    is imported when a backup is read; the model brings Keras and JAX)."""
+    result = run_python(
+        "import sys, json, kdist\n"
+        "kdist.load_backup\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'keras', 'orbax', 'tensorstore', 'jax', 'numpy'})))\n"
+    )
+    assert result.returncode == 0, result.describe()
+    assert json.loads(result.stdout) == []
+    assert "load_backup" in kdist.__all__ and "load_backup" in dir(kdist)

@@ -24,6 +24,11 @@ Configured by environment variables (every process of a job gets the same ones):
   BACKUP_HANG_COMMIT  "PID": that process hangs (prints "committing", sleeps) when it is
                       about to commit a backup after the first one: a SIGKILL then lands
                       between the shard files and the commit
+  BACKUP_STALL_WRITE  "PID": in that process, Orbax's write of every backup after the first
+                      one stalls (prints "orbax is writing", sleeps) among the write's own
+                      futures, in Orbax's background thread: the checkpoint is never
+                      finalized there, the other processes wait for it at Orbax's barrier,
+                      and a SIGKILL then lands while Orbax is writing the backup
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
   BACKUP_STOP_AT      "STEP": process 0 calls kdist.request_stop after that batch of this
                       run (an agreed stop a batch or two later, as a SIGTERM would make)
@@ -42,9 +47,9 @@ Each process prints "step N" after every batch it trains (N: the global batch co
 run's fit, from 1), and at the end one JSON line: the final variables (every value, gathered
 across processes), the optimizer's iteration count, where the backup restored from, the step
 it stopped at, cluster_spec().restart_count, the files it wrote and removed under BACKUP_DIR
-(an audit hook), the seconds each save took and, for benchmarks/backup.py, when each phase
-ended (wall clock), each batch's end, each epoch's seconds and the optimizer's count after
-the restore.
+(an audit hook), the seconds each save and the restore took and, for benchmarks/backup.py,
+when each phase ended (wall clock), each batch's end, each epoch's seconds and the
+optimizer's count after the restore.
 """
 
 import json
@@ -70,6 +75,7 @@ DATA = os.environ.get("BACKUP_DATA", "arrays")
 STEP_SLEEP = float(os.environ.get("BACKUP_STEP_SLEEP", "0"))
 SLOW_END = os.environ.get("BACKUP_SLOW_END", "")
 HANG_COMMIT = os.environ.get("BACKUP_HANG_COMMIT", "")
+STALL_WRITE = os.environ.get("BACKUP_STALL_WRITE", "")
 STOP_AT = int(os.environ.get("BACKUP_STOP_AT", "0"))
 REPORT_RESTORED = os.environ.get("BACKUP_REPORT_RESTORED") == "1"
 CRASH_AT = int(os.environ.get("BACKUP_CRASH_AT", "0"))
@@ -270,18 +276,26 @@ def gathered(value: object) -> list[float]:
 
 
 save_seconds: list[float] = []
+restore_seconds: list[float] = []  # the callback's restore (reading the backup included)
 progress, restored = Progress(), Restored()
 callbacks: list[keras.callbacks.Callback] = [progress]
 backup = None
 if IMPL == "kdist":
 
     class TimedBackup(kdist.BackupAndRestore):
-        """Times each save; hangs before a commit on demand (BACKUP_HANG_COMMIT)."""
+        """Times each save and the restore; hangs before a commit on demand
+        (BACKUP_HANG_COMMIT)."""
 
         def _save_backup(self, *args: object, **kwargs: object) -> None:
             started = time.perf_counter()
             super()._save_backup(*args, **kwargs)
             save_seconds.append(time.perf_counter() - started)
+
+        def _restore(self, model: object) -> object:
+            started = time.perf_counter()
+            position = super()._restore(model)
+            restore_seconds.append(time.perf_counter() - started)
+            return position
 
     if HANG_COMMIT and int(HANG_COMMIT) == me:
         from kdist._resume import store
@@ -297,6 +311,29 @@ if IMPL == "kdist":
             return _commit(*args, **kwargs)
 
         store.commit = hanging_commit
+
+    if STALL_WRITE and int(STALL_WRITE) == me:
+        import orbax.checkpoint as ocp
+
+        _async_save = ocp.PyTreeCheckpointHandler.async_save
+        _writes = [0]
+
+        class _Stall:
+            """One more of the write's futures: Orbax waits for it before it finalizes."""
+
+            def result(self, timeout: float | None = None) -> None:
+                print("orbax is writing", flush=True)
+                time.sleep(600)
+
+            def cancel(self) -> None:
+                pass
+
+        async def stalling_async_save(self: object, *args: object, **kwargs: object) -> object:
+            futures = await _async_save(self, *args, **kwargs)
+            _writes[0] += 1
+            return [_Stall(), *(futures or [])] if _writes[0] >= 2 else futures
+
+        ocp.PyTreeCheckpointHandler.async_save = stalling_async_save
 
     backup = TimedBackup(BACKUP_DIR, save_freq=SAVE_FREQ)
     callbacks.append(backup)
@@ -335,6 +372,7 @@ report = {
     "error": error,
     "fit_seconds": fit_seconds,
     "save_seconds": save_seconds,
+    "restore_seconds": restore_seconds,
     "audit": _audit,
     "backup_dir_exists": os.path.isdir(BACKUP_DIR),
     "restart_count": spec.restart_count,

@@ -530,3 +530,128 @@ def test_a_backup_directory_of_another_tool_is_not_read(keras: Any, tmp_path: Pa
     with pytest.raises(OSError, match=r"is not a kdist.BackupAndRestore file"):
         fit(build(keras, data_parallel), data(), [kdist.BackupAndRestore(tmp_path)])
     assert (tmp_path / "latest.json").is_file()  # not removed either
+
+
+# --- kdist.load_backup --------------------------------------------------------------------------
+
+
+def by_key(model: Any, groups: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The model's variables of `groups`, as a backup keys them ("trainable_00000")."""
+    lists = {
+        "trainable": model.trainable_variables,
+        "non_trainable": model.non_trainable_variables,
+        "optimizer": model.optimizer.variables,
+    }
+    return {
+        f"{group}_{i:05d}": np.asarray(v.value)
+        for group in groups
+        for i, v in enumerate(lists[group])
+    }
+
+
+WEIGHTS = ("trainable", "non_trainable")
+
+
+def test_load_backup_loads_weights_and_optimizer_onto_the_model_s_own_layout(
+    keras: Any, tmp_path: Path
+) -> None:
+    """A backup of ModelParallel on a (2, 4) mesh, loaded into a DataParallel model with a
+    built optimizer: every weight and optimizer variable as saved, laid out as this model
+    lays it out; the metrics are left alone."""
+    backup = saved_backup(keras, tmp_path, model_parallel)
+    saved = saved_arrays(backup)
+    model = build(keras, data_parallel, seed=SEED + 1)
+    model.optimizer.build(model.trainable_variables)
+    before = by_key(model, WEIGHTS)
+    assert kdist.load_backup(model, tmp_path) == 4
+    loaded = by_key(model, (*WEIGHTS, "optimizer"))
+    assert any(not np.array_equal(before[k], loaded[k]) for k in before)  # it changed them
+    for key, value in loaded.items():
+        np.testing.assert_array_equal(value, saved[key], key)
+    assert int(np.asarray(model.optimizer.iterations.value)) == 4
+    kernel = model.get_layer("dense_in").kernel.value
+    assert kernel.sharding.is_fully_replicated and len(kernel.sharding.device_set) == 8
+
+
+def test_load_backup_with_an_unbuilt_optimizer_loads_the_weights_only(
+    keras: Any, tmp_path: Path
+) -> None:
+    saved = saved_arrays(saved_backup(keras, tmp_path, data_parallel))
+    model = build(keras, data_parallel, seed=SEED + 1)  # compiled; its optimizer unbuilt
+    assert kdist.load_backup(model, str(tmp_path)) == 4
+    for key, value in by_key(model, WEIGHTS).items():
+        np.testing.assert_array_equal(value, saved[key], key)
+    assert not model.optimizer.built  # nothing of the optimizer was made or loaded
+
+
+def test_load_backup_refuses_a_backup_of_another_model_naming_the_variable(
+    keras: Any, tmp_path: Path
+) -> None:
+    saved_backup(keras, tmp_path, data_parallel, units=16)
+    model = build(keras, data_parallel, units=32)
+    where = tmp_path / "step-000000004"
+    with pytest.raises(
+        kdist.BackupMismatchError,
+        match=rf"^The backup in {where} \(step 4\): 'sequential(_\d+)?/dense_in/kernel' "
+        r"\(trainable variable 0\) was saved as float32\[8, 16\]; this model's .* is "
+        r"float32\[8, 32\]\. The backup was written for another model: load it into a model "
+        r"built as the one that wrote it",
+    ):
+        kdist.load_backup(model, tmp_path)
+
+
+def test_load_backup_refuses_another_optimizer_and_says_how_to_load_the_weights_only(
+    keras: Any, tmp_path: Path
+) -> None:
+    saved_backup(keras, tmp_path, data_parallel)
+    model = build(keras, data_parallel)
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    with pytest.raises(
+        kdist.BackupMismatchError,
+        match=r"holds \d+ optimizer variables; this model has \d+\. .* or leave this model's "
+        r"optimizer unbuilt to load the weights only\.$",
+    ):
+        kdist.load_backup(model, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("prepare", "found"),
+    [
+        (lambda root: None, "no such directory"),
+        (lambda root: root.mkdir(), "an empty directory"),
+        (
+            lambda root: (root / "incoming-000000008" / "state").mkdir(parents=True),
+            r"no latest\.json, only backups never committed \(incoming-000000008: a save that "
+            r"was still being written when its job ended\)",
+        ),
+        (
+            lambda root: root.mkdir() or (root / "notes.txt").write_text("x"),
+            r"no latest\.json; it holds notes\.txt",
+        ),
+    ],
+    ids=["missing", "empty", "never-committed", "something-else"],
+)
+def test_load_backup_without_a_committed_backup_says_what_it_found(
+    keras: Any, tmp_path: Path, prepare: Callable[[Path], object], found: str
+) -> None:
+    root = tmp_path / "backup"
+    prepare(root)
+    model = build(keras, data_parallel)
+    with pytest.raises(
+        FileNotFoundError,
+        match=rf"^kdist\.load_backup: expected a committed backup of kdist\.BackupAndRestore in "
+        rf"{root} \(a latest\.json naming a step-\* folder beside it\); found {found}\. Give the "
+        r"backup_dir the callback saved into",
+    ):
+        kdist.load_backup(model, root)
+
+
+def test_load_backup_checks_its_arguments(keras: Any, tmp_path: Path) -> None:
+    with pytest.raises(kdist.ArgumentTypeError, match=r"model must be a Keras model"):
+        kdist.load_backup("model", tmp_path)
+    with pytest.raises(kdist.ArgumentTypeError, match=r"backup_dir must be a directory path"):
+        kdist.load_backup(build(keras, data_parallel), 7)
+    unbuilt = keras.Sequential([keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match=r"the model must be built before a backup is loaded"):
+        kdist.load_backup(unbuilt, tmp_path)

@@ -382,6 +382,46 @@ def test_a_kill_between_the_shard_files_and_the_commit_leaves_the_previous_backu
         assert_same_training_state(expected[pid], second[pid])
 
 
+def test_a_sigkill_while_orbax_writes_a_backup_leaves_the_previous_one_whole(
+    tmp_path: Path, reference: Any
+) -> None:
+    """Process 1 is SIGKILLed while Orbax writes the backup of step 8 (its write stalls
+    in Orbax's background thread, among the write's own futures: the checkpoint is not
+    finalized, process 0 waits for it at Orbax's barrier); the job ends, latest.json
+    still names step 4, whole, and the next run resumes from it and ends as the run that
+    was never stopped."""
+    expected = reference("dp")
+    backup_dir = tmp_path / "backup"
+    env = {"BACKUP_DIR": str(backup_dir), "BACKUP_SAVE_FREQ": "4"}
+    (tmp_path / "first").mkdir()
+    with Spawned(tmp_path / "first") as spawned:
+        job = start_job(spawned, {**env, "BACKUP_SEED": SEED, "BACKUP_STALL_WRITE": "1"})
+        wait_until(job, lambda: "orbax is writing" in job[1].stdout(), "the second write")
+        os.kill(job[1].pid, signal.SIGKILL)
+        killed = finish(job)
+    assert killed[1].returncode == -signal.SIGKILL
+    assert killed[0].returncode not in (0, None), killed[0].describe()  # ended with the job
+    assert json.loads((backup_dir / "latest.json").read_text())["backup"] == "step-000000004"
+    previous = backup_dir / "step-000000004"
+    assert sorted(p.name for p in previous.iterdir()) == [
+        "host-00000.json",
+        "host-00001.json",
+        "manifest.json",
+        "state",
+    ]
+    leftover = sorted(p.name for p in (backup_dir / "incoming-000000008").iterdir())
+    # Orbax's folder still has its temporary name: the write never completed.
+    assert "state" not in leftover and "manifest.json" not in leftover, leftover
+    assert any(name.startswith("state.orbax-checkpoint-tmp") for name in leftover), leftover
+
+    second = reports_of(run_job(tmp_path / "second", env))
+    for report in second:
+        assert report["restored_step"] == 4
+        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH
+    for pid in (0, 1):
+        assert_same_training_state(expected[pid], second[pid])
+
+
 # --- one writer per file; removed once -----------------------------------------------------------
 
 

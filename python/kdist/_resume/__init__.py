@@ -1,12 +1,16 @@
-"""Resuming training where it stopped: `kdist.BackupAndRestore`, the Keras callback.
+"""Resuming training where it stopped: `kdist.BackupAndRestore`, the Keras callback, and
+`kdist.load_backup`, which reads its backups into a model in any program.
 
 Rooms: `backup_and_restore` (the callback: when to save, what to put back, how a resumed
-epoch skips what was trained), `store` (the backup directory: one writer per file, the
-commit, reading shards back), `snapshot` (what a backup records of the model's variables
-and of the job, and whether a backup fits this job), `host_state` (Python's and NumPy's
-random states).
+epoch skips what was trained), `load_backup` (the latest backup's variables into a built
+model), `reading` (a backup's arrays onto a model's own variables, checked), `arrays`
+(the arrays on Orbax), `background` (one save at a time in the background), `store` (the
+backup directory: one writer per file, the commit), `snapshot` (what a backup records of
+the model's variables and of the job, and whether a backup fits a model), `host_state`
+(Python's and NumPy's random states).
 
-Imports: the leaves, `_start` (should_stop, barrier), `_keras` (Keras itself, through
-`import_keras`: the callback is a Keras class). Nothing imports this wing but the lazy
-name table of kdist/__init__.py, so `import kdist` never loads it (nor Keras).
+Imports: the leaves, `_together` (should_stop, barrier), `_keras` (Keras itself, through
+`import_keras`: the callback is a Keras class; `load_backup` imports no Keras). Nothing
+imports this wing but the lazy name table of kdist/__init__.py, so `import kdist` never
+loads it (nor Keras, nor Orbax).
 """

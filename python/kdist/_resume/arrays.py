@@ -5,10 +5,19 @@ Orbax (`orbax-checkpoint`, on TensorStore) writes each shard once, from the proc
 holds it, and restores each array onto whatever sharding it is asked for, reading only
 the parts of it that each process holds: a backup resumes on a job of another shape.
 
-Saving is in the background: `ArrayWriter.start` blocks only while the values are copied
-off the devices; Orbax writes them in a thread of its own, and `wait` returns once every
-process's part is written and Orbax has finalized the folder (an Orbax checkpoint is
-complete once its folder has its final name; kdist commits the backup after that).
+Saving is in the background: `ArrayWriter.start` blocks only while Orbax takes hold of
+the values on the host (on a CPU device a view of each buffer, no copy); Orbax writes them
+in a thread of its own, and `wait` returns once every process's part is written and Orbax
+has finalized the folder (an Orbax checkpoint is complete once its folder has its final
+name; kdist commits the backup after that).
+
+No copy is made on the devices first: the trainer donates its state's buffers to its next
+step, but a buffer that Orbax holds a host view of is not donated (XLA allocates the next
+step's state anew), so what is written is what was saved. Replica-parallel writing is off
+(Orbax's default slices each replicated array among its replicas, which costs a copy of
+every replicated array on the devices while the step waits): each array is written by
+one replica, the one Orbax's own single-replica rule picks. The checkpoint is an ordinary
+Orbax PyTree checkpoint: `orbax.checkpoint.StandardCheckpointer().restore` reads it.
 
 Orbax is an optional extra (`pip install kdist[backup]`): `load_orbax` imports it (which
 takes seconds) only when a callback is made or a backup is read, and says how to install
@@ -34,7 +43,7 @@ def load_orbax(user: str) -> Any:
         ImportError: orbax-checkpoint is not installed.
     """
     try:
-        import orbax.checkpoint as ocp
+        import orbax.checkpoint as ocp  # type: ignore[import-untyped, unused-ignore]
     except ImportError as error:
         raise ImportError(
             f"{user} stores its backups with Orbax (orbax-checkpoint), which is not "
@@ -54,15 +63,20 @@ class ArrayWriter:
 
     def __init__(self, user: str) -> None:
         ocp = load_orbax(user)
-        self._checkpointer = ocp.StandardCheckpointer()
+        self._ocp = ocp
+        # A registry of its own, so that no other Orbax user in the process is changed.
+        handler = ocp.type_handlers.ArrayHandler(use_replica_parallel=False)
+        registry = ocp.type_handlers.create_type_handler_registry(
+            (_jax_backend.array_type(), handler)
+        )
+        self._checkpointer = ocp.AsyncCheckpointer(
+            ocp.PyTreeCheckpointHandler(type_handler_registry=registry, use_compression=False)
+        )
 
     def start(self, directory: Path, values: Mapping[str, Any]) -> None:
         """Starts writing `values` (key -> jax.Array) into `directory / STATE`; returns
-        once they are off the devices (the write goes on in the background). Each value
-        is copied first: the trainer donates its state's buffers to its next step, and
-        on a CPU device the host's copy may share them."""
-        copies = {key: _jax_backend.copied(value) for key, value in values.items()}
-        self._checkpointer.save(directory / STATE, copies)
+        once Orbax holds them on the host (the write goes on in the background)."""
+        self._checkpointer.save(directory / STATE, args=self._ocp.args.PyTreeSave(dict(values)))
 
     def wait(self) -> None:
         """Returns once the write `start` began is complete in every process (raises what
@@ -76,6 +90,7 @@ class ArrayWriter:
 def restore(directory: Path, targets: Mapping[str, Any], user: str) -> dict[str, Any]:
     """The arrays of the backup in `directory`, each restored onto the sharding of its
     target (key -> a jax.Array whose shape, dtype and sharding the restored one takes).
+    Only the keys of `targets` are read (`kdist.load_backup` reads the weights alone).
 
     Raises:
         OSError: the backup's arrays cannot be read.
@@ -85,9 +100,14 @@ def restore(directory: Path, targets: Mapping[str, Any], user: str) -> dict[str,
         key: _jax_backend.abstract_array(value.shape, value.dtype, value.sharding)
         for key, value in targets.items()
     }
+    args = ocp.args.PyTreeRestore(
+        item=abstract,
+        restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+        partial_restore=True,
+    )
     try:
-        with ocp.StandardCheckpointer() as checkpointer:
-            restored: dict[str, Any] = checkpointer.restore(directory / STATE, abstract)
+        with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as checkpointer:
+            restored: dict[str, Any] = checkpointer.restore(directory / STATE, args=args)
     except Exception as error:  # Orbax raises ValueError, FileNotFoundError, its own errors
         raise OSError(f"{directory / STATE}: Orbax cannot read it ({error})") from error
     return restored

@@ -2,18 +2,18 @@
 
 A `keras.callbacks.BackupAndRestore` (importing this module imports Keras) that
 
-- saves with every process taking part, each writing only its own files (its shards and
-  where they are), and every process waiting at a `kdist.barrier` until the backup is
-  complete (store.py: the directory and why it is atomic);
-- saves sharded variables (`kdist.ModelParallel`, Keras's own `ModelParallel`): each
-  shard written once, by the process that holds it, and read back onto its device;
+- saves with every process taking part, as one Orbax checkpoint of global arrays written
+  in the background, each shard once by a process that holds it (arrays.py,
+  background.py), and commits the backup from process 0 once it is complete (store.py:
+  the directory and why it is atomic);
 - asks `kdist.should_stop(step)` after every batch, and when it turns True (a stop
   signal or `kdist.request_stop` anywhere in the job) saves at that same step in every
   process and stops training;
 - resumes at the next batch: the variables, the optimizer's and the metrics' state and
   the host's random state (host_state.py) are put back, and the batches of the resumed
   epoch that were already trained are read again but not trained on;
-- refuses a backup of another job's size or layout (snapshot.py);
+- resumes on a job of any shape or layout, each array restored onto this job's sharding
+  (reading.py), and refuses a backup of another model (snapshot.py);
 - removes the backup at the end of training once, from process 0, after every process
   has left training.
 """
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 from kdist import _jax_backend, _log
 from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import import_keras
-from kdist._resume import arrays, background, host_state, snapshot, store
+from kdist._resume import arrays, background, host_state, reading, snapshot, store
 from kdist._together import barrier as barriers
 from kdist._together import stop
 
@@ -64,17 +63,18 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
 
     A `keras.callbacks.BackupAndRestore`, with the same arguments, made for kdist's jobs:
 
-    - **Every process takes part, one writer per file.** Each process writes only its own
-      files: the shards of each variable it holds as their first copy (a replicated
-      variable is written once, by process 0), then where each one is. Process 0 writes
-      the manifest last and commits the backup. Every process waits until the backup
-      is complete (`kdist.barrier`) before it trains on.
-    - **Sharded variables.** Variables laid out by `kdist.ModelParallel` (or Keras's own
-      `ModelParallel`) across devices and processes are saved shard by shard and put
-      back, each shard on the device that held it, without gathering them anywhere.
-    - **Atomic.** A backup is written into a new directory and committed by a rename and
-      by replacing one small file that names it; a process killed at any moment leaves
-      the previous backup complete and loadable.
+    - **Every process takes part, one writer per file.** The arrays are one Orbax
+      checkpoint (`pip install "kdist[backup]"`): each shard of each variable written
+      once, by a process that holds it (a sharded variable of `kdist.ModelParallel` or
+      Keras's own `ModelParallel` is never gathered). Each process writes its own random
+      states; process 0 writes the manifest last and commits the backup.
+    - **In the background.** A save blocks the step only while Orbax takes hold of the
+      arrays on the host; Orbax writes them while training goes on, one save at a time
+      (the next save, the agreed stop and the end of training wait for it first).
+    - **Atomic.** A backup is written into a new directory and committed, once complete
+      in every process, by a rename and by replacing one small file that names it; a
+      process killed at any moment (in the middle of Orbax's write too) leaves the
+      previous backup complete and loadable.
     - **Stops together.** After every batch it asks `kdist.should_stop(step)` (`step`: the
       batches trained since training started, the same in every process). When a stop
       is requested (a stop signal such as SIGTERM to any process, or
@@ -91,10 +91,13 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
       `keras.utils.PyDataset`s whose batches depend only on their index, with whole
       epochs (no `steps_per_epoch`). Other data (Python generators, iterators) is read
       from its start again: docs/resume.md says what is replayed.
-    - **The same job only.** A backup is loaded only into a job with the same processes,
-      devices and layouts (mesh shape, axis names, the variables' shardings); another
-      raises `kdist.BackupMismatchError`, saying what the backup holds and what the job
-      has.
+    - **On any job shape, for the same model.** A backup loads into a job of other
+      processes, devices, mesh or distribution: each array is restored onto the
+      sharding the variable has there, and training goes on at the saved global step
+      (docs/resume.md: what stays exact). Another model (another number of variables,
+      or a variable of another shape or dtype) raises `kdist.BackupMismatchError`,
+      naming the difference. `kdist.load_backup` reads a backup into a model outside
+      training.
 
     `backup_dir` must be a directory every process sees (a shared file system across
     hosts), used for nothing else. The format: docs/resume.md.
@@ -349,7 +352,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         manifest = store.read_manifest(directory)
         position = _Position(int(manifest["step"]), int(manifest["epoch"]), int(manifest["batch"]))
         where = f"The backup in {directory} (step {position.step})"
-        values = restored_values(model, directory, manifest, where)
+        values = reading.restored_values(model, directory, manifest, where)
         host = store.read_host_file(directory, self._process_id)
         variables = snapshot.training_variables(model)
         metrics = []
@@ -379,24 +382,6 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             f"at the start of epoch {position.epoch}"
         )
         return position
-
-
-def restored_values(
-    model: Any, directory: Path, manifest: Mapping[str, Any], where: str
-) -> dict[str, Any]:
-    """The backup's value of every variable of `model`'s training state, by key, each on
-    the variable's own sharding in this job (read only where this process holds a part).
-
-    Raises:
-        kdist.BackupMismatchError: the backup is of another model.
-        OSError: the backup cannot be read.
-    """
-    variables = snapshot.training_variables(model)
-    current = [snapshot.describe(*entry) for entry in variables]
-    saved = [snapshot.Described.from_json(entry) for entry in manifest["variables"]]
-    snapshot.check_variables(saved, current, where)
-    targets = {arrays.key_of(group, i): v.value for group, i, v in variables}
-    return arrays.restore(directory, targets, "kdist.BackupAndRestore")
 
 
 class _SkipTrainedBatches:

@@ -64,16 +64,22 @@ class Described:
         return f"{self.path!r} ({self.group} variable {self.position})"
 
 
-def training_variables(model: Any) -> list[tuple[str, int, Any]]:
-    """(group, position, variable) of every variable of `model`'s training state."""
-    optimizer = getattr(model, "optimizer", None)
-    groups = (
-        ("trainable", model.trainable_variables),
-        ("non_trainable", model.non_trainable_variables),
-        ("optimizer", optimizer.variables if optimizer is not None else []),
-        ("metrics", model.metrics_variables),
-    )
-    return [(group, i, v) for group, variables in groups for i, v in enumerate(variables)]
+def training_variables(model: Any, groups: Sequence[str] = GROUPS) -> list[tuple[str, int, Any]]:
+    """(group, position, variable) of every variable of `model`'s training state, in the
+    groups `groups` (all four by default)."""
+    return [(group, i, v) for group in groups for i, v in enumerate(_variables(model, group))]
+
+
+def _variables(model: Any, group: str) -> list[Any]:
+    """The variables of one group of `model`'s training state."""
+    if group == "trainable":
+        return list(model.trainable_variables)
+    if group == "non_trainable":
+        return list(model.non_trainable_variables)
+    if group == "optimizer":
+        optimizer = getattr(model, "optimizer", None)
+        return list(optimizer.variables) if optimizer is not None else []
+    return list(model.metrics_variables)
 
 
 def describe(group: str, position: int, variable: Any) -> Described:
@@ -127,18 +133,31 @@ def job_in_words(job: Mapping[str, Any]) -> str:
     return f"{processes} {noun} with {sorted(per_process.items())} {kind} devices"
 
 
-def check_variables(saved: Sequence[Described], current: Sequence[Described], where: str) -> None:
+# What to do about a backup of another model, as the callback says it.
+RESTORE_OR_START_AFRESH = (
+    "restore it into the model that wrote it, or start from scratch by removing the backup "
+    "directory (or giving another backup_dir)."
+)
+
+
+def check_variables(
+    saved: Sequence[Described],
+    current: Sequence[Described],
+    where: str,
+    *,
+    groups: Sequence[str] = GROUPS,
+    advice: str = RESTORE_OR_START_AFRESH,
+) -> None:
     """Raises kdist.BackupMismatchError unless every variable of `current` has its
-    counterpart in `saved`, with the same shape and dtype (its layout may differ)."""
-    for group in GROUPS:
+    counterpart in `saved`, with the same shape and dtype (its layout may differ), in each
+    group of `groups`; `advice` says what to do about it."""
+    for group in groups:
         had = sum(1 for d in saved if d.group == group)
         has = sum(1 for d in current if d.group == group)
         if had != has:
             raise BackupMismatchError(
                 f"{where} holds {had} {group} variables; this model has {has}. The backup "
-                "was written for another model (or optimizer, or metrics): restore it into "
-                "the model that wrote it, or start from scratch by removing the backup "
-                "directory (or giving another backup_dir)."
+                f"was written for another model (or optimizer, or metrics): {advice}"
             )
     by_key = {(d.group, d.position): d for d in saved}
     for now in current:
@@ -147,7 +166,5 @@ def check_variables(saved: Sequence[Described], current: Sequence[Described], wh
             raise BackupMismatchError(
                 f"{where}: {then.name} was saved as {then.dtype}{list(then.shape)}; this "
                 f"model's {now.name} is {now.dtype}{list(now.shape)}. The backup was "
-                "written for another model: restore it into the model that wrote it, or "
-                "start from scratch by removing the backup directory (or giving another "
-                "backup_dir)."
+                f"written for another model: {advice}"
             )
