@@ -349,23 +349,44 @@ def test_a_backup_of_another_model_is_refused_naming_the_difference(
 # --- killed in the middle of a save ------------------------------------------------------------
 
 
+def killed_mid_save(
+    directory: Path, env: Mapping[str, str], knob: str, victim: int, marker: str
+) -> list[Finished]:
+    """A job of two with `knob` set, its process `victim` SIGKILLed once its output says
+    `marker` (the save of step 8 under way); both processes' ends, the other's asserted."""
+    directory.mkdir()
+    with Spawned(directory) as spawned:
+        job = start_job(spawned, {**env, "BACKUP_SEED": SEED, knob: str(victim)})
+        wait_until(job, lambda: marker in job[victim].stdout(), marker)
+        os.kill(job[victim].pid, signal.SIGKILL)
+        killed = finish(job)
+    assert killed[victim].returncode == -signal.SIGKILL
+    other = killed[1 - victim]
+    assert other.returncode not in (0, None), other.describe()  # ended with the job
+    return killed
+
+
+def assert_the_next_run_resumes_from_step_4(
+    directory: Path, env: Mapping[str, str], expected: list[dict[str, Any]]
+) -> None:
+    """The next run resumes from the backup of step 4 and ends as the uninterrupted run."""
+    second = reports_of(run_job(directory, env))
+    for report in second:
+        assert report["restored_step"] == 4
+        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH
+    for pid in (0, 1):
+        assert_same_training_state(expected[pid], second[pid])
+
+
 def test_a_kill_between_the_shard_files_and_the_commit_leaves_the_previous_backup(
     tmp_path: Path, reference: Any
 ) -> None:
     """Process 0 is SIGKILLed after every process wrote its files of step 8 (Orbax's
     arrays complete) and before it commits them (its commit, in the background, hangs
     there); the job ends, and the next run resumes from step 4."""
-    expected = reference("dp")
     backup_dir = tmp_path / "backup"
     env = {"BACKUP_DIR": str(backup_dir), "BACKUP_SAVE_FREQ": "4"}
-    (tmp_path / "first").mkdir()
-    with Spawned(tmp_path / "first") as spawned:
-        job = start_job(spawned, {**env, "BACKUP_SEED": SEED, "BACKUP_HANG_COMMIT": "0"})
-        wait_until(job, lambda: "committing" in job[0].stdout(), "the second commit")
-        os.kill(job[0].pid, signal.SIGKILL)
-        killed = finish(job)
-    assert killed[0].returncode == -signal.SIGKILL
-    assert killed[1].returncode not in (0, None), killed[1].describe()  # ended with the job
+    killed_mid_save(tmp_path / "first", env, "BACKUP_HANG_COMMIT", 0, "committing")
     assert json.loads((backup_dir / "latest.json").read_text())["backup"] == "step-000000004"
     leftover = backup_dir / "incoming-000000008"
     assert sorted(p.name for p in leftover.iterdir()) == [
@@ -373,13 +394,7 @@ def test_a_kill_between_the_shard_files_and_the_commit_leaves_the_previous_backu
         "host-00001.json",
         "state",
     ]  # Orbax's arrays of step 8 complete, no manifest: never committed, never read
-
-    second = reports_of(run_job(tmp_path / "second", env))
-    for report in second:
-        assert report["restored_step"] == 4
-        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH
-    for pid in (0, 1):
-        assert_same_training_state(expected[pid], second[pid])
+    assert_the_next_run_resumes_from_step_4(tmp_path / "second", env, reference("dp"))
 
 
 def test_a_sigkill_while_orbax_writes_a_backup_leaves_the_previous_one_whole(
@@ -390,17 +405,9 @@ def test_a_sigkill_while_orbax_writes_a_backup_leaves_the_previous_one_whole(
     finalized, process 0 waits for it at Orbax's barrier); the job ends, latest.json
     still names step 4, whole, and the next run resumes from it and ends as the run that
     was never stopped."""
-    expected = reference("dp")
     backup_dir = tmp_path / "backup"
     env = {"BACKUP_DIR": str(backup_dir), "BACKUP_SAVE_FREQ": "4"}
-    (tmp_path / "first").mkdir()
-    with Spawned(tmp_path / "first") as spawned:
-        job = start_job(spawned, {**env, "BACKUP_SEED": SEED, "BACKUP_STALL_WRITE": "1"})
-        wait_until(job, lambda: "orbax is writing" in job[1].stdout(), "the second write")
-        os.kill(job[1].pid, signal.SIGKILL)
-        killed = finish(job)
-    assert killed[1].returncode == -signal.SIGKILL
-    assert killed[0].returncode not in (0, None), killed[0].describe()  # ended with the job
+    killed_mid_save(tmp_path / "first", env, "BACKUP_STALL_WRITE", 1, "orbax is writing")
     assert json.loads((backup_dir / "latest.json").read_text())["backup"] == "step-000000004"
     previous = backup_dir / "step-000000004"
     assert sorted(p.name for p in previous.iterdir()) == [
@@ -413,13 +420,7 @@ def test_a_sigkill_while_orbax_writes_a_backup_leaves_the_previous_one_whole(
     # Orbax's folder still has its temporary name: the write never completed.
     assert "state" not in leftover and "manifest.json" not in leftover, leftover
     assert any(name.startswith("state.orbax-checkpoint-tmp") for name in leftover), leftover
-
-    second = reports_of(run_job(tmp_path / "second", env))
-    for report in second:
-        assert report["restored_step"] == 4
-        assert report["iterations"] == EPOCHS * STEPS_PER_EPOCH
-    for pid in (0, 1):
-        assert_same_training_state(expected[pid], second[pid])
+    assert_the_next_run_resumes_from_step_4(tmp_path / "second", env, reference("dp"))
 
 
 # --- one writer per file; removed once -----------------------------------------------------------
