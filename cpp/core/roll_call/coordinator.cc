@@ -76,7 +76,8 @@ struct Closing {
 // goes on to start JAX's service meanwhile: its bind does not conflict with
 // these connections, and a member that was slow to read "go" no longer delays
 // every other process's start. Owns everything it touches; nothing calls back
-// into the caller (no progress, no interrupt hook).
+// into the caller (no progress, no interrupt hook), not even its clock: the
+// thread outlives the roll call, so it reads a RealClock of its own.
 void CloseInBackground(EventPoller poller, std::unordered_map<uint64_t, Closing> open,
                        Nanos grace) {
   std::thread([poller = std::move(poller), open = std::move(open), grace]() mutable {
