@@ -17,12 +17,10 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import slurm_cluster
 from helpers.slurm_cluster import Cluster
 from helpers.slurm_events import (
     KERAS_BATCHES,
@@ -51,15 +49,6 @@ from helpers.support import KDIST_SCRIPT
 pytestmark = pytest.mark.slurm
 
 HOST = os.uname().nodename
-
-
-@pytest.fixture(scope="module")
-def slurm() -> Iterator[Cluster]:
-    try:
-        with slurm_cluster.cluster() as cluster:
-            yield cluster
-    except slurm_cluster.Unavailable as unavailable:
-        pytest.skip(str(unavailable))
 
 
 # --- starting -----------------------------------------------------------------------------

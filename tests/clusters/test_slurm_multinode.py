@@ -22,12 +22,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import slurm_cluster
 from helpers.slurm_cluster import Cluster
 from helpers.slurm_events import (
     STEP_SECONDS,
@@ -53,19 +51,10 @@ from helpers.support import KDIST_SCRIPT
 
 pytestmark = pytest.mark.slurm
 
-NODES = 2
+NODES = 2  # the slurm fixture's cluster (tests/clusters/conftest.py)
 # The lost-host window: a host that vanishes is named unreachable within it
 # (docs/configuration.md, "A lost host").
 LOST_HOST_SECONDS = 20
-
-
-@pytest.fixture(scope="module")
-def slurm() -> Iterator[Cluster]:
-    try:
-        with slurm_cluster.cluster(nodes=NODES) as cluster:
-            yield cluster
-    except slurm_cluster.Unavailable as unavailable:
-        pytest.skip(str(unavailable))
 
 
 def across(tasks: int) -> list[str]:

@@ -57,7 +57,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="S",
         help="the deadline of initialize() (default: KDIST_INIT_TIMEOUT, else 300)",
     )
-    parser.set_defaults(run=lambda args: run(as_json=args.json, timeout=args.timeout))
+    parser.set_defaults(run=_run_from)
+
+
+def _run_from(args: argparse.Namespace) -> int:
+    return run(as_json=args.json, timeout=args.timeout)
 
 
 _KEY = "kdist/bench/{}"
