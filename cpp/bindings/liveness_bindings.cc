@@ -29,10 +29,11 @@
 #include "liveness/liveness_spoke.h"
 #include "liveness/liveness_wire.h"
 #include "liveness/verdict_record.h"
-#include "net/address.h"
 #include "net/socket.h"
 #include "python_hooks.h"
 #include "roll_call/roll_call_options.h"
+#include "roll_call/roll_call_wire.h"
+#include "roll_call/worker.h"
 #include "stop/stop_board.h"
 #include "stop/stop_signals.h"
 #include "stop_bindings.h"
@@ -279,14 +280,20 @@ LivenessChannelPy* StartLivenessHubPy(const ClusterSpec& spec, StopBoardPy* boar
   return channel.release();
 }
 
+// Another process, after "go": the hub listens at the address that answered the roll call,
+// on the port "go" announced, and admits this process with the nonce "go" carried.
 LivenessChannelPy* JoinLivenessPy(const ClusterSpec& spec, StopBoardPy* board,
-                                  const std::string& hub_endpoint, const std::string& nonce,
-                                  const std::string& coordinator_host, int64_t coordinator_pid,
-                                  const std::string& record_path, double join_timeout,
-                                  double exit_flush_seconds) {
-  Result<Address> address = ParseAddress(hub_endpoint);
-  RaiseIfError(address.status());
-  Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
+                                  const WorkerResult& roll_call, const std::string& record_path,
+                                  double join_timeout, double exit_flush_seconds) {
+  const Reply& go = roll_call.go;
+  const std::string hub_host = roll_call.connected_to.Host();
+  if (go.shared.liveness_port <= 0 || go.shared.liveness_port > 65535) {
+    RaiseIfError(FailedPrecondition("process 0 announced no liveness port in \"go\" (got " +
+                                    std::to_string(go.shared.liveness_port) +
+                                    "): it could not listen for the channel"));
+  }
+  Result<Endpoint> endpoint =
+      EndpointFromLiteral(hub_host, static_cast<uint16_t>(go.shared.liveness_port));
   RaiseIfError(endpoint.status());
   const LiveMember self = ThisProcess(spec.process_id.value);
   auto channel = std::make_unique<LivenessChannelPy>(self, spec.on_peer_failure.value,
@@ -297,9 +304,10 @@ LivenessChannelPy* JoinLivenessPy(const ClusterSpec& spec, StopBoardPy* board,
   Result<std::unique_ptr<LivenessSpoke>> spoke = Internal("not run");
   {
     nb::gil_scoped_release release;
-    spoke = LivenessSpoke::Join(*endpoint, LiveJoin{self.process_id, nonce, self.host, self.pid},
-                                LiveMember{0, coordinator_host, coordinator_pid, address->host},
-                                options, stop, channel->Handler(), channel->clock);
+    spoke = LivenessSpoke::Join(
+        *endpoint, LiveJoin{self.process_id, go.shared.liveness_nonce, self.host, self.pid},
+        LiveMember{0, go.host, go.pid, hub_host}, options, stop, channel->Handler(),
+        channel->clock);
   }
   RaiseIfError(spoke.status());
   channel->spoke = std::move(*spoke);
@@ -402,13 +410,14 @@ void BindLiveness(nb::module_& m) {
         "signals, should_stop, barriers); `record_path`: where the records of the job's end "
         "are appended.");
   m.def("join_liveness", &JoinLivenessPy, nb::arg("spec"), nb::arg("board").none(),
-        nb::kw_only(), nb::arg("hub"), nb::arg("nonce"), nb::arg("coordinator_host"),
-        nb::arg("coordinator_pid"), nb::arg("record_path") = "", nb::arg("join_timeout") = 5.0,
-        nb::arg("exit_flush_seconds") = 1.0, nb::rv_policy::take_ownership,
-        nb::keep_alive<0, 2>(),
-        "Another process: connects to process 0's hub at `hub` (IP literal host:port) and is "
-        "admitted with `nonce` (GIL released); raises CoordinatorUnreachableError when it "
-        "cannot. Settings come from `spec`, as for start_liveness_hub.");
+        nb::arg("roll_call"), nb::kw_only(), nb::arg("record_path") = "",
+        nb::arg("join_timeout") = 5.0, nb::arg("exit_flush_seconds") = 1.0,
+        nb::rv_policy::take_ownership, nb::keep_alive<0, 2>(),
+        "Another process, after \"go\": connects to process 0's hub at the address that "
+        "answered `roll_call` (run_worker's result), on the port \"go\" announced, and is "
+        "admitted with the nonce \"go\" carried (GIL released); raises "
+        "CoordinatorUnreachableError when it cannot. Settings come from `spec`, as for "
+        "start_liveness_hub.");
 }
 
 }  // namespace bindings

@@ -311,22 +311,16 @@ def _run_roll_call(start: _Start) -> None:
     start.spec = start.spec.with_consistency(
         list(outcome.compared), outcome.shared.consistency_notes
     )
-    if outcome.service_endpoint is None:
+    if outcome.worker is None:
         return  # process 0: its hub is already up, and it starts JAX's service itself
-    start.reached_coordinator_at = outcome.service_endpoint
+    service_endpoint = outcome.worker.connected_to
+    start.reached_coordinator_at = service_endpoint
     # Joined on a helper thread while JAX starts (the join waits on the network with the
     # GIL released): the channel watches this process from the start of JAX's
     # initialize, at no cost to the start's time.
-    start.joining = liveness.BackgroundJoin(
-        start.spec,
-        outcome.service_endpoint,
-        outcome.shared,
-        outcome.coordinator_host,
-        outcome.coordinator_pid,
-        board=start.board,
-    )
+    start.joining = liveness.BackgroundJoin(start.spec, outcome.worker, board=start.board)
     waited_from = time.monotonic()
-    roll_call.wait_for_coordinator_service(start.spec, outcome.service_endpoint, start.deadline)
+    roll_call.wait_for_coordinator_service(start.spec, service_endpoint, start.deadline)
     start.timings["service_wait_s"] = time.monotonic() - waited_from
 
 

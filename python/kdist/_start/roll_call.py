@@ -32,17 +32,15 @@ def _progress(spec: _core.ClusterSpec) -> _log.Progress:
 class RollCallOutcome:
     """What a process takes from a roll call that ended in "go"."""
 
-    # The coordinator endpoint that answered (an IP literal "host:port", to probe
-    # for JAX's service); None in process 0.
-    service_endpoint: str | None
     # What "go" carried for the whole job (process 0: what it sent).
     shared: _core.JobShared
-    # Process 0's host name and pid as it said them in "go" (this process's own in 0).
-    coordinator_host: str = ""
-    coordinator_pid: int = 0
     # This process's environment fingerprint as compared: (name, value) pairs; empty
     # under consistency "off".
     compared: tuple[tuple[str, str], ...] = ()
+    # Another process's end of the roll call, as the core returned it: the coordinator
+    # endpoint that answered (an IP literal "host:port", to probe for JAX's service) and
+    # process 0's "go" (which join_liveness reads); None in process 0.
+    worker: _core.WorkerResult | None = None
 
 
 def _note_if_ctrl_c_cannot_interrupt() -> None:
@@ -80,7 +78,8 @@ def roll_call(
             others at once. initialize() starts importing JAX there.
 
     Returns:
-        The service endpoint to probe (None in process 0) and what "go" carried.
+        What "go" carried and, in processes other than 0, the core's result of
+        the roll call (the endpoint that answered, to probe for JAX's service).
 
     Raises:
         kdist.PortInUseError: process 0 found the coordinator port taken.
@@ -139,7 +138,7 @@ def roll_call(
         )
         shared.consistency_notes = summary.consistency_notes
         _warn_about_differences(shared.consistency_notes)
-        return RollCallOutcome(None, shared, host, pid, _compared(spec, environment))
+        return RollCallOutcome(shared, _compared(spec, environment))
     if on_waiting is not None:
         on_waiting()
     result = _core.run_worker(
@@ -161,9 +160,7 @@ def roll_call(
     )
     go = result.go
     _warn_about_differences(go.shared.consistency_notes)
-    return RollCallOutcome(
-        result.connected_to, go.shared, go.host, go.pid, _compared(spec, environment)
-    )
+    return RollCallOutcome(go.shared, _compared(spec, environment), worker=result)
 
 
 def wait_for_coordinator_service(

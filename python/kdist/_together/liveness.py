@@ -115,33 +115,21 @@ def start_hub(
 
 
 def join(
-    spec: _core.ClusterSpec,
-    service_endpoint: str,
-    shared: _core.JobShared,
-    coordinator_host: str,
-    coordinator_pid: int,
-    *,
-    board: _core.StopBoard,
+    spec: _core.ClusterSpec, roll_call: _core.WorkerResult, *, board: _core.StopBoard
 ) -> _core.LivenessChannel | None:
-    """Another process, after "go": joins process 0's hub at the address
-    that answered the roll call, on the port "go" announced.
+    """Another process, after "go": joins process 0's hub at the address that
+    answered the roll call, on the port "go" announced (`roll_call`: run_worker's
+    result).
 
-    Returns None (after logging why, once) where it cannot; the job then runs on
-    JAX's heartbeat alone for this process.
+    Returns None (after logging why, once) where it cannot (process 0 announced no
+    port, or its hub does not answer); the job then runs on JAX's heartbeat alone for
+    this process.
     """
-    if shared.liveness_port == 0:
-        _log_fallback(spec, "process 0 announced none (it could not listen)")
-        return None
-    host = service_endpoint.rsplit(":", 1)[0]
-    endpoint = f"{host}:{shared.liveness_port}"
     try:
         return _core.join_liveness(
             spec,
             board,
-            hub=endpoint,
-            nonce=shared.liveness_nonce,
-            coordinator_host=coordinator_host,
-            coordinator_pid=coordinator_pid,
+            roll_call,
             record_path=stop.verdict_file(),
             join_timeout=JOIN_TIMEOUT_SECONDS,
         )
@@ -159,21 +147,12 @@ class BackgroundJoin:
     """
 
     def __init__(
-        self,
-        spec: _core.ClusterSpec,
-        service_endpoint: str,
-        shared: _core.JobShared,
-        coordinator_host: str,
-        coordinator_pid: int,
-        *,
-        board: _core.StopBoard,
+        self, spec: _core.ClusterSpec, roll_call: _core.WorkerResult, *, board: _core.StopBoard
     ) -> None:
         self._channel: _core.LivenessChannel | None = None
 
         def run() -> None:
-            self._channel = join(
-                spec, service_endpoint, shared, coordinator_host, coordinator_pid, board=board
-            )
+            self._channel = join(spec, roll_call, board=board)
 
         self._thread = threading.Thread(target=run, name="kdist-liveness-join", daemon=True)
         self._thread.start()
