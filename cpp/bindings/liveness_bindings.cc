@@ -280,20 +280,13 @@ LivenessChannelPy* StartLivenessHubPy(const ClusterSpec& spec, StopBoardPy* boar
   return channel.release();
 }
 
-// Another process, after "go": the hub listens at the address that answered the roll call,
-// on the port "go" announced, and admits this process with the nonce "go" carried.
+// Another process, after "go": joins the hub where the roll call's result says it listens
+// (roll_call/worker.h, LivenessHubEndpoint), admitted with the nonce "go" carried.
 LivenessChannelPy* JoinLivenessPy(const ClusterSpec& spec, StopBoardPy* board,
                                   const WorkerResult& roll_call, const std::string& record_path,
                                   double join_timeout, double exit_flush_seconds) {
   const Reply& go = roll_call.go;
-  const std::string hub_host = roll_call.connected_to.Host();
-  if (go.shared.liveness_port <= 0 || go.shared.liveness_port > 65535) {
-    RaiseIfError(FailedPrecondition("process 0 announced no liveness port in \"go\" (got " +
-                                    std::to_string(go.shared.liveness_port) +
-                                    "): it could not listen for the channel"));
-  }
-  Result<Endpoint> endpoint =
-      EndpointFromLiteral(hub_host, static_cast<uint16_t>(go.shared.liveness_port));
+  Result<Endpoint> endpoint = LivenessHubEndpoint(roll_call);
   RaiseIfError(endpoint.status());
   const LiveMember self = ThisProcess(spec.process_id.value);
   auto channel = std::make_unique<LivenessChannelPy>(self, spec.on_peer_failure.value,
@@ -306,7 +299,7 @@ LivenessChannelPy* JoinLivenessPy(const ClusterSpec& spec, StopBoardPy* board,
     nb::gil_scoped_release release;
     spoke = LivenessSpoke::Join(
         *endpoint, LiveJoin{self.process_id, go.shared.liveness_nonce, self.host, self.pid},
-        LiveMember{0, go.host, go.pid, hub_host}, options, stop, channel->Handler(),
+        LiveMember{0, go.host, go.pid, endpoint->Host()}, options, stop, channel->Handler(),
         channel->clock);
   }
   RaiseIfError(spoke.status());

@@ -384,4 +384,13 @@ Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions
       "); check process 0's output for an error while it started JAX");
 }
 
+Result<Endpoint> LivenessHubEndpoint(const WorkerResult& result) {
+  const int64_t port = result.go.shared.liveness_port;
+  if (port == 0) {
+    return FailedPrecondition(
+        "process 0 announced no liveness channel in \"go\" (it could not listen for one)");
+  }
+  return EndpointFromLiteral(result.connected_to.Host(), static_cast<uint16_t>(port));
+}
+
 }  // namespace kdist

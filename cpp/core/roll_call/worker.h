@@ -43,6 +43,11 @@ Result<WorkerResult> RunWorker(const Hello& own, const Address& coordinator,
 Status WaitForCoordinatorService(const Endpoint& endpoint, const RollCallOptions& options,
                                  Clock& clock);
 
+// Where process 0's liveness hub listens, as "go" told this process: the address that
+// answered the roll call, on the port "go" announced (the wire refuses one out of range).
+// kFailedPrecondition when "go" announced none (process 0 could not listen): this process
+// then runs on JAX's heartbeat alone.
+Result<Endpoint> LivenessHubEndpoint(const WorkerResult& result);
 
 }  // namespace kdist
 

@@ -381,5 +381,25 @@ TEST(Worker, ServiceWaitHasADeadline) {
                      "process 0's JAX coordination service did not accept connections");
 }
 
+TEST(Worker, TheLivenessHubIsAtTheAddressThatAnsweredOnThePortGoAnnounced) {
+  WorkerResult result;
+  Result<Endpoint> answered = EndpointFromLiteral("::1", 5000);
+  KDIST_ASSERT_OK(answered);
+  result.connected_to = *answered;
+  result.go.shared.liveness_port = 40001;
+  Result<Endpoint> hub = LivenessHubEndpoint(result);
+  KDIST_ASSERT_OK(hub);
+  EXPECT_EQ(hub->ToString(), "[::1]:40001");
+}
+
+TEST(Worker, AGoWithoutALivenessPortSaysProcessZeroCouldNotListen) {
+  WorkerResult result;
+  Result<Endpoint> answered = EndpointFromLiteral("127.0.0.1", 5000);
+  KDIST_ASSERT_OK(answered);
+  result.connected_to = *answered;
+  KDIST_EXPECT_ERROR(LivenessHubEndpoint(result), StatusCode::kFailedPrecondition,
+                     "process 0 announced no liveness channel");
+}
+
 }  // namespace
 }  // namespace kdist
