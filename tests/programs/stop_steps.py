@@ -5,7 +5,7 @@ STOP_TEST_MODE chooses the program:
   agreed         should_stop every step; report the step it stopped at
   no_protocol    the same loop without should_stop (a stop signal ends it)
   request        as agreed, and process STOP_TEST_WHO calls request_stop("time limit")
-                 at step 20
+                 at step STOP_TEST_REQUEST_AT (20), before that step's should_stop
   drift          as agreed, process STOP_TEST_WHO runs one step behind the others
   python_handler as agreed, with a Python SIGTERM handler installed before initialize;
                  reports whether it ran and what reached_preemption_sync_point said
@@ -33,6 +33,7 @@ import numpy as np
 MODE = os.environ["STOP_TEST_MODE"]
 WHO = int(os.environ.get("STOP_TEST_WHO", "1"))
 STEP_SECONDS = float(os.environ.get("STOP_TEST_STEP_SECONDS", "0.003"))
+REQUEST_AT = int(os.environ.get("STOP_TEST_REQUEST_AT", "20"))
 
 handler_calls = []
 if MODE == "python_handler":
@@ -105,7 +106,7 @@ stop_seen_at = None
 for step in range(1000000):
     if MODE == "drift" and me == WHO and step > 0:
         time.sleep(STEP_SECONDS)  # one step behind
-    if MODE == "request" and me == WHO and step == 20:
+    if MODE == "request" and me == WHO and step == REQUEST_AT:
         kdist.request_stop("time limit")
     if MODE.startswith("stall") and me == WHO and step == 20:
         stuck()

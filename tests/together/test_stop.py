@@ -175,6 +175,33 @@ def test_a_request_from_code_is_named_with_its_reason(tmp_path: Path) -> None:
     ), results[0].describe()
 
 
+REQUEST_REPEATS = 10
+
+
+@pytest.mark.parametrize("who", [0, 1])
+def test_a_request_right_after_the_first_should_stop_is_always_an_agreed_stop(
+    tmp_path: Path, who: int
+) -> None:
+    """request_stop at step 1, before that step's should_stop: the request reaches process
+    0 before the requester's channel has told it "armed" at its first board tick (100 ms),
+    and process 0's own board has not been ticked either. The request carries its
+    sender's armed state and process 0 reads its own board first, so every run stops at
+    one agreed step, never "no process calls kdist.should_stop(step)"."""
+    for attempt in range(REQUEST_REPEATS):
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        with Spawned(folder) as spawned:
+            job = start_job(spawned, 2, "request", who=who, extra={"STOP_TEST_REQUEST_AT": "1"})
+            results = finish(job)
+        described = [r.describe() for r in results]
+        for result in results:
+            assert result.returncode == 143, described
+            assert "no process calls kdist.should_stop" not in result.stderr, described
+        steps = {report(r)["stopped_at"] for r in results}
+        assert len(steps) == 1 and None not in steps, described
+        assert "every process stops at step" in results[0].stderr, described
+
+
 def test_the_programs_handler_and_jax_s_preemption_sync_point_still_work(
     tmp_path: Path,
 ) -> None:

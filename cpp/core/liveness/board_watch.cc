@@ -2,16 +2,20 @@
 
 namespace kdist {
 
-BoardNews BoardWatch::Tick(Nanos now) {
-  BoardNews news;
-  StopBoard* board = options_.board;
-  if (board == nullptr) return news;
-  const uint64_t beats = board->beats();
+void BoardWatch::Observe(Nanos now) {
+  const uint64_t beats = options_.board->beats();
   if (!started_ || beats != last_beats_) {
     started_ = true;
     last_beats_ = beats;
     last_change_ = now;
   }
+}
+
+BoardNews BoardWatch::Tick(Nanos now) {
+  BoardNews news;
+  StopBoard* board = options_.board;
+  if (board == nullptr) return news;
+  Observe(now);
   news.armed = board->TakeArmed();
   news.signal_number = board->TakeSignal();
   news.urgent = news.signal_number != 0 && board->signals_received() > 1;
@@ -23,10 +27,11 @@ BoardNews BoardWatch::Tick(Nanos now) {
   return news;
 }
 
-ProgressReport BoardWatch::Report(int64_t process_id, Nanos now) const {
+ProgressReport BoardWatch::Report(int64_t process_id, Nanos now) {
   ProgressReport report;
   report.process_id = process_id;
   if (options_.board == nullptr) return report;
+  Observe(now);
   report.armed = options_.board->armed();
   report.step = options_.board->step();
   report.idle = started_ ? now - last_change_ : Nanos(0);

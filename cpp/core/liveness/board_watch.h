@@ -43,11 +43,16 @@ class BoardWatch {
 
   // What changed since the last tick, at `now` (a monotonic time).
   BoardNews Tick(Nanos now);
-  // This process's step and idle time, as of the last tick.
-  ProgressReport Report(int64_t process_id, Nanos now) const;
+  // This process's step and idle time at `now`: the board is read again first,
+  // so a beat since the last tick counts (an answer to a stall round never
+  // depends on when the tick ran).
+  ProgressReport Report(int64_t process_id, Nanos now);
   bool active() const { return options_.board != nullptr; }
 
  private:
+  // Reads the board's beat count: the idle time counts from the last change seen.
+  void Observe(Nanos now);
+
   StopOptions options_;
   uint64_t last_beats_ = 0;
   Nanos last_change_{0};

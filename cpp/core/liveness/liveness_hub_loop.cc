@@ -102,7 +102,7 @@ void LivenessHub::OnPeerNotice(int64_t from, const LiveNotice& notice,
       const LiveMember* member = book_.member(from);
       StopRequest request{from, member ? member->host : "", member ? member->pid : 0,
                           static_cast<int>(notice.signal_number), notice.message,
-                          notice.code == 1};
+                          notice.code == 1, notice.armed};
       OnStopRequest(request, local);
       return;
     }

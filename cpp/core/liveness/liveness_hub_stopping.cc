@@ -59,6 +59,9 @@ Status LivenessHub::Barrier(const std::string& name, int64_t index, Nanos timeou
 }
 
 void LivenessHub::OnStopRequest(const StopRequest& request, std::vector<LiveNotice>& local) {
+  // Process 0's own board is read now, not at its thread's next tick: a request
+  // that arrives first must still see that process 0 asks should_stop.
+  if (stop_.board != nullptr && stop_.board->armed()) stop_book_.OnArmed(0);
   ActOnStop(stop_book_.OnRequest(request, book_.Running(/*with_unjoined=*/false)), local);
 }
 

@@ -129,6 +129,7 @@ Status LivenessSpoke::RequestStop(const std::string& reason) {
   notice.kind = LiveKind::kStopRequest;
   notice.process_id = join_.process_id;
   notice.message = reason;
+  notice.armed = stop_.board != nullptr && stop_.board->armed();
   return Send(notice);
 }
 
@@ -231,6 +232,7 @@ void LivenessSpoke::Tick(Nanos now) {
     request.process_id = join_.process_id;
     request.signal_number = news.signal_number;
     request.code = news.urgent ? 1 : 0;
+    request.armed = stop_.board->armed();
     (void)Send(request);
   }
   if (news.stalled) {

@@ -19,6 +19,7 @@ enum LiveTag : uint8_t {
   kLiveTagCode = 23,
   kLiveTagAddress = 24,
   kLiveTagSince = 25,
+  kLiveTagArmed = 26,
 };
 
 constexpr size_t kMaxBarrierNameBytes = 256;
@@ -29,7 +30,7 @@ constexpr TagSet kJoinTags = {kTagProcessId, kLiveTagNonce, kTagHost, kTagPid};
 constexpr TagSet kNoticeTags = {kLiveTagKind,   kTagProcessId,  kTagHost,      kTagPid,
                                 kTagMessage,    kLiveTagBarrier, kLiveTagStep,  kLiveTagSignal,
                                 kLiveTagIndex,  kLiveTagName,   kLiveTagMillis, kLiveTagCode,
-                                kLiveTagAddress, kLiveTagSince};
+                                kLiveTagAddress, kLiveTagSince, kLiveTagArmed};
 
 constexpr std::string_view kChannel = "liveness";
 
@@ -87,6 +88,7 @@ std::string EncodeLiveNotice(const LiveNotice& notice) {
   if (notice.code != 0) w.Integer(kLiveTagCode, notice.code);
   if (!notice.address.empty()) w.String(kLiveTagAddress, notice.address, kMaxHostBytes);
   if (notice.since_unix_millis != 0) w.Integer(kLiveTagSince, notice.since_unix_millis);
+  if (notice.armed) w.Integer(kLiveTagArmed, 1);
   return w.Frame(kFrameLiveNotice);
 }
 
@@ -113,7 +115,7 @@ Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
   KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
                          FramePayload(frame, kFrameLiveNotice, kChannel));
   LiveNotice notice;
-  int64_t kind = 0, barrier = 1;
+  int64_t kind = 0, barrier = 1, armed = 0;
   KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kNoticeTags, [&](const Field& f) {
     switch (f.tag) {
       case kLiveTagKind: return ReadInteger(f, "kind", kind);
@@ -130,6 +132,7 @@ Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
       case kLiveTagCode: return ReadInteger(f, "code", notice.code);
       case kLiveTagAddress: return ReadString(f, kMaxHostBytes, "address", notice.address);
       case kLiveTagSince: return ReadInteger(f, "since", notice.since_unix_millis);
+      case kLiveTagArmed: return ReadInteger(f, "armed", armed);
       default: return Status::Ok();
     }
   }));
@@ -140,6 +143,7 @@ Result<LiveNotice> DecodeLiveNotice(std::string_view frame) {
   }
   notice.kind = static_cast<LiveKind>(kind);
   notice.barrier = barrier != 0;
+  notice.armed = armed != 0;
   return notice;
 }
 

@@ -52,7 +52,8 @@ enum class LiveKind : int64_t {
   // the one that asked to stop, in kStopQuery, kStopAt and kStopNow.
   kArmed = 7,           // -> 0: this process asked should_stop(step) for the first time
   kStopRequest = 8,     // -> 0: stop the job: `signal_number`, or `message` (the code's
-                        //    reason); `code` 1: a second signal ("now")
+                        //    reason); `code` 1: a second signal ("now"); `armed`: the
+                        //    sender had asked should_stop before it sent this
   kStopQuery = 9,       // 0 -> all: a stop was asked; answer with your step
   kStopStep = 10,       // -> 0: my last step (`step`; -1: none yet)
   kStopAt = 11,         // 0 -> all: every process stops at `step`
@@ -91,6 +92,11 @@ struct LiveNotice {
   // start of the silent window, milliseconds since the Unix epoch).
   std::string address;
   int64_t since_unix_millis = 0;
+  // kStopRequest: whether the sender had asked should_stop(step) before it sent
+  // the request. It travels with the request, so process 0 never decides "nobody
+  // asks should_stop" because the sender's kArmed (sent on its channel's next
+  // board tick) has not arrived yet.
+  bool armed = false;
 };
 
 std::string EncodeLiveJoin(const LiveJoin& join);

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-
 namespace kdist {
 
 StopBook::Action StopBook::OnRequest(const StopRequest& request,
                                      const std::set<int64_t>& running) {
+  if (request.armed) armed_.insert(request.process_id);
   if (ended_now_) return Action::kNone;
   if (request_) {
     // Already stopping: a second stop signal in a process ("now") ends the job

@@ -31,6 +31,10 @@ struct StopRequest {
   int signal_number = 0;  // 0: request_stop(reason) in code
   std::string reason;     // the code's reason, or "" for a signal
   bool urgent = false;    // a second stop signal in that process: end at once
+  // Whether that process had asked should_stop(step) before it asked to stop:
+  // known with the request itself, so the decision does not wait on (or race)
+  // the process's separate "armed" message.
+  bool armed = false;
 };
 
 class StopBook {
@@ -47,7 +51,8 @@ class StopBook {
   bool any_armed() const { return !armed_.empty(); }
 
   // A stop request. `running`: the processes still running (not finished or
-  // gone), process 0 included; those are asked for their step.
+  // gone), process 0 included; those are asked for their step. A requester that
+  // is armed counts as armed from here on (as OnArmed).
   Action OnRequest(const StopRequest& request, const std::set<int64_t>& running);
   // A process's answer to the query: its last reported step
   // (StopBoard::kNoStep when it never reported one).

@@ -52,6 +52,22 @@ TEST(BoardWatch, AStallIsProgressMissingForTheTimeoutAfterTheFirst) {
   EXPECT_TRUE(report.armed);
 }
 
+TEST(BoardWatch, AReportCountsABeatSinceTheLastTick) {
+  // A stall round's answer reads the board when it is asked, not as of the last tick.
+  StopBoard board;
+  StopOptions options;
+  options.board = &board;
+  options.stall_timeout = seconds(10);
+  BoardWatch watch(options);
+  board.Report(1);
+  EXPECT_FALSE(watch.Tick(seconds(0)).stalled);
+  board.Report(2);  // progress after the tick, before the question
+  const ProgressReport report = watch.Report(0, seconds(30));
+  EXPECT_EQ(report.step, int64_t{2});
+  EXPECT_EQ(report.idle, seconds(0));
+  EXPECT_EQ(watch.Report(0, seconds(33)).idle, seconds(3));
+}
+
 TEST(BoardWatch, WithoutABoardNothingHappens) {
   BoardWatch watch(StopOptions{});
   EXPECT_FALSE(watch.active());

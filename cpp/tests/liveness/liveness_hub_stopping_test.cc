@@ -124,6 +124,41 @@ TEST(LivenessHubStop, ARequestFromCodeIsNamedWithItsReason) {
                 std::to_string(at->step));
 }
 
+// request_stop on the first step after the first should_stop, before either
+// channel's thread has ticked (no sleep between them; the hub's clock is manual, so
+// no deadline passes): the stop is agreed on a step, never "nobody asks should_stop".
+// 50 jobs each, for a request in process 1 and in process 0.
+void ExpectAnAgreedStopForARequestBeforeAnyTick(int64_t requester) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    testing::ManualClock clock;
+    Job job;
+    job.clock = &clock;
+    job.with_boards = true;
+    KDIST_ASSERT_OK(StartJob(job, 2));
+    ASSERT_EQ(job.boards[0]->Report(0), StopBoard::Answer::kGoOn);
+    ASSERT_EQ(job.boards[1]->Report(0), StopBoard::Answer::kGoOn);
+    KDIST_ASSERT_OK(requester == 0 ? job.hub->RequestStop("time limit")
+                                   : job.spokes[0]->RequestStop("time limit"));
+    ASSERT_TRUE(WaitForKind(job.hub_inbox, LiveKind::kStopAt));
+    EXPECT_EQ(Find(job.hub_inbox, LiveKind::kStopNow), nullptr);
+    const LiveNotice* at = Find(job.hub_inbox, LiveKind::kStopAt);
+    EXPECT_EQ(at->process_id, requester);
+    EXPECT_EQ(at->step, int64_t{1});  // both answered step 0
+    ASSERT_TRUE(WaitForKind(*job.inboxes[0], LiveKind::kStopAt));
+    EXPECT_EQ(job.boards[0]->Report(1), StopBoard::Answer::kStop);
+    EXPECT_EQ(job.boards[1]->Report(1), StopBoard::Answer::kStop);
+  }
+}
+
+TEST(LivenessHubStop, ARequestInProcess1BeforeAnyTickIsAgreedOnAStep) {
+  ExpectAnAgreedStopForARequestBeforeAnyTick(1);
+}
+
+TEST(LivenessHubStop, ARequestInProcess0BeforeAnyTickIsAgreedOnAStep) {
+  ExpectAnAgreedStopForARequestBeforeAnyTick(0);
+}
+
 TEST(LivenessHubStop, ASecondSignalEndsTheJobNow) {
   Job job;
   job.with_boards = true;

@@ -45,6 +45,22 @@ TEST(LivenessWire, AnUnreachableNoticeCarriesItsAddressAndSinceWhen) {
   EXPECT_EQ(std::string(LiveKindName(LiveKind::kUnreachable)), std::string("unreachable"));
 }
 
+TEST(LivenessWire, AStopRequestCarriesWhetherItsSenderIsArmed) {
+  LiveNotice request = Self(LiveKind::kStopRequest, "time limit");
+  request.process_id = 1;
+  request.armed = true;
+  Result<LiveNotice> back = DecodeLiveNotice(EncodeLiveNotice(request));
+  KDIST_ASSERT_OK(back);
+  EXPECT_TRUE(back->armed);
+  request.armed = false;  // the default travels as no field at all
+  back = DecodeLiveNotice(EncodeLiveNotice(request));
+  KDIST_ASSERT_OK(back);
+  EXPECT_FALSE(back->armed);
+  LiveNotice armed = request;
+  armed.armed = true;
+  EXPECT_EQ(EncodeLiveNotice(armed).size(), EncodeLiveNotice(request).size() + 11);  // tag 26
+}
+
 TEST(LivenessWire, EncodersWriteTheTagsTheWireFixes) {
   // Every field's tag and the frame types, by number, in the order written:
   // the bytes a process of another build of this protocol version reads.

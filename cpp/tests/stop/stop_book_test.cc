@@ -37,6 +37,27 @@ TEST(StopBook, TheStopStepIsOnePastTheLargestReported) {
   EXPECT_EQ(book.OnStep(1, 44), StopBook::Action::kNone);  // answered already
 }
 
+TEST(StopBook, ARequesterThatAsksShouldStopIsArmedBeforeItsArmedMessageArrives) {
+  // The request overtook the requester's "armed" (sent on its channel's next tick):
+  // the request says so itself, and the stop is agreed, not immediate.
+  StopBook book;
+  StopRequest request = Signal(1, 0);
+  request.reason = "time limit";
+  request.armed = true;
+  EXPECT_EQ(book.OnRequest(request, {0, 1}), StopBook::Action::kQuery);
+  EXPECT_TRUE(book.any_armed());
+  EXPECT_EQ(book.OnStep(0, 0), StopBook::Action::kNone);
+  EXPECT_EQ(book.OnStep(1, 1), StopBook::Action::kDecided);
+  EXPECT_EQ(book.stop_step(), int64_t{2});
+}
+
+TEST(StopBook, ARequesterThatNeverAskedShouldStopAloneStillEndsTheJobAtOnce) {
+  StopBook book;
+  StopRequest request = Signal(1, 0);
+  request.armed = false;
+  EXPECT_EQ(book.OnRequest(request, {0, 1}), StopBook::Action::kStopNow);
+}
+
 TEST(StopBook, AProcessThatLeavesIsNotAwaited) {
   StopBook book;
   book.OnArmed(0);
