@@ -132,3 +132,69 @@ def test_off_compares_nothing_and_cluster_spec_says_what_was_compared(tmp_path: 
         assert result.returncode == 0, result.describe()
         names = [name for name, _ in result.report()["compared"]]  # type: ignore[union-attr]
         assert names[:2] == ["jax", "jaxlib"] and "XLA_FLAGS" in names, result.describe()
+
+
+# --- each process's own id in its arguments (roll_call/own_id_arguments.h) --------------
+
+
+def _run_with_arguments(
+    arguments: list[str], num_processes: int = 2, **extra: str
+) -> list[Finished]:
+    """Process i runs the script with `arguments`, "{id}" replaced by i."""
+    port = free_port()
+    envs = [
+        {**_env(i, port, **extra), "KERAS_DISTRIBUTION_NUM_PROCESSES": str(num_processes)}
+        for i in range(num_processes)
+    ]
+    commands = [
+        [sys.executable, str(SCRIPT), *(a.replace("{id}", str(i)) for a in arguments)]
+        for i in range(num_processes)
+    ]
+    return run_processes(commands, envs, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--worker_id={id}"],
+        ["--rank", "{id}", "--steps=10"],
+        ["--log-file", "out.{id}.log", "--lr=0.1"],
+    ],
+    ids=["flag value", "separate argument", "file name"],
+)
+def test_arguments_that_differ_only_by_each_processs_own_id_pass_silently_under_strict(
+    arguments: list[str],
+) -> None:
+    for result in _run_with_arguments(arguments, KDIST_CONSISTENCY="strict"):
+        assert result.returncode == 0, result.describe()
+        assert result.report()["ok"] is True, result.describe()
+        assert "the job's processes differ" not in result.stderr, result.describe()
+
+
+def test_own_ids_in_three_processes_arguments_are_silent_by_default() -> None:
+    # --lr=0.1 holds a "0" (process 0's id) and a "1" (process 1's) in every process:
+    # the same text everywhere is no difference, whose id it happens to be.
+    arguments = ["--multiprocess_test_worker_id={id}", "--lr=0.1", "shard-000{id}.tfrecord"]
+    for result in _run_with_arguments(arguments, num_processes=3):
+        assert result.returncode == 0, result.describe()
+        assert "the job's processes differ" not in result.stderr, result.describe()
+
+
+def test_another_value_in_one_process_is_reported_and_stopped_under_strict() -> None:
+    port = free_port()
+    commands = [
+        [sys.executable, str(SCRIPT), "--worker_id=0", "--lr=0.1"],
+        [sys.executable, str(SCRIPT), "--worker_id=1", "--lr=0.2"],
+    ]
+    warned = run_processes(commands, [_env(0, port), _env(1, port)], timeout=120)
+    for result in warned:
+        assert result.returncode == 0, result.describe()
+        assert "UserWarning: the job's processes differ" in result.stderr, result.describe()
+        assert "arguments: " in result.stderr and "in process 1 on host " in result.stderr
+    port = free_port()
+    strict = [_env(i, port, KDIST_CONSISTENCY="strict") for i in range(2)]
+    for result in run_processes(commands, strict, timeout=120):
+        assert result.returncode == 1, result.describe()
+        message = str(result.report()["message"])
+        assert "cannot work together under KDIST_CONSISTENCY=strict" in message, message
+        assert "arguments: " in message, message

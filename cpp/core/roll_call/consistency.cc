@@ -6,6 +6,7 @@
 
 #include "base/process_list.h"
 #include "base/text.h"
+#include "roll_call/own_id_arguments.h"
 
 namespace kdist {
 namespace {
@@ -153,6 +154,9 @@ Status ConsistencyCheck::Add(int64_t id, const Fingerprint& theirs,
     }
     const std::string value = match ? match->value : std::string(kNotSent);
     if (value == own_[i].value) continue;
+    if (own_[i].name == kArgumentsEntry && DifferOnlyByOwnIds(own_[i].value, 0, value, id)) {
+      continue;  // each process's own id in its arguments: how a job's processes differ
+    }
     others_[i][value].push_back(id);
     if (own_[i].must_match || policy_ == ConsistencyPolicy::kStrict) fatal.push_back(i);
   }

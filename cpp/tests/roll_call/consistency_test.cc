@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "roll_call/own_id_arguments.h"
 #include "testing/status_matchers.h"
 
 namespace kdist {
@@ -81,6 +82,28 @@ TEST(ConsistencyCheck, StrictFailsOnAnyDifference) {
   KDIST_EXPECT_ERROR(check.Add(1, With("0.10.2", "3.11.7", "--xla_x"), HostOf),
                      StatusCode::kFailedPrecondition,
                      "cannot work together under KDIST_CONSISTENCY=strict:\n  XLA_FLAGS:");
+}
+
+TEST(ConsistencyCheck, ArgumentsThatDifferOnlyByEachProcesssOwnIdPassEvenUnderStrict) {
+  // --worker_id=0 in process 0, --worker_id=1 and =2 in processes 1 and 2
+  // (roll_call/own_id_arguments.h); process 3 has --lr=0.2 where process 0 has --lr=0.1.
+  Fingerprint own = {{"arguments", "sha256:aaaaaaaaaaaaaaaa =1 6b86b273", false}};
+  ConsistencyCheck check(own, ConsistencyPolicy::kStrict);
+  KDIST_EXPECT_OK(check.Add(1, {{"arguments", "sha256:aaaaaaaaaaaaaaaa =1 6b86b273"}}, HostOf));
+  KDIST_EXPECT_OK(check.Add(2, {{"arguments", "sha256:aaaaaaaaaaaaaaaa =1 6b86b273"}}, HostOf));
+  EXPECT_EQ(check.Differences(HostOf), "");
+  KDIST_EXPECT_ERROR(
+      check.Add(3, {{"arguments", "sha256:aaaaaaaaaaaaaaaa 5feceb66 d4735e3a"}}, HostOf),
+      StatusCode::kFailedPrecondition, "processes 0-2 on hosts node-[0-2]; ");
+}
+
+TEST(ConsistencyCheck, OnlyTheArgumentsEntryKnowsOwnIds) {
+  Fingerprint own = {{"script", "sha256:aaaaaaaaaaaaaaaa =1", false}};
+  ConsistencyCheck check(own, ConsistencyPolicy::kWarn);
+  // What the rule would take for process 10's own id, in another entry: a difference.
+  ASSERT_TRUE(DifferOnlyByOwnIds("sha256:aaaaaaaaaaaaaaaa =1", 0, "sha256:aaaaaaaaaaaaaaaa =2", 10));
+  KDIST_EXPECT_OK(check.Add(10, {{"script", "sha256:aaaaaaaaaaaaaaaa =2"}}, HostOf));
+  EXPECT_NE(check.Differences(HostOf), "");
 }
 
 TEST(ConsistencyCheck, OffComparesNothing) {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,10 @@ PROGRAM_ENTRIES = frozenset({"script", "arguments"})
 # Longer values travel as their hash (kdist doctor shows them whole).
 MAX_VALUE_BYTES = 256
 _FORCED_CPU_COUNT = "--xla_force_host_platform_device_count="
+_DIGIT_RUN = re.compile(r"[0-9]+")
+# Arguments with more runs of digits than this are compared exactly (their digest): each
+# run's code takes 9 bytes of the value, which must stay under MAX_VALUE_BYTES.
+MAX_ARGUMENT_NUMBERS = 24
 
 
 @dataclass(frozen=True)
@@ -128,10 +133,45 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def _script(argv: Sequence[str]) -> tuple[str, str]:
-    """The main script's content hash and its arguments' hash (or why there is none)."""
+def own_id_arguments(arguments: Sequence[str], process_id: int | None) -> str:
+    """The arguments as the roll call compares them: their shape and their numbers, so that
+    each process's own id in them (`--worker_id=3`, `--rank 3`, `log.3.txt`) is no
+    difference, while any other difference is (the rule: `roll_call/own_id_arguments.h`
+    in the core, which reads this value, and docs/configuration.md).
+
+    "sha256:<shape> <code> ...": the shape is the digest of the arguments with every run of
+    digits replaced by "#"; each run's code is "=<width>" when its number is `process_id`,
+    else the first 8 hex digits of its SHA-256. Without a process id, without digits, or
+    with more than MAX_ARGUMENT_NUMBERS runs: "sha256:<digest>" of the arguments, compared
+    exactly.
+
+    Example:
+        >>> own_id_arguments(["--worker_id=3"], 3) == own_id_arguments(["--worker_id=0"], 0)
+        True
+        >>> own_id_arguments(["--lr=0.1"], 1) == own_id_arguments(["--lr=0.2"], 1)
+        False
+        >>> own_id_arguments([], 0)
+        'none'
+    """
+    if not arguments:
+        return "none"
+    joined = "\0".join(arguments)
+    runs = _DIGIT_RUN.findall(joined)
+    if process_id is None or not runs or len(runs) > MAX_ARGUMENT_NUMBERS:
+        return f"sha256:{_digest(joined.encode())}"
+    own = str(process_id)
+    codes = [
+        f"={len(run)}" if (run.lstrip("0") or "0") == own else _digest(run.encode())[:8]
+        for run in runs
+    ]
+    return f"sha256:{_digest(_DIGIT_RUN.sub('#', joined).encode())} {' '.join(codes)}"
+
+
+def _script(argv: Sequence[str], process_id: int | None) -> tuple[str, str]:
+    """The main script's content hash and its arguments (own_id_arguments), or why there is
+    no script."""
     main = argv[0] if argv else ""
-    arguments = "none" if len(argv) <= 1 else _digest("\0".join(argv[1:]).encode())
+    arguments = own_id_arguments(argv[1:], process_id)
     if not main or main == "-c":
         return "no script file (python -c or interactive)", arguments
     try:
@@ -203,6 +243,7 @@ def collect(
     argv: Sequence[str] | None = None,
     *,
     local_device_ids: Sequence[int] | None = None,
+    process_id: int | None = None,
     dev_dir: Path = Path("/dev"),
 ) -> tuple[Entry, ...]:
     """This process's fingerprint, in the order messages list it.
@@ -212,13 +253,16 @@ def collect(
         argv: The program's arguments. Defaults to None: `sys.argv`.
         local_device_ids: The devices this process was told to use (the resolved
             `local_device_ids`), when it was. Defaults to None: every device it sees.
+        process_id: This process's id in the job, when known: its own id in its
+            arguments is then no difference (own_id_arguments). Defaults to None: the
+            arguments are compared exactly.
         dev_dir: Where device nodes live. Defaults to `/dev`.
 
     Returns:
         The entries: the versions of jax, jaxlib, keras, kdist and Python; the device
         platform and the number of local devices; the operating system and machine;
         `XLA_FLAGS`; the other `JAX_*` settings; the main script's hash and its
-        arguments' hash.
+        arguments' shape and numbers (own_id_arguments).
 
     Example:
         >>> entries = collect({"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": "2"}, ["-c"])
@@ -242,7 +286,7 @@ def collect(
         if name.startswith("JAX_") and name not in _PER_PROCESS_JAX_VARIABLES
     )
     entries.append(Entry("JAX settings", " ".join(settings) or "none", False))
-    script, arguments = _script(argv)
+    script, arguments = _script(argv, process_id)
     entries.append(Entry("script", script, False))
     entries.append(Entry("arguments", arguments, False))
     return tuple(_shortened(entry) for entry in entries)

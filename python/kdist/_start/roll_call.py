@@ -105,7 +105,9 @@ def roll_call(
     pid = os.getpid()
     environment = [
         (entry.name, entry.value, entry.must_match)
-        for entry in environment_fingerprint.collect(local_device_ids=spec.local_device_ids)
+        for entry in environment_fingerprint.collect(
+            local_device_ids=spec.local_device_ids, process_id=spec.process_id
+        )
     ]
     if spec.process_id == 0:
         listener = _core.bind_coordinator_port(spec)
