@@ -7,8 +7,9 @@
 namespace kdist {
 namespace {
 
-// The values below are what kdist/_start/environment_fingerprint.py writes (its test,
-// tests/start/test_consistency.py, checks the same strings from the Python side):
+// The values below are of the form kdist/_start/environment_fingerprint.py writes (the
+// codes are SHA-256's first 8 hex digits of "0", "1", "2", "5", "0003"); the real jobs
+// of tests/start/test_consistency.py check that both languages agree on them:
 //   --worker_id=0 in process 0, --worker_id=3 in process 3
 constexpr char kWorker0[] = "sha256:1111111111111111 =1";
 constexpr char kWorker3[] = "sha256:1111111111111111 =1";
