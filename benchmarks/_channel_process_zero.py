@@ -9,8 +9,8 @@ acted on) and prints one JSON line: its port, the nonce, and its resident memory
 (the peak, VmHWM, reset there through /proc/self/clear_refs). Then it plays process 0's
 part on commands read from stdin, one per line, answering each with one JSON line:
   barrier  prints {"arriving": true}, then waits at barrier 0 "bench": {"released": ...}
-  finish   finishes (through JAX's barrier): {"finished": true}, then waits until every
-           process finished: {"done": <kAllDone's barrier flag>}
+  finish   finishes (through JAX's barrier): {"finished": true} once it has begun, then
+           waits until every process finished: {"done": <every process took JAX's barrier>}
   exit     stops the hub and leaves.
 The benchmark reads the peak memory from /proc/<pid>/status itself (a stall ends this
 process).
@@ -19,8 +19,8 @@ process).
 from __future__ import annotations
 
 import json
-import secrets
 import sys
+import threading
 from pathlib import Path
 
 from kdist import _core
@@ -37,9 +37,12 @@ def _say(**fields: object) -> None:
     print(json.dumps(fields), flush=True)
 
 
+def _finish(channel: _core.LivenessChannel, outcomes: list[_core.FinishOutcome]) -> None:
+    outcomes.append(channel.finish(True, 120.0))
+
+
 def main() -> None:
     n = int(sys.argv[1])
-    nonce = secrets.token_hex(16)
     board = _core.StopBoard()
     Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) starts from here
     before = _kib("VmRSS")
@@ -54,8 +57,9 @@ def main() -> None:
     request.stall_timeout = "3600"
     request.unreachable_timeout = "60"
     spec = _core.resolve(request, {})
-    channel = _core.start_liveness_hub(spec, board, nonce=nonce)
-    _say(port=channel.port, nonce=nonce, rss_before_kib=before)
+    shared = _core.JobShared()  # the hub writes its port and nonce there, for "go"
+    channel = _core.start_liveness_hub(spec, board, shared)
+    _say(port=shared.liveness_port, nonce=shared.liveness_nonce, rss_before_kib=before)
     for line in sys.stdin:
         command = line.strip()
         if command == "barrier":
@@ -63,9 +67,14 @@ def main() -> None:
             channel.barrier("bench", 0, 120.0)
             _say(released=True)
         elif command == "finish":
-            channel.finish(True)
+            # finish() says so and waits for the others: on a thread, so that the
+            # benchmark hears "finished" before it makes the others finish.
+            outcomes: list[_core.FinishOutcome] = []
+            waiting = threading.Thread(target=_finish, args=(channel, outcomes))
+            waiting.start()
             _say(finished=True)
-            _say(done=channel.wait_all_done(120.0))
+            waiting.join()
+            _say(done=outcomes == [_core.FinishOutcome.BARRIER])
         elif command == "exit":
             break
         else:

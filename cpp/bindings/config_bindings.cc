@@ -46,7 +46,7 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"collectives_interface", spec.collectives_interface.source},
       {"heartbeat_timeout", spec.heartbeat_timeout_seconds.source},
       {"shutdown_timeout", spec.shutdown_timeout_seconds.source},
-      {"unreachable_timeout", spec.unreachable_timeout_seconds.source},
+      {"unreachable_timeout", spec.unreachable_timeout.source},
       {"on_peer_failure", spec.on_peer_failure.source},
       {"consistency", spec.consistency.source},
       {"stop_signals", spec.stop_signals.source},
@@ -169,7 +169,7 @@ void BindConfig(nb::module_& m) {
                    "JAX's shutdown timeout in whole seconds (KDIST_SHUTDOWN_TIMEOUT; JAX's "
                    "default 300): the bound of its shutdown barrier.")
       .def_prop_ro("unreachable_timeout",
-                   [](const ClusterSpec& s) { return s.unreachable_timeout_seconds.value; },
+                   [](const ClusterSpec& s) { return NanosToSeconds(s.unreachable_timeout.value); },
                    "Seconds a process's host may answer nothing (it lost power or its "
                    "network) before the liveness channel names it unreachable and the job "
                    "ends (KDIST_UNREACHABLE_TIMEOUT; default 20); below heartbeat_timeout.")

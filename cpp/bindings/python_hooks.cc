@@ -8,7 +8,7 @@ namespace nb = nanobind;
 
 namespace kdist::bindings {
 
-void PythonHooks::Install(RollCallOptions& options) {
+void PythonHooks::Install(WaitOptions& options) {
   if (progress_) {
     options.progress = [this](const std::string& line) {
       if (error_) return;

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "base/status.h"
+#include "base/waiter.h"
 #include "casters.h"
-#include "roll_call/roll_call_options.h"
 
 namespace kdist::bindings {
 
@@ -29,7 +29,7 @@ class PythonHooks {
 
   // Sets options.progress (when there is a callback) and options.interrupted.
   // The hooks must outlive every call of them.
-  void Install(RollCallOptions& options);
+  void Install(WaitOptions& options);
 
   // With the GIL held: re-raises a Python exception caught in a hook, else
   // raises the kdist exception for `status` (see RaiseIfError).

@@ -150,13 +150,11 @@ WorkerResult RunWorkerPy(const ClusterSpec& spec, const std::string& jax_version
   return std::move(result).value();
 }
 
-void WaitForServicePy(const std::string& endpoint_text, int64_t num_processes,
+// JAX's service is where the roll call was answered: the endpoint run_worker connected
+// to, as it is (never its text parsed again).
+void WaitForServicePy(const WorkerResult& roll_call, int64_t num_processes,
                       const Deadline& deadline, std::optional<ProgressCallback> progress,
                       double progress_interval) {
-  Result<Address> address = ParseAddress(endpoint_text);
-  RaiseIfError(address.status());
-  Result<Endpoint> endpoint = EndpointFromLiteral(address->host, address->port);
-  RaiseIfError(endpoint.status());
   RollCallOptions options = Options(deadline, progress_interval);
   options.probe_interval = ServiceProbeInterval(num_processes);
   PythonHooks hooks(std::move(progress));
@@ -165,7 +163,7 @@ void WaitForServicePy(const std::string& endpoint_text, int64_t num_processes,
   Status status;
   {
     nb::gil_scoped_release release;
-    status = WaitForCoordinatorService(*endpoint, options, clock);
+    status = WaitForCoordinatorService(roll_call.connected_to, options, clock);
   }
   hooks.Finish(status);
 }
@@ -315,11 +313,11 @@ void BindRollCall(nb::module_& m) {
         "Another process's side of the roll call (GIL released while it waits). Raises "
         "CoordinatorUnreachableError, RendezvousError, RendezvousTimeoutError, or "
         "KeyboardInterrupt on Ctrl-C.");
-  m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("endpoint"), nb::kw_only(),
+  m.def("wait_for_coordinator_service", &WaitForServicePy, nb::arg("roll_call"), nb::kw_only(),
         nb::arg("num_processes"), nb::arg("deadline"), nb::arg("progress").none() = nb::none(),
         nb::arg("progress_interval") = 5.0,
-        "Waits until `endpoint` (an IP literal host:port, WorkerResult.connected_to) accepts "
-        "TCP connections, probing every ServiceProbeInterval(num_processes); raises RendezvousTimeoutError at the deadline.");
+        "Waits until JAX's service accepts TCP connections where `roll_call` (run_worker's "
+        "result) was answered, probing every ServiceProbeInterval(num_processes); raises RendezvousTimeoutError at the deadline.");
   m.attr("PROTOCOL_VERSION") = kProtocolVersion;
 }
 

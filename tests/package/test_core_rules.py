@@ -110,3 +110,10 @@ def test_the_load_generator_has_its_own_stub() -> None:
     ).stdout
     assert "def run_roll_call_load(spec: kdist._core.ClusterSpec" in stub
     assert "class RollCallLoadReport" in stub
+
+
+def test_the_verdict_events_the_launcher_reads_are_the_ones_the_core_writes() -> None:
+    from kdist._local_job.process import FAILURE_EVENTS, VerdictEvent
+
+    assert [event.value for event in VerdictEvent] == _core.verdict_event_names()
+    assert "unreachable" in {event.value for event in FAILURE_EVENTS}

@@ -113,6 +113,27 @@ def test_each_wing_imports_only_what_it_may(graph: import_graph.ImportGraph, win
     assert wrong == []
 
 
+def test_the_architecture_page_s_wing_table_says_what_may_import_holds() -> None:
+    """docs/architecture.md's table of the Python wings gives, in its last column, what each
+    wing may import: the same sets as MAY_IMPORT (the wing itself aside)."""
+    import re
+
+    from helpers.support import REPOSITORY
+
+    page = (REPOSITORY / "docs" / "architecture.md").read_text()
+    table = page.split("### The wings and their import rules", 1)[1].split("\n\n", 2)[1]
+    documented = {}
+    for row in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
+        wing = cells[0].strip("`").rstrip("/")
+        allowed = set(re.findall(r"`(_?\w+)`", cells[-1].split("(")[0]))
+        allowed |= {"leaves"} if re.match(r"leaves\b", cells[-1]) else set()
+        documented[wing] = allowed
+    expected = {wing: set(MAY_IMPORT[wing]) - {wing} for wing in ("leaves", *WINGS)}
+    expected["leaves"] = {"leaves"}
+    assert documented == expected
+
+
 def _imports_of(path: Path, package: str) -> bool:
     """Whether the module at `path` imports `package` (any import statement)."""
     for node in ast.walk(ast.parse(path.read_text())):

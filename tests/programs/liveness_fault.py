@@ -92,9 +92,9 @@ if FAULT == "exit0":
 
 if FAULT == "ignore":
     deadline = time.monotonic() + 30
-    while not kdist._together.liveness.reported_failures() and time.monotonic() < deadline:
+    while not kdist._together.leaving.reported_failures() and time.monotonic() < deadline:
         time.sleep(0.05)
-    say("done", reported=kdist._together.liveness.reported_failures())
+    say("done", reported=kdist._together.leaving.reported_failures())
     sys.exit(0)
 
 if FAULT == "none":

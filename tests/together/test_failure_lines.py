@@ -19,7 +19,7 @@ import pytest
 import kdist.testing
 from helpers.launched import ROOT
 from helpers.support import KDIST_SCRIPT, PROGRAMS, clean_env
-from kdist._together import liveness
+from kdist._together import leaving
 
 JAX_ERROR = "TypeError: cannot reshape array of shape (2,) (size 2) into shape 3 (size 3)"
 JAX_NOTE = "For simplicity, JAX has removed its internal frames"
@@ -44,13 +44,13 @@ def test_jax_errors_are_named_by_their_message_not_by_jax_note(jax_cpu: object) 
     # jax_cpu: this process's JAX backend starts as every in-process test expects it.
     error = caught(raise_from_jax)
     assert any(JAX_NOTE in note for note in getattr(error, "__notes__", [])), error
-    assert liveness.describe(error) == JAX_ERROR
+    assert leaving.describe(error) == JAX_ERROR
 
 
 def test_a_note_of_the_programs_own_does_not_name_the_error() -> None:
     error = ValueError("the batch has 3 rows, expected 4")
     error.add_note("see the docs")
-    assert liveness.describe(error) == "ValueError: the batch has 3 rows, expected 4"
+    assert leaving.describe(error) == "ValueError: the batch has 3 rows, expected 4"
 
 
 def test_a_chained_exception_is_named_by_the_one_raised() -> None:
@@ -60,7 +60,7 @@ def test_a_chained_exception_is_named_by_the_one_raised() -> None:
         except KeyError as missing:
             raise RuntimeError("the optimizer has no learning rate") from missing
 
-    assert liveness.describe(caught(chained)) == "RuntimeError: the optimizer has no learning rate"
+    assert leaving.describe(caught(chained)) == "RuntimeError: the optimizer has no learning rate"
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_a_chained_exception_is_named_by_the_one_raised() -> None:
 def test_every_kind_of_exception_is_named_by_type_and_first_line(
     error: BaseException, named: str
 ) -> None:
-    assert liveness.describe(error).startswith(named)
+    assert leaving.describe(error).startswith(named)
 
 
 def _fn_raises_from_jax() -> None:

@@ -29,7 +29,7 @@ std::string ClusterSpec::Fingerprint() const {
                                 ";shutdown_timeout=" +
                                 std::to_string(shutdown_timeout_seconds.value) +
                                 ";unreachable_timeout=" +
-                                Seconds(unreachable_timeout_seconds.value) +
+                                Seconds(NanosToSeconds(unreachable_timeout.value)) +
                                 ";consistency=" + std::string(ConsistencyPolicyName(consistency.value)) +
                                 ";stop_signals=" + FormatStopSignals(stop_signals.value) +
                                 ";stall_timeout=" +

@@ -41,8 +41,9 @@ struct ClusterSpec {
   // How long a process's host may answer nothing (no FIN, no RST: it lost
   // power or its network) before the liveness channel names it unreachable and
   // the job ends; TCP keepalive is sized from it (LivenessOptionsFor). Below
-  // the heartbeat timeout. Part of the fingerprint.
-  Sourced<double> unreachable_timeout_seconds;
+  // the heartbeat timeout. Part of the fingerprint. A duration, as the stall
+  // timeout is: it crosses into the channel without turning back into seconds.
+  Sourced<Nanos> unreachable_timeout;
   // What this process does when another fails or dies (config/policies.h).
   Sourced<PeerFailurePolicy> on_peer_failure;
   Sourced<ConsistencyPolicy> consistency;  // roll_call/consistency.h says what each compares
@@ -66,6 +67,11 @@ struct ClusterSpec {
   // process of the roll call must present; empty when unset. Never printed,
   // not part of the fingerprint. (The field keeps its name for the bindings.)
   Sourced<std::string> rendezvous_token;
+
+  // KDIST_VERDICT_FILE: where this process appends the records of how its job
+  // ended (liveness/verdict_record.h), for the launcher that started it; "" for
+  // none. Read once, here; a launcher sets it per process (not in the fingerprint).
+  Sourced<std::string> verdict_file;
 
   // Where process 0 binds the coordinator port, for the roll call and JAX's
   // service, when that is not every interface on the coordinator's port

@@ -90,16 +90,16 @@ Result<Sourced<std::optional<Nanos>>> ResolveStallTimeout(const Request& request
 // The unreachable timeout: seconds, at least 1 (the kernel counts keepalive
 // in whole seconds), and below JAX's heartbeat timeout, which would otherwise
 // end the job first (by SIGABRT, without kdist's line).
-Result<Sourced<double>> ResolveUnreachableTimeout(const Request& request, const Environment& env,
-                                                  const Sourced<int64_t>& heartbeat) {
+Result<Sourced<Nanos>> ResolveUnreachableTimeout(const Request& request, const Environment& env,
+                                                 const Sourced<int64_t>& heartbeat) {
   const std::optional<Raw> raw =
       Pick(request.unreachable_timeout, "unreachable_timeout", env, kEnvUnreachableTimeout, false);
   if (!raw) {
     const double fallback = kDefaultUnreachableTimeoutSeconds;
-    if (fallback < static_cast<double>(heartbeat.value)) return Sourced<double>{fallback, "default"};
+    if (fallback < static_cast<double>(heartbeat.value)) return Sourced<Nanos>{SecondsToNanos(fallback), "default"};
     // A heartbeat timeout at or below the default window: the window follows it.
-    return Sourced<double>{std::max(1.0, static_cast<double>(heartbeat.value) / 2),
-                           "default (half of heartbeat_timeout)"};
+    return Sourced<Nanos>{SecondsToNanos(std::max(1.0, static_cast<double>(heartbeat.value) / 2)),
+                          "default (half of heartbeat_timeout)"};
   }
   const std::string expected =
       "expected a number of seconds of at least 1 (how long a process's host may answer "
@@ -115,7 +115,7 @@ Result<Sourced<double>> ResolveUnreachableTimeout(const Request& request, const 
                              "unreachable timeout, or raise heartbeat_timeout "
                              "(KDIST_HEARTBEAT_TIMEOUT) above it");
   }
-  return Sourced<double>{*value, raw->source};
+  return Sourced<Nanos>{SecondsToNanos(*value), raw->source};
 }
 
 Result<Sourced<ConsistencyPolicy>> ResolveConsistency(const Request& request,
@@ -207,6 +207,14 @@ Result<Sourced<std::string>> ResolveRollCallToken(const Environment& env) {
   return Sourced<std::string>{*value, std::string(name)};
 }
 
+// The verdict file comes from the environment only: a launcher sets it for each
+// process it starts. Any path; "" (or unset) for none.
+Sourced<std::string> ResolveVerdictFile(const Environment& env) {
+  const std::string* path = Lookup(env, kEnvVerdictFile);
+  if (path == nullptr || path->empty()) return Sourced<std::string>{"", "default"};
+  return Sourced<std::string>{*path, std::string(kEnvVerdictFile)};
+}
+
 }  // namespace
 
 Status ResolveJobSettings(const Request& request, const Environment& env, ClusterSpec& spec) {
@@ -218,7 +226,7 @@ Status ResolveJobSettings(const Request& request, const Environment& env, Cluste
   KDIST_ASSIGN_OR_RETURN(spec.shutdown_timeout_seconds,
                          ResolveJaxTimeout(request.shutdown_timeout, "shutdown_timeout", env,
                                            kEnvShutdownTimeout, kDefaultShutdownTimeoutSeconds));
-  KDIST_ASSIGN_OR_RETURN(spec.unreachable_timeout_seconds,
+  KDIST_ASSIGN_OR_RETURN(spec.unreachable_timeout,
                          ResolveUnreachableTimeout(request, env, spec.heartbeat_timeout_seconds));
   KDIST_ASSIGN_OR_RETURN(spec.on_peer_failure, ResolveOnPeerFailure(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.consistency, ResolveConsistency(request, env));
@@ -226,8 +234,8 @@ Status ResolveJobSettings(const Request& request, const Environment& env, Cluste
   KDIST_ASSIGN_OR_RETURN(spec.stall_timeout, ResolveStallTimeout(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.cluster_detection, ResolveClusterDetection(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRollCallToken(env));
+  spec.verdict_file = ResolveVerdictFile(env);
   return Status::Ok();
 }
-
 
 }  // namespace kdist

@@ -48,6 +48,9 @@ inline constexpr std::string_view kEnvConsistency = "KDIST_CONSISTENCY";
 // How long a process's host may answer nothing before the liveness channel names
 // it unreachable (TCP keepalive is sized from it).
 inline constexpr std::string_view kEnvUnreachableTimeout = "KDIST_UNREACHABLE_TIMEOUT";
+// Where this process records how its job ended (set per process by kdist launch and
+// kdist.testing; liveness/verdict_record.h).
+inline constexpr std::string_view kEnvVerdictFile = "KDIST_VERDICT_FILE";
 // Stopping together: the signals that are stop requests, and the stall watchdog.
 inline constexpr std::string_view kEnvStopSignals = "KDIST_STOP_SIGNALS";
 inline constexpr std::string_view kEnvStallTimeout = "KDIST_STALL_TIMEOUT";

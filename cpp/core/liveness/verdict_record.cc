@@ -49,8 +49,33 @@ std::string JsonString(const std::string& text) {
 
 }  // namespace
 
+const char* VerdictEventName(VerdictEvent event) {
+  switch (event) {
+    case VerdictEvent::kFailed: return "failed";
+    case VerdictEvent::kPeerFailed: return "peer_failed";
+    case VerdictEvent::kDied: return "died";
+    case VerdictEvent::kUnreachable: return "unreachable";
+    case VerdictEvent::kStopNow: return "stop_now";
+    case VerdictEvent::kStopAt: return "stop_at";
+    case VerdictEvent::kStalled: return "stalled";
+  }
+  return "unknown";
+}
+
+std::optional<VerdictEvent> VerdictEventOf(LiveKind kind) {
+  switch (kind) {
+    case LiveKind::kFailed: return VerdictEvent::kPeerFailed;
+    case LiveKind::kDied: return VerdictEvent::kDied;
+    case LiveKind::kUnreachable: return VerdictEvent::kUnreachable;
+    case LiveKind::kStopNow: return VerdictEvent::kStopNow;
+    case LiveKind::kStopAt: return VerdictEvent::kStopAt;
+    case LiveKind::kJobStalled: return VerdictEvent::kStalled;
+    default: return std::nullopt;
+  }
+}
+
 std::string EncodeVerdictRecord(const VerdictRecord& r) {
-  return "{\"event\": " + JsonString(r.event) + ", \"process_id\": " +
+  return "{\"event\": " + JsonString(VerdictEventName(r.event)) + ", \"process_id\": " +
          std::to_string(r.process_id) + ", \"host\": " + JsonString(r.host) +
          ", \"pid\": " + std::to_string(r.pid) + ", \"message\": " + JsonString(r.message) +
          ", \"step\": " + std::to_string(r.step) + ", \"exit_status\": " +

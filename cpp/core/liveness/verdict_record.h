@@ -6,24 +6,48 @@
 //    "message": "RuntimeError: boom", "step": -1, "exit_status": 1,
 //    "reporter": 0, "line": "kdist: process 1 (host node-1, pid 4242) failed first: ..."}
 //
-// Events: "failed" (the reporter's own uncaught exception), "peer_failed" and
-// "died" (another process, the first failure), "stop_now" (the job stopped at
-// once; process_id is the process that asked), "stop_at" (the job agreed on a
-// stop step, `step`), "stalled" (the job ended by the stall watchdog; the
-// message names the stuck). exit_status is what the reporter leaves with, -1
-// when it goes on.
+// Events (VerdictEvent, named by VerdictEventName; declared here and nowhere else
+// in the core, and read by kdist._local_job.process.VerdictEvent, which a test holds
+// against verdict_event_names()): "failed" (the reporter's own uncaught exception),
+// "peer_failed" and "died" (another process, the first failure), "unreachable"
+// (another process's host answered nothing for the unreachable window), "stop_now"
+// (the job stopped at once; process_id is the process that asked), "stop_at" (the job
+// agreed on a stop step, `step`), "stalled" (the job ended by the stall watchdog; the
+// message names the stuck). exit_status is what the reporter leaves with, -1 when it
+// goes on.
 #ifndef KDIST_LIVENESS_VERDICT_RECORD_H_
 #define KDIST_LIVENESS_VERDICT_RECORD_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
+#include "liveness/liveness_wire.h"
 
 namespace kdist {
 
+enum class VerdictEvent {
+  kFailed,
+  kPeerFailed,
+  kDied,
+  kUnreachable,
+  kStopNow,
+  kStopAt,
+  kStalled,
+};
+inline constexpr VerdictEvent kAllVerdictEvents[] = {
+    VerdictEvent::kFailed, VerdictEvent::kPeerFailed, VerdictEvent::kDied,
+    VerdictEvent::kUnreachable, VerdictEvent::kStopNow, VerdictEvent::kStopAt,
+    VerdictEvent::kStalled};
+// "failed", "peer_failed", "died", "unreachable", "stop_now", "stop_at", "stalled".
+const char* VerdictEventName(VerdictEvent event);
+// The event a process records for a notice it acts on; nullopt for a notice that
+// is no verdict (an admission, a query, a finish).
+std::optional<VerdictEvent> VerdictEventOf(LiveKind kind);
+
 struct VerdictRecord {
-  std::string event;
+  VerdictEvent event = VerdictEvent::kFailed;
   int64_t process_id = 0;
   std::string host;
   int64_t pid = 0;

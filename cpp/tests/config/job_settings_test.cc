@@ -65,27 +65,27 @@ TEST(JobSettings, StallTimeoutIsOffByDefaultAndTakesSecondsOrOff) {
 TEST(JobSettings, UnreachableTimeoutIsTwentySecondsByDefault) {
   auto spec = Settings(Request{}, {});
   KDIST_ASSERT_OK(spec);
-  EXPECT_EQ(spec->unreachable_timeout_seconds.value, 20.0);
-  EXPECT_EQ(spec->unreachable_timeout_seconds.source, std::string("default"));
+  EXPECT_EQ(spec->unreachable_timeout.value, std::chrono::seconds(20));
+  EXPECT_EQ(spec->unreachable_timeout.source, std::string("default"));
 }
 
 TEST(JobSettings, UnreachableTimeoutTakesSecondsWithItsSource) {
   auto spec = Settings(Request{}, {{"KDIST_UNREACHABLE_TIMEOUT", "6.5"}});
   KDIST_ASSERT_OK(spec);
-  EXPECT_EQ(spec->unreachable_timeout_seconds.value, 6.5);
-  EXPECT_EQ(spec->unreachable_timeout_seconds.source, std::string("KDIST_UNREACHABLE_TIMEOUT"));
+  EXPECT_EQ(spec->unreachable_timeout.value, std::chrono::milliseconds(6500));
+  EXPECT_EQ(spec->unreachable_timeout.source, std::string("KDIST_UNREACHABLE_TIMEOUT"));
   Request request;
   request.unreachable_timeout = "8";
   spec = Settings(request, {});
   KDIST_ASSERT_OK(spec);
-  EXPECT_EQ(spec->unreachable_timeout_seconds.source, std::string("argument"));
+  EXPECT_EQ(spec->unreachable_timeout.source, std::string("argument"));
 }
 
 TEST(JobSettings, UnreachableTimeoutFollowsAShortHeartbeatByDefault) {
   auto spec = Settings(Request{}, {{"KDIST_HEARTBEAT_TIMEOUT", "12"}});
   KDIST_ASSERT_OK(spec);
-  EXPECT_EQ(spec->unreachable_timeout_seconds.value, 6.0);
-  EXPECT_EQ(spec->unreachable_timeout_seconds.source,
+  EXPECT_EQ(spec->unreachable_timeout.value, std::chrono::seconds(6));
+  EXPECT_EQ(spec->unreachable_timeout.source,
             std::string("default (half of heartbeat_timeout)"));
 }
 

@@ -4,7 +4,10 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "liveness/liveness_book.h"
 #include "testing/status_matchers.h"
 
 namespace kdist {
@@ -12,7 +15,7 @@ namespace {
 
 TEST(VerdictRecord, EncodesOneJsonObject) {
   VerdictRecord r;
-  r.event = "peer_failed";
+  r.event = VerdictEvent::kPeerFailed;
   r.process_id = 1;
   r.host = "node-1";
   r.pid = 4242;
@@ -39,20 +42,45 @@ TEST(VerdictRecord, AppendsOneLinePerRecord) {
   ASSERT_GE(fd, 0);
   close(fd);
   VerdictRecord r;
-  r.event = "stop_at";
+  r.event = VerdictEvent::kStopAt;
   r.step = 7;
   KDIST_EXPECT_OK(AppendVerdictRecord(path, r));
-  r.event = "stop_now";
+  r.event = VerdictEvent::kStopNow;
   KDIST_EXPECT_OK(AppendVerdictRecord(path, r));
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_EQ(text.str(), EncodeVerdictRecord({"stop_at", 0, "", 0, "", 7, -1, 0, ""}) + "\n" +
-                            EncodeVerdictRecord({"stop_now", 0, "", 0, "", 7, -1, 0, ""}) + "\n");
+  EXPECT_EQ(text.str(), EncodeVerdictRecord({VerdictEvent::kStopAt, 0, "", 0, "", 7, -1, 0, ""}) + "\n" +
+                            EncodeVerdictRecord({VerdictEvent::kStopNow, 0, "", 0, "", 7, -1, 0, ""}) + "\n");
   unlink(path);
   KDIST_EXPECT_OK(AppendVerdictRecord("", r));  // no file asked for: nothing to do
   KDIST_EXPECT_ERROR(AppendVerdictRecord("/nonexistent-dir/x", r), StatusCode::kUnavailable,
                      "cannot open /nonexistent-dir/x");
+}
+
+TEST(VerdictRecord, EveryEventHasItsOneName) {
+  std::vector<std::string> names;
+  for (VerdictEvent event : kAllVerdictEvents) names.push_back(VerdictEventName(event));
+  EXPECT_EQ(names, (std::vector<std::string>{"failed", "peer_failed", "died", "unreachable",
+                                             "stop_now", "stop_at", "stalled"}));
+}
+
+TEST(VerdictRecord, TheNoticesThatEndAJobAreVerdicts) {
+  EXPECT_EQ(VerdictEventOf(LiveKind::kFailed), VerdictEvent::kPeerFailed);
+  EXPECT_EQ(VerdictEventOf(LiveKind::kDied), VerdictEvent::kDied);
+  EXPECT_EQ(VerdictEventOf(LiveKind::kUnreachable), VerdictEvent::kUnreachable);
+  EXPECT_EQ(VerdictEventOf(LiveKind::kStopNow), VerdictEvent::kStopNow);
+  EXPECT_EQ(VerdictEventOf(LiveKind::kStopAt), VerdictEvent::kStopAt);
+  EXPECT_EQ(VerdictEventOf(LiveKind::kJobStalled), VerdictEvent::kStalled);
+  for (LiveKind kind : {LiveKind::kAdmitted, LiveKind::kFinished, LiveKind::kAllDone,
+                        LiveKind::kStopQuery, LiveKind::kBarrierDone}) {
+    EXPECT_FALSE(VerdictEventOf(kind).has_value()) << LiveKindName(kind);
+    EXPECT_EQ(EndsTheJob(kind), false) << LiveKindName(kind);
+  }
+  for (LiveKind kind : {LiveKind::kFailed, LiveKind::kDied, LiveKind::kUnreachable,
+                        LiveKind::kStopNow, LiveKind::kJobStalled}) {
+    EXPECT_TRUE(EndsTheJob(kind) && VerdictEventOf(kind)) << LiveKindName(kind);
+  }
 }
 
 }  // namespace

@@ -19,15 +19,19 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kdist._local_job.output import Output, copy_lines, is_gloo_connected_note, shortened, table
-from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process, die_with_parent_hook
+from kdist._local_job.process import (
+    FAILURE_EVENTS,
+    VERDICT_FILE_VARIABLE,
+    Process,
+    VerdictEvent,
+    die_with_parent_hook,
+)
 
 POLL_SECONDS = 0.05
 _READER_JOIN_SECONDS = 5.0
 # After the first failure, how long the others get to leave by themselves (kdist's
 # liveness channel ends them within about a second) before they are signalled.
 SETTLE_SECONDS = 3.0
-# Record events that name the job's first failure.
-_FAILURE_EVENTS = ("failed", "peer_failed", "died", "unreachable")
 
 # What sees each line a process writes: the process, whether it is a stderr line, the line.
 LineHook = Callable[[Process, bool, bytes], None]
@@ -66,7 +70,7 @@ class Job:
     @property
     def blamed(self) -> int | None:
         """The process kdist's channel named as the job's first failure, if it did."""
-        for record in self.records(_FAILURE_EVENTS):
+        for record in self.records(FAILURE_EVENTS):
             named = record.get("process_id")
             if isinstance(named, int) and 0 <= named < len(self.processes):
                 return named
@@ -77,9 +81,12 @@ class Job:
         words: "every process stopped at step 42: process 1 (host h, pid 9) asked to
         stop (SIGTERM)"; None when it did neither."""
         for event, how in (
-            ("stalled", "the job stalled: {message}"),
-            ("stop_now", "the job stopped at once: {who} asked to stop ({message})"),
-            ("stop_at", "every process stopped at step {step}: {who} asked to stop ({message})"),
+            (VerdictEvent.STALLED, "the job stalled: {message}"),
+            (VerdictEvent.STOP_NOW, "the job stopped at once: {who} asked to stop ({message})"),
+            (
+                VerdictEvent.STOP_AT,
+                "every process stopped at step {step}: {who} asked to stop ({message})",
+            ),
         ):
             found = self.records((event,))
             if found:
@@ -92,7 +99,7 @@ class Job:
         """ "process 1 (host h, pid 9): ValueError: boom": the process, and what kdist
         recorded as its failure (else the exception its traceback names)."""
         message = process.raised
-        for record in self.records(_FAILURE_EVENTS):
+        for record in self.records(FAILURE_EVENTS):
             if record.get("process_id") == process.process_id and record.get("message"):
                 message = str(record["message"])
                 break
@@ -112,15 +119,15 @@ class Job:
         """One line per process: id, host, pid, how it ended, when, its last error line;
         the first failure (or the process that asked the job to stop, or the stuck one)
         marked."""
-        decided = self.records(("stop_now", "stop_at", "stalled"))
-        if decided and not self.records(_FAILURE_EVENTS):
+        decided = self.records((VerdictEvent.STOP_NOW, VerdictEvent.STOP_AT, VerdictEvent.STALLED))
+        if decided and not self.records(FAILURE_EVENTS):
             named = decided[0].get("process_id")
             first = (
                 self.processes[named]
                 if isinstance(named, int) and 0 <= named < len(self.processes)
                 else None
             )
-            stalled = decided[0].get("event") == "stalled"
+            stalled = decided[0].get("event") == VerdictEvent.STALLED
             legend = "(* the stuck process)" if stalled else "(* the process asked to stop)"
         else:
             first, legend = self.first_failure(), "(* the first failure)"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import enum
 import json
 import os
 import signal
@@ -100,8 +101,31 @@ def signal_name(number: int) -> str:
 
 
 # The variable that names the file where kdist appends each process's records of how
-# its job ended (JSON lines, the core's liveness/verdict_record.h): read, not the lines parsed.
+# its job ended (JSON lines, the core's liveness/verdict_record.h): read, not the lines
+# parsed. The core reads it once, when it resolves the process's settings.
 VERDICT_FILE_VARIABLE = "KDIST_VERDICT_FILE"
+
+
+class VerdictEvent(enum.StrEnum):
+    """A verdict record's event: the core's VerdictEvent names (liveness/verdict_record.h;
+    tests/package/test_core_rules.py holds the two lists against each other)."""
+
+    FAILED = "failed"  # the reporter's own uncaught exception
+    PEER_FAILED = "peer_failed"  # another process failed first
+    DIED = "died"  # another process's connection closed without a finish
+    UNREACHABLE = "unreachable"  # another process's host answered nothing
+    STOP_NOW = "stop_now"  # the job stopped at once
+    STOP_AT = "stop_at"  # the job agreed on a stop step
+    STALLED = "stalled"  # the stall watchdog ended the job
+
+
+# The events that name the job's first failure.
+FAILURE_EVENTS = (
+    VerdictEvent.FAILED,
+    VerdictEvent.PEER_FAILED,
+    VerdictEvent.DIED,
+    VerdictEvent.UNREACHABLE,
+)
 
 
 @dataclass
@@ -177,7 +201,7 @@ class Process:
         records = self.records()
         ends = [r for r in records if r.get("exit_status", -1) != -1]
         if not ends:
-            ends = [r for r in records if r.get("event") == "stop_at"]
+            ends = [r for r in records if r.get("event") == VerdictEvent.STOP_AT]
         if ends:
             return str(ends[-1].get("line", ""))
         return self.raised

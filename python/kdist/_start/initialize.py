@@ -10,7 +10,7 @@ import time
 from kdist import _core, _devices, _jax_backend, _state
 from kdist._errors import ConfigError, InitializationOrderError
 from kdist._start import collectives, config, roll_call, seed
-from kdist._together import liveness, stop
+from kdist._together import leaving, opening, stop
 
 _lock = threading.Lock()
 _logger = logging.getLogger("kdist")
@@ -244,7 +244,7 @@ class _Start:
         self.deadline = _core.Deadline(spec.timeout)
         # Process 0's hub, or another process's join under way (None without the roll call).
         self.hub: _core.LivenessChannel | None = None
-        self.joining: liveness.BackgroundJoin | None = None
+        self.joining: opening.BackgroundJoin | None = None
         # The coordinator as this process reached it: after the roll call, the IP literal
         # that answered (the others: the configured address).
         self.reached_coordinator_at: str | None = None
@@ -275,7 +275,7 @@ def _join_job(start: _Start, coordinator: str) -> None:
     _check_jax_not_started()
     if start.roll_call and spec.process_id == 0:
         # Before the roll call: "go" announces the hub's port and nonce.
-        start.hub = liveness.start_hub(spec, start.shared, start.board)
+        start.hub = opening.start_hub(spec, start.shared, start.board)
     try:
         if start.roll_call:
             _run_roll_call(start)
@@ -313,14 +313,13 @@ def _run_roll_call(start: _Start) -> None:
     )
     if outcome.worker is None:
         return  # process 0: its hub is already up, and it starts JAX's service itself
-    service_endpoint = outcome.worker.connected_to
-    start.reached_coordinator_at = service_endpoint
+    start.reached_coordinator_at = outcome.worker.connected_to
     # Joined on a helper thread while JAX starts (the join waits on the network with the
     # GIL released): the channel watches this process from the start of JAX's
     # initialize, at no cost to the start's time.
-    start.joining = liveness.BackgroundJoin(start.spec, outcome.worker, board=start.board)
+    start.joining = opening.BackgroundJoin(start.spec, outcome.worker, board=start.board)
     waited_from = time.monotonic()
-    roll_call.wait_for_coordinator_service(start.spec, service_endpoint, start.deadline)
+    roll_call.wait_for_coordinator_service(start.spec, outcome.worker, start.deadline)
     start.timings["service_wait_s"] = time.monotonic() - waited_from
 
 
@@ -357,7 +356,7 @@ def _install_liveness(start: _Start) -> None:
     waited_from = time.monotonic()
     channel = start.hub if start.joining is None else start.joining.result()
     if channel is not None:
-        liveness.install(channel, start.spec)
+        leaving.install(channel, start.spec)
         start.channel = channel
         start.timings["liveness_s"] = time.monotonic() - waited_from
 
@@ -368,7 +367,7 @@ def _abort_start(start: _Start, error: BaseException) -> None:
     joined = start.joining.result() if start.joining is not None else None
     for opened in (start.hub, joined):
         if opened is not None:
-            opened.report_failure(f"kdist.initialize() failed: {liveness.describe(error)}")
+            opened.report_failure(f"kdist.initialize() failed: {leaving.describe(error)}")
             opened.stop()
 
 
@@ -471,8 +470,8 @@ def shutdown() -> None:
         active = _state.active_spec()
         if active is None:
             return
-        barrier = liveness.finish(barrier=True)
-        channel = liveness.uninstall()
+        barrier = leaving.finish(barrier=True)
+        channel = leaving.uninstall()
         if active.coordinator_address is not None:
             if barrier:
                 _jax_backend.shutdown_distributed()

@@ -166,16 +166,17 @@ def roll_call(
 
 
 def wait_for_coordinator_service(
-    spec: _core.ClusterSpec, endpoint: str, deadline: _core.Deadline
+    spec: _core.ClusterSpec, roll_call: _core.WorkerResult, deadline: _core.Deadline
 ) -> None:
-    """Waits until process 0's JAX coordination service accepts connections.
+    """Waits until process 0's JAX coordination service accepts connections, at the
+    endpoint that answered this process's roll call (`roll_call.connected_to`).
 
     Called after the roll call's "go" (and after importing JAX), so JAX's
     client connects at its first try instead of sleeping in its own retry.
 
     Args:
         spec: The resolved configuration.
-        endpoint: The IP literal "host:port" that `roll_call` returned.
+        roll_call: What `roll_call` returned for this process (run_worker's result).
         deadline: The whole start's deadline, made when initialize() began.
 
     Raises:
@@ -183,17 +184,11 @@ def wait_for_coordinator_service(
         KeyboardInterrupt: Ctrl-C while waiting.
 
     Example:
-        >>> import socket
-        >>> from kdist import _core
-        >>> from kdist._start import config, roll_call
-        >>> spec = config.resolve("127.0.0.1:1", 2, 1, timeout=1)
-        >>> with socket.create_server(("127.0.0.1", 0)) as server:
-        ...     port = server.getsockname()[1]
-        ...     roll_call.wait_for_coordinator_service(
-        ...         spec, f"127.0.0.1:{port}", _core.Deadline(1))
+        >>> outcome = roll_call.roll_call(spec, deadline, shared)  # doctest: +SKIP
+        >>> roll_call.wait_for_coordinator_service(spec, outcome.worker, deadline)  # doctest: +SKIP
     """
     _core.wait_for_coordinator_service(
-        endpoint,
+        roll_call,
         num_processes=spec.num_processes,
         deadline=deadline,
         progress=_progress(spec),

@@ -44,9 +44,6 @@ from kdist._errors import ArgumentTypeError
 # its stderr, for the stall watchdog: the core's (a real-time signal nothing else uses),
 # raised by the liveness channel's thread.
 STACK_SIGNAL = _core.stack_signal()
-# The name of the variable that names the file where this process appends the records of
-# its job's end (JSON lines; kdist launch sets it for every process).
-VERDICT_FILE_VARIABLE = "KDIST_VERDICT_FILE"
 
 
 @dataclass
@@ -69,11 +66,6 @@ def signal_numbers(spec: _core.ClusterSpec) -> list[int]:
     return list(spec.stop_signal_numbers)
 
 
-def verdict_file() -> str:
-    """Where this process appends the records of its job's end ("" for nowhere)."""
-    return os.environ.get(VERDICT_FILE_VARIABLE, "")
-
-
 def prepare(spec: _core.ClusterSpec) -> _core.StopBoard:
     """Before JAX's initialize: records the handlers the program installed for the stop
     signals (JAX is about to replace them) and makes this process's board."""
@@ -89,7 +81,7 @@ def prepare(spec: _core.ClusterSpec) -> _core.StopBoard:
 
 def start_lone_channel(spec: _core.ClusterSpec, board: _core.StopBoard) -> _core.LivenessChannel:
     """A channel of this process alone: its own signals, stalls and barriers."""
-    return _core.start_liveness_hub(spec, board, nonce="", record_path=verdict_file(), alone=True)
+    return _core.start_liveness_hub(spec, board, None, alone=True)
 
 
 def activate(
@@ -143,7 +135,7 @@ def stopped_status() -> int | None:
 
 def _lone_at_exit() -> None:
     """A process outside any job (or a job of one) that stopped at its stop step leaves
-    with its stop status (see liveness._at_exit for jobs)."""
+    with its stop status (see leaving._at_exit for jobs)."""
     status = stopped_status()
     if status is None:
         return

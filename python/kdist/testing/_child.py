@@ -11,8 +11,9 @@ its traceback. A failure is then raised again, so that the process ends as any
 Python program does: the traceback on stderr, kdist's liveness channel telling the
 other processes, exit status 1.
 
-SIGUSR1 prints every thread's Python stack to stderr (run_job sends it, at its timeout,
-to each process still running, before it kills them).
+The core's stack signal (`_records.stacks_signal()`) prints every thread's Python stack to
+stderr (run_job sends it, at its timeout, to each process still running, before it kills
+them).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 from kdist._errors import PortInUseError
 from kdist._local_job.process import die_with_parent
-from kdist._together import liveness
+from kdist._together import leaving
 from kdist.testing import _records
 
 # The main module of a caller that ran as a script, as multiprocessing names it.
@@ -112,11 +113,11 @@ def run(folder: Path, process_id: int) -> None:
     except BaseException as error:
         # An error out of JAX is often the consequence of another process's failure:
         # kdist's channel then ends this process (without a record) with that news.
-        liveness.wait_if_a_consequence(type(error), error.__traceback__)
+        leaving.wait_if_a_consequence(type(error), error.__traceback__)
         # The traceback starts in fn: this function's own frame says nothing.
         tb = _without_first_frame(error) if phase == "call" else error.__traceback__
         text = "".join(traceback.format_exception(type(error), error, tb))
-        last = liveness.describe(error)
+        last = leaving.describe(error)
         _records.write(
             _records.record_path(folder, process_id),
             _records.Record(
@@ -141,7 +142,7 @@ def run(folder: Path, process_id: int) -> None:
 def main(argv: list[str]) -> None:
     folder, parent = Path(argv[1]), int(argv[2])
     die_with_parent(parent)
-    faulthandler.register(_records.STACKS_SIGNAL, all_threads=True)
+    faulthandler.register(_records.stacks_signal(), all_threads=True)
     run(folder, int(os.environ["KERAS_DISTRIBUTION_PROCESS_ID"]))
 
 

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 
 TASK_FILE = "task.pickle"
-# Prints every thread's Python stack to the process's stderr: run_job sends it at its
-# timeout to each process still running, before it kills them.
-STACKS_SIGNAL = signal.SIGUSR1
+
+
+def stacks_signal() -> int:
+    """The signal that prints every thread's Python stack to a process's stderr: run_job
+    sends it at its timeout to each process still running, before it kills them. The
+    core's one "write your stacks" signal (a real-time signal nothing else uses; the stall
+    watchdog's too), never one a program may choose as a stop signal. Loads the core:
+    called in the processes, and by run_job only at a timeout."""
+    from kdist import _core
+
+    return int(_core.stack_signal())
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,7 @@ class Record:
     ok: bool
     value: bytes = b""  # the pickled return value (ok)
     phase: str = ""  # where it failed: "initialize", "load", "call" or "return"
-    error: str = ""  # the exception named (liveness.describe): "ValueError: bad shape"
+    error: str = ""  # the exception named (leaving.describe): "ValueError: bad shape"
     traceback: str = ""
     port_in_use: bool = False  # process 0's initialize found the coordinator's port taken
     at: float = 0.0  # time.monotonic() when it was written (one clock for the machine)

@@ -296,10 +296,11 @@ class _TextSink:
 
 def _dump_stacks(_job: Job, running: list[Process]) -> None:
     """At the deadline: every thread's stack of each process still running, to its stderr."""
+    stacks = _records.stacks_signal()
     for process in running:
         process.signalled = True
         with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, _records.STACKS_SIGNAL)
+            os.kill(process.pid, stacks)
     time.sleep(_STACKS_SECONDS)
 
 

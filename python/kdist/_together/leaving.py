@@ -1,14 +1,12 @@
-"""After the start: the liveness channel, and how this process leaves the job.
+"""After the start: how this process leaves the job, told through its liveness channel
+(opened by `opening`).
 
-Process 0 listens for the others' liveness connections before its roll call
-and announces the port and a nonce in "go"; every other process joins while
-JAX starts (process 0's end waits for processes that have not joined yet, for
-at most JOIN_TIMEOUT_SECONDS after it finished). The compiled core watches the
-connections on its own thread without the GIL: a process that fails or dies
-is named to every other process at once, and each of them prints one line and
-leaves with status 1 (policy "exit") even while its main thread waits in a
-collective. A process whose start fails after "go" (JAX's initialize raised)
-tells the others too, so they do not wait in JAX's barrier.
+The compiled core watches the connections on its own thread without the GIL: a
+process that fails or dies is named to every other process at once, and each of them
+prints one line and leaves with status 1 (policy "exit") even while its main thread
+waits in a collective (liveness/liveness_channel.h: the line, the record, the exit). A
+process whose start fails after "go" (JAX's initialize raised) tells the others too, so
+they do not wait in JAX's barrier.
 
 What a process tells the others, and when:
 
@@ -42,7 +40,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import secrets
 import sys
 import threading
 import time
@@ -52,15 +49,10 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from kdist import _core, _jax_backend, _log
-from kdist._errors import BarrierError, KdistError, RendezvousError, RendezvousTimeoutError
+from kdist._errors import BarrierError, RendezvousError, RendezvousTimeoutError
 from kdist._together import stop
 
 _logger = _log.LOGGER
-# How long another process tries to join process 0's hub before falling back.
-JOIN_TIMEOUT_SECONDS = 5.0
-# How long process 0 waits, once every process finished, for their connections to
-# close before it leaves without JAX's barrier (so it leaves last).
-_LAST_OUT_SECONDS = 2.0
 # A bound on the wait for this process's own exit after a peer's failure ended the
 # job (the channel's thread calls _exit within about a second).
 _EXIT_WAIT_SECONDS = 10.0
@@ -82,7 +74,6 @@ class _Installed:
     channel: _core.LivenessChannel
     process_id: int
     shutdown_timeout: float
-    on_peer_failure: str
     previous_excepthook: Any
     previous_threading_excepthook: Any
 
@@ -91,95 +82,10 @@ _installed: _Installed | None = None
 _lock = threading.Lock()
 
 
-def start_hub(
-    spec: _core.ClusterSpec, shared: _core.JobShared, board: _core.StopBoard
-) -> _core.LivenessChannel | None:
-    """Process 0, before its roll call: listens for the others' liveness connections
-    and writes the port and nonce into `shared`, which "go" carries. `board`: this
-    process's (stop signals, should_stop, barriers, the stall watchdog).
-
-    Returns None (after logging why, once) where it cannot listen; the job then
-    runs on JAX's heartbeat alone.
-    """
-    nonce = secrets.token_hex(16)
-    try:
-        channel = _core.start_liveness_hub(
-            spec, board, nonce=nonce, record_path=stop.verdict_file()
-        )
-    except KdistError as error:
-        _log_fallback(spec, f"process 0 cannot listen for it: {error}")
-        return None
-    shared.liveness_port = channel.port
-    shared.liveness_nonce = nonce
-    return channel
-
-
-def join(
-    spec: _core.ClusterSpec, roll_call: _core.WorkerResult, *, board: _core.StopBoard
-) -> _core.LivenessChannel | None:
-    """Another process, after "go": joins process 0's hub at the address that
-    answered the roll call, on the port "go" announced (`roll_call`: run_worker's
-    result).
-
-    Returns None (after logging why, once) where it cannot (process 0 announced no
-    port, or its hub does not answer); the job then runs on JAX's heartbeat alone for
-    this process.
-    """
-    try:
-        return _core.join_liveness(
-            spec,
-            board,
-            roll_call,
-            record_path=stop.verdict_file(),
-            join_timeout=JOIN_TIMEOUT_SECONDS,
-        )
-    except KdistError as error:
-        _log_fallback(spec, str(error))
-        return None
-
-
-class BackgroundJoin:
-    """join() on a helper thread, so that this process joins while JAX starts (the
-    join waits on the network with the GIL released); result() waits for it.
-
-    Joining before JAX's initialize returns also means process 0 never finishes
-    before the others have joined.
-    """
-
-    def __init__(
-        self, spec: _core.ClusterSpec, roll_call: _core.WorkerResult, *, board: _core.StopBoard
-    ) -> None:
-        self._channel: _core.LivenessChannel | None = None
-
-        def run() -> None:
-            self._channel = join(spec, roll_call, board=board)
-
-        self._thread = threading.Thread(target=run, name="kdist-liveness-join", daemon=True)
-        self._thread.start()
-
-    def result(self) -> _core.LivenessChannel | None:
-        """The joined channel, or None where the join failed (logged by join())."""
-        self._thread.join()
-        return self._channel
-
-
 def describe(error: BaseException) -> str:
     """An exception as the channel, `kdist launch` and `kdist.testing` name it: its type
     and its message's first line, "ValueError: bad shape" (never a note that follows)."""
     return _describe(type(error), error)
-
-
-def _log_fallback(spec: _core.ClusterSpec, why: str) -> None:
-    _logger.warning(
-        "process %d runs without kdist's liveness channel: %s. Falling back to JAX's "
-        "heartbeat: a process that fails or dies is noticed only after heartbeat_timeout "
-        "(%d s, from %s), and the others then end by JAX's own abort. Allow TCP between "
-        "the processes and process 0 on any port, not only the coordinator's, to get it back.",
-        spec.process_id,
-        why,
-        spec.heartbeat_timeout,
-        spec.sources["heartbeat_timeout"],
-    )
 
 
 def install(channel: _core.LivenessChannel, spec: _core.ClusterSpec) -> None:
@@ -190,7 +96,6 @@ def install(channel: _core.LivenessChannel, spec: _core.ClusterSpec) -> None:
             channel,
             spec.process_id,
             float(spec.shutdown_timeout),
-            spec.on_peer_failure,
             sys.excepthook,
             threading.excepthook,
         )
@@ -347,20 +252,19 @@ def _threading_excepthook(args: threading.ExceptHookArgs) -> None:
 
 def finish(barrier: bool) -> bool:
     """Says this process finished. In process 0, waits (bounded by shutdown_timeout,
-    logging whom it waits for) until every process has, so that it leaves last.
+    logging whom it waits for) until every process has, so that it leaves last. What
+    the finish means (a peer's failure let pass, a job that ended meanwhile, the last
+    connections closing) is the core's (LivenessChannel::Finish).
 
     Returns whether JAX's shutdown barrier can still complete (False when a
-    process left without it).
+    process left without it, or a failed peer never reaches it).
     """
     state = _installed
     if state is None:
         return True
-    state.channel.finish(barrier)
-    if state.process_id != 0:
-        # Under "ignore", a peer that failed never reaches JAX's barrier.
-        return not state.channel.reported
     try:
-        all_barrier = state.channel.wait_all_done(
+        outcome = state.channel.finish(
+            barrier,
             state.shutdown_timeout,
             progress=_log.Progress(),  # "process 0 finished; waiting for ..."
             progress_interval=_log.FIRST_SECONDS,
@@ -368,18 +272,15 @@ def finish(barrier: bool) -> bool:
     except RendezvousTimeoutError as error:
         _logger.warning("process 0 finished, but %s (shutdown_timeout); leaving anyway", str(error))
         return True
-    except RendezvousError:
-        if state.on_peer_failure == "ignore":
-            return False  # the failed process never reaches JAX's barrier
-        # A failure ended the job meanwhile: the channel's thread prints its line
-        # and ends this process within about a second.
+    except RendezvousError as error:  # the channel closed under it: nothing more to wait for
+        _logger.warning("process %d finished, but %s; leaving anyway", state.process_id, error)
+        return True
+    if outcome is _core.FinishOutcome.ENDING:
+        # A failure ended the job meanwhile: the channel's thread prints its line and
+        # ends this process within about a second.
         time.sleep(_EXIT_WAIT_SECONDS)
         return True
-    if not all_barrier:
-        deadline = time.monotonic() + _LAST_OUT_SECONDS
-        while state.channel.watched and time.monotonic() < deadline:
-            time.sleep(0.01)
-    return bool(all_barrier)
+    return outcome is _core.FinishOutcome.BARRIER
 
 
 def _at_exit() -> None:
