@@ -145,16 +145,25 @@ def assert_named_unreachable(
     assert_since_near(match.group(1), cut)
 
 
-def lose_host_three(tmp_path: Path, **env: str) -> tuple[list[Finished], float]:
-    """Runs the job, takes host 3's link down, and waits (bounded) until every process is
-    gone; returns what they left and the seconds from the cut to the last one gone."""
+def lose_host_three(
+    tmp_path: Path, bound: float = LOST_BOUND_SECONDS, **env: str
+) -> tuple[list[Finished], float]:
+    """Runs the job, takes host 3's link down, and waits until every process is gone, at
+    most `bound` seconds (those still running then are killed, and the test fails);
+    returns what they left and the seconds from the cut to the last one gone."""
     with job_on_hosts(tmp_path, **env) as (hosts, processes):
         pids = {process_id: p.pid for process_id, p in enumerate(processes)}
         cut = time.time()
         hosts[2].set_link(up=False)
         cut_monotonic = time.monotonic()
-        results = finish_all(processes, LOST_BOUND_SECONDS)
+        results = finish_all(processes, bound)
         gone = time.monotonic() - cut_monotonic
+        running = [process_id for process_id, r in enumerate(results) if r.returncode is None]
+        assert not running, (
+            f"processes {running} were still running {bound:g} s after the cut (killed then); "
+            f"expected every process gone within {bound:g} s\n"
+            + "\n".join(r.describe() for r in results)
+        )
         assert_named_unreachable(results, hosts, pids, cut)
     return results, gone
 
@@ -170,7 +179,9 @@ def test_a_shorter_unreachable_timeout_ends_the_job_sooner(tmp_path: Path) -> No
     """KDIST_UNREACHABLE_TIMEOUT=12: every process is gone within the window it sets plus a
     margin (SHORT_WINDOW_BOUND_SECONDS), which a window sized from another setting, or
     three times as long, overruns."""
-    results, gone = lose_host_three(tmp_path, KDIST_UNREACHABLE_TIMEOUT=str(SHORT_WINDOW_SECONDS))
+    results, gone = lose_host_three(
+        tmp_path, SHORT_WINDOW_BOUND_SECONDS, KDIST_UNREACHABLE_TIMEOUT=str(SHORT_WINDOW_SECONDS)
+    )
     for result in results:
         assert f"for {SHORT_WINDOW_SECONDS} s; KDIST_UNREACHABLE_TIMEOUT" in result.stderr, (
             result.describe()
