@@ -45,8 +45,8 @@ JOB_ENV = {"KERAS_BACKEND": "jax", "KERAS_HOME": "/tmp/kdist-test-keras-home"}
 # of it at once (the bytes read from its file, the array they make, the array on the
 # device; measured: 2 to 3 shares, 64 to 96 MiB, in steps of a kernel's quarter, 16 MiB,
 # and nothing else worth a MiB). A reading of whole arrays holds at least the whole model,
-# PROCESSES (4) times the share, when it hands the arrays over (measured: 7.5 to 8
-# shares, 240 to 256 MiB).
+# PROCESSES (4) times the share, when it hands the arrays over (measured: 5.5 to 8
+# shares, 176 to 256 MiB).
 PEAK_SHARES = 3.75
 _PATTERN_MODULUS = 16_777_213  # below 2**24: every value is exact in float32
 
