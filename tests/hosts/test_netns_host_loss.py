@@ -38,6 +38,13 @@ PORT = 8477
 # How long every process may take, from the cut, to be gone: the window (20 s by
 # default) plus a generous bound for a busy machine; a hang stops here, not at 300 s.
 LOST_BOUND_SECONDS = 90
+# The shorter window's test sets this window and bounds the loss by it: the window plus a
+# margin for a busy machine, below the soonest a window three times as long could end
+# the job (the kernel gives up after 3W - 3W/10 of silence, and a quiet connection's last
+# answer, a keepalive probe's, came at most an idle period, 3W/4, before the cut: 36 s of
+# window end it 24 s after the cut at the soonest; JAX's 100 s heartbeat, 65 s).
+SHORT_WINDOW_SECONDS = 12
+SHORT_WINDOW_BOUND_SECONDS = SHORT_WINDOW_SECONDS + 6
 BLACKOUT_SECONDS = 3
 HOST = os.uname().nodename  # every namespace shares this machine's host name
 
@@ -138,16 +145,25 @@ def assert_named_unreachable(
     assert_since_near(match.group(1), cut)
 
 
-def lose_host_three(tmp_path: Path, **env: str) -> tuple[list[Finished], float]:
-    """Runs the job, takes host 3's link down, and waits (bounded) until every process is
-    gone; returns what they left and the seconds from the cut to the last one gone."""
+def lose_host_three(
+    tmp_path: Path, bound: float = LOST_BOUND_SECONDS, **env: str
+) -> tuple[list[Finished], float]:
+    """Runs the job, takes host 3's link down, and waits until every process is gone, at
+    most `bound` seconds (those still running then are killed, and the test fails);
+    returns what they left and the seconds from the cut to the last one gone."""
     with job_on_hosts(tmp_path, **env) as (hosts, processes):
         pids = {process_id: p.pid for process_id, p in enumerate(processes)}
         cut = time.time()
         hosts[2].set_link(up=False)
         cut_monotonic = time.monotonic()
-        results = finish_all(processes, LOST_BOUND_SECONDS)
+        results = finish_all(processes, bound)
         gone = time.monotonic() - cut_monotonic
+        running = [process_id for process_id, r in enumerate(results) if r.returncode is None]
+        assert not running, (
+            f"processes {running} were still running {bound:g} s after the cut (killed then); "
+            f"expected every process gone within {bound:g} s\n"
+            + "\n".join(r.describe() for r in results)
+        )
         assert_named_unreachable(results, hosts, pids, cut)
     return results, gone
 
@@ -160,10 +176,21 @@ def test_a_lost_host_ends_the_job_within_the_default_window(tmp_path: Path) -> N
 
 
 def test_a_shorter_unreachable_timeout_ends_the_job_sooner(tmp_path: Path) -> None:
-    results, gone = lose_host_three(tmp_path, KDIST_UNREACHABLE_TIMEOUT="6")
+    """KDIST_UNREACHABLE_TIMEOUT=12: every process is gone within the window it sets plus a
+    margin (SHORT_WINDOW_BOUND_SECONDS), which a window sized from another setting, or
+    three times as long, overruns."""
+    results, gone = lose_host_three(
+        tmp_path, SHORT_WINDOW_BOUND_SECONDS, KDIST_UNREACHABLE_TIMEOUT=str(SHORT_WINDOW_SECONDS)
+    )
     for result in results:
-        assert "for 6 s; KDIST_UNREACHABLE_TIMEOUT" in result.stderr, result.describe()
-    assert gone < LOST_BOUND_SECONDS
+        assert f"for {SHORT_WINDOW_SECONDS} s; KDIST_UNREACHABLE_TIMEOUT" in result.stderr, (
+            result.describe()
+        )
+    assert gone < SHORT_WINDOW_BOUND_SECONDS, (
+        f"the last process was gone {gone:.1f} s after the cut; expected within "
+        f"{SHORT_WINDOW_BOUND_SECONDS} s (a window of {SHORT_WINDOW_SECONDS} s, "
+        f"KDIST_UNREACHABLE_TIMEOUT, and a margin)"
+    )
 
 
 def test_a_three_second_blackout_heals(tmp_path: Path) -> None:

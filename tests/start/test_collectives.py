@@ -1,16 +1,24 @@
 """Which address JAX's CPU collectives advertise (kdist._start.collectives), in one process.
 
 The JAX boundary is mocked where a JAX that cannot take an address is needed; across real
-hosts, tests/hosts/test_netns.py runs the collectives themselves.
+hosts, tests/hosts/test_netns.py runs the collectives themselves. This machine's host name
+resolves to 127.0.0.1, the coordinator's own route, so a choice of the host name's address
+looks right here: one test runs on a "Debian host" made for it (a user namespace, no root
+needed, whose host name /etc/hosts maps to 127.0.1.1).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import kdist
+from helpers.support import Finished, clean_env, run_processes
 from kdist import _jax_backend
 from kdist._start import collectives, config
 
@@ -30,6 +38,76 @@ def test_the_route_toward_the_coordinator_is_the_default(monkeypatch: pytest.Mon
     assert chosen is not None
     assert (chosen.address, chosen.hostname, chosen.interface) == ("127.0.0.1", "127.0.0.1", None)
     assert chosen.source == "the address this host reaches the coordinator 127.0.0.1:1234 from"
+
+
+# A host as Debian installs it: /etc/hosts maps its name to 127.0.1.1, a loopback address
+# that is not the route toward a coordinator on 127.0.0.1.
+DEBIAN_HOST = "kdist-debian-host"
+DEBIAN_HOSTS_FILE = f"127.0.0.1 localhost\n127.0.1.1 {DEBIAN_HOST}\n"
+# Run inside the namespaces: $0 the hosts file, $1 the host name, $2 Python, $3 its code.
+_ON_A_HOST = 'mount --bind "$0" /etc/hosts && hostname "$1" && exec "$2" -c "$3"'
+
+
+def _user_namespaces_unavailable() -> str | None:
+    try:
+        probe = subprocess.run(
+            ["unshare", "--user", "--map-root-user", "--uts", "--mount", "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except FileNotFoundError:
+        return "util-linux's unshare is not installed"
+    if probe.returncode != 0:
+        return f"user namespaces are not available here: {probe.stderr.strip()}"
+    return None
+
+
+def on_a_debian_host(tmp_path: Path, code: str) -> Finished:
+    """Runs `code` in a fresh interpreter whose host name is DEBIAN_HOST and whose
+    /etc/hosts is DEBIAN_HOSTS_FILE (its own user, UTS and mount namespaces: nothing
+    outside it changes, and no root is needed); the network is this machine's."""
+    reason = _user_namespaces_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    hosts = tmp_path / "hosts"
+    hosts.write_text(DEBIAN_HOSTS_FILE)
+    command = ["unshare", "--user", "--map-root-user", "--uts", "--mount"]
+    command += ["sh", "-c", _ON_A_HOST, str(hosts), DEBIAN_HOST, sys.executable, code]
+    (finished,) = run_processes([command], [clean_env()], timeout=60)
+    assert finished.returncode == 0, finished.describe()
+    return finished
+
+
+_CHOOSE_ON_THE_HOST = """
+import json, os, socket
+from kdist._start import collectives, config
+spec = config.resolve("127.0.0.1:1234", 2, 1)
+chosen = collectives.choose(spec, "127.0.0.1:1234", 5.0)
+name = os.uname().nodename
+print(json.dumps({
+    "name": name,
+    "name_resolves_to": sorted({a[4][0] for a in socket.getaddrinfo(name, None)}),
+    "address": chosen.address,
+    "hostname": chosen.hostname,
+    "interface": chosen.interface,
+    "source": chosen.source,
+}))
+"""
+
+
+def test_the_route_wins_where_the_host_name_is_another_loopback_address(tmp_path: Path) -> None:
+    """On a Debian host (its name is 127.0.1.1) a process that reaches the coordinator on
+    127.0.0.1 hands Gloo 127.0.0.1, the route: the host name's address is what Gloo would
+    advertise by itself, and what kdist must not hand it."""
+    report = json.loads(on_a_debian_host(tmp_path, _CHOOSE_ON_THE_HOST).stdout)
+    # The host is as meant: its name resolves to the other loopback address alone.
+    assert (report["name"], report["name_resolves_to"]) == (DEBIAN_HOST, ["127.0.1.1"]), report
+    assert report["address"] == "127.0.0.1", report  # the route, not the host name's
+    assert (report["hostname"], report["interface"]) == ("127.0.0.1", None), report
+    assert report["source"] == (
+        "the address this host reaches the coordinator 127.0.0.1:1234 from"
+    ), report
 
 
 def test_the_users_address_wins_when_it_is_this_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
