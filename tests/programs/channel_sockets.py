@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import kdist
-from kdist._together import liveness
+from kdist._together import leaving
 
 RELEASE = Path(os.environ["CHANNEL_SOCKETS_RELEASE"])
 WAIT_SECONDS = float(os.environ.get("CHANNEL_SOCKETS_WAIT", "120"))
@@ -18,7 +18,7 @@ WAIT_SECONDS = float(os.environ.get("CHANNEL_SOCKETS_WAIT", "120"))
 kdist.initialize()
 spec = kdist.cluster_spec()
 assert spec is not None
-installed = liveness._installed
+installed = leaving._installed
 assert installed is not None, "this process is not on the liveness channel"
 report = {"process_id": spec.process_id, "hub_port": installed.channel.port or None}
 print(json.dumps(report), flush=True)
