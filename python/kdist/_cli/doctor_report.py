@@ -17,7 +17,7 @@ from typing import Any
 
 from kdist import _core
 from kdist._start import collectives, environment_fingerprint
-from kdist._start.accelerators import find_accelerators
+from kdist._start.accelerators import find_accelerators, tpu_chip_nodes
 from kdist._start.environment_fingerprint import Entry as EnvironmentEntry
 
 _PROBE_MEANING = {
@@ -210,7 +210,7 @@ def collect(
         jax_version=_jax_backend.jax_version() if _jax_backend.jax_installed() else None,
         spec=spec,
         error=error,
-        detectors=_core.detect_all(environment),
+        detectors=_core.detect_all(environment, tpu_chip_nodes()),
         accelerators=find_accelerators(environ=environment),
         # The script and arguments entries would describe kdist doctor itself.
         environment_fingerprint=tuple(
