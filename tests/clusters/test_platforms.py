@@ -328,3 +328,85 @@ def test_doctor_says_which_gpus_each_process_gets() -> None:
         timeout=120,
     )
     assert "  -n 2: 0: 0,1, 1: 2,3" in text.stdout
+
+
+# --- kdist against JAX's own cluster classes ---------------------------------------------
+
+# name -> (metadata attributes or None, environment): the same environment for both.
+JAX_CASES: dict[str, tuple[dict[str, str] | None, dict[str, str]]] = {
+    "gce_tpu single slice, new format": (
+        {"agent-worker-number": "1", "worker-network-endpoints": "10.0.0.2,10.0.0.3,10.0.0.4",
+         "tpu-env": "ACCELERATOR_TYPE: 'v4-24'\n"},
+        {},
+    ),
+    "gce_tpu single slice, old format": (
+        {"agent-worker-number": "1",
+         "worker-network-endpoints": "w-0:uid0:10.0.0.2,w-1:uid1:10.0.0.3",
+         "tpu-env": "ACCELERATOR_TYPE: 'v4-16'\n"},
+        {"JAX_COORDINATOR_PORT": "9876"},
+    ),
+    "gce_tpu multislice from tpu-env": (
+        {"agent-worker-number": "1", "worker-network-endpoints": "10.0.1.2,10.0.1.3",
+         "tpu-env": "MEGASCALE_COORDINATOR_ADDRESS: '10.0.0.2:8080'\n"
+         "MEGASCALE_NUM_SLICES: '2'\nMEGASCALE_SLICE_ID: '1'\n"},
+        {},
+    ),
+    "gke_tpu multislice JobSet": (
+        None,
+        {"TPU_WORKER_HOSTNAMES": "10.1.0.1,10.1.0.2,10.1.0.3,10.1.0.4", "TPU_WORKER_ID": "2",
+         "MEGASCALE_COORDINATOR_ADDRESS": "10.1.9.9", "MEGASCALE_NUM_SLICES": "2",
+         "MEGASCALE_SLICE_ID": "1"},
+    ),
+    "gke_tpu process addresses": (
+        None,
+        {"TPU_PROCESS_ADDRESSES": "10.2.0.1:8476,10.2.0.2:8476", "TPU_WORKER_ID": "1",
+         "MEGASCALE_COORDINATOR_ADDRESS": "10.2.0.1", "MEGASCALE_NUM_SLICES": "1",
+         "MEGASCALE_SLICE_ID": "0", "JAX_COORDINATOR_PORT": "7777"},
+    ),
+}
+
+
+def jax_and_kdist(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[tuple[int, int, str], tuple[int, int, str]]:
+    """(process id, count, coordinator) as JAX's cluster class computes it, and as kdist
+    resolves it, in the same environment (and against the same metadata server)."""
+    from jax._src.clusters import cloud_tpu_cluster
+
+    attributes, env = JAX_CASES[case]
+    detector = "gce_tpu" if attributes is not None else "gke_tpu"
+    cluster = (
+        cloud_tpu_cluster.GceTpuCluster
+        if attributes is not None
+        else cloud_tpu_cluster.GkeTpuCluster
+    )
+    server = MetadataServer(attributes or {})
+    try:
+        monkeypatch.setenv("GCE_METADATA_IP", server.address)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        theirs = (
+            cluster.get_process_id(),
+            cluster.get_process_count(),
+            cluster.get_coordinator_address(
+                timeout_secs=5, override_coordinator_port=os.environ.get("JAX_COORDINATOR_PORT")
+            ),
+        )
+        spec = _config.resolve(cluster_detection=detector)
+        ours = (spec.process_id, spec.num_processes, str(spec.coordinator_address))
+    finally:
+        server.close()
+    return theirs, ours
+
+
+@pytest.mark.usefixtures("no_scheduler")
+# JAX's get_tpu_env_value_from_metadata calls re.split(':', line, 1) (Python 3.13 warns).
+@pytest.mark.filterwarnings("ignore:'maxsplit' is passed as positional argument:DeprecationWarning")
+@pytest.mark.parametrize("case", sorted(JAX_CASES))
+def test_kdist_computes_what_jax_cluster_classes_compute(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("requests")  # JAX's GceTpuCluster reads the metadata with it
+    theirs, ours = jax_and_kdist(case, monkeypatch)
+    print(f"{case}: JAX {theirs}, kdist {ours}")
+    assert ours == theirs

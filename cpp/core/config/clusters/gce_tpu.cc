@@ -40,9 +40,7 @@ Result<std::optional<TpuValue>> Megascale(const Environment& env, InstanceMetada
 }
 
 DetectResult Detect(const Environment& env, const Machine& machine) {
-  if (Lookup(env, kEnvTpuSkipMdsQuery) != nullptr || machine.metadata == nullptr) {
-    return std::optional<Detection>();
-  }
+  if (machine.metadata == nullptr) return std::optional<Detection>();
   InstanceMetadata& metadata = *machine.metadata;
   Result<std::string> number = metadata.Attribute("agent-worker-number");
   if (!number.ok()) {
@@ -75,6 +73,12 @@ DetectResult Detect(const Environment& env, const Machine& machine) {
   return TpuDetection(slice, env);
 }
 
+// "auto" asks only where TPU chips or TPU variables show, and not when
+// TPU_SKIP_MDS_QUERY is set (JAX sets it itself on a machine without TPU chips).
+bool WorthAsking(const Environment& env, const Machine& machine) {
+  return Lookup(env, kEnvTpuSkipMdsQuery) == nullptr && LooksLikeTpu(env, machine);
+}
+
 }  // namespace
 
 Detector GceTpuDetector() {
@@ -87,7 +91,7 @@ Detector GceTpuDetector() {
               kEnvMegascaleNumSlices, kEnvMegascaleSliceId, kEnvCoordinatorPort,
               kEnvJaxCoordinatorPort}};
   d.detect_on_machine = &Detect;
-  d.worth_asking = &LooksLikeTpu;
+  d.worth_asking = &WorthAsking;
   return d;
 }
 

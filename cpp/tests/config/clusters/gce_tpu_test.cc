@@ -117,6 +117,8 @@ TEST(GceTpu, NotACloudTpuVmAndSkipMdsQuery) {
   FakeMetadata metadata({{"agent-worker-number", "0"}, {"worker-network-endpoints", "a"}});
   EXPECT_EQ(Found("auto", {{"TPU_SKIP_MDS_QUERY", "1"}}, On(metadata)).detector, "nothing");
   EXPECT_TRUE(metadata.asked.empty());
+  // Named, it asks anyway (JAX sets TPU_SKIP_MDS_QUERY itself where it found no chip).
+  EXPECT_EQ(Found("gce_tpu", {{"TPU_SKIP_MDS_QUERY", "1"}}, On(metadata)).detector, "gce_tpu");
 }
 
 TEST(GceTpu, AServerThatDoesNotAnswerIsAConfigErrorNamingIt) {
