@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kdist._local_job.gpu_split import GpuSplitError, Gpus, job_gpus, split_gpus
+from kdist._local_job.gpu_split import Gpus, GpuSplitError, job_gpus, split_gpus
 
 
 def test_device_nodes_give_ordinals() -> None:

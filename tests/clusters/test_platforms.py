@@ -257,7 +257,9 @@ _SHOW = (
 def launch_in_fake_dev(
     args: Sequence[str], *, nvidia: int = 4, **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in clean_env().items() if k not in ("JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES")}
+    env = {
+        k: v for k, v in clean_env().items() if k not in ("JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES")
+    }
     env.update(fake_dev.dev_env(nvidia=nvidia))
     env.update(extra)
     command = [sys.executable, "-m", "kdist", "launch", *args]
@@ -321,7 +323,9 @@ def test_doctor_says_which_gpus_each_process_gets() -> None:
     assert split["per_process"]["2"] == ["0,1", "2,3"]
     assert sorted(split["per_process"]) == ["1", "2", "4"]
     text = subprocess.run(
-        fake_dev.in_fake_dev([sys.executable, "-m", "kdist", "doctor", "--no-probe", "--exit-zero"]),
+        fake_dev.in_fake_dev(
+            [sys.executable, "-m", "kdist", "doctor", "--no-probe", "--exit-zero"]
+        ),
         env=env,
         capture_output=True,
         text=True,
@@ -335,33 +339,50 @@ def test_doctor_says_which_gpus_each_process_gets() -> None:
 # name -> (metadata attributes or None, environment): the same environment for both.
 JAX_CASES: dict[str, tuple[dict[str, str] | None, dict[str, str]]] = {
     "gce_tpu single slice, new format": (
-        {"agent-worker-number": "1", "worker-network-endpoints": "10.0.0.2,10.0.0.3,10.0.0.4",
-         "tpu-env": "ACCELERATOR_TYPE: 'v4-24'\n"},
+        {
+            "agent-worker-number": "1",
+            "worker-network-endpoints": "10.0.0.2,10.0.0.3,10.0.0.4",
+            "tpu-env": "ACCELERATOR_TYPE: 'v4-24'\n",
+        },
         {},
     ),
     "gce_tpu single slice, old format": (
-        {"agent-worker-number": "1",
-         "worker-network-endpoints": "w-0:uid0:10.0.0.2,w-1:uid1:10.0.0.3",
-         "tpu-env": "ACCELERATOR_TYPE: 'v4-16'\n"},
+        {
+            "agent-worker-number": "1",
+            "worker-network-endpoints": "w-0:uid0:10.0.0.2,w-1:uid1:10.0.0.3",
+            "tpu-env": "ACCELERATOR_TYPE: 'v4-16'\n",
+        },
         {"JAX_COORDINATOR_PORT": "9876"},
     ),
     "gce_tpu multislice from tpu-env": (
-        {"agent-worker-number": "1", "worker-network-endpoints": "10.0.1.2,10.0.1.3",
-         "tpu-env": "MEGASCALE_COORDINATOR_ADDRESS: '10.0.0.2:8080'\n"
-         "MEGASCALE_NUM_SLICES: '2'\nMEGASCALE_SLICE_ID: '1'\n"},
+        {
+            "agent-worker-number": "1",
+            "worker-network-endpoints": "10.0.1.2,10.0.1.3",
+            "tpu-env": "MEGASCALE_COORDINATOR_ADDRESS: '10.0.0.2:8080'\n"
+            "MEGASCALE_NUM_SLICES: '2'\nMEGASCALE_SLICE_ID: '1'\n",
+        },
         {},
     ),
     "gke_tpu multislice JobSet": (
         None,
-        {"TPU_WORKER_HOSTNAMES": "10.1.0.1,10.1.0.2,10.1.0.3,10.1.0.4", "TPU_WORKER_ID": "2",
-         "MEGASCALE_COORDINATOR_ADDRESS": "10.1.9.9", "MEGASCALE_NUM_SLICES": "2",
-         "MEGASCALE_SLICE_ID": "1"},
+        {
+            "TPU_WORKER_HOSTNAMES": "10.1.0.1,10.1.0.2,10.1.0.3,10.1.0.4",
+            "TPU_WORKER_ID": "2",
+            "MEGASCALE_COORDINATOR_ADDRESS": "10.1.9.9",
+            "MEGASCALE_NUM_SLICES": "2",
+            "MEGASCALE_SLICE_ID": "1",
+        },
     ),
     "gke_tpu process addresses": (
         None,
-        {"TPU_PROCESS_ADDRESSES": "10.2.0.1:8476,10.2.0.2:8476", "TPU_WORKER_ID": "1",
-         "MEGASCALE_COORDINATOR_ADDRESS": "10.2.0.1", "MEGASCALE_NUM_SLICES": "1",
-         "MEGASCALE_SLICE_ID": "0", "JAX_COORDINATOR_PORT": "7777"},
+        {
+            "TPU_PROCESS_ADDRESSES": "10.2.0.1:8476,10.2.0.2:8476",
+            "TPU_WORKER_ID": "1",
+            "MEGASCALE_COORDINATOR_ADDRESS": "10.2.0.1",
+            "MEGASCALE_NUM_SLICES": "1",
+            "MEGASCALE_SLICE_ID": "0",
+            "JAX_COORDINATOR_PORT": "7777",
+        },
     ),
 }
 
