@@ -338,6 +338,26 @@ def test_doctor_says_which_gpus_each_process_gets() -> None:
 
 # name -> (metadata attributes or None, environment): the same environment for both.
 JAX_CASES: dict[str, tuple[dict[str, str] | None, dict[str, str]]] = {
+    # Process 1 of test_a_single_slice_pod_old_format_with_the_detector_named.
+    "gce_tpu the 2-process job's, old format": (
+        {
+            "agent-worker-number": "1",
+            "worker-network-endpoints": "t1v-n-a-w-0:uid0:127.0.0.1,t1v-n-a-w-1:uid1:127.0.0.1",
+            "tpu-env": "ACCELERATOR_TYPE: 'v4-16'\nTYPE: 'V4'\n",
+        },
+        {"JAX_COORDINATOR_PORT": "45678"},
+    ),
+    # Process 1 of test_multislice_values_from_tpu_env.
+    "gce_tpu the 2-process job's, multislice": (
+        {
+            "agent-worker-number": "0",
+            "worker-network-endpoints": "10.9.1.2",
+            "tpu-env": "ACCELERATOR_TYPE: 'v5litepod-4'\n"
+            "MEGASCALE_COORDINATOR_ADDRESS: '127.0.0.1:8080'\n"
+            "MEGASCALE_NUM_SLICES: '2'\nMEGASCALE_SLICE_ID: '1'\n",
+        },
+        {},
+    ),
     "gce_tpu single slice, new format": (
         {
             "agent-worker-number": "1",
