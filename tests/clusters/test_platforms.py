@@ -451,3 +451,51 @@ def test_kdist_computes_what_jax_cluster_classes_compute(
     theirs, ours = jax_and_kdist(case, monkeypatch)
     print(f"{case}: JAX {theirs}, kdist {ours}")
     assert ours == theirs
+
+
+# --- kdist doctor on each platform ---------------------------------------------------------
+
+
+def doctor_on(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
+    """`kdist doctor --json` and its text, in `env` (on top of a clean environment)."""
+    full = clean_env(2, **env)
+    runs = []
+    for extra in (["--json"], []):
+        result = subprocess.run(
+            [sys.executable, "-m", "kdist", "doctor", "--no-probe", "--exit-zero", *extra],
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        runs.append(result.stdout)
+    return json.loads(runs[0]), runs[1]
+
+
+def test_doctor_names_the_platform_and_every_values_source() -> None:
+    with MetadataServer(
+        {"agent-worker-number": "1", "worker-network-endpoints": "10.0.0.2,10.0.0.3"}
+    ) as server:
+        report, text = doctor_on(
+            {"GCE_METADATA_IP": server.address, "KDIST_CLUSTER_DETECTION": "gce_tpu"}
+        )
+    assert report["scheduler"] == "gce_tpu"
+    assert "scheduler: gce_tpu" in text
+    assert "from gce_tpu (metadata agent-worker-number)" in text
+    assert "from gce_tpu (metadata worker-network-endpoints)" in text
+    report, text = doctor_on({"TPU_WORKER_HOSTNAMES": "h0,h1", "TPU_WORKER_ID": "1"})
+    assert report["scheduler"] == "gke_tpu"
+    assert "from gke_tpu (TPU_WORKER_ID)" in text
+    assert "from gke_tpu (TPU_WORKER_HOSTNAMES)" in text
+    report, text = doctor_on(
+        {
+            "SKYPILOT_NODE_IPS": "10.0.0.5\n10.0.0.6",
+            "SKYPILOT_NODE_RANK": "0",
+            "SKYPILOT_NUM_NODES": "2",
+        }
+    )
+    assert report["scheduler"] == "skypilot"
+    assert "from skypilot (SKYPILOT_NODE_RANK)" in text
+    assert report["config"]["coordinator_address"] == "10.0.0.5:8482"
+    assert "from skypilot (SKYPILOT_NODE_IPS)" in text
