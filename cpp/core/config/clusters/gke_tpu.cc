@@ -19,7 +19,16 @@ DetectResult Detect(const Environment& env) {
     list_name = "TPU_WORKER_HOSTNAMES";
     list = Lookup(env, list_name);
   }
-  if (list == nullptr) return std::optional<Detection>();
+  if (list == nullptr) {
+    // JAX reads the list from this file first; kdist's detectors read no files.
+    if (const std::string* path = Lookup(env, "TPU_PROCESS_ADDRESSES_PATH")) {
+      return Malformed(kName, "TPU_PROCESS_ADDRESSES_PATH", *path,
+                       "names a file, which kdist's detectors do not read; set "
+                       "TPU_PROCESS_ADDRESSES to its content (the workers' addresses separated "
+                       "by commas), as GKE also does. " + std::string(kExplicitWay));
+    }
+    return std::optional<Detection>();
+  }
   const std::string* worker_id = Lookup(env, "TPU_WORKER_ID");
   if (worker_id == nullptr) {
     return Incomplete(kName, env, {list_name, "TPU_WORKER_ID"},
@@ -54,8 +63,9 @@ Detector GkeTpuDetector() {
   return {"gke_tpu",
           "GKE TPU node pools (TPU_WORKER_HOSTNAMES or TPU_PROCESS_ADDRESSES, TPU_WORKER_ID; "
           "MEGASCALE_* for multislice)",
-          "TPU_WORKER_HOSTNAMES or TPU_PROCESS_ADDRESSES",
-          {"TPU_PROCESS_ADDRESSES", "TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID",
+          "TPU_WORKER_HOSTNAMES, TPU_PROCESS_ADDRESSES or TPU_PROCESS_ADDRESSES_PATH",
+          {"TPU_PROCESS_ADDRESSES", "TPU_WORKER_HOSTNAMES", "TPU_PROCESS_ADDRESSES_PATH",
+           "TPU_WORKER_ID",
            kEnvMegascaleCoordinator, kEnvMegascaleNumSlices, kEnvMegascaleSliceId,
            kEnvCoordinatorPort, kEnvJaxCoordinatorPort},
           &Detect};

@@ -49,6 +49,13 @@ TEST(GkeTpu, MultisliceJobSet) {
   EXPECT_EQ(d.job_addresses->text, "s0-0.svc:8482");
 }
 
+TEST(GkeTpu, AnAddressesFileAloneIsNamedNotRead) {
+  KDIST_EXPECT_ERROR(DetectCluster("auto", {{"TPU_PROCESS_ADDRESSES_PATH", "/run/tpu/addresses"},
+                                            {"TPU_WORKER_ID", "0"}}),
+                     StatusCode::kInvalidArgument,
+                     "TPU_PROCESS_ADDRESSES_PATH=\"/run/tpu/addresses\" names a file");
+}
+
 TEST(GkeTpu, AMissingWorkerIdIsNamed) {
   KDIST_EXPECT_ERROR(DetectCluster("auto", {{"TPU_WORKER_HOSTNAMES", "a,b"}}),
                      StatusCode::kInvalidArgument, "TPU_WORKER_ID is not");
