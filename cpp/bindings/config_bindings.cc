@@ -11,7 +11,9 @@
 #include "base/status.h"
 #include "base/text.h"
 #include "casters.h"
+#include "base/clock.h"
 #include "config/cluster_spec.h"
+#include "config/clusters/gce_metadata.h"
 #include "config/detectors.h"
 #include "config/resolve.h"
 #include "errors.h"
@@ -97,6 +99,18 @@ Detector DetectorOf(const DetectorReport& report) {
   const Detector* detector = FindDetector(report.name);
   if (detector == nullptr) RaiseIfError(Internal("no detector named " + Quote(report.name)));
   return *detector;
+}
+
+// This machine for the platform detectors: its TPU chips (device node names,
+// read by kdist._start.accelerators) and its metadata server.
+Machine MachineOf(const std::vector<std::string>& tpu_chips, InstanceMetadata& metadata) {
+  Machine machine;
+  machine.tpu_chips = !tpu_chips.empty();
+  for (const std::string& chip : tpu_chips) {
+    machine.tpu_chips_shown += (machine.tpu_chips_shown.empty() ? "/dev/" : ", /dev/") + chip;
+  }
+  machine.metadata = &metadata;
+  return machine;
 }
 
 std::string Repr(const ClusterSpec& spec) {
@@ -290,13 +304,22 @@ void BindConfig(nb::module_& m) {
 
   m.def(
       "resolve",
-      [](const Request& request, const std::map<std::string, std::string>& environment) {
+      [](const Request& request, const std::map<std::string, std::string>& environment,
+         const std::vector<std::string>& tpu_chips) {
         Environment env(environment.begin(), environment.end());
-        return ValueOrRaise(Resolve(request, env));
+        RealClock clock;
+        GceMetadataServer metadata(env, clock);
+        Result<ClusterSpec> spec = [&] {
+          nb::gil_scoped_release release;
+          return Resolve(request, env, MachineOf(tpu_chips, metadata));
+        }();
+        return ValueOrRaise(std::move(spec));
       },
-      nb::arg("request"), nb::arg("environment"),
-      "Resolves initialize()'s settings (as text) against an environment snapshot; raises "
-      "kdist.ConfigError naming the bad value and its source.");
+      nb::arg("request"), nb::arg("environment"), nb::arg("tpu_chips") = std::vector<std::string>(),
+      "Resolves initialize()'s settings (as text) against an environment snapshot and this "
+      "machine's TPU chips (device node names: the gce_tpu detector is asked under 'auto' only "
+      "where there are some, or TPU variables); raises kdist.ConfigError naming the bad value "
+      "and its source.");
 
   m.def("jax_job_variables", &JaxJobVariables,
         "JAX's variables that place a process in a job, and KDIST_COORDINATOR_PORT: what "
@@ -370,11 +393,17 @@ void BindConfig(nb::module_& m) {
 
   m.def(
       "detect_all",
-      [](const std::map<std::string, std::string>& environment) {
-        return DetectAll(Environment(environment.begin(), environment.end()));
+      [](const std::map<std::string, std::string>& environment,
+         const std::vector<std::string>& tpu_chips) {
+        Environment env(environment.begin(), environment.end());
+        RealClock clock;
+        GceMetadataServer metadata(env, clock);
+        nb::gil_scoped_release release;
+        return DetectAll(env, MachineOf(tpu_chips, metadata));
       },
-      nb::arg("environment"),
-      "What every detector makes of an environment snapshot, in table order.");
+      nb::arg("environment"), nb::arg("tpu_chips") = std::vector<std::string>(),
+      "What every detector makes of an environment snapshot and this machine's TPU chips, in "
+      "table order; one 'auto' would not ask here (gce_tpu off a TPU machine) is absent.");
 }
 
 }  // namespace bindings

@@ -19,7 +19,17 @@ from kdist import _jax_backend
 from kdist._cli import doctor_report as _doctor
 from kdist._start import accelerators as _accelerators
 
-DETECTOR_NAMES = ["torchrun", "ompi", "mpich", "slurm", "tf_config", "kubernetes"]
+DETECTOR_NAMES = [
+    "torchrun",
+    "ompi",
+    "mpich",
+    "skypilot",
+    "slurm",
+    "tf_config",
+    "gke_tpu",
+    "gce_tpu",
+    "kubernetes",
+]
 
 
 def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

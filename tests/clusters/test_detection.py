@@ -511,8 +511,8 @@ def test_detection_modes(
     with pytest.raises(
         kdist.ConfigError,
         match=re.escape(
-            'expected one of "auto", "none", "torchrun", "ompi", "mpich", "slurm", "tf_config", '
-            '"kubernetes"'
+            'expected one of "auto", "none", "torchrun", "ompi", "mpich", "skypilot", "slurm", '
+            '"tf_config", "gke_tpu", "gce_tpu", "kubernetes"'
         ),
     ):
         _config.resolve(cluster_detection="pbs")
@@ -525,8 +525,8 @@ def test_nothing_configured_mentions_detection(
     with pytest.raises(
         kdist.ConfigError,
         match='none was found; cluster_detection="auto" '
-        r"\(default\) looked for torchrun, ompi, mpich, slurm, tf_config, "
-        "kubernetes",
+        r"\(default\) looked for torchrun, ompi, mpich, skypilot, slurm, tf_config, "
+        "gke_tpu, gce_tpu, kubernetes",
     ):
         _config.resolve()
 

@@ -3,9 +3,12 @@
 #include <utility>
 
 #include "base/text.h"
+#include "config/clusters/gce_tpu.h"
+#include "config/clusters/gke_tpu.h"
 #include "config/clusters/kubernetes.h"
 #include "config/clusters/mpich.h"
 #include "config/clusters/open_mpi.h"
+#include "config/clusters/skypilot.h"
 #include "config/clusters/slurm.h"
 #include "config/clusters/tf_config.h"
 #include "config/clusters/torchrun.h"
@@ -13,11 +16,13 @@
 namespace kdist {
 
 const std::vector<Detector>& Detectors() {
-  // The order "auto" tries them in (see config/detectors.h): launchers, then Slurm,
-  // then the static descriptions.
+  // The order "auto" tries them in (see config/detectors.h): launchers (SkyPilot
+  // runs the task on each node itself), then Slurm, then the static descriptions,
+  // then the TPU platforms (GKE's before GCE's, as in JAX), then Kubernetes.
   static const std::vector<Detector> kTable = {
-      TorchrunDetector(), OpenMpiDetector(),  MpichDetector(),
-      SlurmDetector(),    TfConfigDetector(), KubernetesDetector(),
+      TorchrunDetector(), OpenMpiDetector(), MpichDetector(),  SkyPilotDetector(),
+      SlurmDetector(),    TfConfigDetector(), GkeTpuDetector(), GceTpuDetector(),
+      KubernetesDetector(),
   };
   return kTable;
 }
@@ -29,11 +34,24 @@ const Detector* FindDetector(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+bool WorthAsking(const Detector& detector, const Environment& env, const Machine& machine) {
+  return detector.worth_asking == nullptr || detector.worth_asking(env, machine);
+}
+
+}  // namespace
+
 DetectResult DetectCluster(std::string_view mode, const Environment& env) {
+  return DetectCluster(mode, env, Machine{});
+}
+
+DetectResult DetectCluster(std::string_view mode, const Environment& env, const Machine& machine) {
   if (mode == "none") return std::optional<Detection>();
   if (mode == "auto") {
     for (const Detector& detector : Detectors()) {
-      DetectResult result = detector.detect(env);
+      if (!WorthAsking(detector, env, machine)) continue;
+      DetectResult result = RunDetector(detector, env, machine);
       if (!result.ok() || result->has_value()) return result;
     }
     return std::optional<Detection>();
@@ -42,7 +60,7 @@ DetectResult DetectCluster(std::string_view mode, const Environment& env) {
   if (detector == nullptr) {
     return Internal("unknown cluster detection mode " + Quote(mode));
   }
-  DetectResult result = detector->detect(env);
+  DetectResult result = RunDetector(*detector, env, machine);
   if (result.ok() && !result->has_value()) {
     return NotFound("the " + std::string(detector->name) + " detector found none of its variables (" +
                     std::string(detector->presence) + ") in the environment");
@@ -51,9 +69,15 @@ DetectResult DetectCluster(std::string_view mode, const Environment& env) {
 }
 
 std::vector<DetectorReport> DetectAll(const Environment& env) {
+  return DetectAll(env, Machine{});
+}
+
+std::vector<DetectorReport> DetectAll(const Environment& env, const Machine& machine) {
   std::vector<DetectorReport> reports;
   for (const Detector& detector : Detectors()) {
-    DetectResult result = detector.detect(env);
+    DetectResult result = WorthAsking(detector, env, machine)
+                              ? RunDetector(detector, env, machine)
+                              : DetectResult(std::optional<Detection>());
     DetectorReport report{std::string(detector.name), result.status(), std::nullopt};
     if (result.ok()) report.detection = *result;
     reports.push_back(std::move(report));

@@ -37,11 +37,14 @@ std::string DescribeMode(const Sourced<std::string>& mode) {
 // something for a detector to fill. A present but broken scheduler
 // environment is an error when a value is needed from it or when the mode
 // names that detector; otherwise explicit settings cover it and it is ignored.
+// Under "auto" with nothing needed, the machine is not asked (no metadata request).
 Result<std::optional<Detection>> DetectScheduler(const Sourced<std::string>& mode, bool needed,
-                                                 const Environment& env) {
-  DetectResult result = DetectCluster(mode.value, env);
-  if (result.ok()) return *result;
+                                                 const Environment& env, const Machine& machine) {
   const bool named = mode.value != "auto";
+  Machine asked = machine;
+  if (!needed && !named) asked.metadata = nullptr;
+  DetectResult result = DetectCluster(mode.value, env, asked);
+  if (result.ok()) return *result;
   if (!needed && !named) return std::optional<Detection>();
   if (result.status().code() == StatusCode::kNotFound) {
     return InvalidArgument(DescribeMode(mode) + ": " + result.status().message() +
@@ -71,7 +74,8 @@ Status NothingConfigured(const Sourced<std::string>& mode) {
       "  - start the processes with `kdist launch -n 2 -- python your_script.py`, which sets "
       "those variables;\n"
       "  - start them under a launcher or scheduler kdist detects (torchrun, Open MPI's mpirun, "
-      "MPICH or Intel MPI mpiexec, Slurm's srun, TF_CONFIG, a Kubernetes Indexed Job); " +
+      "MPICH or Intel MPI mpiexec, Slurm's srun, SkyPilot, TF_CONFIG, a GKE TPU node pool, a "
+      "Cloud TPU VM, a Kubernetes Indexed Job); " +
       detection +
       ";\n"
       "  - or pass num_processes=1 to run a single process.");
@@ -340,7 +344,7 @@ struct SchedulerFill {
 // A detector fills only what explicit settings leave out. An explicit single
 // process needs nothing from it: no coordinator, and id 0.
 Result<SchedulerFill> FillFromScheduler(const ClusterSpec& spec, const Environment& env,
-                                        ClusterTexts& texts) {
+                                        const Machine& machine, ClusterTexts& texts) {
   SchedulerFill fill;
   fill.given = texts;
   const size_t explicit_addresses = texts.addresses ? Split(texts.addresses->text, ',').size() : 0;
@@ -348,7 +352,7 @@ Result<SchedulerFill> FillFromScheduler(const ClusterSpec& spec, const Environme
   const bool single_process = explicit_count.ok() && *explicit_count == 1;
   const bool needed = !single_process && !(texts.addresses && texts.id &&
                                            (texts.count || explicit_addresses > 1));
-  KDIST_ASSIGN_OR_RETURN(fill.detected, DetectScheduler(spec.cluster_detection, needed, env));
+  KDIST_ASSIGN_OR_RETURN(fill.detected, DetectScheduler(spec.cluster_detection, needed, env, machine));
   fill.fills = fill.detected && !single_process;
   if (!fill.fills) return fill;
   const Detection& filler = *fill.detected;
@@ -461,10 +465,15 @@ Status ResolveProcessId(const ClusterTexts& texts, const Detection& hints, Clust
 }  // namespace
 
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env) {
+  return Resolve(request, env, Machine{});
+}
+
+Result<ClusterSpec> Resolve(const Request& request, const Environment& env,
+                            const Machine& machine) {
   ClusterSpec spec;
   KDIST_RETURN_IF_ERROR(ResolveJobSettings(request, env, spec));
   KDIST_ASSIGN_OR_RETURN(ClusterTexts texts, PickClusterTexts(request, env));
-  KDIST_ASSIGN_OR_RETURN(const SchedulerFill fill, FillFromScheduler(spec, env, texts));
+  KDIST_ASSIGN_OR_RETURN(const SchedulerFill fill, FillFromScheduler(spec, env, machine, texts));
   if (fill.detected) spec.scheduler = fill.detected->detector;
   if (!texts.addresses && !texts.count && !texts.id) {
     return NothingConfigured(spec.cluster_detection);

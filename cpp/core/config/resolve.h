@@ -13,6 +13,7 @@
 #include "base/environment.h"
 #include "base/status.h"
 #include "config/cluster_spec.h"
+#include "config/clusters/detection.h"
 
 namespace kdist {
 
@@ -110,6 +111,11 @@ std::vector<std::string> JaxJobVariables();
 // the detected scheduler, else 0. Failure is kInvalidArgument with a message
 // that names the value, where it came from, and the expected form.
 Result<ClusterSpec> Resolve(const Request& request, const Environment& env);
+// The same on `machine` (config/clusters/detection.h): what the platform
+// detectors may read beyond the snapshot. Under "auto", when explicit settings
+// leave the detectors nothing to fill, its metadata server is not asked.
+Result<ClusterSpec> Resolve(const Request& request, const Environment& env,
+                            const Machine& machine);
 
 // A duration as the command line's options take one (`kdist launch --timeout`,
 // `kdist doctor --probe-timeout`): a positive, finite number of seconds, at

@@ -21,7 +21,7 @@ TEST(Detectors, TableOrderAndNames) {
     EXPECT_FALSE(d.presence.empty());
     EXPECT_FALSE(d.variables.empty());
   }
-  EXPECT_EQ(Join(names, ","), std::string("torchrun,ompi,mpich,slurm,tf_config,kubernetes"));
+  EXPECT_EQ(Join(names, ","), std::string("torchrun,ompi,mpich,skypilot,slurm,tf_config,gke_tpu,gce_tpu,kubernetes"));
   EXPECT_TRUE(FindDetector("slurm") != nullptr);
   EXPECT_TRUE(FindDetector("auto") == nullptr);
 }
@@ -29,7 +29,9 @@ TEST(Detectors, TableOrderAndNames) {
 TEST(Detectors, PortOverridesAreListedButDoNotMakeADetectorPresent) {
   for (const Detector& d : Detectors()) {
     const bool reads_override = d.name == "torchrun" || d.name == "ompi" ||
-                                d.name == "slurm" || d.name == "kubernetes";
+                                d.name == "slurm" || d.name == "kubernetes" ||
+                                d.name == "skypilot" || d.name == "gke_tpu" ||
+                                d.name == "gce_tpu";
     for (std::string_view name : {kEnvCoordinatorPort, kEnvJaxCoordinatorPort}) {
       const bool listed =
           std::find(d.variables.begin(), d.variables.end(), name) != d.variables.end();
@@ -83,9 +85,9 @@ TEST(Detectors, DetectAllReportsEveryDetector) {
   EXPECT_EQ(reports[0].name, std::string("torchrun"));
   EXPECT_TRUE(reports[0].status.ok() && reports[0].detection.has_value());
   EXPECT_TRUE(reports[1].status.ok() && !reports[1].detection.has_value());
-  EXPECT_TRUE(reports[3].detection.has_value());  // slurm
-  EXPECT_FALSE(reports[4].status.ok());           // tf_config
-  EXPECT_FALSE(reports[5].detection.has_value());
+  EXPECT_TRUE(reports[4].detection.has_value());  // slurm
+  EXPECT_FALSE(reports[5].status.ok());           // tf_config
+  EXPECT_FALSE(reports[8].detection.has_value());  // kubernetes
 }
 
 // Any values in a scheduler's variables: a detection or an error, never a crash.

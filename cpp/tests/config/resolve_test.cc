@@ -421,7 +421,8 @@ TEST(Resolve, DetectionOffOrNamed) {
   request.cluster_detection = "slurmm";
   KDIST_EXPECT_ERROR(Resolve(request, {}), StatusCode::kInvalidArgument,
                      "expected one of \"auto\", \"none\", \"torchrun\", \"ompi\", \"mpich\", "
-                     "\"slurm\", \"tf_config\", \"kubernetes\"");
+                     "\"skypilot\", \"slurm\", \"tf_config\", \"gke_tpu\", \"gce_tpu\", "
+                     "\"kubernetes\"");
 }
 
 TEST(Resolve, DetectedValuesAreValidatedWithTheirVariables) {
@@ -509,7 +510,7 @@ TEST(Resolve, NothingConfiguredMentionsDetection) {
                      "start them under a launcher or scheduler kdist detects");
   KDIST_EXPECT_ERROR(Resolve(Request{}, {}), StatusCode::kInvalidArgument,
                      "none was found; cluster_detection=\"auto\" (default) looked for torchrun, "
-                     "ompi, mpich, slurm, tf_config, kubernetes");
+                     "ompi, mpich, skypilot, slurm, tf_config, gke_tpu, gce_tpu, kubernetes");
   KDIST_EXPECT_ERROR(Resolve(Request{}, {{"KDIST_CLUSTER_DETECTION", "none"}}),
                      StatusCode::kInvalidArgument,
                      "scheduler detection is off: KDIST_CLUSTER_DETECTION=\"none\" (from the "

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdist import _core
+from kdist._local_job.gpu_split import divisors, job_gpus, split_gpus
 from kdist._start import collectives, environment_fingerprint
-from kdist._start.accelerators import find_accelerators
+from kdist._start.accelerators import find_accelerators, tpu_chip_nodes
 from kdist._start.environment_fingerprint import Entry as EnvironmentEntry
 
 _PROBE_MEANING = {
@@ -210,8 +211,8 @@ def collect(
         jax_version=_jax_backend.jax_version() if _jax_backend.jax_installed() else None,
         spec=spec,
         error=error,
-        detectors=_core.detect_all(environment),
-        accelerators=find_accelerators(environ=environment),
+        detectors=_core.detect_all(environment, tpu_chip_nodes()),
+        accelerators=_with_gpu_split(find_accelerators(environ=environment), environment),
         # The script and arguments entries would describe kdist doctor itself.
         environment_fingerprint=tuple(
             entry
@@ -224,6 +225,25 @@ def collect(
         collectives=found,
         devices=devices,
     )
+
+
+def _with_gpu_split(accelerators: dict[str, Any], environment: dict[str, str]) -> dict[str, Any]:
+    """The accelerators, with "gpu_split": what `kdist launch -n N` gives each process
+    (kdist._local_job.gpu_split) for every N that divides the GPUs, or None without GPUs."""
+    gpus = job_gpus(environment, accelerators["nvidia_gpus"])
+    if gpus is None:
+        return {**accelerators, "gpu_split": None}
+    per_process = {str(n): split_gpus(gpus, n) for n in divisors(len(gpus.ids))}
+    split = {"gpus": list(gpus.ids), "source": gpus.source, "per_process": per_process}
+    lines = [
+        f"kdist launch -n N gives process i the i-th block of the {gpus.describe()} "
+        "(CUDA_VISIBLE_DEVICES):"
+    ]
+    for n, blocks in per_process.items():
+        shown = ", ".join(f"{i}: {ids}" for i, ids in enumerate(blocks))
+        lines.append(f"  -n {n}: {shown}")
+    lines.append(f"  other N are refused (they do not divide {len(gpus.ids)})")
+    return {**accelerators, "gpu_split": split, "summary": accelerators["summary"] + lines}
 
 
 def json_report(report: Report) -> dict[str, Any]:

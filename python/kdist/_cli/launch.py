@@ -31,10 +31,12 @@ from typing import BinaryIO
 from kdist._cli import arguments
 from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.environment import child_environment
+from kdist._local_job.gpu_split import CUDA_VISIBLE_DEVICES, GpuSplitError, job_gpus, split_gpus
 from kdist._local_job.job import SETTLE_SECONDS, Job
 from kdist._local_job.output import Output, shortened, table
 from kdist._local_job.process import Process
 
+EXIT_USAGE = 2  # as argparse: refused before any process starts
 EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
@@ -59,7 +61,14 @@ with that status (128+N for signal N); a summary names the first failure, or
 how kdist stopped the job, above it the first failed process's last lines (its
 traceback). With --max-restarts the whole job is started again after a failure
 or a stop (not after success, a signal to the launcher or --timeout), and a last
-table has one row per attempt. Each process it started dies with the launcher,
+table has one row per attempt.
+
+On a machine with G NVIDIA GPUs (/dev/nvidiaN, or the CUDA_VISIBLE_DEVICES list
+the launcher was given) each process gets G/N of them through
+CUDA_VISIBLE_DEVICES, process i the i-th block; N that does not divide G is
+refused (status 2) before any process starts. --devices-per-process (JAX's CPU
+backend) and JAX_PLATFORMS without cuda leave the GPUs alone. `kdist doctor`
+shows the split for every N that divides G. Each process it started dies with the launcher,
 even when the launcher is killed with SIGKILL (Linux). Their own children are
 stopped with them (each process runs in its own process group) when the launcher
 ends the job, but not when the launcher is killed with SIGKILL: a program that
@@ -266,6 +275,11 @@ def launch(
         0
     """
     output = Output(out or sys.stdout.buffer, err or sys.stderr.buffer)
+    try:
+        gpus = _gpus_per_process(num_processes, devices_per_process)
+    except GpuSplitError as error:
+        output.note(f"refused before starting any process: {error}")
+        return EXIT_USAGE
     received: list[int] = []
     previous = {
         s: signal.signal(s, lambda signum, _frame: received.append(signum))
@@ -280,6 +294,7 @@ def launch(
         grace,
         timeout,
         None if timeout is None else time.monotonic() + timeout,
+        gpus,
     )
     attempts: list[AttemptRecord] = []
     try:
@@ -314,6 +329,18 @@ class _JobOptions:
     grace: float
     timeout: float | None
     ends_at: float | None  # the monotonic time at which the timeout stops the job
+    gpus: list[str] | None  # each process's CUDA_VISIBLE_DEVICES, by id; None: left alone
+
+
+def _gpus_per_process(num_processes: int, devices_per_process: int | None) -> list[str] | None:
+    """Each process's CUDA_VISIBLE_DEVICES on this machine (kdist._local_job.gpu_split), or
+    None: no GPUs, or the processes run on JAX's CPU backend."""
+    if devices_per_process is not None:
+        return None
+    from kdist._start.accelerators import find_accelerators
+
+    gpus = job_gpus(os.environ, find_accelerators()["nvidia_gpus"])
+    return None if gpus is None else split_gpus(gpus, num_processes)
 
 
 def _run_attempt(
@@ -335,6 +362,8 @@ def _run_attempt(
             devices_per_process=options.devices_per_process,
         )
         env[RESTART_COUNT_VARIABLE] = str(attempt.number)
+        if options.gpus is not None:
+            env[CUDA_VISIBLE_DEVICES] = options.gpus[i]
         if options.stall_timeout is not None:
             env["KDIST_STALL_TIMEOUT"] = repr(options.stall_timeout)
         envs.append(env)
@@ -351,6 +380,12 @@ def _run_attempt(
             f"127.0.0.1:{attempt.port}"
             + (f", attempt {attempt.number}" if attempt.number else "")
             + (f", logs in {log_files[0].parent}" if log_files else "")
+            + (
+                "; GPUs (CUDA_VISIBLE_DEVICES): "
+                + ", ".join(f"process {i}: {ids}" for i, ids in enumerate(options.gpus))
+                if options.gpus is not None
+                else ""
+            )
         )
 
     def failed(job: Job, process: Process) -> None:

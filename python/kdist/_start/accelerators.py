@@ -47,6 +47,32 @@ def _numbered(names: list[str], prefix: str) -> list[str]:
     return [name for _, name in sorted(matched)]
 
 
+def tpu_chip_nodes(dev_dir: Path = Path("/dev")) -> list[str]:
+    """This machine's TPU chips, from device nodes alone: two directory listings, no JAX.
+
+    Args:
+        dev_dir: Where device nodes live. Defaults to `/dev`.
+
+    Returns:
+        The chips' node names under `dev_dir`: "accel0", ... (TPU v4 and v5e), else
+        "vfio/0", ... (TPU VMs that use VFIO); empty off a TPU machine.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from kdist._start.accelerators import tpu_chip_nodes
+        >>> tpu_chip_nodes(Path("/nonexistent"))
+        []
+    """
+    # Every start asks this: off a TPU machine it costs two stat calls, not a listing of
+    # /dev (about 0.1 ms). A TPU VM's chips are numbered from 0.
+    root = str(dev_dir)
+    if os.path.exists(os.path.join(root, "accel0")):
+        return _numbered(_listing(dev_dir), "accel")
+    if not os.path.isdir(os.path.join(root, "vfio")):
+        return []
+    return [f"vfio/{n}" for n in _numbered(_listing(dev_dir / "vfio"), "")]
+
+
 def find_accelerators(
     dev_dir: Path = Path("/dev"), environ: Mapping[str, str] | None = None
 ) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from kdist import _core
+from kdist._start.accelerators import tpu_chip_nodes
 
 
 def _describe(name: str, value: object) -> str:
@@ -128,4 +129,5 @@ def resolve(
     request = _core.Request()
     for name, text in _SETTINGS:
         setattr(request, name, text(name, given.get(name)))
-    return _core.resolve(request, dict(os.environ))
+    # The TPU chips decide whether "auto" asks the GCE metadata server (gce_tpu).
+    return _core.resolve(request, dict(os.environ), tpu_chip_nodes())

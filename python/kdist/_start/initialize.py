@@ -45,8 +45,13 @@ def initialize(
     Scheduler detection reads what the launcher or scheduler that started the
     process publishes, trying these detectors in this order: "torchrun"
     (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK), "ompi" (Open MPI's mpirun),
-    "mpich" (MPICH / Intel MPI mpiexec), "slurm" (tasks started by srun),
-    "tf_config" (TF_CONFIG) and "kubernetes" (Indexed Jobs). A detector only
+    "mpich" (MPICH / Intel MPI mpiexec), "skypilot" (SKYPILOT_NODE_IPS,
+    SKYPILOT_NODE_RANK, SKYPILOT_NUM_NODES), "slurm" (tasks started by srun),
+    "tf_config" (TF_CONFIG), "gke_tpu" (GKE TPU node pools:
+    TPU_WORKER_HOSTNAMES, TPU_WORKER_ID, MEGASCALE_*), "gce_tpu" (Cloud TPU
+    VMs: the GCE metadata server, as JAX reads it; asked under "auto" only
+    where this machine has TPU chips or TPU variables are set) and
+    "kubernetes" (Indexed Jobs). A detector only
     fills the cluster settings that neither an argument nor a
     KERAS_DISTRIBUTION_* variable gives; `cluster_spec().sources` names the
     detector and variable of each ("slurm (SLURM_PROCID)"). Where a scheduler
@@ -77,8 +82,8 @@ def initialize(
             `KDIST_INIT_TIMEOUT`, else 300 (JAX's own default).
         cluster_detection: "auto" (the first detector, in the order above,
             whose variables are present), "none" (no detection), or one
-            detector's name ("torchrun", "ompi", "mpich", "slurm",
-            "tf_config", "kubernetes"). Defaults to None:
+            detector's name ("torchrun", "ompi", "mpich", "skypilot", "slurm",
+            "tf_config", "gke_tpu", "gce_tpu", "kubernetes"). Defaults to None:
             `KDIST_CLUSTER_DETECTION`, else "auto".
         preflight: Whether to run the roll call before JAX starts:
             process 0 binds the coordinator port and collects a hello from

@@ -49,6 +49,31 @@ struct Detection {
 
 using DetectResult = Result<std::optional<Detection>>;
 
+// The GCE metadata server's instance attributes, as the Cloud TPU detector
+// asks for them (config/clusters/gce_metadata.h reaches the real server; tests
+// pass a fake).
+class InstanceMetadata {
+ public:
+  virtual ~InstanceMetadata() = default;
+  // The attribute's text ("agent-worker-number" gives "1"). kNotFound when
+  // the server answers that it has none; otherwise an error whose message
+  // names the server, what was asked and why it failed (kUnavailable,
+  // kDeadlineExceeded), within the client's bound.
+  virtual Result<std::string> Attribute(std::string_view key) = 0;
+  // The server as messages name it: "the GCE metadata server at
+  // metadata.google.internal (GCE_METADATA_IP not set)".
+  virtual std::string Describe() const = 0;
+};
+
+// What this machine shows beyond the environment, for the platform detectors
+// (Cloud TPU): its TPU chips (/dev/accel*, /dev/vfio/*, read once at the
+// edge) and its metadata server. The default shows no chips and no server.
+struct Machine {
+  bool tpu_chips = false;
+  std::string tpu_chips_shown;             // "/dev/accel0, /dev/accel1" for messages
+  InstanceMetadata* metadata = nullptr;  // nullptr: no server can be asked
+};
+
 struct Detector {
   std::string_view name;        // the public value of cluster_detection / KDIST_CLUSTER_DETECTION
   std::string_view summary;     // what it reads, for help texts and `kdist doctor`
@@ -57,8 +82,24 @@ struct Detector {
   // help texts and tests. Presence is decided by `detect` alone (see
   // `presence`): a variable here does not make the detector present.
   std::vector<std::string_view> variables;
-  DetectResult (*detect)(const Environment& env);
+  // A scheduler's detector: a pure function of the snapshot.
+  DetectResult (*detect)(const Environment& env) = nullptr;
+  // A platform's detector (gce_tpu) instead: it may also read the machine,
+  // the metadata server included.
+  DetectResult (*detect_on_machine)(const Environment& env, const Machine& machine) = nullptr;
+  // Whether "auto" (and `kdist doctor`) asks this detector at all on this
+  // machine; nullptr: always. A platform detector that costs a DNS lookup or
+  // an HTTP request is asked only where its platform shows (TPU chips, or its
+  // variables), so the start elsewhere pays nothing for it.
+  bool (*worth_asking)(const Environment& env, const Machine& machine) = nullptr;
 };
+
+// Runs `detector` on the snapshot and the machine.
+inline DetectResult RunDetector(const Detector& detector, const Environment& env,
+                                const Machine& machine) {
+  if (detector.detect_on_machine != nullptr) return detector.detect_on_machine(env, machine);
+  return detector.detect(env);
+}
 
 }  // namespace kdist
 
