@@ -29,6 +29,10 @@ Configured by environment variables (every process of a job gets the same ones):
                       futures, in Orbax's background thread: the checkpoint is never
                       finalized there, the other processes wait for it at Orbax's barrier,
                       and a SIGKILL then lands while Orbax is writing the backup
+  BACKUP_HANG_RESTORE "PID": that process hangs (prints "restoring an older backup", sleeps)
+                      when it is about to read a kept backup after the newest one (the
+                      fallback's restore): a SIGKILL then lands in the middle of it
+  BACKUP_KEEP         the callback's keep= (default: the callback's own, 2)
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
   BACKUP_STOP_AT      "STEP": process 0 calls kdist.request_stop after that batch of this
                       run (an agreed stop a batch or two later, as a SIGTERM would make)
@@ -79,6 +83,8 @@ STALL_WRITE = os.environ.get("BACKUP_STALL_WRITE", "")
 STOP_AT = int(os.environ.get("BACKUP_STOP_AT", "0"))
 REPORT_RESTORED = os.environ.get("BACKUP_REPORT_RESTORED") == "1"
 CRASH_AT = int(os.environ.get("BACKUP_CRASH_AT", "0"))
+HANG_RESTORE = os.environ.get("BACKUP_HANG_RESTORE", "")
+KEEP = os.environ.get("BACKUP_KEEP", "")
 
 # --- what this process does to the files under BACKUP_DIR --------------------------------
 
@@ -335,7 +341,28 @@ if IMPL == "kdist":
 
         ocp.PyTreeCheckpointHandler.async_save = stalling_async_save
 
-    backup = TimedBackup(BACKUP_DIR, save_freq=SAVE_FREQ)
+    if HANG_RESTORE and int(HANG_RESTORE) == me:
+        from kdist._resume import reading
+
+        _read_whole = reading.read_whole
+        _reads = [0]
+
+        def hanging_read(*args: object, **kwargs: object) -> object:
+            _reads[0] += 1
+            if _reads[0] >= 2:
+                print("restoring an older backup", flush=True)
+                time.sleep(600)
+            return _read_whole(*args, **kwargs)
+
+        reading.read_whole = hanging_read
+
+    try:
+        keep = {"keep": int(KEEP)} if KEEP else {}
+        backup = TimedBackup(BACKUP_DIR, save_freq=SAVE_FREQ, **keep)
+    except Exception as caught:  # reported (no step trained), then raised: the job ends
+        report = {"process_id": me, "error": f"{type(caught).__name__}: {caught}", "steps": 0}
+        print(json.dumps(report), flush=True)
+        raise
     callbacks.append(backup)
 elif IMPL == "keras":
 

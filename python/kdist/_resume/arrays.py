@@ -114,7 +114,9 @@ def restore(directory: Path, targets: Mapping[str, Any], user: str) -> dict[str,
     try:
         restored: dict[str, Any] = handler.restore(directory / STATE, args=args)
     except Exception as error:  # Orbax raises ValueError, FileNotFoundError, its own errors
-        raise OSError(f"{directory / STATE}: Orbax cannot read it ({error})") from error
+        said = str(error).split(" [tensorstore_spec", 1)[0]  # TensorStore's specs: long
+        said = said if len(said) <= 600 else said[:597] + "..."
+        raise OSError(f"{directory / STATE}: Orbax cannot read it ({said})") from error
     finally:
         handler.close()
     return restored

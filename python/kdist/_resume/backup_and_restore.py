@@ -385,13 +385,14 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             kdist.BackupStorageError: backups are kept, but none reads whole.
         """
 
-        def read(directory: Path, manifest_crc: int | None, share: tuple[int, int]) -> Any:
-            return reading.read_whole(
-                model, directory, manifest_crc, share, host_of=self._process_id
-            )
+        def check(directory: Path, manifest_crc: int | None, share: tuple[int, int]) -> Any:
+            return reading.check_files(model, directory, manifest_crc, share)
+
+        def read(directory: Path, manifest: Any) -> Any:
+            return reading.read_arrays(model, directory, manifest, host_of=self._process_id)
 
         found = choosing.newest_whole(
-            self._root, read, _USER, timeout=self._timeout, forget_damaged=True
+            self._root, check, read, _USER, timeout=self._timeout, forget_damaged=True
         )
         if found is None:
             return None

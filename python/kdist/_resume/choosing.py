@@ -28,8 +28,9 @@ from kdist._errors import BackupMismatchError, BackupStorageError
 from kdist._resume import store
 
 Loaded = TypeVar("Loaded")
+Manifest = TypeVar("Manifest")
 
-_KEY = "kdist/backup-restore/{call}/{backup}/{process}"
+_KEY = "kdist/backup-restore/{call}/{backup}/{phase}/{process}"
 _lock = threading.Lock()
 # This process's restores, numbered: the n-th restore of every process agrees with the
 # n-th of the others (every process of a job restores the same number of times).
@@ -39,15 +40,19 @@ _MISMATCH = "mismatch: "
 
 def newest_whole(
     root: Path,
-    read: Callable[[Path, int | None, tuple[int, int]], Loaded],
+    check: Callable[[Path, int | None, tuple[int, int]], Manifest],
+    read: Callable[[Path, Manifest], Loaded],
     user: str,
     *,
     timeout: float | None = None,
     forget_damaged: bool = False,
 ) -> tuple[Path, Loaded] | None:
     """The newest kept backup in `root` that reads whole in every process, and what
-    `read(directory, manifest_crc32, share)` made of it; None when `root` holds none.
-    `read` raises OSError (or any error of Orbax's) for a backup that is not whole.
+    `read` made of it; None when `root` holds none. Each backup is read in two halves,
+    each agreed by every process before the next: `check(directory, manifest_crc32,
+    share)` (the files, before Orbax reads any: what it returns is handed to `read`),
+    then `read(directory, checked)` (Orbax's read). Either raises OSError (or any error
+    of Orbax's) for a backup that is not whole.
     With `forget_damaged` (the callback, which writes there), process 0 then drops the
     newer backups that did not read whole from `latest.json`.
 
@@ -66,17 +71,26 @@ def newest_whole(
     for attempt, (name, manifest_crc) in enumerate(kept):
         directory = root / name
         loaded: Loaded | None = None
+        checked: Manifest | None = None
         problem: str | None = None
         try:
-            loaded = read(directory, manifest_crc, (me, processes))
+            checked = check(directory, manifest_crc, (me, processes))
         except BackupMismatchError as error:
             problem = _MISMATCH + str(error)
-        except Exception as error:  # Orbax and TensorStore raise their own kinds
+        except Exception as error:
             problem = f"{type(error).__name__}: {error}"
-        key = _KEY.format(call=call, backup=attempt, process="{process}")
+        key = _KEY.format(call=call, backup=attempt, phase="files", process="{process}")
         problem = _agreed(key, problem, processes, me, timeout)
         if problem is not None and problem.startswith(_MISMATCH):
             raise BackupMismatchError(problem[len(_MISMATCH) :])
+        if problem is None:
+            assert checked is not None
+            try:
+                loaded = read(directory, checked)
+            except Exception as error:  # Orbax and TensorStore raise their own kinds
+                problem = f"{type(error).__name__}: {error}"
+            key = _KEY.format(call=call, backup=attempt, phase="arrays", process="{process}")
+            problem = _agreed(key, problem, processes, me, timeout)
         if problem is None:
             assert loaded is not None
             if attempt > 0 and me == 0 and forget_damaged:

@@ -105,12 +105,15 @@ def load_backup(model: Any, backup_dir: str | os.PathLike[str]) -> int:
     if optimizer is not None and getattr(optimizer, "built", False):
         groups.append("optimizer")
 
-    def read(directory: Path, manifest_crc: int | None, share: tuple[int, int]) -> Any:
-        return reading.read_whole(
-            model, directory, manifest_crc, share, groups=groups, advice=_ADVICE, user=_USER
+    def check(directory: Path, manifest_crc: int | None, share: tuple[int, int]) -> Any:
+        return reading.check_files(
+            model, directory, manifest_crc, share, groups=groups, advice=_ADVICE
         )
 
-    found = choosing.newest_whole(root, read, _USER) if root.is_dir() else None
+    def read(directory: Path, manifest: Any) -> Any:
+        return reading.read_arrays(model, directory, manifest, groups=groups, user=_USER)
+
+    found = choosing.newest_whole(root, check, read, _USER) if root.is_dir() else None
     if found is None:
         _nothing_committed(root)
     assert found is not None

@@ -5,16 +5,16 @@ checks that the backup is whole. The callback's resume and `kdist.load_backup` b
 a backup this way; choosing.py decides which kept backup.
 
 Whole means: the manifest has the CRC-32 `latest.json` recorded for it; this process's
-share of the backup's files has the sizes and CRC-32s the manifest lists (checksums.py:
-checked in a thread while Orbax reads, so the check costs the restore little wall time);
-Orbax reads every array; each restored array has the shape and dtype of its variable;
-and this process's host file reads. Nothing is assigned to the model until all of them
-passed, in every process (choosing.py).
+share of the backup's files has the sizes and CRC-32s the manifest lists (checksums.py);
+and, once every process found its share whole (choosing.py agrees on it before Orbax
+reads: Orbax's read of a garbled file fails midway and leaves TensorStore's reads
+behind), Orbax reads every array, each restored array has the shape and dtype of its
+variable, and this process's host file reads. Nothing is assigned to the model until all
+of them passed, in every process.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ class Whole:
     host: dict[str, Any] | None
 
 
-def read_whole(
+def check_files(
     model: Any,
     directory: Path,
     manifest_crc32: int | None,
@@ -41,45 +41,51 @@ def read_whole(
     *,
     groups: Sequence[str] = snapshot.GROUPS,
     advice: str = snapshot.RESTORE_OR_START_AFRESH,
-    user: str = "kdist.BackupAndRestore",
-    host_of: int | None = None,
-) -> Whole:
-    """The backup in `directory`, read whole (see the module's docstring) for the
-    variables of `model` in `groups`; `share` is (this process's index, the processes
-    that share the files' check); with `host_of`, that process's host state too.
+) -> dict[str, Any]:
+    """The first half of a read, before Orbax reads anything: the backup's manifest,
+    checked against `manifest_crc32` and against the variables of `model` in `groups`,
+    and this process's `share` of its files (this process's index, the processes that
+    share the check) checked against the manifest's sums. Returns the manifest.
 
     Raises:
         kdist.BackupMismatchError: the backup is of another model.
-        OSError: the backup is not whole (the message says what is wrong).
-        Exception: what Orbax raised.
+        OSError: the manifest or a file of this share is not as written.
     """
     manifest = store.read_manifest(directory, manifest_crc32)
     where = f"The backup in {directory} (step {manifest['step']})"
-    variables = snapshot.training_variables(model, groups)
-    current = [snapshot.describe(*entry) for entry in variables]
+    current = [snapshot.describe(*entry) for entry in snapshot.training_variables(model, groups)]
     saved = [snapshot.Described.from_json(entry) for entry in manifest["variables"]]
     snapshot.check_variables(saved, current, where, groups=groups, advice=advice)
-    targets = {arrays.key_of(group, i): v.value for group, i, v in variables}
-
     sums = manifest.get("checksums")
-    problems: list[str] = []
-    checker = None
-    if isinstance(sums, dict):
-        checker = threading.Thread(
-            target=lambda: problems.extend(checksums.damaged(directory, sums, share)),
-            name="kdist-backup-check",
-            daemon=True,
-        )
-        checker.start()
-    try:
-        values = arrays.restore(directory, targets, user)
-    finally:
-        if checker is not None:
-            checker.join()
+    problems = checksums.damaged(directory, sums, share) if isinstance(sums, dict) else []
     if problems:
         more = f"; and {len(problems) - 4} more" if len(problems) > 4 else ""
         shown = "; ".join(problems[:4]) + more
         raise OSError(f"{len(problems)} of its files are not as written: {shown}")
+    return manifest
+
+
+def read_arrays(
+    model: Any,
+    directory: Path,
+    manifest: dict[str, Any],
+    *,
+    groups: Sequence[str] = snapshot.GROUPS,
+    user: str = "kdist.BackupAndRestore",
+    host_of: int | None = None,
+) -> Whole:
+    """The second half, once every process found its share of the files whole: every
+    array of `model`'s variables in `groups` read by Orbax onto this job's shardings,
+    each checked for its variable's shape and dtype; with `host_of`, that process's host
+    state too.
+
+    Raises:
+        OSError: Orbax cannot read an array, or gives one of another shape, or the host
+            file cannot be read.
+    """
+    variables = snapshot.training_variables(model, groups)
+    targets = {arrays.key_of(group, i): v.value for group, i, v in variables}
+    values = arrays.restore(directory, targets, user)
     _check_shapes(values, targets)
     host = store.read_host_file(directory, host_of) if host_of is not None else None
     return Whole(manifest, values, host)

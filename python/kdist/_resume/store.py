@@ -52,9 +52,14 @@ INCOMING_PREFIX = "incoming-"
 
 
 def incoming(root: Path, step: int) -> Path:
-    """The directory every process writes the backup of `step` into (made if needed)."""
+    """The directory every process writes the backup of `step` into (made if needed; the
+    backup directory itself is not: one removed during training fails the save).
+
+    Raises:
+        OSError: it cannot be made (FileNotFoundError: `root` was removed).
+    """
     directory = root / f"{INCOMING_PREFIX}{step:09d}"
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(exist_ok=True)
     return directory
 
 
