@@ -344,17 +344,21 @@ if IMPL == "kdist":
     if HANG_RESTORE and int(HANG_RESTORE) == me:
         from kdist._resume import reading
 
-        _read_whole = reading.read_whole
-        _reads = [0]
+        _check_files, _read_arrays = reading.check_files, reading.read_arrays
+        _checked = [0]
+
+        def counted_check(*args: object, **kwargs: object) -> object:
+            _checked[0] += 1
+            return _check_files(*args, **kwargs)
 
         def hanging_read(*args: object, **kwargs: object) -> object:
-            _reads[0] += 1
-            if _reads[0] >= 2:
+            if _checked[0] >= 2:  # the newest did not read whole: an older one
                 print("restoring an older backup", flush=True)
                 time.sleep(600)
-            return _read_whole(*args, **kwargs)
+            return _read_arrays(*args, **kwargs)
 
-        reading.read_whole = hanging_read
+        reading.check_files = counted_check
+        reading.read_arrays = hanging_read
 
     try:
         keep = {"keep": int(KEEP)} if KEEP else {}

@@ -104,9 +104,7 @@ def newest_whole(
             if later
             else "no older backup is kept"
         )
-        _log.say(
-            f"{user} cannot read the backup {directory} (step {step}) whole: {problem}; {then}"
-        )
+        warn(f"{user} cannot read the backup {directory} (step {step}) whole: {problem}; {then}")
     listed = "\n".join(f"  - {line}" for line in tried)
     raise BackupStorageError(
         f"{user}: none of the {len(tried)} backups kept in {root} reads whole, so training "
@@ -115,6 +113,16 @@ def newest_whole(
         f"silence: to start afresh, remove {root} (or give another backup_dir); to resume, "
         "put a whole copy of a backup back (docs/resume.md, When storage fails)."
     )
+
+
+def warn(line: str) -> None:
+    """A line every user must see, whatever logging says: a WARNING of kdist's logger once
+    the program (or a library: absl, under JAX and Orbax) configured logging, where an
+    INFO line would be hidden; else `kdist: <line>` on stderr."""
+    if _log.configured_by_program():
+        _log.LOGGER.warning("%s", line)
+    else:
+        _log.say(line)
 
 
 def _processes() -> tuple[int, int]:

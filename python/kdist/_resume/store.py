@@ -33,6 +33,7 @@ process sees (a shared file system across hosts), as for Keras's own callback.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -250,9 +251,20 @@ def remove_unnamed(root: Path, *, incoming_too: bool = True) -> None:
 
 
 def remove_all(root: Path) -> None:
-    """Removes the backup directory (as Keras's own callback does at the end of training)."""
-    if root.exists():
+    """Removes the backup directory (as Keras's own callback does at the end of training);
+    a folder that is a mount point (EBUSY) is emptied instead."""
+    if not root.exists():
+        return
+    try:
         shutil.rmtree(root)
+    except OSError as error:
+        if error.errno != errno.EBUSY:
+            raise
+        for entry in root.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
 
 
 # --- files -----------------------------------------------------------------------------
