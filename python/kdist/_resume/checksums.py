@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 _CHUNK = 8 << 20  # bytes read at a time (zlib.crc32 releases the GIL over each)
@@ -64,19 +65,25 @@ def damaged(directory: Path, sums: Mapping[str, list[int]], share: tuple[int, in
     (`share`: (index, count): every count-th file from the index-th, in sorted order):
     each missing, shorter or longer, or changed file, in words. Empty: whole."""
     index, count = share
-    problems = []
-    for name in sorted(sums)[index::count]:
-        size, crc = (int(n) for n in sums[name])
-        try:
-            found_size, found_crc = of_file(directory / name)
-        except FileNotFoundError:
-            problems.append(f"{name} is missing")
-            continue
-        except OSError as error:
-            problems.append(f"{name} cannot be read ({error})")
-            continue
-        if found_size != size:
-            problems.append(f"{name} has {found_size} bytes, {size} were written")
-        elif found_crc != crc:
-            problems.append(f"{name} was changed since it was written (its CRC-32 differs)")
-    return problems
+    names = sorted(sums)[index::count]
+    # zlib.crc32 releases the GIL: the files are summed on as many threads as cores.
+    workers = max(1, min(len(names), os.cpu_count() or 1, 8))
+    with ThreadPoolExecutor(workers, thread_name_prefix="kdist-backup-check") as pool:
+        found = list(pool.map(lambda name: _problem(directory, name, sums[name]), names))
+    return [problem for problem in found if problem is not None]
+
+
+def _problem(directory: Path, name: str, expected: list[int]) -> str | None:
+    """What is wrong with one file (None: it is as written)."""
+    size, crc = (int(n) for n in expected)
+    try:
+        found_size, found_crc = of_file(directory / name)
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except OSError as error:
+        return f"{name} cannot be read ({error})"
+    if found_size != size:
+        return f"{name} has {found_size} bytes, {size} were written"
+    if found_crc != crc:
+        return f"{name} was changed since it was written (its CRC-32 differs)"
+    return None
