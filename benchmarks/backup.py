@@ -23,8 +23,12 @@ with Dropout and Adam, 16 batches of 4 rows per epoch and process), on JAX's CPU
    it). The slowest process of each save.
    The restore of one such backup, written by 2 processes x 2 devices at an agreed stop,
    on 2 x 2, 1 x 4, 4 x 1 and 1 x 1 (the callback's restore, timed around it; the slowest
-   process), and the import of Orbax (`import jax, orbax.checkpoint` against `import jax`
-   and `python -c pass`, fresh interpreters, interleaved).
+   process), side by side with a plain Orbax restore of the same checkpoint onto the same
+   shardings in the same processes (`StandardCheckpointer().restore`, once before the
+   callback's restore and once after it); `--only profile` runs the 2 x 2 restore under
+   cProfile and prints where kdist's restore spends its time; and the import of Orbax
+   (`import jax, orbax.checkpoint` against `import jax` and `python -c pass`, fresh
+   interpreters, interleaved).
 4. Stop -> first new step under `kdist launch -n 2 --devices-per-process 2 --max-restarts 1`
    (DataParallel, save_freq "epoch"): from the SIGTERM to one process to the first batch
    attempt 1 trains, in phases (the slowest process of each), with and without JAX's
@@ -282,49 +286,115 @@ def _launch(processes: int, devices: int, env: dict[str, str], logs: Path) -> li
     ]
 
 
-def big_restores() -> dict[tuple[int, int], float]:
-    """Seconds of the callback's restore (the slowest process) of one 2 x 2 backup of the
-    big model, on each job shape of RESTORE_SHAPES."""
+def _stopped_big_backup(root: Path, common: dict[str, str]) -> int:
+    """A 2 x 2 job of the big model stopped at step 2 with a backup in root/backup; its step."""
+    stop = {**common, "BACKUP_DIR": str(root / "backup"), "BACKUP_STOP_AT": "2"}
+    stopped = _launch(2, 2, stop, root / "stop-logs")
+    if not all(r.get("stopped_step") for r in stopped):
+        raise RuntimeError(f"the 2 x 2 job did not stop with a backup: {stopped}")
+    return int(stopped[0]["stopped_step"])
+
+
+_BIG_RESTORE = {
+    "BACKUP_EPOCHS": "1",
+    "BACKUP_ROWS": "40",
+    "BACKUP_UNITS": str(BIG_UNITS),
+    "BACKUP_NO_VALUES": "1",
+    "BACKUP_SAVE_FREQ": "false",
+}
+
+
+def _disk_bytes(folder: Path) -> int:
+    """Bytes the files under `folder` take on the disk (allocated blocks, as du counts)."""
+    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file())
+
+
+_backup_bytes: list[int] = []  # one backup of the big model on the disk, per run
+
+
+def big_restores() -> dict[tuple[int, int], tuple[float, float, float]]:
+    """Seconds of the callback's restore of one 2 x 2 backup of the big model, and of a
+    plain Orbax restore of the same checkpoint onto the same shardings before and after
+    it (the slowest process of each), on each job shape of RESTORE_SHAPES."""
     with tempfile.TemporaryDirectory(prefix="kdist-bench-restore-") as directory:
         root = Path(directory)
-        common = {
-            "BACKUP_EPOCHS": "1",
-            "BACKUP_ROWS": "40",
-            "BACKUP_UNITS": str(BIG_UNITS),
-            "BACKUP_NO_VALUES": "1",
-            "BACKUP_SAVE_FREQ": "false",
-        }
-        stop = {**common, "BACKUP_DIR": str(root / "backup"), "BACKUP_STOP_AT": "2"}
-        stopped = _launch(2, 2, stop, root / "stop-logs")
-        if not all(r.get("stopped_step") for r in stopped):
-            raise RuntimeError(f"the 2 x 2 job did not stop with a backup: {stopped}")
+        step = _stopped_big_backup(root, _BIG_RESTORE)
+        _backup_bytes.append(_disk_bytes(root / "backup"))  # latest.json and one backup
         seconds = {}
         for processes, devices in RESTORE_SHAPES:
             copy = root / f"backup-{processes}x{devices}"
             shutil.copytree(root / "backup", copy)
-            env = {**common, "BACKUP_DIR": str(copy)}
+            env = {**_BIG_RESTORE, "BACKUP_DIR": str(copy), "BACKUP_PLAIN_RESTORE": "1"}
             reports = _launch(processes, devices, env, root / f"logs-{processes}x{devices}")
             restored = {r.get("restored_step") for r in reports}
-            if restored != {stopped[0]["stopped_step"]}:
+            if restored != {step}:
                 raise RuntimeError(f"{processes} x {devices} restored {restored}: {reports}")
-            seconds[(processes, devices)] = max(r["restore_seconds"][0] for r in reports)
+            seconds[(processes, devices)] = (
+                max(r["restore_seconds"][0] for r in reports),
+                max(r["plain_restore_seconds"][0] for r in reports),
+                max(r["plain_restore_seconds"][1] for r in reports),
+            )
         return seconds
 
 
 def figure_restore(runs: int) -> str:
-    seconds: dict[tuple[int, int], list[float]] = {shape: [] for shape in RESTORE_SHAPES}
+    seconds: dict[tuple[int, int], list[tuple[float, float, float]]] = {
+        shape: [] for shape in RESTORE_SHAPES
+    }
     for _ in range(runs):
         for shape, value in big_restores().items():
             seconds[shape].append(value)
-    rows = ["| resumed on | restore (ms, median) |", "|---|---:|"]
+    rows = [
+        "| resumed on | kdist's restore (ms) | plain Orbax before (ms) | plain Orbax after (ms) "
+        "| kdist / plain Orbax |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for (processes, devices), values in seconds.items():
-        rows.append(f"| {processes} x {devices} devices | {statistics.median(values) * 1e3:.0f} |")
+        ours, before, after = (statistics.median(v[i] for v in values) for i in range(3))
+        plain = (before + after) / 2
+        rows.append(
+            f"| {processes} x {devices} devices | {ours * 1e3:.0f} | {before * 1e3:.0f} | "
+            f"{after * 1e3:.0f} | {ours / plain:.2f}x |"
+        )
     megabytes = 3 * (8 * BIG_UNITS + BIG_UNITS + BIG_UNITS + 1) * 4 / 1e6
     return (
         f"The restore of a {megabytes:.0f} MB backup (weights + Adam) written by 2 processes x "
         "2 devices (DataParallel, at an agreed stop), on each job shape: the callback's "
-        f"restore from reading latest.json to the last variable assigned, the slowest process "
-        f"({runs} runs):\n\n" + "\n".join(rows)
+        "restore from reading latest.json to the last variable assigned, and Orbax alone "
+        "(StandardCheckpointer) restoring the same checkpoint onto the same shardings in the "
+        "same processes, before and after it; the slowest process of each, medians of "
+        f"{runs} runs; the ratio against the mean of the two plain restores:\n\n"
+        + "\n".join(rows)
+        + f"\n\nOne backup on the disk: {statistics.median(_backup_bytes) / 1e6:.1f} MB; "
+        "keep=2 holds two (and a third while a save is written)."
+    )
+
+
+def figure_profile() -> str:
+    """The callback's restore of the big model's 2 x 2 backup on 2 x 2, under cProfile:
+    where process 0 spends it (cumulative seconds of the heaviest calls)."""
+    import io
+    import pstats
+
+    with tempfile.TemporaryDirectory(prefix="kdist-bench-profile-") as directory:
+        root = Path(directory)
+        _stopped_big_backup(root, _BIG_RESTORE)
+        profiles = root / "profiles"
+        profiles.mkdir()
+        env = {
+            **_BIG_RESTORE,
+            "BACKUP_DIR": str(root / "backup"),
+            "BACKUP_PROFILE_RESTORE": str(profiles),
+        }
+        reports = _launch(2, 2, env, root / "logs")
+        text = io.StringIO()
+        stats = pstats.Stats(str(profiles / "restore-0.prof"), stream=text)
+        stats.sort_stats("cumulative").print_stats(30)
+    lines = [line for line in text.getvalue().splitlines() if line.strip()]
+    took = max(r["restore_seconds"][0] for r in reports)
+    return (
+        f"The callback's restore on 2 x 2 under cProfile ({took * 1e3:.0f} ms, the slowest "
+        "process; process 0's profile, cumulative):\n\n" + "\n".join(lines[-34:])
     )
 
 
@@ -468,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="replayed,cost,save,restore,import,restart",
-        help="comma-separated: replayed,cost,save,restore,import,restart",
+        help="comma-separated: replayed,cost,save,restore,profile,import,restart",
     )
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
@@ -481,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         print(figure_save(args.runs) + "\n", flush=True)
     if "restore" in chosen:
         print(figure_restore(args.runs) + "\n", flush=True)
+    if "profile" in chosen:
+        print(figure_profile() + "\n", flush=True)
     if "import" in chosen:
         print(figure_import(args.runs) + "\n", flush=True)
     if "restart" in chosen:

@@ -14,6 +14,7 @@ Example:
 from kdist._errors import (
     ArgumentTypeError,
     BackupMismatchError,
+    BackupStorageError,
     BarrierError,
     BarrierTimeoutError,
     ConfigError,
@@ -29,6 +30,7 @@ __all__ = [
     "ArgumentTypeError",
     "BackupAndRestore",
     "BackupMismatchError",
+    "BackupStorageError",
     "BarrierError",
     "BarrierTimeoutError",
     "ConfigError",

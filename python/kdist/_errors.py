@@ -67,6 +67,15 @@ class BackupMismatchError(KdistError, ValueError):
     to do. It is never loaded silently."""
 
 
+class BackupStorageError(KdistError, OSError):
+    """The backup directory of `kdist.BackupAndRestore` (or `kdist.load_backup`) cannot
+    serve: it cannot be made or written (read-only, not a folder, no permission, full),
+    a save failed there (no space, an I/O error, the folder removed), or no backup kept
+    there reads whole. Raised in every process, naming the folder (or each backup tried)
+    and the operating system's reason; also an OSError, so `except OSError:` catches it.
+    Its `errno` is the OS error's when there is one (errno.EROFS, errno.ENOSPC, ...)."""
+
+
 # Tracebacks, reprs and pickles name each class as users import it: kdist.ConfigError,
 # not kdist._errors.ConfigError (every one is exported by kdist/__init__.py).
 for _public in (
@@ -81,6 +90,7 @@ for _public in (
     BarrierError,
     BarrierTimeoutError,
     BackupMismatchError,
+    BackupStorageError,
 ):
     _public.__module__ = "kdist"
 del _public

@@ -294,6 +294,9 @@ def test_exception_tree() -> None:
     assert issubclass(kdist.RendezvousTimeoutError, kdist.RendezvousError)
     assert issubclass(kdist.RendezvousTimeoutError, TimeoutError)
     assert issubclass(kdist.InitializationOrderError, RuntimeError)
+    assert issubclass(kdist.BackupStorageError, kdist.KdistError)
+    assert issubclass(kdist.BackupStorageError, OSError)
+    assert kdist.BackupStorageError.__module__ == "kdist"
     for name in (
         "KdistError",
         "ConfigError",
@@ -302,6 +305,7 @@ def test_exception_tree() -> None:
         "RendezvousError",
         "RendezvousTimeoutError",
         "InitializationOrderError",
+        "BackupStorageError",
     ):
         assert name in kdist.__all__
 

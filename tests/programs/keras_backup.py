@@ -29,6 +29,10 @@ Configured by environment variables (every process of a job gets the same ones):
                       futures, in Orbax's background thread: the checkpoint is never
                       finalized there, the other processes wait for it at Orbax's barrier,
                       and a SIGKILL then lands while Orbax is writing the backup
+  BACKUP_HANG_RESTORE "PID": that process hangs (prints "restoring an older backup", sleeps)
+                      when it is about to read a kept backup after the newest one (the
+                      fallback's restore): a SIGKILL then lands in the middle of it
+  BACKUP_KEEP         the callback's keep= (default: the callback's own, 2)
   BACKUP_CRASH_AT     "STEP": every process raises after that global batch (a crash)
   BACKUP_STOP_AT      "STEP": process 0 calls kdist.request_stop after that batch of this
                       run (an agreed stop a batch or two later, as a SIGTERM would make)
@@ -37,6 +41,13 @@ Configured by environment variables (every process of a job gets the same ones):
                       "restored_optimizer"
   BACKUP_NO_VALUES    1: the report leaves out the variables' values (a big model's,
                       benchmarks/backup.py's save figure)
+  BACKUP_PLAIN_RESTORE  1: when training begins, the latest backup's arrays are also
+                      restored by Orbax alone (StandardCheckpointer, onto each variable's
+                      own sharding, as docs/resume.md's example), once before the
+                      callback's restore and once after it: "plain_restore_seconds"
+                      (benchmarks/backup.py's restore figure)
+  BACKUP_PROFILE_RESTORE  a folder: the callback's restore runs under cProfile, its
+                      statistics written there as restore-<process id>.prof
   BACKUP_SEED         the program's own seed (keras.utils.set_random_seed before
                       kdist.initialize, which keeps it); default: the job seed kdist agrees on.
                       Under `kdist launch --max-restarts`, only on the first attempt
@@ -78,7 +89,11 @@ HANG_COMMIT = os.environ.get("BACKUP_HANG_COMMIT", "")
 STALL_WRITE = os.environ.get("BACKUP_STALL_WRITE", "")
 STOP_AT = int(os.environ.get("BACKUP_STOP_AT", "0"))
 REPORT_RESTORED = os.environ.get("BACKUP_REPORT_RESTORED") == "1"
+PLAIN_RESTORE = os.environ.get("BACKUP_PLAIN_RESTORE") == "1"
+PROFILE_RESTORE = os.environ.get("BACKUP_PROFILE_RESTORE", "")
 CRASH_AT = int(os.environ.get("BACKUP_CRASH_AT", "0"))
+HANG_RESTORE = os.environ.get("BACKUP_HANG_RESTORE", "")
+KEEP = os.environ.get("BACKUP_KEEP", "")
 
 # --- what this process does to the files under BACKUP_DIR --------------------------------
 
@@ -270,6 +285,45 @@ class Restored(keras.callbacks.Callback):
             }
 
 
+plain_restore_seconds: list[float] = []
+
+
+class PlainRestore(keras.callbacks.Callback):
+    """Orbax alone restores the latest backup's arrays onto the model's own shardings
+    (what kdist's restore is measured against), timed; the values are dropped."""
+
+    def on_train_begin(self, logs: object = None) -> None:
+        import orbax.checkpoint as ocp
+
+        model = self.model
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        root = os.path.abspath(BACKUP_DIR)
+        with open(os.path.join(root, "latest.json")) as stream:
+            latest = os.path.join(root, json.load(stream)["backup"])
+        with open(os.path.join(latest, "manifest.json")) as stream:
+            manifest = json.load(stream)
+        groups = {
+            "trainable": model.trainable_variables,
+            "non_trainable": model.non_trainable_variables,
+            "optimizer": model.optimizer.variables,
+            "metrics": model.metrics_variables,
+        }
+        target = {
+            f"{v['group']}_{v['position']:05d}": jax.ShapeDtypeStruct(
+                tuple(v["shape"]),
+                v["dtype"],
+                sharding=groups[v["group"]][v["position"]].value.sharding,
+            )
+            for v in manifest["variables"]
+        }
+        started = time.perf_counter()
+        with ocp.StandardCheckpointer() as checkpointer:
+            restored = checkpointer.restore(os.path.join(latest, "state"), target)
+        jax.block_until_ready(restored)
+        plain_restore_seconds.append(time.perf_counter() - started)
+
+
 def gathered(value: object) -> list[float]:
     full = multihost_utils.process_allgather(value, tiled=True)
     return [float(v) for v in np.asarray(full, dtype="float64").reshape(-1)]
@@ -292,9 +346,18 @@ if IMPL == "kdist":
             save_seconds.append(time.perf_counter() - started)
 
         def _restore(self, model: object) -> object:
+            profile = None
+            if PROFILE_RESTORE:
+                import cProfile
+
+                profile = cProfile.Profile()
+                profile.enable()
             started = time.perf_counter()
             position = super()._restore(model)
             restore_seconds.append(time.perf_counter() - started)
+            if profile is not None:
+                profile.disable()
+                profile.dump_stats(os.path.join(PROFILE_RESTORE, f"restore-{me}.prof"))
             return position
 
     if HANG_COMMIT and int(HANG_COMMIT) == me:
@@ -335,8 +398,37 @@ if IMPL == "kdist":
 
         ocp.PyTreeCheckpointHandler.async_save = stalling_async_save
 
-    backup = TimedBackup(BACKUP_DIR, save_freq=SAVE_FREQ)
+    if HANG_RESTORE and int(HANG_RESTORE) == me:
+        from kdist._resume import reading
+
+        _check_files, _read_arrays = reading.check_files, reading.read_arrays
+        _checked = [0]
+
+        def counted_check(*args: object, **kwargs: object) -> object:
+            _checked[0] += 1
+            return _check_files(*args, **kwargs)
+
+        def hanging_read(*args: object, **kwargs: object) -> object:
+            if _checked[0] >= 2:  # the newest did not read whole: an older one
+                print("restoring an older backup", flush=True)
+                time.sleep(600)
+            return _read_arrays(*args, **kwargs)
+
+        reading.check_files = counted_check
+        reading.read_arrays = hanging_read
+
+    try:
+        keep = {"keep": int(KEEP)} if KEEP else {}
+        backup = TimedBackup(BACKUP_DIR, save_freq=SAVE_FREQ, **keep)
+    except Exception as caught:  # reported (no step trained), then raised: the job ends
+        report = {"process_id": me, "error": f"{type(caught).__name__}: {caught}", "steps": 0}
+        print(json.dumps(report), flush=True)
+        raise
+    if PLAIN_RESTORE:
+        callbacks.append(PlainRestore())  # before the callback's restore
     callbacks.append(backup)
+    if PLAIN_RESTORE:
+        callbacks.append(PlainRestore())  # and after it
 elif IMPL == "keras":
 
     class TimedKerasBackup(keras.callbacks.BackupAndRestore):
@@ -373,6 +465,7 @@ report = {
     "fit_seconds": fit_seconds,
     "save_seconds": save_seconds,
     "restore_seconds": restore_seconds,
+    "plain_restore_seconds": plain_restore_seconds,
     "audit": _audit,
     "backup_dir_exists": os.path.isdir(BACKUP_DIR),
     "restart_count": spec.restart_count,

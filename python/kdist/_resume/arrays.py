@@ -105,9 +105,18 @@ def restore(directory: Path, targets: Mapping[str, Any], user: str) -> dict[str,
         restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
         partial_restore=True,
     )
+    # Orbax's handler itself, not a Checkpointer: a Checkpointer's restore ends at a barrier
+    # of every process, which a process whose read failed would never reach (the others
+    # would wait there for its timeout); kdist's processes agree on the outcome instead
+    # (choosing.py). The folder is complete: kdist commits a backup only once Orbax
+    # finalized it.
+    handler = ocp.PyTreeCheckpointHandler()
     try:
-        with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as checkpointer:
-            restored: dict[str, Any] = checkpointer.restore(directory / STATE, args=args)
+        restored: dict[str, Any] = handler.restore(directory / STATE, args=args)
     except Exception as error:  # Orbax raises ValueError, FileNotFoundError, its own errors
-        raise OSError(f"{directory / STATE}: Orbax cannot read it ({error})") from error
+        said = str(error).split(" [tensorstore_spec", 1)[0]  # TensorStore's specs: long
+        said = said if len(said) <= 600 else said[:597] + "..."
+        raise OSError(f"{directory / STATE}: Orbax cannot read it ({said})") from error
+    finally:
+        handler.close()
     return restored

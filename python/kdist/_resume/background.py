@@ -11,6 +11,11 @@ there, in the training thread.
 The thread is not a daemon: a process that ends (its training finished, or it raised)
 stays until the backup it was writing is committed. `wait_all` waits for every save of
 this process (a new `fit` reads the directory only once the last one is committed).
+
+A save that fails (Orbax's write or the commit: no space, an I/O error, the folder
+removed) is turned into the error `failed` makes of it (storage.py: the folder, the OS
+error, the backup that stays) and raised in the training thread: at the next batch
+(`raise_if_failed`, which does not wait), or at the next `wait`.
 """
 
 from __future__ import annotations
@@ -38,25 +43,42 @@ class BackgroundSave:
         self.committed_seconds: list[float] = []  # from each save's start to its commit
 
     def start(
-        self, directory: Path, values: Mapping[str, Any], commit: Callable[[], object] | None
+        self,
+        directory: Path,
+        values: Mapping[str, Any],
+        commit: Callable[[], object] | None,
+        failed: Callable[[BaseException], BaseException] = lambda error: error,
     ) -> None:
         """Waits for the previous save, then starts writing `values` into `directory`;
         returns once they are off the devices. `commit` (process 0's) runs once the
-        arrays are complete in every process."""
+        arrays are complete in every process; `failed` makes the error to raise of what
+        the write or the commit raised."""
         self.wait()
         started = time.perf_counter()
         if self._writer is None:
             self._writer = ArrayWriter(self._user)
         writer = self._writer
-        writer.start(directory, values)
+        try:
+            writer.start(directory, values)
+        except Exception as error:  # Orbax's own kinds wrap the OS error
+            raise failed(error) from error
 
         def finish() -> None:
+            # What it raises is raised again by wait(), in the training thread: Orbax's
+            # write failed (its own kinds wrap the OS error), or the commit's I/O did;
+            # anything else (a bug) as it is.
             try:
-                writer.wait()
+                try:
+                    writer.wait()
+                except Exception as error:
+                    raise failed(error) from error
                 if commit is not None:
-                    commit()
+                    try:
+                        commit()
+                    except OSError as error:
+                        raise failed(error) from error
                 self.committed_seconds.append(time.perf_counter() - started)
-            except BaseException as error:  # raised again by wait(), in the training thread
+            except BaseException as error:
                 self._error = error
             finally:
                 with _lock:
@@ -66,6 +88,12 @@ class BackgroundSave:
             _in_flight.add(self)
         self._thread = threading.Thread(target=finish, name="kdist-backup-save")
         self._thread.start()
+
+    def raise_if_failed(self) -> None:
+        """Raises what the save in flight raised if it already ended so; never waits."""
+        thread = self._thread
+        if thread is not None and not thread.is_alive():
+            self.wait()
 
     def wait(self) -> None:
         """Returns once the save in flight (if any) is committed; raises what it raised."""

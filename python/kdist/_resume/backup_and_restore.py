@@ -14,6 +14,9 @@ A `keras.callbacks.BackupAndRestore` (importing this module imports Keras) that
   epoch that were already trained are read again but not trained on;
 - resumes on a job of any shape or layout, each array restored onto this job's sharding
   (reading.py), and refuses a backup of another model (snapshot.py);
+- checks the folder before the first step (storage.py), keeps the `keep` newest backups,
+  restores the newest one that reads whole in every process (choosing.py, checksums.py),
+  and names a save that failed (storage.py) and stops training there;
 - removes the backup at the end of training once, from process 0, after every process
   has left training.
 """
@@ -29,11 +32,21 @@ from typing import Any
 from kdist import _jax_backend, _log
 from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import import_keras
-from kdist._resume import arrays, background, host_state, reading, snapshot, store
+from kdist._resume import (
+    arrays,
+    background,
+    choosing,
+    host_state,
+    reading,
+    snapshot,
+    storage,
+    store,
+)
 from kdist._together import barrier as barriers
 from kdist._together import stop
 
 keras = import_keras("kdist.BackupAndRestore")
+_USER = "kdist.BackupAndRestore"
 _KerasBackupAndRestore: Any = keras.callbacks.BackupAndRestore
 
 
@@ -99,6 +112,16 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
       naming the difference. `kdist.load_backup` reads a backup into a model outside
       training.
 
+    - **Storage that fails is named.** The folder is checked when the callback is made
+      and when training begins, before the first step, in every process: it exists or
+      can be made, a probe file can be written and flushed there, and the file system
+      has room for one more backup; else `kdist.BackupStorageError` (also an OSError)
+      names the folder and the reason. A save that fails (no space, an I/O error, the
+      folder removed) raises it too, at the next batch, and training stops: the newest
+      whole backup stays the one a restart uses. A backup that does not read whole
+      (checksums of every file, Orbax's read, the arrays' shapes) is named and the one
+      before it is restored; when none reads, the error lists each one tried.
+
     `backup_dir` must be a directory every process sees (a shared file system across
     hosts), used for nothing else. The format: docs/resume.md.
 
@@ -107,12 +130,17 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         save_freq: "epoch" (the default: at the end of every epoch), an integer N
             (every N batches: whenever the step is a multiple of N), or False (only at
             a stop). A stop always saves.
-        double_checkpoint: Keep the previous backup too, and fall back to it when the
-            latest cannot be read. Defaults to False.
+        double_checkpoint: Keras's name for keeping the previous backup too (and falling
+            back to it when the latest cannot be read): True keeps at least 2. Defaults
+            to False (`keep` decides).
         delete_checkpoint: Remove the backup directory when training ends (not when it
             stopped at a stop request). Defaults to True.
         timeout: Seconds each process waits at a backup's barriers for the others.
             Defaults to None: the initialize timeout (`KDIST_INIT_TIMEOUT`, else 300).
+        keep: How many of the newest backups to keep (a positive integer). Defaults to
+            2: the newest and the one before it, restored when the newest does not read
+            whole (the folder then holds up to `keep` + 1 backups while a save is
+            written).
 
     Attributes:
         restored_step: The step the last `fit` resumed at (None: it started afresh).
@@ -123,7 +151,11 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         kdist.ArgumentTypeError: an argument has the wrong type (also a TypeError and,
             as Keras raises, a ValueError).
         ValueError: `backup_dir` is empty, `save_freq` is not "epoch", False or a
-            positive integer, or `timeout` is not positive.
+            positive integer, `keep` is not a positive integer, or `timeout` is not
+            positive.
+        kdist.BackupStorageError: `backup_dir` cannot be made or written (read-only, a
+            file, no permission, full); later, from `fit`: a save failed, or no backup
+            kept there reads whole. Also an OSError.
 
     Example:
         >>> import tempfile, keras, numpy as np, kdist
@@ -146,6 +178,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         delete_checkpoint: bool = True,
         *,
         timeout: float | None = None,
+        keep: int = 2,
     ) -> None:
         directory = _checked_directory(backup_dir)
         every = _checked_save_freq(save_freq)
@@ -159,7 +192,9 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
                     f"{name}={flag!r} of type {type(flag).__name__}"
                 )
         self._timeout = _checked_timeout(timeout)
+        self.keep = _checked_keep(keep)
         arrays.load_orbax("kdist.BackupAndRestore")  # a clear error now, not at the first save
+        storage.check_writable(Path(directory), _USER)  # before the model is even built
         self._saves = background.BackgroundSave("kdist.BackupAndRestore")
         super().__init__(
             backup_dir=directory,
@@ -205,6 +240,8 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             model.optimizer.build(model.trainable_variables)
         self._start(*_jax_backend.process_count_and_index())
         background.wait_all()  # a save of an earlier fit in this process is committed first
+        # Before the first step, in every process: the folder can take one more backup.
+        storage.check_writable(self._root, _USER, one_backup_bytes=_backup_bytes(model))
         if self._process_id == 0:
             store.remove_unnamed(self._root)  # what a killed save left; nobody writes now
         position = self._restore(model)
@@ -232,6 +269,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         done = batch + 1  # batches of this epoch after this call (Keras's batch: the last)
         if done <= self._skip:
             return  # read again, not trained: already in the restored state
+        self._saves.raise_if_failed()  # a save that failed in the background stops training
         before, self._step = self._step, self._step + done - self._batch_in_epoch
         self._batch_in_epoch = done
         stopping = bool(stop.should_stop(self._step))
@@ -290,9 +328,9 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             host = self._epoch_host  # as the epoch began, before it drew its order
         self._saves.wait()  # one save at a time: the previous one is committed first
         variables = snapshot.training_variables(model)
-        written = store.incoming(self._root, step)
-        store.write_host_file(written, self._process_id, host)
+        written = self._root / f"{store.INCOMING_PREFIX}{step:09d}"
         values = {arrays.key_of(group, i): v.value for group, i, v in variables}
+        root = self._root
         commit = None
         if self._process_id == 0:
             manifest = {
@@ -306,15 +344,25 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
                 "variables": [snapshot.describe(*entry).to_json() for entry in variables],
                 "keras": str(keras.__version__),
             }
-            root, keep = self._root, self.double_checkpoint
+            keep = max(self.keep, 2 if self.double_checkpoint else 1)
             processes = self._processes
 
             def commit() -> None:
-                store.commit(
-                    root, written, step, manifest, num_processes=processes, keep_previous=keep
-                )
+                store.commit(root, written, step, manifest, num_processes=processes, keep=keep)
 
-        self._saves.start(written, values, commit)
+        def failed(error: BaseException) -> BaseException:
+            try:
+                kept = store.named_backups(root)[0]
+            except OSError:
+                kept = None
+            return storage.save_failed(_USER, root, step, error, kept)
+
+        try:
+            written = store.incoming(root, step)
+            store.write_host_file(written, self._process_id, host)
+        except OSError as error:
+            raise failed(error) from error
+        self._saves.start(written, values, commit, failed)
         self._saved_step = step
 
     def _wait_for_the_save(self, what: str) -> None:
@@ -330,30 +378,32 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
     # --- restoring ------------------------------------------------------------------------
 
     def _restore(self, model: Any) -> _Position | None:
-        """Loads the latest backup (or, with double_checkpoint, the previous one when the
-        latest cannot be read); None when there is none."""
-        current, previous = store.named_backups(self._root)
-        if current is None:
-            return None
-        names = [current] + ([previous] if self.double_checkpoint and previous else [])
-        for attempt, name in enumerate(names):
-            try:
-                return self._load(model, self._root / name)
-            except OSError as error:
-                if attempt + 1 == len(names):
-                    raise
-                _log.say(
-                    f"BackupAndRestore could not read the backup {self._root / name} "
-                    f"({error}); loading the previous one, {self._root / names[attempt + 1]}"
-                )
-        return None
+        """Loads the newest kept backup that reads whole in every process (an older one
+        when the newest does not, saying so); None when there is none.
 
-    def _load(self, model: Any, directory: Path) -> _Position:
-        manifest = store.read_manifest(directory)
+        Raises:
+            kdist.BackupStorageError: backups are kept, but none reads whole.
+        """
+
+        def check(directory: Path, manifest_crc: int | None, share: tuple[int, int]) -> Any:
+            return reading.check_files(model, directory, manifest_crc, share)
+
+        def read(directory: Path, manifest: Any) -> Any:
+            return reading.read_arrays(model, directory, manifest, host_of=self._process_id)
+
+        found = choosing.newest_whole(
+            self._root, check, read, _USER, timeout=self._timeout, forget_damaged=True
+        )
+        if found is None:
+            return None
+        directory, whole = found
+        return self._load(model, directory, whole)
+
+    def _load(self, model: Any, directory: Path, whole: reading.Whole) -> _Position:
+        """Puts a backup read whole into the model and the callback."""
+        manifest, values = whole.manifest, whole.values
         position = _Position(int(manifest["step"]), int(manifest["epoch"]), int(manifest["batch"]))
-        where = f"The backup in {directory} (step {position.step})"
-        values = reading.restored_values(model, directory, manifest, where)
-        host = store.read_host_file(directory, self._process_id)
+        host = whole.host or {}
         variables = snapshot.training_variables(model)
         metrics = []
         for group, i, variable in variables:
@@ -459,6 +509,30 @@ def _checked_save_freq(save_freq: object) -> int | None:
             "at a stop)"
         )
     return save_freq
+
+
+def _checked_keep(keep: object) -> int:
+    if isinstance(keep, bool) or not isinstance(keep, int):
+        raise ArgumentTypeError(
+            "BackupAndRestore: keep must be a positive integer (how many of the newest "
+            f"backups to keep). Received: keep={keep!r} of type {type(keep).__name__}"
+        )
+    if keep < 1:
+        raise ValueError(
+            "BackupAndRestore: keep must be a positive integer (how many of the newest "
+            f"backups to keep; 2 by default). Received: keep={keep!r}"
+        )
+    return keep
+
+
+def _backup_bytes(model: Any) -> int:
+    """About the bytes one backup of `model` takes: every variable of its training state
+    once (each array is written by one replica), and kdist's small files."""
+    total = 64 * 1024
+    for _, _, variable in snapshot.training_variables(model):
+        value = variable.value
+        total += int(value.size) * int(value.dtype.itemsize)
+    return total
 
 
 def _checked_timeout(timeout: object) -> float | None:

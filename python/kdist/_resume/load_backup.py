@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kdist._errors import ArgumentTypeError
-from kdist._resume import arrays, reading, snapshot, store
+from kdist._resume import arrays, choosing, reading, snapshot, storage, store
 
 _USER = "kdist.load_backup"
 _ADVICE = (
@@ -34,6 +34,11 @@ def load_backup(model: Any, backup_dir: str | os.PathLike[str]) -> int:
     """Loads the latest backup that `kdist.BackupAndRestore` committed in `backup_dir`
     into `model`, each variable onto the device(s) and sharding it has in this program;
     returns the backup's step.
+
+    The backup is read whole or not at all (the checksums of its files, Orbax's read,
+    the arrays' shapes): when the newest kept backup does not read whole, it is named
+    and the one before it is loaded; when none reads, `kdist.BackupStorageError` lists
+    each one tried. It only reads: a read-only folder serves.
 
     The program need not have the saving job's shape: a backup of 2 processes x 2
     devices loads into one process on one device, or into a `kdist.ModelParallel` model
@@ -58,6 +63,8 @@ def load_backup(model: Any, backup_dir: str | os.PathLike[str]) -> int:
         ValueError: `model` is not built.
         FileNotFoundError: `backup_dir` holds no committed backup (it is missing, or no
             backup was committed there yet, or training ended and removed it).
+        kdist.BackupStorageError: `backup_dir` is a file or cannot be read, or no backup
+            kept there reads whole (also an OSError).
         kdist.BackupMismatchError: the backup is of another model (the message names the
             first variable, or the group of variables, that differs).
         OSError: the backup cannot be read (damaged, or of another tool).
@@ -92,25 +99,28 @@ def load_backup(model: Any, backup_dir: str | os.PathLike[str]) -> int:
             f"model {getattr(model, 'name', model)!r}"
         )
     root = _checked_directory(backup_dir)
-    directory = _committed(root)
-    manifest = store.read_manifest(directory)
-    step = int(manifest["step"])
+    storage.check_readable(root, _USER)
     optimizer = getattr(model, "optimizer", None)
     groups = ["trainable", "non_trainable"]
     if optimizer is not None and getattr(optimizer, "built", False):
         groups.append("optimizer")
-    values = reading.restored_values(
-        model,
-        directory,
-        manifest,
-        f"The backup in {directory} (step {step})",
-        groups=groups,
-        advice=_ADVICE,
-        user=_USER,
-    )
+
+    def check(directory: Path, manifest_crc: int | None, share: tuple[int, int]) -> Any:
+        return reading.check_files(
+            model, directory, manifest_crc, share, groups=groups, advice=_ADVICE
+        )
+
+    def read(directory: Path, manifest: Any) -> Any:
+        return reading.read_arrays(model, directory, manifest, groups=groups, user=_USER)
+
+    found = choosing.newest_whole(root, check, read, _USER) if root.is_dir() else None
+    if found is None:
+        _nothing_committed(root)
+    assert found is not None
+    whole: reading.Whole = found[1]
     for group, i, variable in snapshot.training_variables(model, groups):
-        variable.assign(values[arrays.key_of(group, i)])
-    return step
+        variable.assign(whole.values[arrays.key_of(group, i)])
+    return int(whole.manifest["step"])
 
 
 def _checked_directory(backup_dir: object) -> Path:
@@ -127,16 +137,8 @@ def _checked_directory(backup_dir: object) -> Path:
     return Path(directory)
 
 
-def _committed(root: Path) -> Path:
-    """The backup that `latest.json` in `root` names.
-
-    Raises:
-        FileNotFoundError: there is none; the message says what `root` holds instead.
-        OSError: `latest.json` is not a kdist backup's.
-    """
-    current, _ = store.named_backups(root) if root.is_dir() else (None, None)
-    if current is not None and (root / current).is_dir():
-        return root / current
+def _nothing_committed(root: Path) -> None:
+    """Raises FileNotFoundError, saying what `root` holds instead of a committed backup."""
     expected = (
         f"{_USER}: expected a committed backup of kdist.BackupAndRestore in {root} (a "
         f"{store.LATEST} naming a {store.STEP_PREFIX}* folder beside it)"
@@ -146,17 +148,15 @@ def _committed(root: Path) -> Path:
         "stop or a crash, and removes it when training ends unless "
         "delete_checkpoint=False."
     )
-    raise FileNotFoundError(f"{expected}; found {_what_is_in(root, current)}. {advice}")
+    raise FileNotFoundError(f"{expected}; found {_what_is_in(root)}. {advice}")
 
 
-def _what_is_in(root: Path, named: str | None) -> str:
+def _what_is_in(root: Path) -> str:
     """What a directory holds instead of a committed backup, in a few words."""
     if not root.exists():
         return "no such directory"
     if not root.is_dir():
         return "a file, not a directory"
-    if named is not None:
-        return f"{store.LATEST} naming {named}, which is not there"
     entries = sorted(entry.name for entry in root.iterdir())
     if not entries:
         return "an empty directory"

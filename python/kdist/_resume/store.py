@@ -2,13 +2,15 @@
 replacing one small file; kdist's files beside Orbax's.
 
     backup_dir/
-      latest.json                 the commit point: names the current backup (and, with
-                                  double_checkpoint, the previous one); written by
-                                  process 0 to a new name, then renamed over the old one
+      latest.json                 the commit point: names the backups kept, the newest
+                                  first (`keep`, 2 by default), each with its manifest's
+                                  CRC-32; written by process 0 to a new name, then
+                                  renamed over the old one
       step-000000037/             one complete backup (the step it holds in its name)
         manifest.json             process 0: the job that wrote it, every variable's
-                                  path, shape and dtype, the position in training
-                                  (written last, once the arrays are complete)
+                                  path, shape and dtype, the position in training, the
+                                  size and CRC-32 of every other file (checksums.py;
+                                  written last, once the arrays are complete)
         host-00000.json           each process: its host state (Python's and NumPy's
         host-00001.json ...       random states), written by that process only
         state/                    the arrays: one Orbax checkpoint (arrays.py), each
@@ -16,7 +18,8 @@ replacing one small file; kdist's files beside Orbax's.
       incoming-000000042/         a backup being written; never read
 
 Process 0 alone writes the manifest, renames `incoming-N` to `step-N`, replaces
-`latest.json`, and removes the backup that is no longer named there. Every file of
+`latest.json`, and removes the backups that are no longer named there (the oldest, once
+`keep` are kept). Every file of
 kdist's is flushed to the disk (fsync) before the step that makes it count; Orbax's
 folder is complete before the manifest is written (it has its final name only once
 Orbax finalized it). A process killed at any moment leaves `latest.json` naming a
@@ -30,6 +33,7 @@ process sees (a shared file system across hosts), as for Keras's own callback.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -37,6 +41,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kdist._resume import checksums
 from kdist._resume.arrays import STATE
 
 FORMAT = "kdist.BackupAndRestore"
@@ -48,9 +53,14 @@ INCOMING_PREFIX = "incoming-"
 
 
 def incoming(root: Path, step: int) -> Path:
-    """The directory every process writes the backup of `step` into (made if needed)."""
+    """The directory every process writes the backup of `step` into (made if needed; the
+    backup directory itself is not: one removed during training fails the save).
+
+    Raises:
+        OSError: it cannot be made (FileNotFoundError: `root` was removed).
+    """
     directory = root / f"{INCOMING_PREFIX}{step:09d}"
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(exist_ok=True)
     return directory
 
 
@@ -83,11 +93,12 @@ def commit(
     manifest: Mapping[str, object],
     *,
     num_processes: int,
-    keep_previous: bool,
+    keep: int,
 ) -> Path:
     """Process 0, once every process wrote its files into `written` and Orbax completed
-    its folder there: writes the manifest, renames the directory to `step-N`, makes
-    `latest.json` name it, and removes the backups it no longer names (never an
+    its folder there: sums every file of the backup into the manifest, writes the
+    manifest, renames the directory to `step-N`, makes `latest.json` name it first among
+    the `keep` newest, and removes the backups it no longer names (never an
     `incoming-*` folder: the next backup may be being written). Returns the committed
     directory.
 
@@ -103,9 +114,12 @@ def commit(
             "wrote them there: backup_dir must be a directory every process of the job "
             "sees (a shared file system across hosts)."
         )
-    _write(written / MANIFEST, manifest)
+    files = [host_file(written, p).name for p in range(num_processes)] + [STATE]
+    summed = {**manifest, "checksums": checksums.of_files(written, files)}
+    manifest_crc = _write(written / MANIFEST, summed)
     _sync_directory(written)
-    current, _ = named_backups(root)
+    kept = kept_backups(root)
+    current = kept[0][0] if kept else None
     target = root / f"{STEP_PREFIX}{step:09d}"
     if target.name == current:
         # The same step again (a job resumed at step N saving N): a new name, so that
@@ -115,13 +129,15 @@ def commit(
         shutil.rmtree(target)  # a leftover that latest.json does not name
     os.rename(written, target)
     _sync_directory(root)
+    kept = [(target.name, manifest_crc), *kept][: max(1, keep)]
     _write_replacing(
         root / LATEST,
         {
             "format": FORMAT,
             "version": VERSION,
             "backup": target.name,
-            "previous": current if keep_previous else None,
+            "previous": kept[1][0] if len(kept) > 1 else None,
+            "kept": [{"backup": name, "manifest_crc32": crc} for name, crc in kept],
         },
     )
     remove_unnamed(root, incoming_too=False)
@@ -142,9 +158,20 @@ def named_backups(root: Path) -> tuple[str | None, str | None]:
     Raises:
         OSError: `latest.json` exists but cannot be read, or is not a kdist backup's.
     """
+    kept = kept_backups(root)
+    return (kept[0][0] if kept else None, kept[1][0] if len(kept) > 1 else None)
+
+
+def kept_backups(root: Path) -> list[tuple[str, int | None]]:
+    """The backups `latest.json` names, the newest first, each with its manifest's CRC-32
+    (None: not recorded, a backup of an earlier kdist); empty without `latest.json`.
+
+    Raises:
+        OSError: `latest.json` exists but cannot be read, or is not a kdist backup's.
+    """
     path = root / LATEST
     if not path.is_file():
-        return None, None
+        return []
     latest = _read(path)
     if latest.get("format") != FORMAT:
         raise OSError(
@@ -155,20 +182,54 @@ def named_backups(root: Path) -> tuple[str | None, str | None]:
             f"{path} is of version {latest.get('version')!r} of kdist's backup format; this "
             f"kdist reads version {VERSION}"
         )
-    current, previous = latest.get("backup"), latest.get("previous")
-    return (
-        current if isinstance(current, str) else None,
-        previous if isinstance(previous, str) else None,
+    listed = latest.get("kept")
+    if isinstance(listed, list):
+        kept = []
+        for entry in listed:
+            name = entry.get("backup") if isinstance(entry, dict) else None
+            crc = entry.get("manifest_crc32") if isinstance(entry, dict) else None
+            if isinstance(name, str) and _is_backup_name(name):
+                kept.append((name, crc if isinstance(crc, int) else None))
+        return kept
+    names = [latest.get("backup"), latest.get("previous")]
+    return [(n, None) for n in names if isinstance(n, str) and _is_backup_name(n)]
+
+
+def drop_newer_than(root: Path, name: str) -> None:
+    """Process 0, after a restore fell back to the kept backup `name`: `latest.json` keeps
+    `name` and the ones before it only, so that the newer ones, which do not read whole,
+    are never restored and are removed as leftovers (at the next commit or start)."""
+    kept = kept_backups(root)
+    names = [n for n, _ in kept]
+    if name not in names or names[0] == name:
+        return
+    kept = kept[names.index(name) :]
+    _write_replacing(
+        root / LATEST,
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "backup": kept[0][0],
+            "previous": kept[1][0] if len(kept) > 1 else None,
+            "kept": [{"backup": n, "manifest_crc32": crc} for n, crc in kept],
+        },
     )
 
 
-def read_manifest(directory: Path) -> dict[str, Any]:
-    """A committed backup's manifest.
+def _is_backup_name(name: str) -> bool:
+    """A name of a backup folder beside latest.json (never a path elsewhere)."""
+    return name.startswith(STEP_PREFIX) and "/" not in name and name not in (".", "..")
+
+
+def read_manifest(directory: Path, crc32: int | None = None) -> dict[str, Any]:
+    """A committed backup's manifest (checked against `crc32`, its CRC-32 as
+    `latest.json` recorded it, when given).
 
     Raises:
-        OSError: it is missing, unreadable, or of another format.
+        OSError: it is missing, unreadable, changed since it was written, or of another
+            format.
     """
-    manifest = _read(directory / MANIFEST)
+    manifest = _read(directory / MANIFEST, crc32)
     if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
         raise OSError(
             f"{directory / MANIFEST} is not a version-{VERSION} kdist.BackupAndRestore manifest"
@@ -181,7 +242,7 @@ def remove_unnamed(root: Path, *, incoming_too: bool = True) -> None:
     `incoming-*` one with `incoming_too` (process 0, when no other process writes)."""
     if not root.is_dir():
         return
-    named = set(named_backups(root)) - {None}
+    named = {name for name, _ in kept_backups(root)}
     prefixes = (INCOMING_PREFIX, STEP_PREFIX) if incoming_too else (STEP_PREFIX,)
     for entry in root.iterdir():
         ours = entry.name.startswith(prefixes)
@@ -190,18 +251,35 @@ def remove_unnamed(root: Path, *, incoming_too: bool = True) -> None:
 
 
 def remove_all(root: Path) -> None:
-    """Removes the backup directory (as Keras's own callback does at the end of training)."""
-    if root.exists():
+    """Removes the backup directory (as Keras's own callback does at the end of training);
+    a folder that is a mount point (EBUSY) is emptied instead."""
+    if not root.exists():
+        return
+    try:
         shutil.rmtree(root)
+    except OSError as error:
+        if error.errno != errno.EBUSY:
+            raise
+        for entry in root.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
 
 
 # --- files -----------------------------------------------------------------------------
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path, crc32: int | None = None) -> dict[str, Any]:
+    with open(path, "rb") as stream:
+        data = stream.read()
+    if crc32 is not None and checksums.of_bytes(data) != crc32:
+        raise OSError(
+            f"{path} was changed since it was written (its CRC-32 differs from the one "
+            f"{LATEST} recorded): the backup is damaged"
+        )
     try:
-        with open(path, "rb") as stream:
-            loaded = json.loads(stream.read())
+        loaded = json.loads(data)
     except ValueError as error:
         raise OSError(f"{path} is not valid JSON ({error}): the backup is damaged") from error
     if not isinstance(loaded, dict):
@@ -209,10 +287,13 @@ def _read(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def _write(path: Path, value: Mapping[str, object]) -> None:
+def _write(path: Path, value: Mapping[str, object]) -> int:
+    """Writes `value` as JSON to `path`, flushed to the disk; returns its CRC-32."""
+    data = json.dumps(value).encode()
     with open(path, "wb") as out:
-        out.write(json.dumps(value).encode())
+        out.write(data)
         _flush(out)
+    return checksums.of_bytes(data)
 
 
 def _write_replacing(path: Path, value: Mapping[str, object]) -> None:
