@@ -9,16 +9,6 @@ from typing import Any
 import pytest
 
 IN_PROCESS_CPU_DEVICES = 8
-# JAX's own job variables, which kdist also reads.
-_JAX_JOB_VARIABLES = frozenset(
-    {
-        "JAX_COORDINATOR_ADDRESS",
-        "JAX_NUM_PROCESSES",
-        "JAX_PROCESS_ID",
-        "JAX_LOCAL_DEVICE_IDS",
-        "JAX_COORDINATOR_BIND_ADDRESS",
-    }
-)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,11 +29,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_cluster_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts without KERAS_DISTRIBUTION_* / KDIST_* / JAX job settings."""
+    """Each test starts without kdist's own settings (KDIST_*) and without any variable
+    that names a job (kdist._local_job.environment: KERAS_DISTRIBUTION_*, JAX's, every
+    scheduler detector's), as the processes kdist starts do."""
     import os
 
+    from kdist._local_job.environment import job_variables, names_a_job
+
+    names = job_variables()
     for name in list(os.environ):
-        if name.startswith(("KERAS_DISTRIBUTION_", "KDIST_")) or name in _JAX_JOB_VARIABLES:
+        if name.startswith("KDIST_") or names_a_job(name, names):
             monkeypatch.delenv(name)
 
 

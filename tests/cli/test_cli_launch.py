@@ -111,6 +111,38 @@ def test_each_process_gets_its_settings_and_prefixed_lines(
     assert wait_until_gone(launcher.started_pids()) == []
 
 
+def test_no_process_inherits_the_variables_of_the_launchers_own_job(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    """kdist launch inside another job (a Slurm step, mpirun, an outer kdist job): its
+    processes get their own job variables, none of the outer job's
+    (kdist._local_job.environment.environments, which kdist.testing uses too)."""
+    outer = {
+        "SLURM_PROCID": "7",
+        "SLURM_NTASKS": "8",
+        "OMPI_COMM_WORLD_RANK": "7",
+        "JAX_PROCESS_ID": "7",
+        "JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234",
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234",
+        "HOSTNAME": "node-7",
+        "LAUNCH_TEST_KEPT": "yes",
+    }
+    launcher = start(
+        launchers,
+        ["-n", "2", "--", sys.executable, CHILD, "exit"],
+        clean_env(2, LAUNCH_TEST_DIR=str(tmp_path), LAUNCH_TEST_REPORT=",".join(outer), **outer),
+    )
+    assert launcher.wait() == 0, launcher.describe()
+    for process_id, report in launcher.reports().items():
+        assert report["asked"] == {
+            **{name: None for name in outer},
+            "KERAS_DISTRIBUTION_JOB_ADDRESSES": report["env"]["KERAS_DISTRIBUTION_JOB_ADDRESSES"],
+            "HOSTNAME": "node-7",  # the machine's name names no job
+            "LAUNCH_TEST_KEPT": "yes",
+        }, process_id
+        assert report["env"]["KERAS_DISTRIBUTION_JOB_ADDRESSES"].startswith("127.0.0.1:")
+
+
 def test_a_free_port_is_chosen_and_partial_lines_are_kept(
     tmp_path: Path, launchers: list[Launcher]
 ) -> None:

@@ -36,6 +36,13 @@ report = {
             "JAX_NUM_CPU_DEVICES",
         )
     },
+    # The variables the test names in LAUNCH_TEST_REPORT (comma-separated), as this
+    # process got them (None: not inherited).
+    "asked": {
+        name: os.environ.get(name)
+        for name in os.environ.get("LAUNCH_TEST_REPORT", "").split(",")
+        if name
+    },
 }
 if mode == "grandchild" and process_id == 0:
     # A child of its own that ignores SIGTERM: only the launcher's group kill ends it.

@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 from kdist._cli import arguments
 from kdist._local_job.attempt import Attempt, End, Hooks
-from kdist._local_job.environment import child_environment
+from kdist._local_job.environment import environments
 from kdist._local_job.gpu_split import CUDA_VISIBLE_DEVICES, GpuSplitError, job_gpus, split_gpus
 from kdist._local_job.job import SETTLE_SECONDS, Job
 from kdist._local_job.output import Output, shortened, table
@@ -352,21 +352,18 @@ def _run_attempt(
 ) -> None:
     """Runs one attempt of the job (kdist._local_job.attempt) and fills in `attempt`."""
     records = Path(tempfile.mkdtemp(prefix="kdist-launch-"))
-    envs = []
-    for i in range(options.num_processes):
-        env = child_environment(
-            os.environ,
-            process_id=i,
-            num_processes=options.num_processes,
-            port=attempt.port,
-            devices_per_process=options.devices_per_process,
-        )
+    envs = environments(
+        os.environ,
+        num_processes=options.num_processes,
+        port=attempt.port,
+        devices_per_process=options.devices_per_process,
+    )
+    for i, env in enumerate(envs):
         env[RESTART_COUNT_VARIABLE] = str(attempt.number)
         if options.gpus is not None:
             env[CUDA_VISIBLE_DEVICES] = options.gpus[i]
         if options.stall_timeout is not None:
             env["KDIST_STALL_TIMEOUT"] = repr(options.stall_timeout)
-        envs.append(env)
     log_files = None
     if options.log_dir is not None:
         folder = options.log_dir / f"attempt-{attempt.number}"

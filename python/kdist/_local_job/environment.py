@@ -1,8 +1,86 @@
-"""The environment of each process of a job on this machine."""
+"""The environment of each process of a job on this machine.
+
+A job kdist starts (`kdist launch`, `kdist.testing.run_job`, the per-machine agent) gives
+its processes its own job variables; whatever names another job in the starter's own
+environment (a Slurm step's, mpirun's, torchrun's, JAX's, an outer kdist job's) is cleared
+first, in one place: `environments()`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+
+# Variables a detector reads that name no job: the machine's own, kept.
+_NOT_JOB_VARIABLES = frozenset({"HOSTNAME"})
+
+
+def job_variables() -> frozenset[str]:
+    """The variables that name a job besides KERAS_DISTRIBUTION_*: JAX's job variables and
+    every scheduler detector's (the core's lists), the machine's own name aside.
+
+    Example:
+        >>> from kdist._local_job.environment import job_variables
+        >>> {"SLURM_PROCID", "JAX_PROCESS_ID", "OMPI_COMM_WORLD_RANK"} <= job_variables()
+        True
+        >>> "HOSTNAME" in job_variables()
+        False
+    """
+    from kdist import _core
+
+    names = {name for detector in _core.cluster_detectors() for name in detector.variables}
+    names.update(_core.jax_job_variables())
+    return frozenset(names - _NOT_JOB_VARIABLES)
+
+
+def names_a_job(name: str, job_variable_names: Iterable[str]) -> bool:
+    """Whether the variable `name` says which job a process belongs to (so a process of a
+    job kdist starts must not inherit it): KERAS_DISTRIBUTION_*, or one of
+    `job_variable_names` (job_variables())."""
+    return name.startswith("KERAS_DISTRIBUTION_") or name in job_variable_names
+
+
+def without_job_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without the variables that name a job (names_a_job).
+
+    Example:
+        >>> from kdist._local_job.environment import without_job_variables
+        >>> without_job_variables({"SLURM_PROCID": "3", "PATH": "/bin",
+        ...                        "KERAS_DISTRIBUTION_PROCESS_ID": "3"})
+        {'PATH': '/bin'}
+    """
+    names = job_variables()
+    return {name: value for name, value in environ.items() if not names_a_job(name, names)}
+
+
+def environments(
+    base: Mapping[str, str],
+    *,
+    num_processes: int,
+    port: int,
+    devices_per_process: int | None,
+) -> list[dict[str, str]]:
+    """Every process's environment of a job of `num_processes` on this machine: `base`
+    without the variables that name another job (without_job_variables), then each
+    process's own (child_environment).
+
+    Example:
+        >>> from kdist._local_job.environment import environments
+        >>> envs = environments({"SLURM_PROCID": "5"}, num_processes=2, port=1234,
+        ...                     devices_per_process=None)
+        >>> [e["KERAS_DISTRIBUTION_PROCESS_ID"] for e in envs], "SLURM_PROCID" in envs[1]
+        (['0', '1'], False)
+    """
+    inherited = without_job_variables(base)
+    return [
+        child_environment(
+            inherited,
+            process_id=i,
+            num_processes=num_processes,
+            port=port,
+            devices_per_process=devices_per_process,
+        )
+        for i in range(num_processes)
+    ]
 
 
 def child_environment(
