@@ -18,7 +18,6 @@ import random
 import shutil
 import signal
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,44 +25,29 @@ from typing import Any
 import numpy as np
 import pytest
 
+from helpers.keras_backup_jobs import (
+    JOB_SECONDS,
+    SCRIPT,
+    SEED,
+    assert_same_training_state,
+    finish,
+    run_job,
+    start_job,
+    wait_until,
+)
 from helpers.launched import Launcher, attempt_rows
 from helpers.support import (
     NEEDS_KERAS,
     NEEDS_ORBAX,
-    PROGRAMS,
     Finished,
     Running,
     Spawned,
     clean_env,
-    free_port,
 )
 
 pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS, NEEDS_ORBAX]
 
-SCRIPT = str(PROGRAMS / "keras_backup.py")
-JOB_SECONDS = 240  # bounds every wait; nothing is timed against it
-SEED = "20261201"  # the program's own seed, for the reference and the first attempts
 STEPS_PER_EPOCH, EPOCHS = 16, 3
-
-
-def start_job(
-    spawned: Spawned, env: Mapping[str, str], *, num_processes: int = 2, devices: int = 2
-) -> list[Running]:
-    port = free_port()
-    job = []
-    for pid in range(num_processes):
-        process_env = clean_env(
-            devices,
-            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-            KERAS_DISTRIBUTION_NUM_PROCESSES=str(num_processes),
-            KERAS_DISTRIBUTION_PROCESS_ID=str(pid),
-            KDIST_INIT_TIMEOUT=str(JOB_SECONDS // 2),
-            KERAS_BACKEND="jax",
-            KERAS_HOME="/tmp/kdist-test-keras-home",
-            **env,
-        )
-        job.append(spawned.start([sys.executable, SCRIPT], process_env))
-    return job
 
 
 def steps_of(process: Running) -> int:
@@ -72,38 +56,11 @@ def steps_of(process: Running) -> int:
     return int(lines[-1].split()[1]) if lines else 0
 
 
-def wait_until(job: list[Running], done: Any, what: str) -> None:
-    deadline = time.monotonic() + JOB_SECONDS
-    while not done():
-        for process in job:
-            assert process.proc.poll() is None, f"ended before {what}:\n{process.stderr()}"
-        assert time.monotonic() < deadline, f"no {what} within {JOB_SECONDS} s"
-        time.sleep(0.005)
-
-
-def finish(job: list[Running]) -> list[Finished]:
-    return [process.finish(JOB_SECONDS) for process in job]
-
-
-def run_job(directory: Path, env: Mapping[str, str], **kwargs: Any) -> list[Finished]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with Spawned(directory) as spawned:
-        return finish(start_job(spawned, env, **kwargs))
-
-
 def reports_of(results: list[Finished], returncode: int | None = 0) -> list[dict[str, Any]]:
     for result in results:
         if returncode is not None:
             assert result.returncode == returncode, result.describe()
     return [result.report() for result in results]
-
-
-def assert_same_training_state(expected: dict[str, Any], got: dict[str, Any]) -> None:
-    """Every weight and every optimizer variable (gathered across processes), bit for bit."""
-    for part in ("weights", "optimizer"):
-        assert list(expected[part]) == list(got[part])
-        for name, values in expected[part].items():
-            np.testing.assert_array_equal(np.array(got[part][name]), np.array(values), name)
 
 
 _references: dict[str, list[dict[str, Any]]] = {}

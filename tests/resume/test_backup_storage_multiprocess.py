@@ -20,32 +20,32 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
+from helpers.keras_backup_jobs import (
+    JOB_SECONDS,
+    SEED,
+    assert_same_training_state,
+    finish,
+    run_job,
+    start_job,
+    wait_until,
+)
 from helpers.support import (
     NEEDS_KERAS,
     NEEDS_ORBAX,
-    PROGRAMS,
     Finished,
-    Running,
     Spawned,
-    clean_env,
-    free_port,
 )
 
 pytestmark = [pytest.mark.multiprocess, NEEDS_KERAS, NEEDS_ORBAX]
 
-SCRIPT = str(PROGRAMS / "keras_backup.py")
-JOB_SECONDS = 240  # bounds every wait; nothing is timed against it
-SEED = "20261201"
 STEPS_PER_EPOCH, EPOCHS = 16, 3
 NEEDS_ROOT = pytest.mark.skipif(
     os.geteuid() != 0, reason="mount namespaces and another user need root"
@@ -100,51 +100,8 @@ def namespace() -> Iterator[MountNamespace]:
         made.close()
 
 
-def start_job(
-    spawned: Spawned,
-    env: Mapping[str, str],
-    prefix: Sequence[str] = (),
-    *,
-    num_processes: int = 2,
-) -> list[Running]:
-    port = free_port()
-    job = []
-    for pid in range(num_processes):
-        settings = {
-            "KERAS_DISTRIBUTION_JOB_ADDRESSES": f"127.0.0.1:{port}",
-            "KERAS_DISTRIBUTION_NUM_PROCESSES": str(num_processes),
-            "KERAS_DISTRIBUTION_PROCESS_ID": str(pid),
-            "KDIST_INIT_TIMEOUT": str(JOB_SECONDS // 2),
-            "KERAS_BACKEND": "jax",
-            "KERAS_HOME": "/tmp/kdist-test-keras-home",
-            **env,
-        }
-        process_env = clean_env(2, **settings)
-        job.append(spawned.start([*prefix, sys.executable, SCRIPT], process_env))
-    return job
-
-
-def finish(job: list[Running]) -> list[Finished]:
-    return [process.finish(JOB_SECONDS) for process in job]
-
-
-def run_job(directory: Path, env: Mapping[str, str], prefix: Sequence[str] = ()) -> list[Finished]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with Spawned(directory) as spawned:
-        return finish(start_job(spawned, env, prefix))
-
-
 def steps_of(text: str) -> list[int]:
     return [int(line.split()[1]) for line in text.splitlines() if line.startswith("step ")]
-
-
-def wait_until(job: list[Running], done: Any, what: str) -> None:
-    deadline = time.monotonic() + JOB_SECONDS
-    while not done():
-        for process in job:
-            assert process.proc.poll() is None, f"ended before {what}:\n{process.stderr()}"
-        assert time.monotonic() < deadline, f"no {what} within {JOB_SECONDS} s"
-        time.sleep(0.01)
 
 
 def assert_named_before_any_step(ended: list[Finished], *texts: str) -> None:
@@ -322,13 +279,6 @@ def reference(directory: Path) -> list[dict[str, Any]]:
     ended = run_job(directory, env)
     assert all(r.returncode == 0 for r in ended), [r.describe() for r in ended]
     return [r.report() for r in ended]
-
-
-def assert_same_training_state(expected: dict[str, Any], got: dict[str, Any]) -> None:
-    for part in ("weights", "optimizer"):
-        assert list(expected[part]) == list(got[part])
-        for name, values in expected[part].items():
-            np.testing.assert_array_equal(np.array(got[part][name]), np.array(values), name)
 
 
 def test_a_garbled_newest_backup_is_named_in_every_process_and_the_one_before_restored(
