@@ -96,6 +96,10 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                        "; this rendezvous forms job id " + Quote(options_.job_id) +
                        "; start every agent with the same --job-id")};
   }
+  // `kdist rendezvous serve` runs nothing itself: the first admitted agent's -n is the job's.
+  if (options_.processes_per_node == 0 && nodes_.empty() && hello.processes_per_node > 0) {
+    options_.processes_per_node = hello.processes_per_node;
+  }
   if (hello.processes_per_node != options_.processes_per_node) {
     return {Refuse(connection, StatusCode::kFailedPrecondition,
                    refused + "it runs -n " + std::to_string(hello.processes_per_node) +
@@ -280,6 +284,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   }
   attempts_.push_back(std::move(record));
   first_failure_.clear();
+  first_failure_named_ = false;
   first_failure_status_ = 0;
 
   std::vector<NodeMessage> out;
@@ -350,11 +355,15 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
   node->last_sequence = report.sequence;
   node->reported = true;
   node->next_port = report.coordinator_port;
-  if (report.exit_status != 0 && first_failure_.empty()) {
-    first_failure_ = report.failure.empty()
-                         ? "node " + node->hello.node_name + "'s processes ended with status " +
-                               std::to_string(report.exit_status)
-                         : report.failure;
+  // The first report that names a failure (the node where it began) wins over one that
+  // only says its processes failed (a consequence: the liveness channel ended them).
+  if (report.exit_status != 0 && (first_failure_.empty() || !first_failure_named_) &&
+      (first_failure_.empty() || !report.failure.empty())) {
+    first_failure_named_ = !report.failure.empty();
+    first_failure_ = first_failure_named_
+                         ? report.failure
+                         : "node " + node->hello.node_name + "'s processes ended with status " +
+                               std::to_string(report.exit_status);
     first_failure_status_ = report.exit_status;
   }
   return AfterAttempt();
@@ -381,6 +390,7 @@ std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
       first_failure_ = "node " + node->hello.node_name + " (host " + SafeText(node->hello.host) +
                        ", at " + node->peer_host + ") lost the rendezvous";
       first_failure_status_ = 1;
+      first_failure_named_ = true;
     }
   }
   return AfterAttempt();

@@ -30,7 +30,7 @@
 // status 0; a failure -> the same nodes again while restarts are left, unless the
 // first failure is the same as the previous attempt's (then the end, status 1);
 // otherwise the end with the first failure's status. The first failure is the
-// first report received that names one.
+// first report received that names one (its text), else the first failed report.
 #ifndef KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 #define KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 
@@ -58,7 +58,7 @@ struct RendezvousOptions {
   std::string job_id;
   int64_t min_nodes = 1;
   int64_t max_nodes = 1;
-  int64_t processes_per_node = 1;
+  int64_t processes_per_node = 1;  // 0: the first admitted agent's (`kdist rendezvous serve`)
   Nanos last_call = std::chrono::seconds(30);
   Nanos join_timeout = std::chrono::seconds(300);
   int64_t max_restarts = 0;
@@ -165,6 +165,7 @@ class RendezvousBook {
   // The attempt in progress: its first failure and its status.
   std::string first_failure_;
   int64_t first_failure_status_ = 0;
+  bool first_failure_named_ = false;  // from a report's own text, not a generic one
   std::string previous_failure_;
   std::vector<AttemptRecord> attempts_;
 };

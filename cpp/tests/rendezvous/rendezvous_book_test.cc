@@ -349,6 +349,21 @@ TEST(RendezvousBook, TheSameFailureTwiceInARowEndsWithOne) {
   EXPECT_EQ(ends[0].reply.first_failure, boom);
 }
 
+TEST(RendezvousBook, ANamedFailureWinsOverAnEarlierConsequence) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  (void)Report(book, a, 0, 1, "", 42001, seconds(3));  // a's processes were ended by b's failure
+  const auto ends = OfKind(Report(book, b, 0, 7, "process 1 (node b): ValueError", 42002,
+                                  seconds(4)),
+                           NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].reply.first_failure, "process 1 (node b): ValueError");
+  EXPECT_EQ(ends[0].reply.exit_status, 7);
+}
+
 TEST(RendezvousBook, NoRestartLeftEndsWithTheFirstFailuresStatus) {
   RendezvousBook book(Options(2, 2), Nanos(0));
   Agent a = MakeAgent(1, "a", "10.0.0.1");
@@ -415,6 +430,18 @@ TEST(RendezvousBook, ProgressLineSaysWhatItWaitsFor) {
   EXPECT_NE(line.find("1 of 2:3 nodes joined (a at 10.0.0.1)"), std::string::npos) << line;
   EXPECT_NE(line.find("waiting for 1 more"), std::string::npos) << line;
   EXPECT_NE(line.find("12 s of 300 s"), std::string::npos) << line;
+}
+
+TEST(RendezvousBook, AServeOnlyRendezvousTakesTheFirstAgentsProcessesPerNode) {
+  RendezvousOptions options = Options(2, 2);
+  options.processes_per_node = 0;
+  RendezvousBook book(options, Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));  // -n 2
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  b.hello.processes_per_node = 3;
+  const auto out = Join(book, b, seconds(2));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].reply.message.find("the job runs -n 2"), std::string::npos);
 }
 
 TEST(RendezvousBook, ABadNodeNameIsRefused) {

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kdist._local_job.attempt import Attempt, End, Hooks
-from kdist._local_job.environment import child_environment
+from kdist._local_job.environment import child_environment, environments
 from kdist._local_job.job import Job
 from kdist._local_job.output import Output
 from kdist._local_job.process import Process
@@ -158,7 +158,7 @@ def run(
 
     job_variables = {v for d in _core.cluster_detectors() for v in d.variables}
     job_variables.update(_core.jax_job_variables())
-    base = _base_environment(os.environ, job_variables)
+    base = environments(os.environ, job_variables)
     base["KDIST_INIT_TIMEOUT"] = str(max(1, int(timeout * _INIT_TIMEOUT_SHARE)))
     base["KDIST_ROLL_CALL_TOKEN"] = secrets.token_hex(16)
     output = Output(_TextSink(sys.stdout), _TextSink(sys.stderr), name=_NAME)
@@ -268,16 +268,6 @@ def _task(
         rewrite_asserts=type(loader).__name__ == "AssertionRewritingHook",
         initialize=initialize,
     )
-
-
-def _base_environment(environ: Mapping[str, str], job_variables: set[str]) -> dict[str, str]:
-    """`environ` without the variables that name a job: KERAS_DISTRIBUTION_*, JAX's and
-    every scheduler detector's (`job_variables`)."""
-    return {
-        name: value
-        for name, value in environ.items()
-        if not name.startswith("KERAS_DISTRIBUTION_") and name not in job_variables
-    }
 
 
 class _TextSink:
