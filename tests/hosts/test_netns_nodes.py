@@ -5,13 +5,15 @@ required off loopback, a real JAX collective across the hosts."""
 from __future__ import annotations
 
 import json
+import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from helpers import netns
-from helpers.support import PROGRAMS, Spawned, clean_env
+from helpers.support import PROGRAMS, Spawned, clean_env, wait_until_gone
 
 pytestmark = pytest.mark.multiprocess
 
@@ -76,3 +78,31 @@ def test_an_agent_without_a_token_refuses_to_start_off_loopback(tmp_path: Path) 
         done = spawned.start(hosts[0].command(args), clean_env(1)).finish(60)
     assert done.returncode == 2, done.stderr
     assert "needs a token" in done.stderr
+
+
+def test_the_rendezvous_host_vanishing_ends_the_other_agent_with_69(tmp_path: Path) -> None:
+    with netns.hosts(2) as hosts, Spawned(tmp_path) as spawned:
+        rendezvous = f"{hosts[0].address}:{PORT}"
+        env = clean_env(1, KDIST_ROLL_CALL_TOKEN="nodes-token", NODE_JOB_SLEEP="600")
+        agents = []
+        for index in (0, 1):
+            args = [
+                sys.executable, "-m", "kdist", "launch", "--nodes", "2",
+                "--rendezvous", rendezvous, "-n", "1", "--devices-per-process", "1",
+                "--node-name", f"host{index}", "--last-call", "2", "--grace", "5",
+                "--join-timeout", "60", "--", sys.executable, str(PROGRAMS / "node_job.py"),
+            ]  # fmt: skip
+            agents.append(spawned.start(hosts[index].command(args), env))
+        deadline = time.monotonic() + _BOUND  # until both processes ran their collective
+        while not all("NODE_JOB" in a.stdout() for a in agents):
+            assert time.monotonic() < deadline, [a.stderr() for a in agents]
+            time.sleep(0.1)
+        hosts[0].set_link(False)  # no FIN, no RST: the host is gone
+        started = time.monotonic()
+        done = agents[1].finish(_BOUND)
+        elapsed = time.monotonic() - started
+    assert done.returncode == 69, done.stderr
+    assert "lost the nodes' rendezvous" in done.stderr
+    assert elapsed < _BOUND
+    pids = [int(p) for p in re.findall(r"\(pids (\d+)\)", done.stderr)]
+    assert pids and not wait_until_gone(pids, 30)  # nothing of it left running

@@ -8,6 +8,7 @@
 
 #include "base/hmac_sha256.h"
 #include "base/text.h"
+#include "liveness/liveness_connection.h"  // SetKeepalive, LivenessOptionsFor
 #include "roll_call/roll_call_wire.h"
 
 namespace kdist {
@@ -67,6 +68,7 @@ Status RendezvousAgent::Join(NodeHello hello) {
     retry = std::min(retry * 2, options_.max_retry);
   }
   local_address_ = LocalAddress(fd_.get());
+  SetKeepalive(fd_.get(), LivenessOptionsFor(options_.unreachable_timeout));
   const Nanos left = until - clock_.Now();
   KDIST_RETURN_IF_ERROR(WriteAll(EncodeOpening(), left));
   Result<std::string> frame = ReadFrame(until - clock_.Now());

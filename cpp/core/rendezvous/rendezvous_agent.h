@@ -28,6 +28,9 @@ struct RendezvousAgentOptions {
   Nanos progress_every = std::chrono::seconds(5);
   Nanos first_retry = std::chrono::milliseconds(50);
   Nanos max_retry = std::chrono::seconds(1);
+  // A rendezvous host that vanishes (no FIN, no RST) is lost after this long without
+  // an answer: TCP keepalive sized as the liveness channel's (LivenessOptionsFor).
+  Nanos unreachable_timeout = std::chrono::seconds(20);
 };
 
 class RendezvousAgent {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/text.h"
+#include "liveness/liveness_connection.h"  // SetKeepalive, LivenessOptionsFor
 #include "roll_call/roll_call_wire.h"
 
 namespace kdist {
@@ -159,6 +160,7 @@ void RendezvousServer::AcceptAll(Nanos now) {
     }
     const uint64_t key = next_key_++;
     Connection c;
+    SetKeepalive(a.fd.get(), LivenessOptionsFor(options_.unreachable_timeout));
     c.peer = PeerAddress(a.fd.get());
     c.local = LocalAddress(a.fd.get());
     c.fd = std::move(a.fd);

@@ -40,6 +40,8 @@ struct RendezvousServerOptions {
   Nanos hello_timeout = std::chrono::seconds(10);  // a connection's time to send its hello
   int64_t max_unadmitted = 64;
   Nanos end_flush = std::chrono::seconds(5);  // after the end: time for the last frames to leave
+  // An agent's host that vanishes is lost after this long without an answer (keepalive).
+  Nanos unreachable_timeout = std::chrono::seconds(20);
 };
 
 class RendezvousServer {
