@@ -1,11 +1,13 @@
 #include "rendezvous_bindings.h"
 
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -16,6 +18,7 @@
 #include "errors.h"
 #include "net/socket.h"
 #include "rendezvous/rendezvous_agent.h"
+#include "rendezvous/rendezvous_auto.h"
 #include "rendezvous/rendezvous_book.h"
 #include "rendezvous/rendezvous_server.h"
 #include "roll_call/consistency.h"
@@ -88,6 +91,17 @@ const char* KindName(NodeReplyKind kind) {
 void BindRendezvous(nb::module_& m) {
   m.attr("EXIT_NOT_ENOUGH_NODES") = kExitNotEnoughNodes;
   m.attr("EXIT_LOST_RENDEZVOUS") = kExitLostRendezvous;
+  m.def(
+      "auto_rendezvous",
+      [](const std::map<std::string, std::string>& environment) {
+        Result<Address> address = AutoRendezvous(Environment(environment.begin(), environment.end()));
+        RaiseIfError(address.status(), "ConfigError");
+        return address->ToString();
+      },
+      nb::arg("environment"),
+      "`--rendezvous auto`: HOST:PORT of the nodes' rendezvous under Slurm (the allocation's "
+      "first host, a port from the job id below JAX's); ConfigError saying what to give "
+      "otherwise.");
 
   nb::class_<NodeReply>(m, "NodeReply", "What the nodes' rendezvous told this machine's agent.")
       .def_prop_ro("kind", [](const NodeReply& r) { return std::string(KindName(r.kind)); },

@@ -139,3 +139,28 @@ def test_an_agent_that_loses_the_rendezvous_stops_its_processes_and_exits_69(
     assert time.monotonic() - started < _BOUND
     assert "lost the nodes' rendezvous" in done_b.stderr
     assert os.path.exists(tmp_path)
+
+
+def test_rendezvous_auto_reads_the_slurm_allocation(tmp_path: Path) -> None:
+    # A one-node "allocation" whose first host is localhost: the agent serves and runs it.
+    env = clean_env(1, SLURM_JOB_ID="4242", SLURM_JOB_NODELIST="localhost")
+    args = [
+        sys.executable, "-m", "kdist", "launch", "--nodes", "1", "--rendezvous", "auto",
+        "-n", "2", "--devices-per-process", "1", "--",
+        sys.executable, str(PROGRAMS / "node_job.py"),
+    ]  # fmt: skip
+    with Spawned(tmp_path) as spawned:
+        done = spawned.start(args, env).finish(_BOUND)
+    assert done.returncode == 0, done.stderr
+    port = _core.auto_rendezvous({"SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "localhost"})
+    assert f"--rendezvous auto: {port}" in done.stderr
+    assert sorted(r["process_id"] for r in _reports(done.stdout)) == [0, 1]  # type: ignore[type-var]
+
+
+def test_rendezvous_auto_without_a_scheduler_says_what_to_give(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "kdist", "launch", "--nodes", "1", "--rendezvous", "auto",
+            "-n", "1", "--", "true"]  # fmt: skip
+    with Spawned(tmp_path) as spawned:
+        done = spawned.start(args, clean_env(1)).finish(_BOUND)
+    assert done.returncode == 2, done.stderr
+    assert "give --rendezvous HOST:PORT" in done.stderr

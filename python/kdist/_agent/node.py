@@ -80,8 +80,15 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
             agent_log.write(f"kdist: {text}\n")
             agent_log.flush()
 
-    address = _core.parse_address(options.rendezvous)
-    ip = _core.host_addresses(address.host, 10.0)[0]
+    try:
+        if options.rendezvous == "auto":
+            options.rendezvous = _core.auto_rendezvous(dict(os.environ))
+            note(f"--rendezvous auto: {options.rendezvous} (the scheduler's first host)")
+        address = _core.parse_address(options.rendezvous)
+        ip = _core.host_addresses(address.host, 10.0)[0]
+    except _errors.KdistError as error:
+        note(f"--rendezvous {options.rendezvous}: {error}")
+        return 2
     if not options.token and not _core.is_loopback_address(ip):
         note(
             f"--rendezvous {options.rendezvous} is off loopback ({ip}): the job needs a token, "

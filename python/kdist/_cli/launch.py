@@ -168,7 +168,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--rendezvous",
         metavar="HOST:PORT",
         help="the nodes' rendezvous: served by the agent on the machine that owns HOST "
-        "(checked by binding), or by `kdist rendezvous serve`",
+        "(checked by binding), or by `kdist rendezvous serve`; `auto` under Slurm: the "
+        "allocation's first host, a port from the job id",
     )
     nodes.add_argument("--job-id", default="", metavar="ID", help="the job's id (default: none)")
     nodes.add_argument(
