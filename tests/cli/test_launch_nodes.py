@@ -164,3 +164,23 @@ def test_rendezvous_auto_without_a_scheduler_says_what_to_give(tmp_path: Path) -
         done = spawned.start(args, clean_env(1)).finish(_BOUND)
     assert done.returncode == 2, done.stderr
     assert "give --rendezvous HOST:PORT" in done.stderr
+
+
+def test_rendezvous_serve_forms_a_job_on_a_machine_that_trains_nothing(tmp_path: Path) -> None:
+    port = _core.free_port()
+    serve = [
+        sys.executable, "-m", "kdist", "rendezvous", "serve", "--host", "127.0.0.1",
+        "--port", str(port), "--nodes", "2", "--job-id", "t43", "--last-call", "2",
+    ]  # fmt: skip
+    with Spawned(tmp_path) as spawned:
+        server = spawned.start(serve, clean_env(1))
+        assert server.wait_for_stderr("serving the nodes' rendezvous", _BOUND), server.stderr()
+        a = _agent(spawned, port, "a")
+        b = _agent(spawned, port, "b")
+        done_a, done_b, done = a.finish(_BOUND), b.finish(_BOUND), server.finish(_BOUND)
+    assert done.returncode == 0, done.stderr
+    assert done_a.returncode == 0 and done_b.returncode == 0, done_a.stderr + done_b.stderr
+    assert "not this machine's" not in done_a.stderr  # the port was taken: the server's
+    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
+    assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
+    assert "its attempts:" in done.stderr
