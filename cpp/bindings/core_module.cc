@@ -9,6 +9,7 @@
 #include "config_bindings.h"
 #include "liveness_bindings.h"
 #include "network_bindings.h"
+#include "rendezvous_bindings.h"
 #include "roll_call_bindings.h"
 #include "stop_bindings.h"
 
@@ -20,4 +21,5 @@ NB_MODULE(_core, m) {
   kdist::bindings::BindNetwork(m);
   kdist::bindings::BindStop(m);
   kdist::bindings::BindLiveness(m);
+  kdist::bindings::BindRendezvous(m);
 }

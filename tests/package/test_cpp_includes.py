@@ -54,7 +54,15 @@ def test_the_real_core_keeps_its_wings() -> None:
     graph = cpp_include_graph.read(CORE)
     order = cpp_include_graph.read_order(CORE)
     assert graph.problems(order) == []
-    assert set(graph.wings) == {"base", "net", "config", "stop", "liveness", "roll_call"}
+    assert set(graph.wings) == {
+        "base",
+        "net",
+        "config",
+        "stop",
+        "liveness",
+        "roll_call",
+        "rendezvous",
+    }
     assert "config/clusters/slurm.cc" in graph.files
     arrows = graph.arrows()
     assert arrows[("liveness", "roll_call")] == 0

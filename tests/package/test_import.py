@@ -32,6 +32,7 @@ WINGS = (
     "_distribution",
     "_resume",
     "_local_job",
+    "_agent",
     "_cli",
     "testing",
 )
@@ -47,7 +48,19 @@ MAY_IMPORT = {
     "_resume": {"leaves", "_together", "_keras", "_layouts", "_distribution", "_resume"},
     # N processes on this machine: `kdist launch` and `kdist.testing` share it.
     "_local_job": {"leaves", "_local_job"},
-    "_cli": {"leaves", "_start", "_layouts", "_keras", "_distribution", "_local_job", "_cli"},
+    # One machine's agent of a job across machines (`kdist launch --nodes`): this machine's
+    # processes of each attempt are a `_local_job`.
+    "_agent": {"leaves", "_local_job", "_agent"},
+    "_cli": {
+        "leaves",
+        "_start",
+        "_layouts",
+        "_keras",
+        "_distribution",
+        "_local_job",
+        "_agent",
+        "_cli",
+    },
     # The public test tool: a job of processes, each started by kdist.initialize();
     # nothing imports it (`import kdist` does not), and it never imports the CLI.
     "testing": {"leaves", "_local_job", "_together", "_start", "testing"},

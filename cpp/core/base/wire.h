@@ -64,10 +64,15 @@ enum class FrameType : uint16_t {
 // The liveness channel's (liveness/liveness_wire.h).
 inline constexpr uint16_t kFrameLiveJoin = 5;    // process -> process 0: watch me
 inline constexpr uint16_t kFrameLiveNotice = 6;  // either way: an event (LiveNotice)
-// The lowest number that no frame type of either channel has.
-inline constexpr uint16_t kNextFrameType = 7;
+// The nodes' rendezvous (rendezvous/rendezvous_wire.h), on a port of its own; it opens and
+// challenges as the roll call does (kOpening, kChallenge), then:
+inline constexpr uint16_t kFrameNodeHello = 7;   // agent -> rendezvous: this machine joins
+inline constexpr uint16_t kFrameNodeReply = 8;   // rendezvous -> agent: admitted, roster, end
+inline constexpr uint16_t kFrameNodeReport = 9;  // agent -> rendezvous: how an attempt ended here
+// The lowest number that no frame type of any channel has.
+inline constexpr uint16_t kNextFrameType = 10;
 static_assert(static_cast<uint16_t>(FrameType::kOpening) < kNextFrameType &&
-                  kFrameLiveNotice < kNextFrameType,
+                  kFrameLiveNotice < kNextFrameType && kFrameNodeReport < kNextFrameType,
               "a new frame type takes kNextFrameType, which then moves up");
 
 // Size limits of string fields both channels carry, in bytes.

@@ -199,10 +199,10 @@ Io WriteSome(int fd, std::string_view bytes) {
   }
 }
 
-std::string PeerAddress(int fd) {
-  sockaddr_storage storage{};
-  socklen_t size = sizeof storage;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &size) != 0) return "";
+namespace {
+
+// The IP literal of `storage` (an IPv4-mapped IPv6 address as IPv4); "" when not IP.
+std::string IpText(const sockaddr_storage& storage) {
   char text[INET6_ADDRSTRLEN] = {};
   if (storage.ss_family == AF_INET6) {
     const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
@@ -219,6 +219,22 @@ std::string PeerAddress(int fd) {
     return text;
   }
   return "";
+}
+
+}  // namespace
+
+std::string PeerAddress(int fd) {
+  sockaddr_storage storage{};
+  socklen_t size = sizeof storage;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &size) != 0) return "";
+  return IpText(storage);
+}
+
+std::string LocalAddress(int fd) {
+  sockaddr_storage storage{};
+  socklen_t size = sizeof storage;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &size) != 0) return "";
+  return IpText(storage);
 }
 
 Accepted AcceptOne(int listener) {

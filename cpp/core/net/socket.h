@@ -98,6 +98,9 @@ Accepted AcceptOne(int listener);
 // The IP literal of the peer of the connected socket `fd` ("10.0.0.3", "::1";
 // an IPv4-mapped IPv6 address as IPv4); "" when unknown.
 std::string PeerAddress(int fd);
+// The IP literal of this side of the connected socket `fd`: the address the peer
+// reached (same form as PeerAddress); "" when unknown.
+std::string LocalAddress(int fd);
 
 // A non-blocking connect: kDone when connected at once, kWouldBlock while in
 // progress (wait for POLLOUT, then ConnectResult), kError with errno.

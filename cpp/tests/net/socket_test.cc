@@ -55,6 +55,15 @@ TEST(Socket, PeerAddressIsTheOtherEndsIpLiteral) {
   EXPECT_EQ(PeerAddress(-1), std::string(""));
 }
 
+TEST(Socket, LocalAddressIsTheAddressThePeerReached) {
+  Result<Listener> listener = ListenOnAllInterfaces(0, 4);  // [::], accepting IPv4 too
+  KDIST_ASSERT_OK(listener);
+  Result<Pair> pair = Connect(*listener);
+  KDIST_ASSERT_OK(pair);
+  EXPECT_EQ(LocalAddress(pair->server.get()), std::string("127.0.0.1"));  // not "::"
+  EXPECT_EQ(LocalAddress(-1), std::string(""));
+}
+
 TEST(Socket, FdClosesAndMoves) {
   int raw = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_TRUE(raw >= 0);

@@ -7,6 +7,7 @@ imported when such an option is parsed, not when the parser is built.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def positive_int(text: str) -> int:
@@ -95,3 +96,41 @@ def seconds(text: str) -> float:
         return _core.parse_timeout_seconds(text)
     except ConfigError as error:
         raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
+
+
+def node_range(text: str) -> tuple[int, int]:
+    """`--nodes MIN[:MAX]`: (MIN, MAX), 1 <= MIN <= MAX; MAX defaults to MIN.
+
+    Example:
+        >>> node_range("2:4"), node_range("3")
+        ((2, 4), (3, 3))
+    """
+    low, _, high = text.partition(":")
+    try:
+        min_nodes = int(low)
+        max_nodes = int(high) if high else min_nodes
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected MIN or MIN:MAX, positive integers; received {text!r}"
+        ) from None
+    if min_nodes < 1 or max_nodes < min_nodes:
+        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX; received {text!r}")
+    return min_nodes, max_nodes
+
+
+def token_file(path: Path) -> str:
+    """The job's token from `path`, refused (ValueError) when others can read it or it is
+    empty; its trailing newline dropped. The token is never printed."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise ValueError(f"--token-file {path}: cannot read it ({error.strerror})") from None
+    if mode & 0o077:
+        raise ValueError(
+            f"--token-file {path}: group or others can read it (mode {mode & 0o777:o}); "
+            f"expected 600: chmod 600 {path}"
+        )
+    if not text:
+        raise ValueError(f"--token-file {path}: it is empty; expected the job's token")
+    return text

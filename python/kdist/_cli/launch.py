@@ -161,6 +161,50 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "2,5-7; all); they still reach --log-dir, and a failed process's last lines are "
         "still printed",
     )
+    nodes = parser.add_argument_group(
+        "several machines (the same command on every machine; docs/configuration.md, "
+        '"Several machines without a scheduler")'
+    )
+    nodes.add_argument(
+        "--nodes",
+        type=arguments.node_range,
+        metavar="MIN[:MAX]",
+        help="run the job across MIN to MAX machines, -n processes on each: one agent per "
+        "machine, joined through --rendezvous; exit 75 when fewer than MIN joined in "
+        "--join-timeout, 69 when this machine loses the rendezvous",
+    )
+    nodes.add_argument(
+        "--rendezvous",
+        metavar="HOST:PORT",
+        help="the nodes' rendezvous: served by the agent on the machine that owns HOST "
+        "(checked by binding), or by `kdist rendezvous serve`; `auto` under Slurm: the "
+        "allocation's first host, a port from the job id",
+    )
+    nodes.add_argument("--job-id", default="", metavar="ID", help="the job's id (default: none)")
+    nodes.add_argument(
+        "--node-name", default="", metavar="NAME", help="this machine's name (default: its host)"
+    )
+    nodes.add_argument(
+        "--last-call",
+        type=arguments.seconds,
+        default=30.0,
+        metavar="S",
+        help="with MIN machines in, form the job when no other joined for S seconds (default: 30)",
+    )
+    nodes.add_argument(
+        "--join-timeout",
+        type=arguments.seconds,
+        default=300.0,
+        metavar="S",
+        help="bound of every wait for MIN machines (default: 300); then every agent exits 75",
+    )
+    nodes.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="F",
+        help="the job's token (else KDIST_ROLL_CALL_TOKEN); required off loopback; refused "
+        "when others can read F",
+    )
     parser.add_argument(
         "command",
         nargs=argparse.REMAINDER,
@@ -179,6 +223,10 @@ def _run_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(
             "launch needs the command to run after '--', e.g. kdist launch -n 2 -- python train.py"
         )
+    if args.nodes is not None:
+        return _run_nodes(command, args, parser)
+    if args.rendezvous is not None:
+        parser.error("--rendezvous needs --nodes MIN[:MAX]")
     return launch(
         command,
         num_processes=args.num_processes,
@@ -190,6 +238,47 @@ def _run_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         max_restarts=args.max_restarts,
         log_dir=args.log_dir,
         quiet_processes=args.quiet_processes,
+    )
+
+
+def _run_nodes(
+    command: list[str], args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> int:
+    """`kdist launch --nodes`: this machine's agent (kdist._agent)."""
+    from kdist._agent.node import NodeOptions, run_node
+    from kdist._start import environment_fingerprint
+
+    if args.rendezvous is None:
+        parser.error("--nodes needs --rendezvous HOST:PORT, the same on every machine")
+    token = os.environ.get("KDIST_ROLL_CALL_TOKEN", "")
+    if args.token_file is not None:
+        try:
+            token = arguments.token_file(args.token_file)
+        except ValueError as error:
+            parser.error(str(error))
+    min_nodes, max_nodes = args.nodes
+    return run_node(
+        command,
+        NodeOptions(
+            min_nodes=min_nodes,
+            max_nodes=max_nodes,
+            rendezvous=args.rendezvous,
+            processes_per_node=args.num_processes,
+            job_id=args.job_id,
+            node_name=args.node_name,
+            last_call=args.last_call,
+            join_timeout=args.join_timeout,
+            max_restarts=args.max_restarts,
+            log_dir=args.log_dir,
+            token=token,
+            devices_per_process=args.devices_per_process,
+            grace=args.grace,
+            environment=tuple(
+                (e.name, e.value, e.must_match)
+                # The program's script and arguments, not the agent's (--node-name differs).
+                for e in environment_fingerprint.collect(argv=command)
+            ),
+        ),
     )
 
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kdist._cli import bench, doctor, launch
+from kdist._cli import bench, doctor, launch, rendezvous
 
 _DESCRIPTION = """\
 kdist: start multi-process JAX jobs fast, checked and explained.
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print kdist's version and exit")
     commands = parser.add_subparsers(dest="command_name", metavar="COMMAND", title="commands")
 
-    for command in (doctor, launch, bench):
+    for command in (doctor, launch, rendezvous, bench):
         command.add_parser(commands)
     return parser
 

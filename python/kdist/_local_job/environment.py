@@ -10,6 +10,63 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+
+def child_environment(
+    base: Mapping[str, str],
+    *,
+    process_id: int,
+    num_processes: int,
+    port: int,
+    devices_per_process: int | None,
+    host: str = "127.0.0.1",
+) -> dict[str, str]:
+    """The environment of process `process_id` of a job on this machine.
+
+    Args:
+        base: The starting environment (the launcher's own).
+        process_id: The process's id in `[0, num_processes)`.
+        num_processes: The number of processes.
+        port: The coordinator's port.
+        devices_per_process: When set, JAX's CPU backend with this many
+            devices (JAX_PLATFORMS=cpu, JAX_NUM_CPU_DEVICES).
+        host: The coordinator's IP. Defaults to 127.0.0.1 (one machine).
+
+    Returns:
+        A new dict: `base` with the KERAS_DISTRIBUTION_* variables set, and
+        PYTHONUNBUFFERED=1 unless `base` sets it (so lines arrive as written).
+
+    Example:
+        >>> from kdist._local_job.environment import child_environment
+        >>> env = child_environment({}, process_id=1, num_processes=2, port=1234,
+        ...                         devices_per_process=None)
+        >>> env["KERAS_DISTRIBUTION_JOB_ADDRESSES"], env["KERAS_DISTRIBUTION_PROCESS_ID"]
+        ('127.0.0.1:1234', '1')
+    """
+    env = dict(base)
+    where = f"[{host}]" if ":" in host else host
+    env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = f"{where}:{port}"
+    env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = str(num_processes)
+    env["KERAS_DISTRIBUTION_PROCESS_ID"] = str(process_id)
+    if devices_per_process is not None:
+        env["JAX_PLATFORMS"] = "cpu"
+        env["JAX_NUM_CPU_DEVICES"] = str(devices_per_process)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+# The kdist variables that belong to one job (set by its starter), never inherited by another.
+KDIST_JOB_VARIABLES = frozenset(
+    {
+        "KDIST_RESTART_COUNT",
+        "KDIST_NODE_RANK",
+        "KDIST_NUM_NODES",
+        "KDIST_LOCAL_PROCESS_ID",
+        "KDIST_JOB_ID",
+        "KDIST_VERDICT_FILE",
+    }
+)
+
+
 # Variables a detector reads that name no job: the machine's own, kept.
 _NOT_JOB_VARIABLES = frozenset({"HOSTNAME"})
 
@@ -34,9 +91,14 @@ def job_variables() -> frozenset[str]:
 
 def names_a_job(name: str, job_variable_names: Iterable[str]) -> bool:
     """Whether the variable `name` says which job a process belongs to (so a process of a
-    job kdist starts must not inherit it): KERAS_DISTRIBUTION_*, or one of
+    job kdist starts must not inherit it): KERAS_DISTRIBUTION_*, JAX_COORDINATOR_*, the
+    kdist variables a starter sets per job (KDIST_JOB_VARIABLES), or one of
     `job_variable_names` (job_variables())."""
-    return name.startswith("KERAS_DISTRIBUTION_") or name in job_variable_names
+    return (
+        name.startswith(("KERAS_DISTRIBUTION_", "JAX_COORDINATOR_"))
+        or name in KDIST_JOB_VARIABLES
+        or name in job_variable_names
+    )
 
 
 def without_job_variables(environ: Mapping[str, str]) -> dict[str, str]:
@@ -81,43 +143,3 @@ def environments(
         )
         for i in range(num_processes)
     ]
-
-
-def child_environment(
-    base: Mapping[str, str],
-    *,
-    process_id: int,
-    num_processes: int,
-    port: int,
-    devices_per_process: int | None,
-) -> dict[str, str]:
-    """The environment of process `process_id` of a job on this machine.
-
-    Args:
-        base: The starting environment (the launcher's own).
-        process_id: The process's id in `[0, num_processes)`.
-        num_processes: The number of processes.
-        port: The coordinator's port on 127.0.0.1.
-        devices_per_process: When set, JAX's CPU backend with this many
-            devices (JAX_PLATFORMS=cpu, JAX_NUM_CPU_DEVICES).
-
-    Returns:
-        A new dict: `base` with the KERAS_DISTRIBUTION_* variables set, and
-        PYTHONUNBUFFERED=1 unless `base` sets it (so lines arrive as written).
-
-    Example:
-        >>> from kdist._local_job.environment import child_environment
-        >>> env = child_environment({}, process_id=1, num_processes=2, port=1234,
-        ...                         devices_per_process=None)
-        >>> env["KERAS_DISTRIBUTION_JOB_ADDRESSES"], env["KERAS_DISTRIBUTION_PROCESS_ID"]
-        ('127.0.0.1:1234', '1')
-    """
-    env = dict(base)
-    env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = f"127.0.0.1:{port}"
-    env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = str(num_processes)
-    env["KERAS_DISTRIBUTION_PROCESS_ID"] = str(process_id)
-    if devices_per_process is not None:
-        env["JAX_PLATFORMS"] = "cpu"
-        env["JAX_NUM_CPU_DEVICES"] = str(devices_per_process)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env

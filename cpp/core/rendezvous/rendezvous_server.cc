@@ -1,0 +1,303 @@
+#include "rendezvous/rendezvous_server.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/text.h"
+#include "liveness/liveness_connection.h"  // SetKeepalive, LivenessOptionsFor
+#include "roll_call/roll_call_wire.h"
+
+namespace kdist {
+namespace {
+
+constexpr uint64_t kListenerKey = 0;
+constexpr uint64_t kWakeKey = 1;
+constexpr size_t kReadChunk = 4096;
+
+}  // namespace
+
+RendezvousServer::RendezvousServer(RendezvousServerOptions options, Clock& clock, Log log)
+    : options_(std::move(options)),
+      clock_(clock),
+      log_(std::move(log)),
+      book_(options_.book, clock.Now()) {}
+
+RendezvousServer::~RendezvousServer() { Stop(); }
+
+Status RendezvousServer::Listen(const Endpoint& where) {
+  KDIST_ASSIGN_OR_RETURN(listener_, ListenOn(where, 128));
+  port_ = listener_.port;
+  return Status::Ok();
+}
+
+Status RendezvousServer::Start() {
+  if (!listener_.fd.valid()) return FailedPrecondition("the rendezvous server has no listener");
+  KDIST_ASSIGN_OR_RETURN(EventPoller poller, EventPoller::Create());
+  poller_ = std::make_unique<EventPoller>(std::move(poller));
+  KDIST_RETURN_IF_ERROR(poller_->Add(listener_.fd.get(), kListenerKey, false));
+  return thread_.Start("the nodes' rendezvous", [this] { Loop(); });
+}
+
+void RendezvousServer::Stop() {
+  thread_.Stop();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ended_) {
+    ended_ = true;
+    exit_status_ = kExitLostRendezvous;
+    table_ = book_.AttemptTable();
+  }
+  ended_cv_.notify_all();
+}
+
+bool RendezvousServer::Wait(Nanos timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return ended_cv_.wait_for(lock, timeout, [this] { return ended_; });
+}
+
+int64_t RendezvousServer::exit_status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return exit_status_;
+}
+
+std::string RendezvousServer::AttemptTable() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return table_;
+}
+
+int64_t RendezvousServer::Unadmitted() const {
+  int64_t count = 0;
+  for (const auto& [key, c] : connections_) count += c.admitted ? 0 : 1;
+  return count;
+}
+
+void RendezvousServer::Loop() {
+  if (poller_->Add(thread_.wake_fd(), kWakeKey, false).ok()) {
+    // (when it fails, Stop still ends the loop at its next bounded wait)
+  }
+  Nanos next_progress = clock_.Now() + options_.progress_every;
+  std::optional<Nanos> ended_at;
+  while (!thread_.stopping()) {
+    Nanos now = clock_.Now();
+    Nanos wait = std::chrono::milliseconds(500);
+    if (std::optional<Nanos> next = book_.NextDeadline()) wait = std::min(wait, *next - now);
+    Result<std::vector<EventPoller::Event>> events = poller_->Wait(std::max(wait, Nanos(0)));
+    now = clock_.Now();
+    if (events.ok()) {
+      for (const EventPoller::Event& event : *events) {
+        if (event.key == kWakeKey) {
+          thread_.DrainWake();
+        } else if (event.key == kListenerKey) {
+          AcceptAll(now);
+        } else {
+          if (event.readable) ReadFrom(event.key, now);
+          if (event.writable) Flush(event.key);
+        }
+      }
+    }
+    Deliver(book_.Tick(now));
+    // Connections that never sent their hello in time.
+    std::vector<uint64_t> late;
+    for (const auto& [key, c] : connections_) {
+      if (!c.admitted && !c.closing && now - c.accepted >= options_.hello_timeout) {
+        late.push_back(key);
+      }
+    }
+    for (uint64_t key : late) Drop(key, now, false);
+    if (book_.phase() == RendezvousBook::Phase::kGathering && now >= next_progress) {
+      const std::string line = book_.ProgressLine(now);
+      log_("kdist rendezvous: " + line);
+      std::vector<NodeMessage> waiting;
+      for (const auto& [key, c] : connections_) {
+        if (!c.admitted) continue;
+        NodeMessage m;
+        m.connection = key;
+        m.reply.kind = NodeReplyKind::kWaiting;
+        m.reply.message = line;
+        waiting.push_back(std::move(m));
+      }
+      Deliver(waiting);
+      next_progress = now + options_.progress_every;
+    }
+    if (book_.phase() == RendezvousBook::Phase::kEnded) {
+      if (!ended_at) ended_at = now;
+      bool flushed = std::all_of(connections_.begin(), connections_.end(),
+                                 [](const auto& kv) { return kv.second.out.empty(); });
+      if (flushed || now - *ended_at >= options_.end_flush) break;
+    }
+  }
+  for (auto& [key, c] : connections_) {
+    poller_->Remove(c.fd.get());
+    c.fd.Close();
+  }
+  connections_.clear();
+  if (book_.phase() == RendezvousBook::Phase::kEnded) {
+    log_("kdist rendezvous: the job ended with status " + std::to_string(book_.exit_status()) +
+         "; its attempts:\n" + book_.AttemptTable());
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ended_) {
+    ended_ = true;
+    exit_status_ = book_.phase() == RendezvousBook::Phase::kEnded ? book_.exit_status()
+                                                                   : kExitLostRendezvous;
+    table_ = book_.AttemptTable();
+  }
+  ended_cv_.notify_all();
+}
+
+void RendezvousServer::AcceptAll(Nanos now) {
+  while (true) {
+    Accepted a = AcceptOne(listener_.fd.get());
+    if (a.io.state != IoState::kDone) return;
+    if (Unadmitted() >= options_.max_unadmitted) {
+      a.fd.CloseWithReset();  // bounded: agents retry, a flood costs nothing
+      continue;
+    }
+    Result<Nonce> nonce = FreshNonce();
+    if (!nonce.ok()) {
+      log_("kdist rendezvous: dropped a connection: " + nonce.status().message());
+      a.fd.CloseWithReset();
+      continue;
+    }
+    const uint64_t key = next_key_++;
+    Connection c;
+    SetKeepalive(a.fd.get(), LivenessOptionsFor(options_.unreachable_timeout));
+    c.peer = PeerAddress(a.fd.get());
+    c.local = LocalAddress(a.fd.get());
+    c.fd = std::move(a.fd);
+    c.challenge = *nonce;
+    c.accepted = now;
+    c.out = EncodeChallenge(Challenge{*nonce});
+    if (!poller_->Add(c.fd.get(), key, true).ok()) continue;
+    connections_.emplace(key, std::move(c));
+  }
+}
+
+void RendezvousServer::ReadFrom(uint64_t key, Nanos now) {
+  auto it = connections_.find(key);
+  if (it == connections_.end()) return;
+  char buffer[kReadChunk];
+  Io io = ReadSome(it->second.fd.get(), buffer, sizeof buffer);
+  if (io.state == IoState::kWouldBlock) return;
+  if (io.state != IoState::kDone) {
+    Drop(key, now, true);
+    return;
+  }
+  Connection& c = it->second;
+  if (c.closing) return;
+  if (!c.in.Append(std::string_view(buffer, io.bytes)).ok() ||
+      (!c.admitted && c.in.buffered() > kMaxNodeHelloFrameBytes)) {
+    Drop(key, now, true);
+    return;
+  }
+  while (connections_.count(key) != 0) {
+    std::string frame = connections_[key].in.TakeFrame();
+    if (frame.empty()) break;
+    HandleFrame(key, frame, now);
+  }
+}
+
+void RendezvousServer::HandleFrame(uint64_t key, const std::string& frame, Nanos now) {
+  Connection& c = connections_[key];
+  if (IsOpening(frame)) return;
+  Result<FrameHeader> header = DecodeFrameHeader(frame);
+  if (!header.ok()) {
+    Drop(key, now, true);
+    return;
+  }
+  if (header->type == kFrameNodeHello && !c.admitted && !c.knows_agent_nonce) {
+    Result<NodeHello> hello = DecodeNodeHello(frame);
+    if (!hello.ok()) {
+      log_("kdist rendezvous: dropped a connection from " + c.peer + ": " +
+           hello.status().message());
+      Drop(key, now, false);
+      return;
+    }
+    c.agent_nonce = hello->nonce;
+    c.knows_agent_nonce = true;
+    RendezvousBook::Arrival arrival;
+    arrival.nonce = c.challenge;
+    arrival.frame = frame;
+    arrival.peer_host = c.peer;
+    arrival.local_host = c.local;
+    std::vector<NodeMessage> out = book_.Offer(key, *hello, arrival, now);
+    for (const NodeMessage& m : out) {
+      if (m.connection != key) continue;
+      if (m.reply.kind == NodeReplyKind::kAdmitted) {
+        c.admitted = true;
+        log_("kdist rendezvous: " + m.reply.message);
+      } else if (m.reply.kind == NodeReplyKind::kRefused) {
+        log_("kdist rendezvous: " + m.reply.message);
+      }
+    }
+    Deliver(out);
+    return;
+  }
+  if (header->type == kFrameNodeReport && c.admitted) {
+    Result<NodeReport> report = DecodeNodeReport(frame);
+    if (!report.ok()) {
+      Drop(key, now, true);
+      return;
+    }
+    Deliver(book_.Report(key, *report, frame, now));
+    return;
+  }
+  Drop(key, now, c.admitted);
+}
+
+void RendezvousServer::Deliver(const std::vector<NodeMessage>& messages) {
+  for (const NodeMessage& m : messages) {
+    auto it = connections_.find(m.connection);
+    if (it == connections_.end()) continue;
+    Connection& c = it->second;
+    NodeReply reply = m.reply;
+    reply.sequence = ++c.sequence;
+    c.out += EncodeSignedNodeReply(std::move(reply), book_.options().token, c.agent_nonce);
+    if (m.reply.kind == NodeReplyKind::kRefused && !c.admitted) c.closing = true;
+    if (m.reply.kind == NodeReplyKind::kEnd) c.closing = true;
+    if (m.reply.kind == NodeReplyKind::kRoster) {
+      log_("kdist rendezvous: attempt " + std::to_string(m.reply.attempt) + ": node " +
+           std::to_string(m.reply.node_rank) + " is " + m.reply.nodes[m.reply.node_rank].name +
+           " (processes " + std::to_string(m.reply.node_rank * m.reply.processes_per_node) + "-" +
+           std::to_string((m.reply.node_rank + 1) * m.reply.processes_per_node - 1) +
+           "), coordinator " + m.reply.coordinator_host + ":" +
+           std::to_string(m.reply.coordinator_port));
+    }
+    Flush(m.connection);
+  }
+}
+
+void RendezvousServer::Flush(uint64_t key) {
+  auto it = connections_.find(key);
+  if (it == connections_.end()) return;
+  Connection& c = it->second;
+  while (!c.out.empty()) {
+    Io io = WriteSome(c.fd.get(), c.out);
+    if (io.state == IoState::kWouldBlock) break;
+    if (io.state != IoState::kDone) {
+      c.out.clear();
+      Drop(key, clock_.Now(), true);
+      return;
+    }
+    c.out.erase(0, io.bytes);
+  }
+  (void)poller_->WatchWrite(c.fd.get(), key, !c.out.empty());
+  if (c.out.empty() && c.closing && book_.phase() != RendezvousBook::Phase::kEnded) {
+    Drop(key, clock_.Now(), c.admitted);
+  }
+}
+
+void RendezvousServer::Drop(uint64_t key, Nanos now, bool tell_book) {
+  auto it = connections_.find(key);
+  if (it == connections_.end()) return;
+  poller_->Remove(it->second.fd.get());
+  const bool admitted = it->second.admitted;
+  const std::string peer = it->second.peer;
+  it->second.fd.CloseWithReset();
+  connections_.erase(it);
+  if (tell_book && admitted) {
+    log_("kdist rendezvous: the agent at " + peer + " left");
+    Deliver(book_.Leave(key, now));
+  }
+}
+
+}  // namespace kdist

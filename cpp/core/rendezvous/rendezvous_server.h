@@ -1,0 +1,117 @@
+// The nodes' rendezvous's side: a listener on the rendezvous address and one
+// thread that moves bytes between the agents and the book
+// (rendezvous/rendezvous_book.h), which decides everything.
+//
+// Each accepted connection is sent a challenge at once; what it sends before it
+// is admitted is bounded: at most kMaxNodeHelloFrameBytes buffered, one hello,
+// within `hello_timeout`, and at most `max_unadmitted` such connections at a
+// time (more are reset at accept). A connection that does not speak the
+// protocol is reset without touching the book. Every reply is signed over the
+// agent's nonce when the job has a token.
+//
+//   RendezvousServer server(options, clock, log);
+//   KDIST_RETURN_IF_ERROR(server.Listen(endpoint));   // "checked by binding"
+//   KDIST_RETURN_IF_ERROR(server.Start());            // its thread
+//   ... server.Wait(timeout) ... / server.Stop();
+#ifndef KDIST_RENDEZVOUS_RENDEZVOUS_SERVER_H_
+#define KDIST_RENDEZVOUS_RENDEZVOUS_SERVER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "base/wire.h"
+#include "net/event_poller.h"
+#include "net/poll_thread.h"
+#include "net/socket.h"
+#include "rendezvous/rendezvous_book.h"
+
+namespace kdist {
+
+struct RendezvousServerOptions {
+  RendezvousOptions book;
+  Nanos progress_every = std::chrono::seconds(5);  // the waiting line, to the log and the agents
+  Nanos hello_timeout = std::chrono::seconds(10);  // a connection's time to send its hello
+  int64_t max_unadmitted = 64;
+  Nanos end_flush = std::chrono::seconds(5);  // after the end: time for the last frames to leave
+  // An agent's host that vanishes is lost after this long without an answer (keepalive).
+  Nanos unreachable_timeout = std::chrono::seconds(20);
+};
+
+class RendezvousServer {
+ public:
+  using Log = std::function<void(const std::string&)>;
+
+  // `clock` must outlive the server; `log` is called on the server's thread.
+  RendezvousServer(RendezvousServerOptions options, Clock& clock, Log log);
+  ~RendezvousServer();
+  RendezvousServer(const RendezvousServer&) = delete;
+  RendezvousServer& operator=(const RendezvousServer&) = delete;
+
+  // Binds `where` (no SO_REUSEPORT). kAlreadyExists when the port is taken,
+  // kInvalidArgument / kUnavailable (EADDRNOTAVAIL: the address is not this
+  // machine's) as ListenOn says.
+  Status Listen(const Endpoint& where);
+  uint16_t port() const { return port_; }
+  // Starts the thread that serves until the book ends or Stop().
+  Status Start();
+  // Waits at most `timeout` for the job to end; true when it has.
+  bool Wait(Nanos timeout);
+  // Ends the thread (the agents see the rendezvous lost); idempotent.
+  void Stop();
+
+  // After the end: the job's exit status and the attempts' table.
+  int64_t exit_status() const;
+  std::string AttemptTable() const;
+
+ private:
+  struct Connection {
+    Fd fd;
+    Nonce challenge{};
+    FrameAssembler in;
+    std::string out;
+    Nanos accepted{0};
+    bool admitted = false;
+    bool closing = false;  // close once `out` is sent
+    int64_t sequence = 0;  // the last reply's
+    std::string peer;
+    std::string local;
+    Nonce agent_nonce{};
+    bool knows_agent_nonce = false;
+  };
+
+  void Loop();
+  void AcceptAll(Nanos now);
+  void ReadFrom(uint64_t key, Nanos now);
+  void HandleFrame(uint64_t key, const std::string& frame, Nanos now);
+  void Deliver(const std::vector<NodeMessage>& messages);
+  void Flush(uint64_t key);
+  void Drop(uint64_t key, Nanos now, bool tell_book);
+  int64_t Unadmitted() const;
+
+  RendezvousServerOptions options_;
+  Clock& clock_;
+  Log log_;
+  RendezvousBook book_;
+  Listener listener_;
+  uint16_t port_ = 0;
+  std::unique_ptr<EventPoller> poller_;
+  PollThread thread_;
+  std::map<uint64_t, Connection> connections_;
+  uint64_t next_key_ = 2;  // 0: the listener, 1: the wake pipe
+  mutable std::mutex mutex_;
+  std::condition_variable ended_cv_;
+  bool ended_ = false;
+  int64_t exit_status_ = 0;
+  std::string table_;
+};
+
+}  // namespace kdist
+
+#endif  // KDIST_RENDEZVOUS_RENDEZVOUS_SERVER_H_

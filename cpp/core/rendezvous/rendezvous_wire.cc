@@ -1,0 +1,325 @@
+#include "rendezvous/rendezvous_wire.h"
+
+#include <utility>
+
+#include "base/wire_tags.h"
+#include "roll_call/roll_call_wire.h"
+
+namespace kdist {
+namespace {
+
+// The rendezvous's own field tags (those it shares with both other channels:
+// base/wire_tags.h). The MAC is tag 10 as in the roll call's hello, so that
+// HelloMacInput cuts it out of any of these frames.
+enum RendezvousTag : uint8_t {
+  kTagSequence = 2,
+  kTagJobId = 3,
+  kTagNodeName = 4,
+  kTagProcessesPerNode = 5,
+  kTagMinNodes = 6,
+  kTagMaxNodes = 7,
+  kTagMac = 10,
+  kTagCode = 11,
+  kTagCoordinatorPort = 13,
+  kTagEnvironment = 14,
+  kTagNonce = 15,
+  kTagKind = 16,
+  kTagAttempt = 17,
+  kTagNodeRank = 18,
+  kTagCoordinatorHost = 19,
+  kTagNodes = 20,
+  kTagFirstFailure = 21,
+  kTagExitStatus = 22,
+  kTagFailure = 23,
+};
+static_assert(kTagMac == 10, "HelloMacInput (roll_call/roll_call_wire.h) cuts tag 10");
+
+constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, kTagPid,
+                               kTagProcessesPerNode, kTagMinNodes, kTagMaxNodes,
+                               kTagCoordinatorPort, kTagEnvironment, kTagNonce, kTagMac};
+constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kTagAttempt,
+                               kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
+                               kTagCoordinatorPort, kTagNodes, kTagFirstFailure,
+                               kTagExitStatus, kTagMac};
+constexpr TagSet kReportTags = {kTagSequence, kTagAttempt, kTagExitStatus, kTagFailure,
+                                kTagCoordinatorPort, kTagMac};
+
+constexpr std::string_view kChannel = "nodes' rendezvous";
+
+std::string_view NonceBytes(const Nonce& nonce) {
+  return {reinterpret_cast<const char*>(nonce.data()), nonce.size()};
+}
+
+Status ReadMac(const Field& f, std::string& out) {
+  if (f.value.size() != kMacBytes) {
+    return InvalidArgument("field mac is " + std::to_string(f.value.size()) + " bytes; expected " +
+                           std::to_string(kMacBytes));
+  }
+  out.assign(f.value);
+  return Status::Ok();
+}
+
+Status ReadPort(const Field& f, const char* name, int64_t& out) {
+  KDIST_RETURN_IF_ERROR(ReadInteger(f, name, out));
+  if (out < 0 || out > 65535) {
+    return InvalidArgument(std::string("field ") + name + " is " + std::to_string(out) +
+                           ", outside 0-65535");
+  }
+  return Status::Ok();
+}
+
+Status Require(const TagSet& seen, std::initializer_list<std::pair<uint8_t, const char*>> fields,
+               const char* frame) {
+  for (const auto& [tag, name] : fields) {
+    if (!seen.Has(tag)) return InvalidArgument(std::string("the ") + frame + " has no " + name + " field");
+  }
+  return Status::Ok();
+}
+
+// The MAC of `frame` (encoded without one) under `token` over `nonce`.
+std::string MacOf(const std::string& frame, std::string_view token, const Nonce& nonce) {
+  return HelloMac(token, nonce, frame);
+}
+
+}  // namespace
+
+std::string EncodeNodeList(const std::vector<RosterNode>& nodes) {
+  std::string out;
+  for (const RosterNode& node : nodes) out += node.name + '\t' + node.address + '\n';
+  return out;
+}
+
+Result<std::vector<RosterNode>> DecodeNodeList(std::string_view text) {
+  std::vector<RosterNode> nodes;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    if (end == std::string_view::npos) return InvalidArgument("the node list does not end a line");
+    const std::string_view line = text.substr(0, end);
+    text.remove_prefix(end + 1);
+    const size_t tab = line.find('\t');
+    if (tab == std::string_view::npos || tab == 0 || tab + 1 == line.size() ||
+        line.find('\t', tab + 1) != std::string_view::npos) {
+      return InvalidArgument("a line of the node list is not \"name<TAB>address\"");
+    }
+    nodes.push_back({std::string(line.substr(0, tab)), std::string(line.substr(tab + 1))});
+  }
+  return nodes;
+}
+
+std::string EncodeNodeHello(const NodeHello& hello) {
+  FieldWriter w;
+  w.Integer(kTagSequence, hello.sequence);
+  w.String(kTagJobId, hello.job_id, kMaxJobIdBytes);
+  w.String(kTagNodeName, hello.node_name, kMaxNodeNameBytes);
+  w.String(kTagHost, hello.host, kMaxHostBytes);
+  w.Integer(kTagPid, hello.pid);
+  w.Integer(kTagProcessesPerNode, hello.processes_per_node);
+  w.Integer(kTagMinNodes, hello.min_nodes);
+  w.Integer(kTagMaxNodes, hello.max_nodes);
+  w.Integer(kTagCoordinatorPort, hello.coordinator_port);
+  w.String(kTagEnvironment, hello.environment, kMaxNodeEnvironmentBytes);
+  w.String(kTagNonce, NonceBytes(hello.nonce), kNonceBytes);
+  if (!hello.mac.empty()) w.String(kTagMac, hello.mac, kMacBytes);
+  return w.Frame(kFrameNodeHello);
+}
+
+std::string EncodeNodeReply(const NodeReply& reply) {
+  FieldWriter w;
+  w.Integer(kTagSequence, reply.sequence);
+  w.Integer(kTagKind, static_cast<int64_t>(reply.kind));
+  w.Integer(kTagCode, static_cast<int64_t>(reply.code));
+  w.String(kTagMessage, reply.message, kMaxMessageBytes);
+  if (reply.kind == NodeReplyKind::kRoster) {
+    w.Integer(kTagAttempt, reply.attempt);
+    w.Integer(kTagNodeRank, reply.node_rank);
+    w.Integer(kTagProcessesPerNode, reply.processes_per_node);
+    w.String(kTagCoordinatorHost, reply.coordinator_host, kMaxHostBytes);
+    w.Integer(kTagCoordinatorPort, reply.coordinator_port);
+    w.String(kTagNodes, EncodeNodeList(reply.nodes), kMaxNodeListBytes);
+  }
+  if (reply.kind == NodeReplyKind::kRoster || reply.kind == NodeReplyKind::kEnd) {
+    if (!reply.first_failure.empty()) {
+      w.String(kTagFirstFailure, reply.first_failure, kMaxMessageBytes);
+    }
+  }
+  if (reply.kind == NodeReplyKind::kEnd) {
+    w.Integer(kTagAttempt, reply.attempt);
+    w.Integer(kTagExitStatus, reply.exit_status);
+  }
+  if (!reply.mac.empty()) w.String(kTagMac, reply.mac, kMacBytes);
+  return w.Frame(kFrameNodeReply);
+}
+
+std::string EncodeNodeReport(const NodeReport& report) {
+  FieldWriter w;
+  w.Integer(kTagSequence, report.sequence);
+  w.Integer(kTagAttempt, report.attempt);
+  w.Integer(kTagExitStatus, report.exit_status);
+  if (!report.failure.empty()) w.String(kTagFailure, report.failure, kMaxMessageBytes);
+  w.Integer(kTagCoordinatorPort, report.coordinator_port);
+  if (!report.mac.empty()) w.String(kTagMac, report.mac, kMacBytes);
+  return w.Frame(kFrameNodeReport);
+}
+
+std::string EncodeSignedNodeHello(NodeHello hello, std::string_view token, const Nonce& nonce) {
+  hello.mac.clear();
+  if (!token.empty()) hello.mac = MacOf(EncodeNodeHello(hello), token, nonce);
+  return EncodeNodeHello(hello);
+}
+
+std::string EncodeSignedNodeReply(NodeReply reply, std::string_view token, const Nonce& nonce) {
+  reply.mac.clear();
+  if (!token.empty()) reply.mac = MacOf(EncodeNodeReply(reply), token, nonce);
+  return EncodeNodeReply(reply);
+}
+
+std::string EncodeSignedNodeReport(NodeReport report, std::string_view token, const Nonce& nonce) {
+  report.mac.clear();
+  if (!token.empty()) report.mac = MacOf(EncodeNodeReport(report), token, nonce);
+  return EncodeNodeReport(report);
+}
+
+bool NodeFrameVerifies(std::string_view frame, std::string_view mac, std::string_view token,
+                       const Nonce& nonce) {
+  if (token.empty() || mac.empty()) return token.empty() && mac.empty();
+  Result<std::string> input = HelloMacInput(frame);
+  if (!input.ok()) return false;
+  return MacEqual(HelloMac(token, nonce, *input), mac);
+}
+
+Result<NodeHello> DecodeNodeHello(std::string_view frame) {
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
+                         FramePayload(frame, kFrameNodeHello, kChannel));
+  NodeHello hello;
+  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kHelloTags, [&](const Field& f) {
+    switch (f.tag) {
+      case kTagSequence: return ReadInteger(f, "sequence", hello.sequence);
+      case kTagJobId: return ReadString(f, kMaxJobIdBytes, "job_id", hello.job_id);
+      case kTagNodeName: return ReadString(f, kMaxNodeNameBytes, "node_name", hello.node_name);
+      case kTagHost: return ReadString(f, kMaxHostBytes, "host", hello.host);
+      case kTagPid: return ReadInteger(f, "pid", hello.pid);
+      case kTagProcessesPerNode:
+        return ReadInteger(f, "processes_per_node", hello.processes_per_node);
+      case kTagMinNodes: return ReadInteger(f, "min_nodes", hello.min_nodes);
+      case kTagMaxNodes: return ReadInteger(f, "max_nodes", hello.max_nodes);
+      case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", hello.coordinator_port);
+      case kTagEnvironment:
+        return ReadString(f, kMaxNodeEnvironmentBytes, "environment", hello.environment);
+      case kTagNonce:
+        if (f.value.size() != kNonceBytes) {
+          return InvalidArgument("field nonce is " + std::to_string(f.value.size()) +
+                                 " bytes; expected " + std::to_string(kNonceBytes));
+        }
+        for (size_t i = 0; i < kNonceBytes; ++i) hello.nonce[i] = static_cast<uint8_t>(f.value[i]);
+        return Status::Ok();
+      case kTagMac: return ReadMac(f, hello.mac);
+      default: return Status::Ok();
+    }
+  }));
+  KDIST_RETURN_IF_ERROR(Require(seen,
+                                {{kTagSequence, "sequence"},
+                                 {kTagNodeName, "node_name"},
+                                 {kTagHost, "host"},
+                                 {kTagPid, "pid"},
+                                 {kTagProcessesPerNode, "processes_per_node"},
+                                 {kTagMinNodes, "min_nodes"},
+                                 {kTagMaxNodes, "max_nodes"},
+                                 {kTagNonce, "nonce"}},
+                                "node hello"));
+  return hello;
+}
+
+Result<NodeReply> DecodeNodeReply(std::string_view frame) {
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
+                         FramePayload(frame, kFrameNodeReply, kChannel));
+  NodeReply reply;
+  int64_t kind = 0, code = 0;
+  std::string nodes;
+  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kReplyTags, [&](const Field& f) {
+    switch (f.tag) {
+      case kTagSequence: return ReadInteger(f, "sequence", reply.sequence);
+      case kTagKind: return ReadInteger(f, "kind", kind);
+      case kTagCode: return ReadInteger(f, "code", code);
+      case kTagMessage: return ReadString(f, kMaxMessageBytes, "message", reply.message);
+      case kTagAttempt: return ReadInteger(f, "attempt", reply.attempt);
+      case kTagNodeRank: return ReadInteger(f, "node_rank", reply.node_rank);
+      case kTagProcessesPerNode:
+        return ReadInteger(f, "processes_per_node", reply.processes_per_node);
+      case kTagCoordinatorHost:
+        return ReadString(f, kMaxHostBytes, "coordinator_host", reply.coordinator_host);
+      case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", reply.coordinator_port);
+      case kTagNodes: return ReadString(f, kMaxNodeListBytes, "nodes", nodes);
+      case kTagFirstFailure:
+        return ReadString(f, kMaxMessageBytes, "first_failure", reply.first_failure);
+      case kTagExitStatus: return ReadInteger(f, "exit_status", reply.exit_status);
+      case kTagMac: return ReadMac(f, reply.mac);
+      default: return Status::Ok();
+    }
+  }));
+  KDIST_RETURN_IF_ERROR(
+      Require(seen, {{kTagSequence, "sequence"}, {kTagKind, "kind"}, {kTagCode, "code"}},
+              "node reply"));
+  if (kind < static_cast<int64_t>(NodeReplyKind::kWaiting) ||
+      kind > static_cast<int64_t>(NodeReplyKind::kEnd)) {
+    return InvalidArgument("the node reply's kind " + std::to_string(kind) + " is not known");
+  }
+  reply.kind = static_cast<NodeReplyKind>(kind);
+  if (code < 0 || code > static_cast<int64_t>(StatusCode::kInternal)) {
+    return InvalidArgument("the node reply carries status code " + std::to_string(code) +
+                           ", which is not a known code");
+  }
+  reply.code = static_cast<StatusCode>(code);
+  if (reply.kind == NodeReplyKind::kRefused && reply.code == StatusCode::kOk) {
+    return InvalidArgument("a refusal carries no failure code");
+  }
+  if (reply.kind == NodeReplyKind::kRoster) {
+    KDIST_RETURN_IF_ERROR(Require(seen,
+                                  {{kTagAttempt, "attempt"},
+                                   {kTagNodeRank, "node_rank"},
+                                   {kTagProcessesPerNode, "processes_per_node"},
+                                   {kTagCoordinatorHost, "coordinator_host"},
+                                   {kTagCoordinatorPort, "coordinator_port"},
+                                   {kTagNodes, "nodes"}},
+                                  "roster"));
+    KDIST_ASSIGN_OR_RETURN(reply.nodes, DecodeNodeList(nodes));
+    if (reply.node_rank < 0 || reply.node_rank >= static_cast<int64_t>(reply.nodes.size())) {
+      return InvalidArgument("the roster's node rank " + std::to_string(reply.node_rank) +
+                             " is outside its " + std::to_string(reply.nodes.size()) + " nodes");
+    }
+    if (reply.processes_per_node < 1 || reply.attempt < 0 || reply.coordinator_port < 1) {
+      return InvalidArgument("the roster's processes per node, attempt or coordinator port is "
+                             "out of range");
+    }
+  }
+  if (reply.kind == NodeReplyKind::kEnd) {
+    KDIST_RETURN_IF_ERROR(
+        Require(seen, {{kTagAttempt, "attempt"}, {kTagExitStatus, "exit_status"}}, "end"));
+  }
+  return reply;
+}
+
+Result<NodeReport> DecodeNodeReport(std::string_view frame) {
+  KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
+                         FramePayload(frame, kFrameNodeReport, kChannel));
+  NodeReport report;
+  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kReportTags, [&](const Field& f) {
+    switch (f.tag) {
+      case kTagSequence: return ReadInteger(f, "sequence", report.sequence);
+      case kTagAttempt: return ReadInteger(f, "attempt", report.attempt);
+      case kTagExitStatus: return ReadInteger(f, "exit_status", report.exit_status);
+      case kTagFailure: return ReadString(f, kMaxMessageBytes, "failure", report.failure);
+      case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", report.coordinator_port);
+      case kTagMac: return ReadMac(f, report.mac);
+      default: return Status::Ok();
+    }
+  }));
+  KDIST_RETURN_IF_ERROR(Require(seen,
+                                {{kTagSequence, "sequence"},
+                                 {kTagAttempt, "attempt"},
+                                 {kTagExitStatus, "exit_status"},
+                                 {kTagCoordinatorPort, "coordinator_port"}},
+                                "node report"));
+  return report;
+}
+
+}  // namespace kdist

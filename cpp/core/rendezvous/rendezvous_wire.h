@@ -1,0 +1,149 @@
+// The nodes' rendezvous messages (`kdist launch --nodes`): what a machine's agent
+// and the rendezvous say to each other, in the framing of base/wire.h (frame types
+// kFrameNodeHello, kFrameNodeReply, kFrameNodeReport, declared there).
+//
+// A connection opens as the roll call's does (roll_call/roll_call_wire.h): the
+// agent sends an opening (only its protocol version), the rendezvous answers with
+// a challenge (a fresh 16-byte nonce). Then:
+//
+//   agent -> rendezvous   NodeHello   who this machine is, its environment, its own
+//                                     16-byte nonce, a MAC
+//   rendezvous -> agent   NodeReply   waiting / admitted / refused / roster / end,
+//                                     each with a MAC
+//   agent -> rendezvous   NodeReport  how an attempt ended on this machine, a MAC
+//
+// Admission is mutual, and the token never travels. With a token, every frame
+// carries a MAC (tag 10, kMacBytes bytes, the last field):
+//
+//   MAC = HMAC-SHA-256(key = the token,
+//                      message = the nonce of the OTHER side || the frame without
+//                                its MAC field, header length lowered to match)
+//
+// (HelloMacInput, HelloMac: roll_call/roll_call_wire.h). An agent's frames are
+// signed over the rendezvous's challenge nonce, the rendezvous's over the agent's
+// nonce (NodeHello.nonce). Each side numbers its frames on a connection
+// (`sequence`, from 1, covered by the MAC), so a frame replayed on the same
+// connection is refused as out of order, and one replayed on another does not
+// verify. Without a token (a rendezvous on loopback only) no frame carries a MAC.
+//
+// Everything here is a pure function of its bytes: decoding survives any input
+// and never reads past what it was given.
+#ifndef KDIST_RENDEZVOUS_RENDEZVOUS_WIRE_H_
+#define KDIST_RENDEZVOUS_RENDEZVOUS_WIRE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/hmac_sha256.h"
+#include "base/status.h"
+#include "base/wire.h"
+#include "roll_call/roll_call_wire.h"  // kMacBytes, HelloMacInput
+
+namespace kdist {
+
+// Size limits of the rendezvous's own string fields, in bytes (host, message:
+// base/wire.h).
+inline constexpr size_t kMaxNodeNameBytes = 64;
+inline constexpr size_t kMaxJobIdBytes = 128;
+inline constexpr size_t kMaxNodeListBytes = 8192;  // the roster's node list
+inline constexpr size_t kMaxNodeEnvironmentBytes = 8192;
+// A hello is at most this long, frame and all; the rendezvous reads no more from a
+// connection that has not been admitted.
+inline constexpr size_t kMaxNodeHelloFrameBytes = 12 * 1024;
+
+// What an agent says of its machine when it joins.
+struct NodeHello {
+  int64_t sequence = 1;
+  std::string job_id;                // --job-id ("" when not given)
+  std::string node_name;             // --node-name, else the host name
+  std::string host;                  // the host name (for messages)
+  int64_t pid = 0;                   // the agent's pid
+  int64_t processes_per_node = 0;    // -n
+  int64_t min_nodes = 0;             // --nodes MIN[:MAX]
+  int64_t max_nodes = 0;
+  int64_t coordinator_port = 0;      // a free port on this machine, for attempt 0 if it is node 0
+  std::string environment;           // EncodeFingerprint() of this machine (roll_call/consistency.h)
+  Nonce nonce{};                     // what the rendezvous's frames to this agent are signed over
+  std::string mac;                   // on the wire: kMacBytes bytes, or empty (no MAC field)
+};
+
+enum class NodeReplyKind : int64_t {
+  kWaiting = 1,   // a progress line ("2 of 3 nodes joined ...")
+  kAdmitted = 2,  // this agent is in; wait for the roster
+  kRefused = 3,   // this agent is not (code, message); it exits non-zero
+  kRoster = 4,    // an attempt starts: who runs what
+  kEnd = 5,       // the job is over: its exit status and why
+};
+
+// One node of a roster: its rank is its place in the list.
+struct RosterNode {
+  std::string name;
+  std::string address;  // as the rendezvous saw it (an IP)
+};
+
+struct NodeReply {
+  int64_t sequence = 1;
+  NodeReplyKind kind = NodeReplyKind::kWaiting;
+  StatusCode code = StatusCode::kOk;  // kRefused, kEnd: the failure's code
+  std::string message;                // kWaiting: the line; kRefused/kEnd: why
+  // kRoster:
+  int64_t attempt = 0;                // the job-wide attempt, from 0 (KDIST_RESTART_COUNT)
+  int64_t node_rank = 0;              // this agent's node
+  int64_t processes_per_node = 0;
+  std::string coordinator_host;       // node 0's IP
+  int64_t coordinator_port = 0;       // a fresh port of node 0's, this attempt's
+  std::vector<RosterNode> nodes;      // by rank
+  // kRoster after a failed attempt, kEnd: the job-wide first failure of the last attempt.
+  std::string first_failure;
+  // kEnd: the exit status every agent leaves with.
+  int64_t exit_status = 0;
+  std::string mac;
+};
+
+// How one attempt ended on one machine.
+struct NodeReport {
+  int64_t sequence = 2;
+  int64_t attempt = 0;
+  int64_t exit_status = 0;        // this machine's processes' status (0: all passed)
+  // The first failure as this machine's processes saw it ("process 3 (node b, host h):
+  // ValueError: ..."), "" when none failed here.
+  std::string failure;
+  int64_t coordinator_port = 0;   // a fresh free port here, for the next attempt if node 0
+  std::string mac;
+};
+
+// The roster as one string field: "name\taddress\n" per node. Names and addresses
+// hold no tab nor newline (the book admits only such names; addresses are IPs).
+std::string EncodeNodeList(const std::vector<RosterNode>& nodes);
+Result<std::vector<RosterNode>> DecodeNodeList(std::string_view text);
+
+// Strings longer than their limit are cut to it, so an encoded frame always decodes.
+// A non-empty `mac` is written as the last field.
+std::string EncodeNodeHello(const NodeHello& hello);
+std::string EncodeNodeReply(const NodeReply& reply);
+std::string EncodeNodeReport(const NodeReport& report);
+
+// The frame signed: with a MAC keyed by `token` over `nonce` (the other side's),
+// with no MAC field when `token` is empty. Any `mac` given is replaced.
+std::string EncodeSignedNodeHello(NodeHello hello, std::string_view token, const Nonce& nonce);
+std::string EncodeSignedNodeReply(NodeReply reply, std::string_view token, const Nonce& nonce);
+std::string EncodeSignedNodeReport(NodeReport report, std::string_view token, const Nonce& nonce);
+
+// Whether a received frame (whole, as received) carries `mac`, and it is the MAC
+// under `token` over `nonce`: true when both the token and the MAC are empty;
+// false when exactly one is, or the MAC does not verify (compared in constant time).
+bool NodeFrameVerifies(std::string_view frame, std::string_view mac, std::string_view token,
+                       const Nonce& nonce);
+
+// Decode one whole frame (header included, nothing after it). kInvalidArgument
+// for anything malformed, kFailedPrecondition for another protocol version.
+Result<NodeHello> DecodeNodeHello(std::string_view frame);
+Result<NodeReply> DecodeNodeReply(std::string_view frame);
+Result<NodeReport> DecodeNodeReport(std::string_view frame);
+
+}  // namespace kdist
+
+#endif  // KDIST_RENDEZVOUS_RENDEZVOUS_WIRE_H_

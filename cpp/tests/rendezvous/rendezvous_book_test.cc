@@ -1,0 +1,456 @@
+#include "rendezvous/rendezvous_book.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/status_matchers.h"
+
+namespace kdist {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr char kToken[] = "s3cret";
+
+Nonce NonceOf(uint8_t fill) {
+  Nonce n{};
+  n.fill(fill);
+  return n;
+}
+
+Fingerprint Environment(const std::string& jax = "0.7.0", const std::string& python = "3.13.1") {
+  return {{"jax", jax, false}, {"python", python, false}, {"device platform", "cpu", false}};
+}
+
+RendezvousOptions Options(int64_t min_nodes, int64_t max_nodes) {
+  RendezvousOptions o;
+  o.job_id = "job";
+  o.min_nodes = min_nodes;
+  o.max_nodes = max_nodes;
+  o.processes_per_node = 2;
+  o.last_call = seconds(10);
+  o.join_timeout = seconds(300);
+  o.token = kToken;
+  return o;
+}
+
+// One agent as the tests drive it: its hello signed as a real agent signs it.
+struct Agent {
+  uint64_t connection;
+  NodeHello hello;
+  std::string peer;
+  std::string local = "10.0.0.1";  // the rendezvous's address it reached
+  Nonce challenge;
+  std::string token = kToken;
+  int64_t sequence = 1;
+  bool own_shape = false;  // true: its hello keeps its own --nodes, not the book's
+};
+
+Agent MakeAgent(uint64_t connection, const std::string& name, const std::string& peer,
+                int64_t port = 0) {
+  Agent a;
+  a.connection = connection;
+  a.hello.job_id = "job";
+  a.hello.node_name = name;
+  a.hello.host = "box-" + name;
+  a.hello.pid = 100 + static_cast<int64_t>(connection);
+  a.hello.processes_per_node = 2;
+  a.hello.min_nodes = 2;
+  a.hello.max_nodes = 3;
+  a.hello.coordinator_port = port != 0 ? port : 40000 + static_cast<int64_t>(connection);
+  a.hello.environment = EncodeFingerprint(Environment());
+  a.hello.nonce = NonceOf(static_cast<uint8_t>(connection));
+  a.peer = peer;
+  a.challenge = NonceOf(static_cast<uint8_t>(100 + connection));
+  return a;
+}
+
+std::vector<NodeMessage> Join(RendezvousBook& book, const Agent& agent, Nanos now) {
+  Agent a = agent;
+  if (!a.own_shape) {
+    a.hello.min_nodes = book.options().min_nodes;
+    a.hello.max_nodes = book.options().max_nodes;
+  }
+  const std::string frame = EncodeSignedNodeHello(a.hello, a.token, a.challenge);
+  Result<NodeHello> decoded = DecodeNodeHello(frame);
+  EXPECT_TRUE(decoded.ok());
+  RendezvousBook::Arrival arrival;
+  arrival.nonce = a.challenge;
+  arrival.frame = frame;
+  arrival.peer_host = a.peer;
+  arrival.local_host = a.local;
+  return book.Offer(a.connection, *decoded, arrival, now);
+}
+
+std::vector<NodeMessage> Report(RendezvousBook& book, Agent& a, int64_t attempt, int64_t status,
+                                const std::string& failure, int64_t port, Nanos now) {
+  NodeReport report;
+  report.sequence = ++a.sequence;
+  report.attempt = attempt;
+  report.exit_status = status;
+  report.failure = failure;
+  report.coordinator_port = port;
+  const std::string frame = EncodeSignedNodeReport(report, a.token, a.challenge);
+  Result<NodeReport> decoded = DecodeNodeReport(frame);
+  EXPECT_TRUE(decoded.ok());
+  return book.Report(a.connection, *decoded, frame, now);
+}
+
+std::vector<NodeMessage> OfKind(const std::vector<NodeMessage>& messages, NodeReplyKind kind) {
+  std::vector<NodeMessage> out;
+  for (const NodeMessage& m : messages) {
+    if (m.reply.kind == kind) out.push_back(m);
+  }
+  return out;
+}
+
+TEST(RendezvousBook, FormsAtMaxWithContiguousIdsAndNodeZeroOnTheRendezvousMachine) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  Agent b = MakeAgent(1, "b", "10.0.0.2");
+  Agent c = MakeAgent(2, "c", "10.0.0.3");
+  Agent a = MakeAgent(3, "a", "10.0.0.1", 45000);  // on the rendezvous's machine, last
+  EXPECT_EQ(OfKind(Join(book, b, seconds(1)), NodeReplyKind::kAdmitted).size(), 1u);
+  EXPECT_EQ(OfKind(Join(book, c, seconds(2)), NodeReplyKind::kAdmitted).size(), 1u);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+  const std::vector<NodeMessage> out = Join(book, a, seconds(3));
+  const auto rosters = OfKind(out, NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 3u);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kRunning);
+  EXPECT_EQ(book.NodeNames(), (std::vector<std::string>{"a", "b", "c"}));
+  for (const NodeMessage& m : rosters) {
+    EXPECT_EQ(m.reply.attempt, 0);
+    EXPECT_EQ(m.reply.coordinator_host, "10.0.0.1");
+    EXPECT_EQ(m.reply.coordinator_port, 45000);  // node 0's offer
+    EXPECT_EQ(m.reply.processes_per_node, 2);
+    ASSERT_EQ(m.reply.nodes.size(), 3u);
+    EXPECT_EQ(m.reply.nodes[0].name, "a");
+  }
+  // Ranks follow the roster: a is 0, then b and c in the order they were admitted.
+  for (const NodeMessage& m : rosters) {
+    const int64_t want = m.connection == a.connection ? 0 : m.connection == b.connection ? 1 : 2;
+    EXPECT_EQ(m.reply.node_rank, want) << "connection " << m.connection;
+  }
+}
+
+TEST(RendezvousBook, ServeOnlyMakesTheFirstAdmittedNodeZeroAtItsAddress) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent b = MakeAgent(1, "b", "10.0.0.2", 47000);
+  Agent c = MakeAgent(2, "c", "10.0.0.3");
+  (void)Join(book, b, seconds(1));
+  const auto rosters = OfKind(Join(book, c, seconds(2)), NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  EXPECT_EQ(rosters[0].reply.coordinator_host, "10.0.0.2");
+  EXPECT_EQ(rosters[0].reply.coordinator_port, 47000);
+}
+
+TEST(RendezvousBook, FormsAtMinAfterTheLastCall) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  (void)Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(5));
+  ASSERT_TRUE(book.NextDeadline().has_value());
+  EXPECT_EQ(*book.NextDeadline(), seconds(15));
+  EXPECT_TRUE(book.Tick(seconds(14)).empty());
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+  EXPECT_EQ(OfKind(book.Tick(seconds(15)), NodeReplyKind::kRoster).size(), 2u);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kRunning);
+}
+
+TEST(RendezvousBook, ANewJoinRestartsTheLastCall) {
+  RendezvousBook book(Options(1, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  (void)Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(9));
+  EXPECT_TRUE(book.Tick(seconds(11)).empty());  // 10 s after a, 2 s after b
+  EXPECT_EQ(OfKind(book.Tick(seconds(19)), NodeReplyKind::kRoster).size(), 2u);
+}
+
+TEST(RendezvousBook, JoinTimeoutEndsEveryAgentWith75NamingWhoJoined) {
+  RendezvousBook book(Options(3, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  (void)Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(2));
+  EXPECT_TRUE(book.Tick(seconds(299)).empty());
+  const std::vector<NodeMessage> out = book.Tick(seconds(300));
+  const auto ends = OfKind(out, NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].reply.exit_status, kExitNotEnoughNodes);
+  EXPECT_EQ(ends[0].reply.code, StatusCode::kDeadlineExceeded);
+  EXPECT_NE(ends[0].reply.message.find("2 of 3 nodes joined (a at 10.0.0.1, b at 10.0.0.2)"),
+            std::string::npos)
+      << ends[0].reply.message;
+  EXPECT_EQ(book.exit_status(), 75);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kEnded);
+}
+
+TEST(RendezvousBook, AWrongTokenIsRefusedWithoutSayingTheToken) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  a.token = "guess";
+  const std::vector<NodeMessage> out = Join(book, a, seconds(1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_NE(out[0].reply.message.find("its token is not the rendezvous's"), std::string::npos);
+  EXPECT_EQ(out[0].reply.message.find(kToken), std::string::npos);
+  EXPECT_EQ(out[0].reply.message.find("guess"), std::string::npos);
+  EXPECT_TRUE(book.NodeNames().empty());
+}
+
+TEST(RendezvousBook, NoProofIsRefusedWhenATokenIsRequired) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  a.token = "";
+  const std::vector<NodeMessage> out = Join(book, a, seconds(1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].reply.message.find("sent no proof"), std::string::npos);
+}
+
+TEST(RendezvousBook, AHelloReplayedOnAnotherConnectionIsRefused) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  const std::string frame = EncodeSignedNodeHello(a.hello, a.token, a.challenge);
+  RendezvousBook::Arrival arrival;
+  arrival.nonce = NonceOf(99);  // another connection's challenge
+  arrival.frame = frame;
+  arrival.peer_host = "10.0.0.9";
+  const std::vector<NodeMessage> out = book.Offer(5, *DecodeNodeHello(frame), arrival, seconds(1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+}
+
+TEST(RendezvousBook, AnotherJobIdIsRefusedNamingBoth) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  a.hello.job_id = "other";
+  const std::vector<NodeMessage> out = Join(book, a, seconds(1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_NE(out[0].reply.message.find("job id \"other\""), std::string::npos) << out[0].reply.message;
+  EXPECT_NE(out[0].reply.message.find("job id \"job\""), std::string::npos);
+}
+
+TEST(RendezvousBook, AnotherShapeIsRefused) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  a.hello.processes_per_node = 4;
+  EXPECT_NE(Join(book, a, seconds(1))[0].reply.message.find("-n 4"), std::string::npos);
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  b.hello.max_nodes = 4;
+  b.own_shape = true;
+  EXPECT_NE(Join(book, b, seconds(1))[0].reply.message.find("--nodes 2:4"), std::string::npos);
+}
+
+TEST(RendezvousBook, ASecondLiveAgentWithOneNameIsRefusedNamingBothAddresses) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  const std::vector<NodeMessage> out = Join(book, MakeAgent(2, "a", "10.0.0.7"), seconds(2));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_EQ(out[0].reply.code, StatusCode::kAlreadyExists);
+  EXPECT_NE(out[0].reply.message.find("10.0.0.1"), std::string::npos);
+  EXPECT_NE(out[0].reply.message.find("10.0.0.7"), std::string::npos);
+  EXPECT_EQ(book.NodeNames().size(), 1u);
+}
+
+TEST(RendezvousBook, ANameOfAnAgentThatLeftIsFreeAgain) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  (void)book.Leave(1, seconds(2));
+  EXPECT_EQ(OfKind(Join(book, MakeAgent(2, "a", "10.0.0.7"), seconds(3)),
+                   NodeReplyKind::kAdmitted)
+                .size(),
+            1u);
+}
+
+TEST(RendezvousBook, AMismatchedEnvironmentIsRefusedAndTheOthersStay) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  b.hello.environment = EncodeFingerprint(Environment("0.6.0"));
+  const std::vector<NodeMessage> out = Join(book, b, seconds(2));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_NE(out[0].reply.message.find("jax: \"0.7.0\""), std::string::npos) << out[0].reply.message;
+  EXPECT_NE(out[0].reply.message.find("0.6.0"), std::string::npos);
+  EXPECT_EQ(book.NodeNames(), (std::vector<std::string>{"a"}));
+  // A matching node still joins and forms the job with a.
+  (void)Join(book, MakeAgent(3, "c", "10.0.0.3"), seconds(3));
+  EXPECT_EQ(OfKind(book.Tick(seconds(13)), NodeReplyKind::kRoster).size(), 2u);
+}
+
+TEST(RendezvousBook, ADifferenceNotMarkedMustMatchIsANoteInTheRoster) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  b.hello.environment = EncodeFingerprint(Environment("0.7.0", "3.12.0"));
+  const auto rosters = OfKind(Join(book, b, seconds(2)), NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  EXPECT_NE(rosters[0].reply.message.find("python"), std::string::npos);
+}
+
+TEST(RendezvousBook, AnAgentArrivingAfterTheJobFormedIsRefusedAndTheJobRunsOn) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  (void)Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(2));
+  const std::vector<NodeMessage> out = Join(book, MakeAgent(3, "c", "10.0.0.3"), seconds(3));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].connection, 3u);
+  EXPECT_NE(out[0].reply.message.find("already formed"), std::string::npos);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kRunning);
+  EXPECT_EQ(book.NodeNames().size(), 2u);
+}
+
+TEST(RendezvousBook, AllPassedEndsWithZero) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  EXPECT_TRUE(Report(book, a, 0, 0, "", 41001, seconds(3)).empty());
+  const auto ends = OfKind(Report(book, b, 0, 0, "", 41002, seconds(4)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].reply.exit_status, 0);
+  EXPECT_EQ(book.exit_status(), 0);
+  EXPECT_NE(book.AttemptTable().find("passed"), std::string::npos);
+}
+
+TEST(RendezvousBook, AFailureRestartsOnTheSameNodesWithAFreshPortAndNamesTheFirstFailure) {
+  RendezvousOptions options = Options(2, 2);
+  options.max_restarts = 3;
+  RendezvousBook book(options, Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  (void)Report(book, b, 0, 1, "process 3 (node b, host box-b): ValueError: boom", 42002,
+               seconds(3));
+  const auto rosters =
+      OfKind(Report(book, a, 0, 1, "process 0 (node a): peer failed", 42001, seconds(4)),
+             NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  EXPECT_EQ(rosters[0].reply.attempt, 1);
+  EXPECT_EQ(rosters[0].reply.coordinator_port, 42001);  // node 0's new offer
+  EXPECT_EQ(rosters[0].reply.first_failure, "process 3 (node b, host box-b): ValueError: boom");
+  EXPECT_EQ(book.attempt(), 1);
+}
+
+TEST(RendezvousBook, TheSameFailureTwiceInARowEndsWithOne) {
+  RendezvousOptions options = Options(2, 2);
+  options.max_restarts = 5;
+  RendezvousBook book(options, Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  const std::string boom = "process 3 (node b, host box-b): ValueError: boom at step 4";
+  (void)Report(book, b, 0, 7, boom, 42002, seconds(3));
+  (void)Report(book, a, 0, 1, "", 42001, seconds(4));
+  (void)Report(book, b, 1, 7, boom, 43002, seconds(5));
+  const auto ends = OfKind(Report(book, a, 1, 1, "", 43001, seconds(6)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].reply.exit_status, 1);
+  EXPECT_NE(ends[0].reply.message.find("at the same point"), std::string::npos);
+  EXPECT_EQ(ends[0].reply.first_failure, boom);
+}
+
+TEST(RendezvousBook, ANamedFailureWinsOverAnEarlierConsequence) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  (void)Report(book, a, 0, 1, "", 42001, seconds(3));  // a's processes were ended by b's failure
+  const auto ends = OfKind(Report(book, b, 0, 7, "process 1 (node b): ValueError", 42002,
+                                  seconds(4)),
+                           NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].reply.first_failure, "process 1 (node b): ValueError");
+  EXPECT_EQ(ends[0].reply.exit_status, 7);
+}
+
+TEST(RendezvousBook, NoRestartLeftEndsWithTheFirstFailuresStatus) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  (void)Report(book, b, 0, 3, "process 2 (node b): KeyError", 42002, seconds(3));
+  const auto ends = OfKind(Report(book, a, 0, 1, "", 42001, seconds(4)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].reply.exit_status, 3);
+  EXPECT_NE(book.AttemptTable().find("KeyError (status 3)"), std::string::npos)
+      << book.AttemptTable();
+}
+
+TEST(RendezvousBook, ALostNodeEndsTheJobNamingIt) {
+  RendezvousOptions options = Options(2, 2);
+  options.max_restarts = 3;
+  RendezvousBook book(options, Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  EXPECT_TRUE(book.Leave(b.connection, seconds(3)).empty());
+  const auto ends = OfKind(Report(book, a, 0, 1, "", 42001, seconds(4)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 1u);  // only to the agent still there
+  EXPECT_EQ(ends[0].connection, a.connection);
+  EXPECT_NE(ends[0].reply.first_failure.find("node b"), std::string::npos);
+  EXPECT_NE(ends[0].reply.first_failure.find("lost the rendezvous"), std::string::npos);
+}
+
+TEST(RendezvousBook, AReplayedOrForgedReportIsRefusedAndChangesNothing) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  Agent forged = a;
+  forged.token = "guess";
+  const auto refused = Report(book, forged, 0, 0, "", 42001, seconds(3));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].reply.kind, NodeReplyKind::kRefused);
+  a.sequence = 0;  // a sequence number already used: a replay
+  const auto replay = Report(book, a, 0, 0, "", 42001, seconds(3));
+  ASSERT_EQ(replay.size(), 1u);
+  EXPECT_NE(replay[0].reply.message.find("a replay"), std::string::npos);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kRunning);
+}
+
+TEST(RendezvousBook, AReportAboutAnotherAttemptIsRefused) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(2));
+  const auto out = Report(book, a, 4, 0, "", 42001, seconds(3));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_NE(out[0].reply.message.find("the job's attempt is 0"), std::string::npos);
+}
+
+TEST(RendezvousBook, ProgressLineSaysWhatItWaitsFor) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  const std::string line = book.ProgressLine(seconds(12));
+  EXPECT_NE(line.find("1 of 2:3 nodes joined (a at 10.0.0.1)"), std::string::npos) << line;
+  EXPECT_NE(line.find("waiting for 1 more"), std::string::npos) << line;
+  EXPECT_NE(line.find("12 s of 300 s"), std::string::npos) << line;
+}
+
+TEST(RendezvousBook, AServeOnlyRendezvousTakesTheFirstAgentsProcessesPerNode) {
+  RendezvousOptions options = Options(2, 2);
+  options.processes_per_node = 0;
+  RendezvousBook book(options, Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));  // -n 2
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  b.hello.processes_per_node = 3;
+  const auto out = Join(book, b, seconds(2));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].reply.message.find("the job runs -n 2"), std::string::npos);
+}
+
+TEST(RendezvousBook, ABadNodeNameIsRefused) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  Agent a = MakeAgent(1, "a b", "10.0.0.1");
+  const auto out = Join(book, a, seconds(1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].reply.message.find("--node-name"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kdist

@@ -1,0 +1,238 @@
+// The server and the agent together over loopback, with the real clock: whole
+// exchanges as `kdist launch --nodes` runs them (the decisions themselves are
+// rendezvous_book_test.cc's).
+#include "rendezvous/rendezvous_server.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "rendezvous/rendezvous_agent.h"
+#include "roll_call/consistency.h"
+#include "testing/status_matchers.h"
+
+namespace kdist {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class Lines {
+ public:
+  void Add(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    text_ += line + "\n";
+  }
+  std::string Text() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
+  }
+  RendezvousServer::Log Sink() {
+    return [this](const std::string& line) { Add(line); };
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string text_;
+};
+
+RendezvousServerOptions ServerOptions(int64_t min_nodes, int64_t max_nodes) {
+  RendezvousServerOptions o;
+  o.book.job_id = "job";
+  o.book.min_nodes = min_nodes;
+  o.book.max_nodes = max_nodes;
+  o.book.processes_per_node = 2;
+  o.book.last_call = seconds(30);
+  o.book.join_timeout = seconds(60);
+  o.book.token = "s3cret";
+  o.progress_every = milliseconds(200);
+  return o;
+}
+
+NodeHello Hello(const std::string& name, int64_t min_nodes, int64_t max_nodes) {
+  NodeHello h;
+  h.job_id = "job";
+  h.node_name = name;
+  h.host = "box-" + name;
+  h.pid = 1;
+  h.processes_per_node = 2;
+  h.min_nodes = min_nodes;
+  h.max_nodes = max_nodes;
+  h.coordinator_port = 45000;
+  h.environment = EncodeFingerprint({{"jax", "0.7.0", false}});
+  return h;
+}
+
+RendezvousAgentOptions AgentOptions(uint16_t port, const std::string& token = "s3cret") {
+  RendezvousAgentOptions o;
+  o.rendezvous = *EndpointFromLiteral("127.0.0.1", port);
+  o.where = "127.0.0.1:" + std::to_string(port);
+  o.token = token;
+  o.join_timeout = seconds(20);
+  o.progress_every = milliseconds(100);
+  return o;
+}
+
+// Joins, then reads replies until the roster or the end.
+Result<NodeReply> JoinAndWait(RendezvousAgent& agent, NodeHello hello) {
+  KDIST_RETURN_IF_ERROR(agent.Join(std::move(hello)));
+  while (true) {
+    Result<NodeReply> reply = agent.Next(seconds(30));
+    if (!reply.ok() || reply->kind != NodeReplyKind::kWaiting) return reply;
+  }
+}
+
+struct Fixture {
+  RealClock clock;
+  Lines lines;
+  std::unique_ptr<RendezvousServer> server;
+  uint16_t Start(RendezvousServerOptions options) {
+    server = std::make_unique<RendezvousServer>(std::move(options), clock, lines.Sink());
+    EXPECT_TRUE(server->Listen(*EndpointFromLiteral("127.0.0.1", 0)).ok());
+    EXPECT_TRUE(server->Start().ok());
+    return server->port();
+  }
+};
+
+TEST(RendezvousServer, TwoAgentsFormRunAndEndTogether) {
+  Fixture f;
+  const uint16_t port = f.Start(ServerOptions(2, 2));
+  RealClock clock_a, clock_b;
+  Lines log_a, log_b;
+  RendezvousAgent a(AgentOptions(port), clock_a, log_a.Sink());
+  RendezvousAgent b(AgentOptions(port), clock_b, log_b.Sink());
+  auto roster_a = std::async(std::launch::async, [&] { return JoinAndWait(a, Hello("a", 2, 2)); });
+  auto roster_b = std::async(std::launch::async, [&] { return JoinAndWait(b, Hello("b", 2, 2)); });
+  Result<NodeReply> ra = roster_a.get();
+  Result<NodeReply> rb = roster_b.get();
+  KDIST_ASSERT_OK(ra);
+  KDIST_ASSERT_OK(rb);
+  ASSERT_EQ(ra->kind, NodeReplyKind::kRoster);
+  ASSERT_EQ(rb->kind, NodeReplyKind::kRoster);
+  EXPECT_EQ(ra->node_rank + rb->node_rank, 1);  // 0 and 1
+  EXPECT_EQ(ra->coordinator_host, "127.0.0.1");
+  EXPECT_EQ(ra->coordinator_port, 45000);
+  ASSERT_EQ(ra->nodes.size(), 2u);
+
+  NodeReport report;
+  report.attempt = 0;
+  report.coordinator_port = 45001;
+  KDIST_ASSERT_OK(a.SendReport(report));
+  KDIST_ASSERT_OK(b.SendReport(report));
+  Result<NodeReply> end_a = a.Next(seconds(30));
+  Result<NodeReply> end_b = b.Next(seconds(30));
+  KDIST_ASSERT_OK(end_a);
+  KDIST_ASSERT_OK(end_b);
+  EXPECT_EQ(end_a->kind, NodeReplyKind::kEnd);
+  EXPECT_EQ(end_a->exit_status, 0);
+  EXPECT_EQ(end_b->exit_status, 0);
+  ASSERT_TRUE(f.server->Wait(seconds(30)));
+  EXPECT_EQ(f.server->exit_status(), 0);
+  EXPECT_NE(f.server->AttemptTable().find("passed"), std::string::npos);
+  EXPECT_EQ(f.lines.Text().find("s3cret"), std::string::npos);  // never printed
+}
+
+TEST(RendezvousServer, AWrongTokenIsRefusedOnBothSidesAndTheJobStillForms) {
+  Fixture f;
+  const uint16_t port = f.Start(ServerOptions(2, 2));
+  RealClock clock;
+  Lines log;
+  RendezvousAgent intruder(AgentOptions(port, "guess"), clock, log.Sink());
+  KDIST_EXPECT_ERROR(intruder.Join(Hello("x", 2, 2)), StatusCode::kFailedPrecondition,
+                     "its token is not the rendezvous's");
+  EXPECT_NE(f.lines.Text().find("refused node x"), std::string::npos) << f.lines.Text();
+  RendezvousAgent a(AgentOptions(port), clock, log.Sink());
+  RendezvousAgent b(AgentOptions(port), clock, log.Sink());
+  auto ra = std::async(std::launch::async, [&] { return JoinAndWait(a, Hello("a", 2, 2)); });
+  Result<NodeReply> rb = JoinAndWait(b, Hello("b", 2, 2));
+  KDIST_ASSERT_OK(rb);
+  EXPECT_EQ(rb->kind, NodeReplyKind::kRoster);
+  EXPECT_EQ(ra.get()->kind, NodeReplyKind::kRoster);
+}
+
+TEST(RendezvousServer, AnAgentWaitsForALateRendezvousSayingWhatItWaitsFor) {
+  // A port that is free now and taken by the server only later.
+  Result<Listener> probe = ListenOn(*EndpointFromLiteral("127.0.0.1", 0), 1);
+  KDIST_ASSERT_OK(probe);
+  const uint16_t port = probe->port;
+  probe->fd.Close();
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(port), clock, log.Sink());
+  RendezvousServerOptions options = ServerOptions(1, 1);
+  auto joined = std::async(std::launch::async, [&] { return JoinAndWait(a, Hello("a", 1, 1)); });
+  std::this_thread::sleep_for(milliseconds(500));
+  Fixture f;
+  f.server = std::make_unique<RendezvousServer>(options, f.clock, f.lines.Sink());
+  KDIST_ASSERT_OK(f.server->Listen(*EndpointFromLiteral("127.0.0.1", port)));
+  KDIST_ASSERT_OK(f.server->Start());
+  Result<NodeReply> roster = joined.get();
+  KDIST_ASSERT_OK(roster);
+  EXPECT_EQ(roster->kind, NodeReplyKind::kRoster);
+  EXPECT_NE(log.Text().find("waiting for the nodes' rendezvous at 127.0.0.1:"), std::string::npos)
+      << log.Text();
+}
+
+TEST(RendezvousServer, AnAgentGivesUpAtItsJoinTimeout) {
+  Result<Listener> probe = ListenOn(*EndpointFromLiteral("127.0.0.1", 0), 1);
+  KDIST_ASSERT_OK(probe);
+  const uint16_t port = probe->port;
+  probe->fd.Close();
+  RealClock clock;
+  Lines log;
+  RendezvousAgentOptions options = AgentOptions(port);
+  options.join_timeout = milliseconds(400);
+  RendezvousAgent a(options, clock, log.Sink());
+  KDIST_EXPECT_ERROR(a.Join(Hello("a", 1, 1)), StatusCode::kDeadlineExceeded,
+                     "did not answer within");
+}
+
+TEST(RendezvousServer, TooFewNodesAtTheJoinTimeoutEndsWith75) {
+  Fixture f;
+  RendezvousServerOptions options = ServerOptions(2, 2);
+  options.book.join_timeout = milliseconds(800);
+  const uint16_t port = f.Start(options);
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(port), clock, log.Sink());
+  Result<NodeReply> end = JoinAndWait(a, Hello("a", 2, 2));
+  KDIST_ASSERT_OK(end);
+  EXPECT_EQ(end->kind, NodeReplyKind::kEnd);
+  EXPECT_EQ(end->exit_status, kExitNotEnoughNodes);
+  EXPECT_NE(end->message.find("1 of 2 nodes joined (a at 127.0.0.1)"), std::string::npos)
+      << end->message;
+  ASSERT_TRUE(f.server->Wait(seconds(30)));
+  EXPECT_EQ(f.server->exit_status(), kExitNotEnoughNodes);
+}
+
+TEST(RendezvousServer, AnAgentThatLosesTheRendezvousIsToldAtOnce) {
+  Fixture f;
+  const uint16_t port = f.Start(ServerOptions(1, 1));
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(port), clock, log.Sink());
+  Result<NodeReply> roster = JoinAndWait(a, Hello("a", 1, 1));
+  KDIST_ASSERT_OK(roster);
+  f.server->Stop();
+  KDIST_EXPECT_ERROR(a.Next(seconds(30)), StatusCode::kUnavailable, "lost the nodes' rendezvous");
+}
+
+TEST(RendezvousServer, AConnectionThatDoesNotSpeakTheProtocolIsDroppedAlone) {
+  Fixture f;
+  const uint16_t port = f.Start(ServerOptions(1, 1));
+  Connecting c = StartConnect(*EndpointFromLiteral("127.0.0.1", port));
+  ASSERT_NE(c.io.state, IoState::kError);
+  std::this_thread::sleep_for(milliseconds(100));
+  (void)WriteSome(c.fd.get(), "GET / HTTP/1.1\r\n\r\n");
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(port), clock, log.Sink());
+  Result<NodeReply> roster = JoinAndWait(a, Hello("a", 1, 1));
+  KDIST_ASSERT_OK(roster);
+  EXPECT_EQ(roster->kind, NodeReplyKind::kRoster);
+}
+
+}  // namespace
+}  // namespace kdist

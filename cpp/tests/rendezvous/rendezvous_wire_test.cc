@@ -1,0 +1,244 @@
+#include "rendezvous/rendezvous_wire.h"
+
+#include <gtest/gtest.h>
+
+#include "base/backoff.h"  // SplitMix64 for random bytes
+#include "testing/raw_frames.h"
+#include "testing/status_matchers.h"
+
+namespace kdist {
+namespace {
+
+Nonce NonceOf(uint8_t fill) {
+  Nonce n{};
+  n.fill(fill);
+  return n;
+}
+
+NodeHello SampleHello() {
+  NodeHello h;
+  h.job_id = "train-7";
+  h.node_name = "node-b";
+  h.host = "box-b";
+  h.pid = 4242;
+  h.processes_per_node = 2;
+  h.min_nodes = 2;
+  h.max_nodes = 3;
+  h.coordinator_port = 41000;
+  h.environment = "env-bytes";
+  h.nonce = NonceOf(7);
+  return h;
+}
+
+NodeReply SampleRoster() {
+  NodeReply r;
+  r.sequence = 3;
+  r.kind = NodeReplyKind::kRoster;
+  r.attempt = 1;
+  r.node_rank = 1;
+  r.processes_per_node = 2;
+  r.coordinator_host = "10.0.0.1";
+  r.coordinator_port = 41000;
+  r.nodes = {{"node-a", "10.0.0.1"}, {"node-b", "10.0.0.2"}};
+  r.first_failure = "process 3 (node node-b, host box-b): ValueError: boom";
+  r.message = "python: 3.13.1 on node node-a; 3.12.0 on node node-b";
+  return r;
+}
+
+TEST(NodeHello, RoundTrips) {
+  const NodeHello in = SampleHello();
+  Result<NodeHello> out = DecodeNodeHello(EncodeNodeHello(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->job_id, "train-7");
+  EXPECT_EQ(out->node_name, "node-b");
+  EXPECT_EQ(out->host, "box-b");
+  EXPECT_EQ(out->pid, 4242);
+  EXPECT_EQ(out->processes_per_node, 2);
+  EXPECT_EQ(out->min_nodes, 2);
+  EXPECT_EQ(out->max_nodes, 3);
+  EXPECT_EQ(out->coordinator_port, 41000);
+  EXPECT_EQ(out->environment, "env-bytes");
+  EXPECT_EQ(out->nonce, NonceOf(7));
+  EXPECT_TRUE(out->mac.empty());
+}
+
+TEST(NodeHello, SignedVerifiesOnlyUnderTheSameTokenAndNonce) {
+  const std::string frame = EncodeSignedNodeHello(SampleHello(), "s3cret", NonceOf(1));
+  Result<NodeHello> hello = DecodeNodeHello(frame);
+  KDIST_ASSERT_OK(hello);
+  ASSERT_EQ(hello->mac.size(), kMacBytes);
+  EXPECT_EQ(frame.find("s3cret"), std::string::npos);  // the token never travels
+  EXPECT_TRUE(NodeFrameVerifies(frame, hello->mac, "s3cret", NonceOf(1)));
+  EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "other", NonceOf(1)));
+  EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "s3cret", NonceOf(2)));  // replayed elsewhere
+  EXPECT_FALSE(NodeFrameVerifies(frame, "", "s3cret", NonceOf(1)));
+  EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "", NonceOf(1)));
+}
+
+TEST(NodeHello, AChangedFieldNoLongerVerifies) {
+  std::string frame = EncodeSignedNodeHello(SampleHello(), "s3cret", NonceOf(1));
+  const size_t at = frame.find("node-b");
+  ASSERT_NE(at, std::string::npos);
+  frame[at + 5] = 'c';
+  Result<NodeHello> hello = DecodeNodeHello(frame);
+  KDIST_ASSERT_OK(hello);
+  EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "s3cret", NonceOf(1)));
+}
+
+TEST(NodeHello, WithoutATokenCarriesNoMacAndVerifiesOnlyWithout) {
+  const std::string frame = EncodeSignedNodeHello(SampleHello(), "", NonceOf(1));
+  Result<NodeHello> hello = DecodeNodeHello(frame);
+  KDIST_ASSERT_OK(hello);
+  EXPECT_TRUE(hello->mac.empty());
+  EXPECT_TRUE(NodeFrameVerifies(frame, hello->mac, "", NonceOf(1)));
+  EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "s3cret", NonceOf(1)));
+}
+
+TEST(NodeHello, MissingFieldsAreNamed) {
+  using testing::RawField;
+  using testing::RawFrame;
+  using testing::RawInteger;
+  const std::string payload = RawField(2, RawInteger(1)) + RawField(4, "n");
+  KDIST_EXPECT_ERROR(DecodeNodeHello(RawFrame(kProtocolVersion, kFrameNodeHello, payload)),
+                     StatusCode::kInvalidArgument, "has no host field");
+}
+
+TEST(NodeHello, AWrongNonceSizeIsRefused) {
+  using testing::RawField;
+  using testing::RawFrame;
+  const std::string payload = RawField(15, "short");
+  KDIST_EXPECT_ERROR(DecodeNodeHello(RawFrame(kProtocolVersion, kFrameNodeHello, payload)),
+                     StatusCode::kInvalidArgument, "field nonce is 5 bytes");
+}
+
+TEST(NodeHello, AnotherVersionIsAFailedPrecondition) {
+  std::string frame = EncodeNodeHello(SampleHello());
+  frame[5] = static_cast<char>(kProtocolVersion + 1);
+  KDIST_EXPECT_ERROR(DecodeNodeHello(frame), StatusCode::kFailedPrecondition, "rendezvous");
+}
+
+TEST(NodeReply, RosterRoundTrips) {
+  const NodeReply in = SampleRoster();
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->sequence, 3);
+  EXPECT_EQ(out->kind, NodeReplyKind::kRoster);
+  EXPECT_EQ(out->attempt, 1);
+  EXPECT_EQ(out->node_rank, 1);
+  EXPECT_EQ(out->processes_per_node, 2);
+  EXPECT_EQ(out->coordinator_host, "10.0.0.1");
+  EXPECT_EQ(out->coordinator_port, 41000);
+  ASSERT_EQ(out->nodes.size(), 2u);
+  EXPECT_EQ(out->nodes[1].name, "node-b");
+  EXPECT_EQ(out->nodes[1].address, "10.0.0.2");
+  EXPECT_EQ(out->first_failure, in.first_failure);
+  EXPECT_EQ(out->message, in.message);
+}
+
+TEST(NodeReply, EndRoundTrips) {
+  NodeReply in;
+  in.kind = NodeReplyKind::kEnd;
+  in.code = StatusCode::kDeadlineExceeded;
+  in.message = "timed out";
+  in.attempt = 0;
+  in.exit_status = 75;
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->kind, NodeReplyKind::kEnd);
+  EXPECT_EQ(out->code, StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(out->exit_status, 75);
+}
+
+TEST(NodeReply, SignedByTheRendezvousOverTheAgentsNonce) {
+  const std::string frame = EncodeSignedNodeReply(SampleRoster(), "s3cret", NonceOf(7));
+  Result<NodeReply> reply = DecodeNodeReply(frame);
+  KDIST_ASSERT_OK(reply);
+  EXPECT_TRUE(NodeFrameVerifies(frame, reply->mac, "s3cret", NonceOf(7)));
+  EXPECT_FALSE(NodeFrameVerifies(frame, reply->mac, "s3cret", NonceOf(8)));
+}
+
+TEST(NodeReply, ARefusalWithoutACodeIsMalformed) {
+  NodeReply in;
+  in.kind = NodeReplyKind::kRefused;
+  in.code = StatusCode::kOk;
+  KDIST_EXPECT_ERROR(DecodeNodeReply(EncodeNodeReply(in)), StatusCode::kInvalidArgument,
+                     "no failure code");
+}
+
+TEST(NodeReply, ARosterRankOutsideItsNodesIsMalformed) {
+  NodeReply in = SampleRoster();
+  in.node_rank = 2;
+  KDIST_EXPECT_ERROR(DecodeNodeReply(EncodeNodeReply(in)), StatusCode::kInvalidArgument,
+                     "node rank 2 is outside its 2 nodes");
+}
+
+TEST(NodeReply, AnUnknownKindIsMalformed) {
+  using testing::RawField;
+  using testing::RawFrame;
+  using testing::RawInteger;
+  const std::string payload =
+      RawField(2, RawInteger(1)) + RawField(16, RawInteger(9)) + RawField(11, RawInteger(0));
+  KDIST_EXPECT_ERROR(DecodeNodeReply(RawFrame(kProtocolVersion, kFrameNodeReply, payload)),
+                     StatusCode::kInvalidArgument, "kind 9 is not known");
+}
+
+TEST(NodeReport, RoundTripsAndVerifies) {
+  NodeReport in;
+  in.sequence = 2;
+  in.attempt = 3;
+  in.exit_status = 1;
+  in.failure = "process 2 (node node-b, host box-b): KeyError: 'x'";
+  in.coordinator_port = 42000;
+  const std::string frame = EncodeSignedNodeReport(in, "s3cret", NonceOf(3));
+  Result<NodeReport> out = DecodeNodeReport(frame);
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->attempt, 3);
+  EXPECT_EQ(out->exit_status, 1);
+  EXPECT_EQ(out->failure, in.failure);
+  EXPECT_EQ(out->coordinator_port, 42000);
+  EXPECT_TRUE(NodeFrameVerifies(frame, out->mac, "s3cret", NonceOf(3)));
+}
+
+TEST(NodeReport, APortOutOfRangeIsRefused) {
+  NodeReport in;
+  in.coordinator_port = 70000;
+  KDIST_EXPECT_ERROR(DecodeNodeReport(EncodeNodeReport(in)), StatusCode::kInvalidArgument,
+                     "outside 0-65535");
+}
+
+TEST(NodeList, RefusesALineWithoutATab) {
+  KDIST_EXPECT_ERROR(DecodeNodeList("a 10.0.0.1\n"), StatusCode::kInvalidArgument,
+                     "name<TAB>address");
+  KDIST_EXPECT_ERROR(DecodeNodeList("a\t10.0.0.1"), StatusCode::kInvalidArgument,
+                     "does not end a line");
+  Result<std::vector<RosterNode>> empty = DecodeNodeList("");
+  KDIST_ASSERT_OK(empty);
+  EXPECT_TRUE(empty->empty());
+}
+
+// The decoders survive any input: random bytes and every cut of valid frames.
+TEST(RendezvousWire, DecodersSurviveAnyInput) {
+  SplitMix64 random(43);
+  const std::string frames[] = {EncodeSignedNodeHello(SampleHello(), "t", NonceOf(1)),
+                                EncodeSignedNodeReply(SampleRoster(), "t", NonceOf(1)),
+                                EncodeNodeReport(NodeReport{})};
+  for (const std::string& frame : frames) {
+    for (size_t cut = 0; cut <= frame.size(); ++cut) {
+      const std::string part = frame.substr(0, cut);
+      (void)DecodeNodeHello(part);
+      (void)DecodeNodeReply(part);
+      (void)DecodeNodeReport(part);
+    }
+    for (int round = 0; round < 2000; ++round) {
+      std::string mutated = frame;
+      mutated[random.Next() % mutated.size()] = static_cast<char>(random.Next() & 0xff);
+      (void)DecodeNodeHello(mutated);
+      (void)DecodeNodeReply(mutated);
+      (void)DecodeNodeReport(mutated);
+      (void)NodeFrameVerifies(mutated, std::string(kMacBytes, 'x'), "t", NonceOf(1));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kdist

@@ -1,0 +1,349 @@
+"""This machine's agent: the rendezvous (served here when this machine owns its address),
+the roster of each attempt, this machine's processes, their end reported, the job's end.
+
+The decisions are the core's (rendezvous/rendezvous_book): this module only joins, starts
+what the roster says, and reports. Exit statuses: 75 when too few machines joined before
+--join-timeout, 69 when this machine lost the rendezvous (its processes are stopped at
+once: it never trains alone), 1 when the rendezvous refused it, otherwise the job's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kdist import _errors
+from kdist._local_job.attempt import Attempt, End, Hooks
+from kdist._local_job.environment import child_environment, without_job_variables
+from kdist._local_job.job import Job
+from kdist._local_job.output import Output
+
+if TYPE_CHECKING:
+    from kdist._core import NodeReply, RendezvousAgent, RendezvousServer
+
+EXIT_REFUSED = 1
+# Each process's variables, besides KERAS_DISTRIBUTION_*: the contract of issue 43.
+RESTART_COUNT_VARIABLE = "KDIST_RESTART_COUNT"
+NODE_RANK_VARIABLE = "KDIST_NODE_RANK"
+NUM_NODES_VARIABLE = "KDIST_NUM_NODES"
+LOCAL_PROCESS_ID_VARIABLE = "KDIST_LOCAL_PROCESS_ID"
+JOB_ID_VARIABLE = "KDIST_JOB_ID"
+_WATCH_SECONDS = 0.5  # how often the watcher of the rendezvous looks up from its wait
+# kdist's records that name the job's first failure (kdist._local_job.job reads the same).
+_FAILURE_EVENTS = ("failed", "peer_failed", "died", "unreachable")
+
+
+@dataclass
+class NodeOptions:
+    """What `kdist launch --nodes` was given."""
+
+    min_nodes: int
+    max_nodes: int
+    rendezvous: str  # HOST:PORT
+    processes_per_node: int
+    job_id: str = ""
+    node_name: str = ""
+    last_call: float = 30.0
+    join_timeout: float = 300.0
+    max_restarts: int = 0
+    log_dir: Path | None = None
+    token: str = ""
+    devices_per_process: int | None = None
+    grace: float = 30.0
+    # This machine's environment fingerprint, (name, value, must_match) entries
+    # (kdist._start.environment_fingerprint, collected by the command line).
+    environment: tuple[tuple[str, str, bool], ...] = ()
+
+
+def run_node(command: Sequence[str], options: NodeOptions) -> int:
+    """Runs this machine's part of the job; returns the status the agent exits with."""
+    from kdist import _core
+
+    output = Output(sys.stdout.buffer, sys.stderr.buffer)
+    agent_log = None
+    if options.log_dir is not None:
+        options.log_dir.mkdir(parents=True, exist_ok=True)
+        agent_log = (options.log_dir / "agent.log").open("a", encoding="utf-8")
+
+    def note(text: str) -> None:
+        output.note(text)
+        if agent_log is not None:
+            agent_log.write(f"kdist: {text}\n")
+            agent_log.flush()
+
+    try:
+        if options.rendezvous == "auto":
+            options.rendezvous = _core.auto_rendezvous(dict(os.environ))
+            note(f"--rendezvous auto: {options.rendezvous} (the scheduler's first host)")
+        address = _core.parse_address(options.rendezvous)
+        ip = _core.host_addresses(address.host, 10.0)[0]
+    except _errors.KdistError as error:
+        note(f"--rendezvous {options.rendezvous}: {error}")
+        return 2
+    if not options.token and not _core.is_loopback_address(ip):
+        note(
+            f"--rendezvous {options.rendezvous} is off loopback ({ip}): the job needs a token, "
+            "in KDIST_ROLL_CALL_TOKEN or --token-file F, the same on every machine"
+        )
+        return 2
+    host = socket.gethostname()
+    node_name = options.node_name or host
+    server = _serve_if_here(ip, address.port, options, note)
+    try:
+        agent = _core.RendezvousAgent(
+            ip, address.port, options.rendezvous, options.token, options.join_timeout
+        )
+        try:
+            agent.join(
+                options.job_id,
+                node_name,
+                host,
+                os.getpid(),
+                options.processes_per_node,
+                options.min_nodes,
+                options.max_nodes,
+                _core.free_port(),
+                list(options.environment),
+            )
+        except _errors.RendezvousTimeoutError as error:
+            note(str(error))
+            return int(_core.EXIT_NOT_ENOUGH_NODES)
+        except _errors.CoordinatorUnreachableError as error:
+            note(str(error))
+            return int(_core.EXIT_LOST_RENDEZVOUS)
+        except _errors.RendezvousError as error:
+            note(str(error))
+            return EXIT_REFUSED
+        return _follow(
+            command,
+            agent,
+            options=options,
+            node_name=node_name,
+            host=host,
+            output=output,
+            note=note,
+        )
+    finally:
+        if server is not None:
+            server.wait(10.0)
+            server.stop()
+        if agent_log is not None:
+            agent_log.close()
+
+
+def _serve_if_here(
+    ip: str, port: int, options: NodeOptions, note: Callable[[str], None]
+) -> RendezvousServer | None:
+    """The rendezvous, when this machine owns its address (checked by binding it)."""
+    from kdist import _core
+
+    server = _core.RendezvousServer(
+        options.job_id,
+        options.min_nodes,
+        options.max_nodes,
+        options.processes_per_node,
+        options.last_call,
+        options.join_timeout,
+        options.max_restarts,
+        options.token,
+    )
+    try:
+        server.listen(ip, port)
+    except _errors.PortInUseError:
+        note(f"the rendezvous port {ip}:{port} is taken here: another agent serves it")
+        return None
+    except _errors.KdistError as error:
+        note(f"the rendezvous {ip}:{port} is not this machine's ({error}): joining it")
+        return None
+    server.start()
+    note(f"this machine owns {ip}: serving the nodes' rendezvous on {ip}:{server.port}")
+    return server
+
+
+def _follow(
+    command: Sequence[str],
+    agent: RendezvousAgent,
+    *,
+    options: NodeOptions,
+    node_name: str,
+    host: str,
+    output: Output,
+    note: Callable[[str], None],
+) -> int:
+    """From admission to the end: each roster run here, each end reported."""
+    from kdist import _core
+
+    wait_bound = options.join_timeout + options.last_call + 60.0
+    while True:
+        try:
+            reply = agent.next(wait_bound)
+        except (_errors.CoordinatorUnreachableError, _errors.RendezvousTimeoutError) as error:
+            note(f"{error}; leaving with status {_core.EXIT_LOST_RENDEZVOUS}")
+            return int(_core.EXIT_LOST_RENDEZVOUS)
+        if reply.first_failure:
+            note(f"the job's first failure: {reply.first_failure}")
+        if reply.kind == "waiting":
+            note(reply.message)
+            continue
+        if reply.kind == "end":
+            note(f"{reply.message}; exit status {reply.exit_status}")
+            return int(reply.exit_status)
+        if reply.kind != "roster":
+            continue
+        if reply.message:
+            note(f"environment differences let pass:\n{reply.message}")
+        status, failure, lost = _run_attempt(
+            command,
+            reply,
+            options=options,
+            node_name=node_name,
+            host=host,
+            output=output,
+            note=note,
+            agent=agent,
+        )
+        if lost:
+            note(
+                f"lost the nodes' rendezvous: this machine's processes were stopped; leaving "
+                f"with status {_core.EXIT_LOST_RENDEZVOUS}"
+            )
+            return int(_core.EXIT_LOST_RENDEZVOUS)
+        try:
+            agent.report(reply.attempt, status, failure, _core.free_port())
+        except _errors.KdistError as error:
+            note(f"{error}; leaving with status {_core.EXIT_LOST_RENDEZVOUS}")
+            return int(_core.EXIT_LOST_RENDEZVOUS)
+
+
+def _run_attempt(
+    command: Sequence[str],
+    roster: NodeReply,
+    *,
+    options: NodeOptions,
+    node_name: str,
+    host: str,
+    output: Output,
+    note: Callable[[str], None],
+    agent: RendezvousAgent,
+) -> tuple[int, str, bool]:
+    """This machine's processes of one attempt: (status, first failure here, lost)."""
+
+    n = roster.processes_per_node
+    num_nodes = len(roster.nodes)
+    first_id = roster.node_rank * n
+    base = without_job_variables(os.environ)
+    envs = []
+    for local in range(n):
+        env = child_environment(
+            base,
+            process_id=first_id + local,
+            num_processes=num_nodes * n,
+            port=roster.coordinator_port,
+            devices_per_process=options.devices_per_process,
+            host=roster.coordinator_host,
+        )
+        env[RESTART_COUNT_VARIABLE] = str(roster.attempt)
+        env[NODE_RANK_VARIABLE] = str(roster.node_rank)
+        env[NUM_NODES_VARIABLE] = str(num_nodes)
+        env[LOCAL_PROCESS_ID_VARIABLE] = str(local)
+        env[JOB_ID_VARIABLE] = options.job_id
+        if options.token:
+            env["KDIST_ROLL_CALL_TOKEN"] = options.token
+        envs.append(env)
+    log_files = None
+    if options.log_dir is not None:
+        folder = options.log_dir / f"attempt-{roster.attempt}"
+        log_files = [folder / f"process-{first_id + i}.log" for i in range(n)]
+    received: list[int] = []
+    lost = threading.Event()
+    done = threading.Event()
+
+    def watch() -> None:
+        # The rendezvous says nothing during an attempt; a closed connection is its loss.
+        while not done.is_set():
+            try:
+                agent.next(_WATCH_SECONDS)
+            except _errors.RendezvousTimeoutError:
+                continue
+            except _errors.KdistError:
+                lost.set()
+                received.append(signal.SIGTERM)
+                return
+
+    watcher = threading.Thread(target=watch, name="kdist-rendezvous-watch", daemon=True)
+
+    def started(job: Job) -> None:
+        watcher.start()  # after the last fork (job.start's fork-to-exec hook)
+        note(
+            f"attempt {roster.attempt}: node {roster.node_rank} of {num_nodes} ({node_name}), "
+            f"processes {first_id}-{first_id + n - 1} (pids "
+            f"{', '.join(str(p.pid) for p in job.processes)}), coordinator "
+            f"{roster.coordinator_host}:{roster.coordinator_port}"
+        )
+
+    records = Path(tempfile.mkdtemp(prefix="kdist-node-"))
+    run = Attempt(
+        command,
+        envs,
+        records,
+        output,
+        received,
+        grace=options.grace,
+        hooks=Hooks(started=started),
+        log_files=log_files,
+    )
+    try:
+        try:
+            end = run.run()
+        finally:
+            done.set()
+            if watcher.is_alive():
+                watcher.join()
+        return _attempt_end(
+            run, end, lost=lost.is_set(), first_id=first_id, n=n, node_name=node_name, host=host
+        )
+    finally:
+        shutil.rmtree(records, ignore_errors=True)  # after the records were read
+
+
+def _attempt_end(
+    run: Attempt, end: End, *, lost: bool, first_id: int, n: int, node_name: str, host: str
+) -> tuple[int, str, bool]:
+    """(status, the failure that began here or "", lost) of one attempt on this machine."""
+    if lost:
+        return 1, "", True
+    if end is End.PASSED:
+        return 0, "", False
+    job = run.job
+    # The process kdist's channel named as the job's first failure (a global id): when it
+    # runs elsewhere, this machine's failure is a consequence, reported without a text.
+    named = next(
+        (
+            r["process_id"]
+            for r in job.records(_FAILURE_EVENTS)
+            if isinstance(r.get("process_id"), int)
+        ),
+        None,
+    )
+    status = next((p.status for p in job.processes if p.status not in (None, 0)), 1)
+    if named is not None and not first_id <= named < first_id + n:
+        return status or 1, "", False
+    first = job.processes[named - first_id] if named is not None else job.first_failure()
+    first = first or run.failed
+    if first is None or first.status is None:
+        return status or 1, f"node {node_name}'s processes ended ({end.name.lower()})", False
+    what = first.raised or first.error_line or first.ended_how()
+    return (
+        first.status or status or 1,
+        f"process {first_id + first.process_id} (node {node_name}, host {host}): {what}",
+        False,
+    )

@@ -1,0 +1,186 @@
+"""`kdist launch --nodes` on loopback: several agents on this machine, each a real
+`kdist launch` process, one of them serving the rendezvous (the first to bind it), with a
+real JAX collective across the nodes' processes. No root needed (the network-namespace
+hosts are not used here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.support import PROGRAMS, Spawned, clean_env
+from kdist import _core
+
+pytestmark = pytest.mark.multiprocess
+
+_BOUND = 120.0  # every wait on an agent
+
+
+def _agent(
+    spawned: Spawned,
+    port: int,
+    name: str,
+    *extra: str,
+    nodes: str = "2",
+    env: dict[str, str] | None = None,
+    program: str = "node_job.py",
+):  # type: ignore[no-untyped-def]
+    args = [
+        sys.executable, "-m", "kdist", "launch", "--nodes", nodes,
+        "--rendezvous", f"127.0.0.1:{port}", "-n", "1", "--devices-per-process", "1",
+        "--node-name", name, "--job-id", "t43", "--last-call", "2", "--grace", "5",
+        *extra, "--", sys.executable, str(PROGRAMS / program),
+    ]  # fmt: skip
+    return spawned.start(args, env or clean_env(1))
+
+
+def _reports(text: str) -> list[dict[str, object]]:
+    return [
+        json.loads(line.split("NODE_JOB ", 1)[1])
+        for line in text.splitlines()
+        if "NODE_JOB " in line
+    ]
+
+
+def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Path) -> None:
+    port = _core.free_port()
+    with Spawned(tmp_path) as spawned:
+        b = _agent(spawned, port, "b")
+        time.sleep(1.0)  # the second agent starts after the first one serves
+        a = _agent(spawned, port, "a")
+        done_b, done_a = b.finish(_BOUND), a.finish(_BOUND)
+    assert done_a.returncode == 0, done_a.stderr
+    assert done_b.returncode == 0, done_b.stderr
+    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
+    assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
+    for r in reports:
+        assert r["gathered"] == [0, 1]
+        variables = r["variables"]
+        assert isinstance(variables, dict)
+        assert variables["KDIST_NUM_NODES"] == "2"
+        assert variables["KDIST_JOB_ID"] == "t43"
+        assert variables["KDIST_RESTART_COUNT"] == "0"
+        assert variables["KDIST_LOCAL_PROCESS_ID"] == "0"
+        assert variables["KDIST_NODE_RANK"] == str(r["process_id"])
+        assert str(variables["KERAS_DISTRIBUTION_JOB_ADDRESSES"]).startswith("127.0.0.1:")
+    assert "serving the nodes' rendezvous" in done_b.stderr
+    assert "ended with status 0" in done_b.stderr  # the rendezvous's table of attempts
+
+
+def test_too_few_nodes_exit_75_naming_who_joined(tmp_path: Path) -> None:
+    port = _core.free_port()
+    with Spawned(tmp_path) as spawned:
+        a = _agent(spawned, port, "a", "--join-timeout", "3")
+        done = a.finish(_BOUND)
+    assert done.returncode == 75, done.stderr
+    assert "1 of 2 nodes joined (a at 127.0.0.1)" in done.stderr
+    assert "NODE_JOB" not in done.stdout  # nothing ran
+
+
+def test_a_wrong_token_is_refused_and_the_job_runs_on(tmp_path: Path) -> None:
+    port = _core.free_port()
+    good = clean_env(1, KDIST_ROLL_CALL_TOKEN="right-token", NODE_JOB_SLEEP="3")
+    bad = clean_env(1, KDIST_ROLL_CALL_TOKEN="wrong-token")
+    with Spawned(tmp_path) as spawned:
+        a = _agent(spawned, port, "a", env=good)
+        assert a.wait_for_stderr("serving the nodes' rendezvous", _BOUND), a.stderr()
+        intruder = _agent(spawned, port, "x", env=bad)
+        refused = intruder.finish(_BOUND)
+        b = _agent(spawned, port, "b", env=good)
+        done_a, done_b = a.finish(_BOUND), b.finish(_BOUND)
+    assert refused.returncode == 1, refused.stderr
+    assert "its token is not the rendezvous's" in refused.stderr
+    assert "its token is not the rendezvous's" in done_a.stderr  # both sides name it
+    for text in (refused.stderr, done_a.stderr, done_b.stderr):
+        assert "right-token" not in text and "wrong-token" not in text
+    assert done_a.returncode == 0, done_a.stderr
+    assert done_b.returncode == 0, done_b.stderr
+
+
+def test_a_failure_is_named_by_every_agent_and_the_same_failure_twice_ends_it(
+    tmp_path: Path,
+) -> None:
+    port = _core.free_port()
+    env = clean_env(1, NODE_JOB_FAIL="1")
+    with Spawned(tmp_path) as spawned:
+        a = _agent(spawned, port, "a", "--max-restarts", "3", env=env)
+        assert a.wait_for_stderr("serving the nodes' rendezvous", _BOUND), a.stderr()
+        b = _agent(spawned, port, "b", "--max-restarts", "3", env=env)
+        done_a, done_b = a.finish(_BOUND * 2), b.finish(_BOUND * 2)
+    for done in (done_a, done_b):
+        assert done.returncode == 1, done.stderr
+        assert "the job's first failure: process 1 (node b" in done.stderr
+        assert "ValueError: node job failed on purpose" in done.stderr
+        assert "at the same point" in done.stderr
+    assert "attempt 1: node" in done_a.stderr  # restarted once, on the same nodes
+    assert "attempt 2: node" not in done_a.stderr
+
+
+def test_an_agent_that_loses_the_rendezvous_stops_its_processes_and_exits_69(
+    tmp_path: Path,
+) -> None:
+    port = _core.free_port()
+    env = clean_env(1, NODE_JOB_SLEEP="600")
+    with Spawned(tmp_path) as spawned:
+        a = _agent(spawned, port, "a", env=env)
+        assert a.wait_for_stderr("serving the nodes' rendezvous", _BOUND), a.stderr()
+        b = _agent(spawned, port, "b", env=env)
+        assert b.wait_for_stderr("attempt 0: node", _BOUND), b.stderr()
+        assert a.wait_for_stderr("attempt 0: node", _BOUND), a.stderr()
+        a.kill()  # the rendezvous's machine is gone (its processes die with it)
+        started = time.monotonic()
+        done_b = b.finish(_BOUND)
+    assert done_b.returncode == 69, done_b.stderr
+    assert time.monotonic() - started < _BOUND
+    assert "lost the nodes' rendezvous" in done_b.stderr
+    assert os.path.exists(tmp_path)
+
+
+def test_rendezvous_auto_reads_the_slurm_allocation(tmp_path: Path) -> None:
+    # A one-node "allocation" whose first host is localhost: the agent serves and runs it.
+    env = clean_env(1, SLURM_JOB_ID="4242", SLURM_JOB_NODELIST="localhost")
+    args = [
+        sys.executable, "-m", "kdist", "launch", "--nodes", "1", "--rendezvous", "auto",
+        "-n", "2", "--devices-per-process", "1", "--",
+        sys.executable, str(PROGRAMS / "node_job.py"),
+    ]  # fmt: skip
+    with Spawned(tmp_path) as spawned:
+        done = spawned.start(args, env).finish(_BOUND)
+    assert done.returncode == 0, done.stderr
+    port = _core.auto_rendezvous({"SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "localhost"})
+    assert f"--rendezvous auto: {port}" in done.stderr
+    assert sorted(r["process_id"] for r in _reports(done.stdout)) == [0, 1]  # type: ignore[type-var]
+
+
+def test_rendezvous_auto_without_a_scheduler_says_what_to_give(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "kdist", "launch", "--nodes", "1", "--rendezvous", "auto",
+            "-n", "1", "--", "true"]  # fmt: skip
+    with Spawned(tmp_path) as spawned:
+        done = spawned.start(args, clean_env(1)).finish(_BOUND)
+    assert done.returncode == 2, done.stderr
+    assert "give --rendezvous HOST:PORT" in done.stderr
+
+
+def test_rendezvous_serve_forms_a_job_on_a_machine_that_trains_nothing(tmp_path: Path) -> None:
+    port = _core.free_port()
+    serve = [
+        sys.executable, "-m", "kdist", "rendezvous", "serve", "--host", "127.0.0.1",
+        "--port", str(port), "--nodes", "2", "--job-id", "t43", "--last-call", "2",
+    ]  # fmt: skip
+    with Spawned(tmp_path) as spawned:
+        server = spawned.start(serve, clean_env(1))
+        assert server.wait_for_stderr("serving the nodes' rendezvous", _BOUND), server.stderr()
+        a = _agent(spawned, port, "a")
+        b = _agent(spawned, port, "b")
+        done_a, done_b, done = a.finish(_BOUND), b.finish(_BOUND), server.finish(_BOUND)
+    assert done.returncode == 0, done.stderr
+    assert done_a.returncode == 0 and done_b.returncode == 0, done_a.stderr + done_b.stderr
+    assert "not this machine's" not in done_a.stderr  # the port was taken: the server's
+    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
+    assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
+    assert "its attempts:" in done.stderr

@@ -1,0 +1,46 @@
+"""A process of a job started by `kdist launch --nodes`: a real collective across the
+nodes, then one JSON line with what it was given.
+
+NODE_JOB_FAIL=<process id>: that process raises after the collective (every attempt).
+NODE_JOB_SLEEP=<seconds>: every process sleeps that long after the collective.
+"""
+
+import json
+import os
+import time
+
+import numpy as np
+from jax.experimental import multihost_utils
+
+import kdist
+
+kdist.initialize()
+spec = kdist.cluster_spec()
+assert spec is not None
+gathered = multihost_utils.process_allgather(np.array([spec.process_id], dtype=np.int32))
+print(
+    "NODE_JOB "
+    + json.dumps(
+        {
+            "process_id": spec.process_id,
+            "num_processes": spec.num_processes,
+            "gathered": [int(x) for x in np.asarray(gathered).ravel()],
+            "variables": {
+                k: os.environ.get(k)
+                for k in (
+                    "KDIST_RESTART_COUNT",
+                    "KDIST_NODE_RANK",
+                    "KDIST_NUM_NODES",
+                    "KDIST_LOCAL_PROCESS_ID",
+                    "KDIST_JOB_ID",
+                    "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+                )
+            },
+        }
+    ),
+    flush=True,
+)
+if os.environ.get("NODE_JOB_SLEEP"):
+    time.sleep(float(os.environ["NODE_JOB_SLEEP"]))
+if os.environ.get("NODE_JOB_FAIL") == str(spec.process_id):
+    raise ValueError("node job failed on purpose")
