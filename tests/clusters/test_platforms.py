@@ -499,3 +499,22 @@ def test_doctor_names_the_platform_and_every_values_source() -> None:
     assert "from skypilot (SKYPILOT_NODE_RANK)" in text
     assert report["config"]["coordinator_address"] == "10.0.0.5:8482"
     assert "from skypilot (SKYPILOT_NODE_IPS)" in text
+
+
+@needs_fake_dev
+def test_launch_with_nodes_gives_each_process_of_this_machine_its_block_of_the_gpus(
+    tmp_path: Path,
+) -> None:
+    """kdist launch --nodes: one machine of a job across machines splits its own GPUs among
+    its own processes, as without --nodes (a 1-node job on loopback, no token needed)."""
+    rendezvous = f"127.0.0.1:{free_port()}"
+    show = ["--", sys.executable, "-c", _SHOW]
+    result = launch_in_fake_dev(["--nodes", "1", "--rendezvous", rendezvous, "-n", "2", *show])
+    assert each_process_sees(result) == {0: "0,1", 1: "2,3"}
+    marker = tmp_path / "started"
+    refused = launch_in_fake_dev(
+        ["--nodes", "1", "--rendezvous", rendezvous, "-n", "3", "--", "touch", str(marker)]
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "-n 3 processes cannot share this machine's 4 GPUs (/dev/nvidia0-3)" in refused.stderr
+    assert not marker.exists()

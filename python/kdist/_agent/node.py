@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from kdist import _errors
 from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.environment import child_environment, without_job_variables
+from kdist._local_job.gpu_split import CUDA_VISIBLE_DEVICES
 from kdist._local_job.job import Job
 from kdist._local_job.output import Output
 
@@ -58,6 +59,9 @@ class NodeOptions:
     log_dir: Path | None = None
     token: str = ""
     devices_per_process: int | None = None
+    # Each local process's CUDA_VISIBLE_DEVICES, by local id (kdist._local_job.gpu_split,
+    # decided by the command line from this machine's GPUs); None: left alone.
+    gpus: tuple[str, ...] | None = None
     grace: float = 30.0
     # This machine's environment fingerprint, (name, value, must_match) entries
     # (kdist._start.environment_fingerprint, collected by the command line).
@@ -256,6 +260,8 @@ def _run_attempt(
         env[NUM_NODES_VARIABLE] = str(num_nodes)
         env[LOCAL_PROCESS_ID_VARIABLE] = str(local)
         env[JOB_ID_VARIABLE] = options.job_id
+        if options.gpus is not None:
+            env[CUDA_VISIBLE_DEVICES] = options.gpus[local]
         if options.token:
             env["KDIST_ROLL_CALL_TOKEN"] = options.token
         envs.append(env)

@@ -257,6 +257,11 @@ def _run_nodes(
         except ValueError as error:
             parser.error(str(error))
     min_nodes, max_nodes = args.nodes
+    try:  # this machine's GPUs, each of its processes its own block, as without --nodes
+        gpus = _gpus_per_process(args.num_processes, args.devices_per_process)
+    except GpuSplitError as error:
+        print(f"kdist launch: refused before starting any process: {error}", file=sys.stderr)
+        return EXIT_USAGE
     return run_node(
         command,
         NodeOptions(
@@ -272,6 +277,7 @@ def _run_nodes(
             log_dir=args.log_dir,
             token=token,
             devices_per_process=args.devices_per_process,
+            gpus=None if gpus is None else tuple(gpus),
             grace=args.grace,
             environment=tuple(
                 (e.name, e.value, e.must_match)
