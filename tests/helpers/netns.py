@@ -14,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +73,11 @@ class Host:
     def command(self, argv: Sequence[str]) -> list[str]:
         """`argv` run inside this host's namespace."""
         return ["ip", "netns", "exec", self.namespace, *argv]
+
+    def pids(self) -> list[int]:
+        """Every process running inside this host's namespace (`ip netns pids`)."""
+        listed = _run("ip", "netns", "pids", self.namespace, check=False).stdout
+        return [int(pid) for pid in listed.split()]
 
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return _run(*self.command(argv), check=check)
@@ -159,9 +166,30 @@ def hosts(count: int) -> Iterator[list[Host]]:
             host.run("ip", "link", "set", "lo", "up")
             result.append(host)
         yield result
+        # The test ended without an error: nothing it started may still run on any host.
+        left = _left_running(result, LEFT_RUNNING_SECONDS)
+        assert not left, f"still running in the hosts' namespaces after the test: {left}"
     finally:
         for namespace in made_namespaces:
+            for pid in Host(namespace, "", "").pids():  # whatever is left: ended, by pid
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             _run("ip", "netns", "del", namespace, check=False)
             shutil.rmtree(NETNS_ETC / namespace, ignore_errors=True)
         for link in made_links:
             _run("ip", "link", "del", link, check=False)
+
+
+# How long the processes of a test get to leave their namespaces after it ended.
+LEFT_RUNNING_SECONDS = 30.0
+
+
+def _left_running(hosts: Sequence[Host], bound: float) -> dict[str, list[int]]:
+    """The processes still running in each host's namespace once `bound` seconds passed
+    without all of them gone (empty: every namespace emptied in time)."""
+    deadline = time.monotonic() + bound
+    while True:
+        left = {host.namespace: pids for host in hosts if (pids := host.pids())}
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.1)
