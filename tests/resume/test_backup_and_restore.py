@@ -20,22 +20,26 @@ import numpy as np
 import pytest
 
 import kdist
+from helpers.keras_backup_models import (
+    BATCH,
+    EPOCHS,
+    ROWS,
+    SEED,
+    Crash,
+    build,
+    crash_after,
+    data,
+    data_parallel,
+    settled,
+)
 from helpers.support import NEEDS_KERAS, NEEDS_ORBAX
 
 pytestmark = [NEEDS_KERAS, NEEDS_ORBAX]
-
-SEED = 1234
-EPOCHS = 3
-ROWS, BATCH = 128, 8  # 16 batches per epoch
 
 
 @pytest.fixture
 def keras(keras_on_jax: Any) -> Any:
     return keras_on_jax
-
-
-def data_parallel() -> Any:
-    return kdist.DataParallel()
 
 
 def model_parallel(shape: tuple[int, int] = (2, 4)) -> Any:
@@ -56,35 +60,6 @@ def keras_model_parallel(keras: Any) -> Any:
     return keras.distribution.ModelParallel(layout_map=layout_map)
 
 
-def build(keras: Any, distribution: Callable[[], Any], units: int = 16, seed: int = SEED) -> Any:
-    """A model with dropout (a seed generator) and Adam (an iteration counter and slots),
-    placed by `distribution()`, with `seed` in force."""
-    made = distribution()
-    if isinstance(made, kdist.Distribution):
-        kdist.set_distribution(made)
-    else:
-        keras.distribution.set_distribution(made)
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential(
-        [
-            keras.Input((8,)),
-            keras.layers.Dense(units, activation="relu", name="dense_in"),
-            keras.layers.Dropout(0.25),
-            keras.layers.Dense(4, name="dense_out"),
-        ]
-    )
-    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
-    return model
-
-
-def data() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
-    return (
-        rng.normal(size=(ROWS, 8)).astype("float32"),
-        rng.normal(size=(ROWS, 4)).astype("float32"),
-    )
-
-
 def state(model: Any) -> list[np.ndarray]:
     """Every variable of the training state (model, optimizer), as NumPy arrays."""
     return [np.asarray(v.value) for v in [*model.weights, *model.optimizer.variables]]
@@ -94,26 +69,6 @@ def assert_same_state(expected: list[np.ndarray], got: list[np.ndarray]) -> None
     assert len(expected) == len(got)
     for a, b in zip(expected, got, strict=True):
         np.testing.assert_array_equal(a, b)  # exact: the same operations on the same bits
-
-
-class Crash(Exception):
-    pass
-
-
-def crash_after(keras: Any, batches: int) -> Any:
-    class CrashAfter(keras.callbacks.Callback):  # type: ignore[misc, name-defined]
-        """Raises after `batches` batches of this fit (a process that dies)."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.seen = 0
-
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            self.seen += 1
-            if self.seen == batches:
-                raise Crash(f"after {batches} batches")
-
-    return CrashAfter()
 
 
 def fit(model: Any, fit_data: Any, callbacks: list[Any], shuffle: Any = False) -> Any:
@@ -290,14 +245,6 @@ def test_sharded_variables_come_back_on_their_devices(
     kernel = model.get_layer("dense_in").kernel.value
     assert tuple(kernel.sharding.spec) == (None, "model")
     assert {tuple(s.data.shape) for s in kernel.addressable_shards} == {(8, 4)}
-
-
-def settled() -> None:
-    """Waits for the saves in flight in this process (a crashed fit's last one goes on
-    in the background until it is committed)."""
-    from kdist._resume import background
-
-    background.wait_all()
 
 
 def test_a_backup_s_arrays_are_an_orbax_checkpoint_of_global_arrays(

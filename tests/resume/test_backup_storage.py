@@ -19,59 +19,24 @@ import numpy as np
 import pytest
 
 import kdist
+from helpers.keras_backup_models import (
+    BATCH,
+    EPOCHS,
+    SEED,
+    Crash,
+    build,
+    crash_after,
+    data,
+    settled,
+)
 from helpers.support import NEEDS_KERAS, NEEDS_ORBAX
 
 pytestmark = [NEEDS_KERAS, NEEDS_ORBAX]
-
-SEED = 1234
-EPOCHS = 3
-ROWS, BATCH = 128, 8  # 16 batches per epoch
 
 
 @pytest.fixture
 def keras(keras_on_jax: Any) -> Any:
     return keras_on_jax
-
-
-def build(keras: Any, seed: int = SEED) -> Any:
-    kdist.set_distribution(kdist.DataParallel())
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential(
-        [
-            keras.Input((8,)),
-            keras.layers.Dense(16, activation="relu", name="dense_in"),
-            keras.layers.Dropout(0.25),
-            keras.layers.Dense(4, name="dense_out"),
-        ]
-    )
-    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
-    return model
-
-
-def data() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
-    return (
-        rng.normal(size=(ROWS, 8)).astype("float32"),
-        rng.normal(size=(ROWS, 4)).astype("float32"),
-    )
-
-
-class Crash(Exception):
-    pass
-
-
-def callbacks_crashing_after(keras: Any, batches: int) -> Any:
-    class CrashAfter(keras.callbacks.Callback):  # type: ignore[misc, name-defined]
-        def __init__(self) -> None:
-            super().__init__()
-            self.seen = 0
-
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            self.seen += 1
-            if self.seen == batches:
-                raise Crash(f"after {batches} batches")
-
-    return CrashAfter()
 
 
 class Steps:
@@ -93,12 +58,6 @@ def fit(model: Any, callbacks: list[Any]) -> Any:
     return model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, verbose=0, callbacks=callbacks)
 
 
-def settled() -> None:
-    from kdist._resume import background
-
-    background.wait_all()
-
-
 def state(model: Any) -> list[np.ndarray]:
     return [np.asarray(v.value) for v in [*model.weights, *model.optimizer.variables]]
 
@@ -107,7 +66,7 @@ def crashed_with_backups(keras: Any, root: Path, crash_at: int = 10, **kwargs: A
     """A fit saving every 4 batches that crashes after `crash_at`: step-4 and step-8 kept."""
     backup = kdist.BackupAndRestore(root, save_freq=4, **kwargs)
     with pytest.raises(Crash):
-        fit(build(keras), [backup, callbacks_crashing_after(keras, crash_at)])
+        fit(build(keras), [backup, crash_after(keras, crash_at)])
     settled()
 
 
