@@ -20,7 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers.support import KDIST_SCRIPT, PROGRAMS, Finished, clean_env, free_port, run_processes
+from helpers.support import (
+    KDIST_SCRIPT,
+    PROGRAMS,
+    Finished,
+    clean_env,
+    free_port,
+    json_objects,
+    run_processes,
+)
 
 pytestmark = pytest.mark.launcher
 
@@ -129,9 +137,9 @@ def reports(directory: Path) -> dict[int, dict[str, object]]:
     """Each rank's last JSON line (report_cluster.py prints one)."""
     found: dict[int, dict[str, object]] = {}
     for rank, text in outputs(directory).items():
-        lines = [line for line in text.splitlines() if line.startswith("{")]
-        if lines:
-            found[rank] = json.loads(lines[-1])
+        objects = json_objects(text)
+        if objects:
+            found[rank] = objects[-1]
     return found
 
 

@@ -44,7 +44,7 @@ from helpers.slurm_events import (
     wait_gone,
     wait_reports,
 )
-from helpers.support import KDIST_SCRIPT
+from helpers.support import KDIST_SCRIPT, json_objects
 
 pytestmark = pytest.mark.slurm
 
@@ -67,9 +67,7 @@ def test_srun_alone_configures_the_job(slurm: Cluster, tmp_path: Path, options: 
             timeout=STEP_SECONDS,
         )
     assert result.returncode == 0, (result.stderr, [task_output(tmp_path, i) for i in range(tasks)])
-    reports = [
-        json.loads(task_output(tmp_path, i)[0].strip().splitlines()[-1]) for i in range(tasks)
-    ]
+    reports = [json_objects(task_output(tmp_path, i)[0])[-1] for i in range(tasks)]
     port = 61440 + int(reports[0]["job_id"]) % 4096  # as JAX derives it
     for task, report in enumerate(reports):
         assert report["process_id"] == task == int(report["slurm_procid"])

@@ -47,7 +47,7 @@ from helpers.slurm_events import (
     wait_gone,
     wait_reports,
 )
-from helpers.support import KDIST_SCRIPT
+from helpers.support import KDIST_SCRIPT, json_objects
 
 pytestmark = pytest.mark.slurm
 
@@ -73,9 +73,9 @@ def reports(directory: Path, tasks: int) -> list[dict[str, object]]:
     out = []
     for task in range(tasks):
         stdout, stderr = task_output(directory, task)
-        lines = stdout.strip().splitlines()
-        assert lines and lines[-1].startswith("{"), (task, stdout[-2000:], stderr[-4000:])
-        out.append(json.loads(lines[-1]))
+        found = json_objects(stdout)
+        assert found, (task, stdout[-2000:], stderr[-4000:])
+        out.append(found[-1])
     return out
 
 

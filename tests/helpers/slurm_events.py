@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers.slurm_cluster import Cluster, Job
-from helpers.support import PROGRAMS
+from helpers.support import PROGRAMS, json_objects
 
 WORKER = str(PROGRAMS / "slurm_steps.py")
 STEP_SECONDS = 90  # bounds one srun step or one run of a batch job; nothing is timed by it
@@ -220,10 +220,9 @@ def run_keras_reference(
 def keras_report(directory: Path, task: int, run: str, tasks: int = 2) -> dict[str, object]:
     """The JSON line keras_backup.py prints last, from task `task`'s output of `run`."""
     out = directory / f"keras-{task}-{run}.out"
-    lines = out.read_text().strip().splitlines() if out.exists() else []
-    assert lines and lines[-1].startswith("{"), job_outputs(directory, run, tasks)
-    report: dict[str, object] = json.loads(lines[-1])
-    return report
+    found = json_objects(out.read_text()) if out.exists() else []
+    assert found, job_outputs(directory, run, tasks)
+    return found[-1]
 
 
 def wait_reports(directory: Path, run: str, timeout: float, tasks: int = 2) -> None:

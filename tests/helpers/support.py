@@ -130,6 +130,30 @@ def clean_env(devices: int = 2, **extra: str) -> dict[str, str]:
     return env
 
 
+def json_objects(text: str) -> list[dict[str, object]]:
+    """Every JSON object a process printed on one line of `text`, parsed. The process's C++
+    threads write into its lines (Gloo's "[Gloo] Rank 0 is connected to 1 peer ranks..."
+    note, itself written in pieces): before the object ("[Gloo] Rank 0 is connected to
+    1{...}"), or after it, before print's newline. print's one write never splits an
+    object, so each line's object is read from the first "{" at which one parses."""
+    return [found for line in text.splitlines() if (found := object_in(line))]
+
+
+def object_in(line: str) -> dict[str, object] | None:
+    """The first JSON object in `line`, whatever text comes before or after it."""
+    decoder = json.JSONDecoder()
+    start = line.find("{")
+    while start != -1:
+        try:
+            found = decoder.raw_decode(line, start)[0]
+        except json.JSONDecodeError:
+            found = None
+        if isinstance(found, dict):
+            return found
+        start = line.find("{", start + 1)
+    return None
+
+
 @dataclass
 class Finished:
     """What one process left behind."""
@@ -141,12 +165,9 @@ class Finished:
     seconds: float
 
     def json_lines(self) -> list[dict[str, object]]:
-        """Every stdout line that is a JSON object, parsed. A line the process's C++ threads
-        wrote into (Gloo's "[Gloo] Rank 0 is connected ..." note, between print's text and
-        its newline) keeps its object: only the object at the line's start is read."""
-        decoder = json.JSONDecoder()
-        lines = self.stdout.splitlines()
-        return [decoder.raw_decode(line)[0] for line in lines if line.startswith("{")]
+        """Every JSON object on stdout (json_objects: Gloo's notes written into a line
+        are left out)."""
+        return json_objects(self.stdout)
 
     def report(self) -> dict[str, object]:
         """The last JSON line on stdout (a worker's report)."""
