@@ -53,7 +53,11 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"consistency", spec.consistency.source},
       {"stop_signals", spec.stop_signals.source},
       {"stall_timeout", spec.stall_timeout.source},
-      {"restart_count", spec.restart_count.source}};
+      {"restart_count", spec.restart_count.source},
+      {"node_rank", spec.node_rank.source},
+      {"num_nodes", spec.num_nodes.source},
+      {"local_process_id", spec.local_process_id.source},
+      {"job_id", spec.job_id.source}};
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
 }
@@ -193,6 +197,20 @@ void BindConfig(nb::module_& m) {
                    },
                    "'exit' (default; KDIST_ON_PEER_FAILURE): this process stops when another "
                    "fails or dies; 'ignore': it prints the line and goes on.")
+      .def_prop_ro("node_rank", [](const ClusterSpec& s) { return s.node_rank.value; },
+                   "This machine's rank among the job's machines when `kdist launch --nodes` "
+                   "started it (KDIST_NODE_RANK); None otherwise.")
+      .def_prop_ro("num_nodes", [](const ClusterSpec& s) { return s.num_nodes.value; },
+                   "How many machines run the job when `kdist launch --nodes` started it "
+                   "(KDIST_NUM_NODES); None otherwise.")
+      .def_prop_ro("local_process_id",
+                   [](const ClusterSpec& s) { return s.local_process_id.value; },
+                   "This process's index among its machine's processes "
+                   "(KDIST_LOCAL_PROCESS_ID, else the scheduler's local rank); None when "
+                   "nothing says.")
+      .def_prop_ro("job_id", [](const ClusterSpec& s) { return s.job_id.value; },
+                   "The job's id given to `kdist launch --nodes --job-id` (KDIST_JOB_ID); "
+                   "'' otherwise.")
       .def_prop_ro("restart_count", [](const ClusterSpec& s) { return s.restart_count.value; },
                    "How many times this job was started again: KDIST_RESTART_COUNT, else the "
                    "detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption, "

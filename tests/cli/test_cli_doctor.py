@@ -109,6 +109,10 @@ def test_every_setting_shows_with_its_own_value_and_source() -> None:
         "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM", "SIGUSR1,SIGTERM"),
         "stall_timeout": ("KDIST_STALL_TIMEOUT", "45", "45 s"),
         "restart_count": ("KDIST_RESTART_COUNT", "4", "4"),
+        "node_rank": ("KDIST_NODE_RANK", "1", "1"),
+        "num_nodes": ("KDIST_NUM_NODES", "5", "5"),
+        "local_process_id": ("KDIST_LOCAL_PROCESS_ID", "6", "6"),
+        "job_id": ("KDIST_JOB_ID", "job-8", "job-8"),
     }
     env = clean_env(2, **{variable: value for variable, value, _ in own.values()})
     text = doctor("--no-probe", env=env)

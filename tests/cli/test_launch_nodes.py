@@ -68,6 +68,13 @@ def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Pa
         assert variables["KDIST_LOCAL_PROCESS_ID"] == "0"
         assert variables["KDIST_NODE_RANK"] == str(r["process_id"])
         assert str(variables["KERAS_DISTRIBUTION_JOB_ADDRESSES"]).startswith("127.0.0.1:")
+        # cluster_spec() shows where the process sits, each value with its variable.
+        assert r["place"] == {
+            "node_rank": [r["process_id"], "KDIST_NODE_RANK"],
+            "num_nodes": [2, "KDIST_NUM_NODES"],
+            "local_process_id": [0, "KDIST_LOCAL_PROCESS_ID"],
+            "job_id": ["t43", "KDIST_JOB_ID"],
+        }
     assert "serving the nodes' rendezvous" in done_b.stderr
     assert "ended with status 0" in done_b.stderr  # the rendezvous's table of attempts
 

@@ -25,6 +25,10 @@ print(
             "process_id": spec.process_id,
             "num_processes": spec.num_processes,
             "gathered": [int(x) for x in np.asarray(gathered).ravel()],
+            "place": {
+                name: [getattr(spec, name), spec.sources[name]]
+                for name in ("node_rank", "num_nodes", "local_process_id", "job_id")
+            },
             "variables": {
                 k: os.environ.get(k)
                 for k in (

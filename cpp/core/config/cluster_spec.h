@@ -59,6 +59,14 @@ struct ClusterSpec {
   // TORCHELASTIC_RESTART_COUNT), else 0 ("default"). Not part of the
   // fingerprint.
   Sourced<int64_t> restart_count;
+  // Where this process sits when `kdist launch --nodes` started it
+  // (config/node_place.h): its machine's rank, the number of machines, its index
+  // on its machine, the job's id; nullopt / "" (source "default") when nothing
+  // says. Not part of the fingerprint.
+  Sourced<std::optional<int64_t>> node_rank;
+  Sourced<std::optional<int64_t>> num_nodes;
+  Sourced<std::optional<int64_t>> local_process_id;
+  Sourced<std::string> job_id;
   // After the roll call: this process's environment fingerprint as compared
   // (empty when nothing was), and the differences let pass.
   std::vector<std::pair<std::string, std::string>> compared_environment;

@@ -8,6 +8,7 @@
 #include "config/detectors.h"
 #include "config/job_settings.h"
 #include "config/local_devices.h"
+#include "config/node_place.h"
 #include "config/raw_setting.h"
 
 namespace kdist {
@@ -503,6 +504,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env,
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   KDIST_RETURN_IF_ERROR(ResolveCollectives(env, spec));
   KDIST_ASSIGN_OR_RETURN(spec.restart_count, ResolveRestartCount(env, fill.detected));
+  KDIST_RETURN_IF_ERROR(ResolveNodePlace(env, fill.detected, spec));
   return spec;
 }
 

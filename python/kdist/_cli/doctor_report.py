@@ -290,6 +290,10 @@ def json_report(report: Report) -> dict[str, Any]:
             "stop_signals": list(spec.stop_signals),
             "stall_timeout": spec.stall_timeout,
             "restart_count": spec.restart_count,
+            "node_rank": spec.node_rank,
+            "num_nodes": spec.num_nodes,
+            "local_process_id": spec.local_process_id,
+            "job_id": spec.job_id,
             "fingerprint": spec.fingerprint,
             "sources": dict(spec.sources),
         }
@@ -361,6 +365,22 @@ def _jax_tested(version: str | None) -> str | None:
     return None if version is None else _jax_backend.tested_range(version)
 
 
+def _node_place_rows(spec: _core.ClusterSpec) -> list[tuple[str, str]]:
+    """Where this process sits among the machines of a `kdist launch --nodes` job: rows
+    only when something says (a scheduler's local rank alone says little)."""
+    if spec.node_rank is None and spec.num_nodes is None and not spec.job_id:
+        return []
+    return [
+        ("node_rank", "(not set)" if spec.node_rank is None else str(spec.node_rank)),
+        ("num_nodes", "(not set)" if spec.num_nodes is None else str(spec.num_nodes)),
+        (
+            "local_process_id",
+            "(not set)" if spec.local_process_id is None else str(spec.local_process_id),
+        ),
+        ("job_id", spec.job_id or "(not set)"),
+    ]
+
+
 def _format_ids(ids: list[int] | None) -> str:
     return "all visible devices" if ids is None else "[" + ", ".join(str(i) for i in ids) + "]"
 
@@ -409,6 +429,7 @@ def render(report: Report) -> str:
             ("stop_signals", ",".join(spec.stop_signals) or "none"),
             ("stall_timeout", "off" if spec.stall_timeout is None else f"{spec.stall_timeout:g} s"),
             ("restart_count", str(spec.restart_count)),
+            *_node_place_rows(spec),
         ]
         names = max(len(name) for name, _ in rows)
         width = max(len(value) for _, value in rows)

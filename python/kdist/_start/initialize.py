@@ -510,7 +510,8 @@ def cluster_spec() -> _core.ClusterSpec | None:
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
     "heartbeat_timeout", "shutdown_timeout", "unreachable_timeout", "on_peer_failure",
-    "consistency", "stop_signals", "stall_timeout" and "restart_count" (and, after initialize(),
+    "consistency", "stop_signals", "stall_timeout", "restart_count", "node_rank",
+    "num_nodes", "local_process_id" and "job_id" (and, after initialize(),
     "seed") to "argument", an environment variable's name (JAX's own
     JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS
     and JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its
@@ -522,7 +523,10 @@ def cluster_spec() -> _core.ClusterSpec | None:
     suggests and why, `local_devices_suggestion_applied` whether the ids are
     that suggestion. `restart_count` is how many times the job was started again
     (KDIST_RESTART_COUNT, else SLURM_RESTART_COUNT or TORCHELASTIC_RESTART_COUNT,
-    else 0). After the roll call, `compared_environment` is this
+    else 0). `node_rank`, `num_nodes`, `local_process_id` and `job_id` say where this
+    process sits when `kdist launch --nodes` started it (KDIST_NODE_RANK, KDIST_NUM_NODES,
+    KDIST_LOCAL_PROCESS_ID, KDIST_JOB_ID; None or "" otherwise; the local id falls back on
+    the scheduler's local rank). After the roll call, `compared_environment` is this
     process's environment fingerprint as the processes compared it, and
     `consistency_notes` the differences let pass.
 
