@@ -75,6 +75,11 @@ def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Pa
             "local_process_id": [0, "KDIST_LOCAL_PROCESS_ID"],
             "job_id": ["t43", "KDIST_JOB_ID"],
         }
+    # Each line's prefix is its process's job-wide id, on every machine.
+    for done in (done_a, done_b):
+        for line in done.stdout.splitlines():
+            if "NODE_JOB " in line:
+                assert line.startswith(f"[{_reports(line)[0]['process_id']}] "), line
     assert "serving the nodes' rendezvous" in done_b.stderr
     assert "ended with status 0" in done_b.stderr  # the rendezvous's table of attempts
 

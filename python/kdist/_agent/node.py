@@ -306,6 +306,7 @@ def _run_attempt(
         grace=options.grace,
         hooks=Hooks(started=started),
         log_files=log_files,
+        first_id=first_id,
     )
     try:
         try:
@@ -343,13 +344,13 @@ def _attempt_end(
     status = next((p.status for p in job.processes if p.status not in (None, 0)), 1)
     if named is not None and not first_id <= named < first_id + n:
         return status or 1, "", False
-    first = job.processes[named - first_id] if named is not None else job.first_failure()
+    first = job.process(named) if named is not None else job.first_failure()
     first = first or run.failed
     if first is None or first.status is None:
         return status or 1, f"node {node_name}'s processes ended ({end.name.lower()})", False
     what = first.raised or first.error_line or first.ended_how()
     return (
         first.status or status or 1,
-        f"process {first_id + first.process_id} (node {node_name}, host {host}): {what}",
+        f"process {first.process_id} (node {node_name}, host {host}): {what}",
         False,
     )

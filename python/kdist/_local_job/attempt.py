@@ -78,6 +78,7 @@ class Attempt:
     hook_before_exec: bool = True  # see job.start
     quiet: Container[int] = ()
     log_files: Sequence[Path] | None = None
+    first_id: int = 0  # the job-wide id of envs[0] (a machine's share of a larger job)
     # What run() found.
     end: End = End.PASSED
     failed: Process | None = None  # the first process to exit non-zero
@@ -108,6 +109,7 @@ class Attempt:
                     hook_before_exec=self.hook_before_exec,
                     quiet=self.quiet,
                     log_files=self.log_files,
+                    first_id=self.first_id,
                 )
             except OSError as error:
                 self.error, self.end = error, End.CANNOT_START

@@ -67,13 +67,18 @@ class Job:
         """Every process's records of these events, process by process."""
         return [r for p in self.processes for r in p.records() if r.get("event") in events]
 
+    def process(self, process_id: object) -> Process | None:
+        """This job's process with that (job-wide) id, None when it runs elsewhere."""
+        return next((p for p in self.processes if p.process_id == process_id), None)
+
     @property
-    def blamed(self) -> int | None:
-        """The process kdist's channel named as the job's first failure, if it did."""
+    def blamed(self) -> Process | None:
+        """The process here that kdist's channel named as the job's first failure, if
+        it named one of this machine's."""
         for record in self.records(FAILURE_EVENTS):
             named = record.get("process_id")
-            if isinstance(named, int) and 0 <= named < len(self.processes):
-                return named
+            if isinstance(named, int):
+                return self.process(named)
         return None
 
     def ending(self) -> str | None:
@@ -109,8 +114,8 @@ class Job:
     def first_failure(self) -> Process | None:
         """The process kdist named first, else the first to exit with a non-zero status."""
         blamed = self.blamed
-        if blamed is not None and self.processes[blamed].poll() not in (None, 0):
-            return self.processes[blamed]
+        if blamed is not None and blamed.poll() not in (None, 0):
+            return blamed
         failed = [p for p in self.processes if p.poll() not in (None, 0) and not p.signalled]
         failed = failed or [p for p in self.processes if p.poll() not in (None, 0)]
         return min(failed, key=lambda p: p.exited_at or 0.0) if failed else None
@@ -121,12 +126,7 @@ class Job:
         marked."""
         decided = self.records((VerdictEvent.STOP_NOW, VerdictEvent.STOP_AT, VerdictEvent.STALLED))
         if decided and not self.records(FAILURE_EVENTS):
-            named = decided[0].get("process_id")
-            first = (
-                self.processes[named]
-                if isinstance(named, int) and 0 <= named < len(self.processes)
-                else None
-            )
+            first = self.process(decided[0].get("process_id"))
             stalled = decided[0].get("event") == VerdictEvent.STALLED
             legend = "(* the stuck process)" if stalled else "(* the process asked to stop)"
         else:
@@ -183,6 +183,7 @@ def start(
     hook_before_exec: bool = True,
     quiet: Container[int] = (),
     log_files: Sequence[Path] | None = None,
+    first_id: int = 0,
 ) -> list[Process]:
     """Starts one process of `command` per environment, then the threads that copy
     their output (threads only after the last fork, so the fork-to-exec hook runs in
@@ -191,7 +192,7 @@ def start(
     Args:
         command: The program and its arguments, the same for every process.
         envs: Each process's environment, in process-id order.
-        output: Where their lines go, each with its `[id] ` prefix (Gloo's
+        output: Where their lines go, each with its `[id] ` prefix, the job-wide id (Gloo's
             "connected as expected" notes on stdout are left out).
         on_line: Sees each line (both streams) with its process.
         quiet: The ids of the processes whose lines stay off `output` (they still
@@ -199,6 +200,8 @@ def start(
         log_files: When given, one file per process (in process-id order) that
             gets every line it writes, both streams as they arrive, without the
             prefix; made with its folder, and closed by `Job.finish()`.
+        first_id: The job-wide id of the first process (a machine's share of a job
+            across machines): process i of `envs` is process first_id + i.
         hook_before_exec: True: each process is told to die with this one between
             fork and exec (Python code runs there: only for a parent without other
             threads). False: the program asks for it itself once it runs
@@ -214,7 +217,7 @@ def start(
         for path in log_files or ():
             path.parent.mkdir(parents=True, exist_ok=True)
             logs.append(path.open("wb"))
-        for process_id, env in enumerate(envs):
+        for index, env in enumerate(envs):
             popen = subprocess.Popen(
                 list(command),
                 env=dict(env),
@@ -225,8 +228,8 @@ def start(
                 preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
             )
             verdict = env.get(VERDICT_FILE_VARIABLE)
-            process = Process(process_id, popen, Path(verdict) if verdict else None)
-            process.log = logs[process_id] if logs else None
+            process = Process(first_id + index, popen, Path(verdict) if verdict else None)
+            process.log = logs[index] if logs else None
             processes.append(process)
     except BaseException:
         for log in logs:

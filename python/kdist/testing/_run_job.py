@@ -378,8 +378,8 @@ class _Outcome:
         left without returning."""
         job = self.job
         named = job.blamed
-        if named is not None and records[named] is None and job.processes[named].status != 0:
-            return job.processes[named]
+        if named is not None and records[named.process_id] is None and named.status != 0:
+            return named
         raised = [r for r in records.values() if r is not None and not r.ok]
         if raised:
             return job.processes[min(raised, key=lambda r: r.at).process_id]
