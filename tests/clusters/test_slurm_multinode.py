@@ -47,7 +47,7 @@ from helpers.slurm_events import (
     wait_gone,
     wait_reports,
 )
-from helpers.support import KDIST_SCRIPT, json_objects
+from helpers.support import KDIST_SCRIPT, PROGRAMS, json_objects, object_in
 
 pytestmark = pytest.mark.slurm
 
@@ -170,6 +170,64 @@ def test_kdist_doctor_under_srun_on_every_node(slurm: Cluster, tmp_path: Path) -
         chosen = report["collectives"]
         assert chosen["address"] == slurm.nodes[task].address, chosen
         assert chosen["host_name_addresses"] == ["127.0.0.1"], chosen
+
+
+def test_kdist_launch_nodes_with_rendezvous_auto_under_srun(slurm: Cluster, tmp_path: Path) -> None:
+    """One agent per node (`srun --ntasks-per-node=1 kdist launch --nodes 2 -n 2
+    --rendezvous auto`): node1's agent serves the rendezvous (it owns the allocation's first
+    host), node2's joins it, and their four processes gather across the bridge. The nodes
+    share one host name: each agent's name is Slurm's SLURMD_NODENAME."""
+    env = slurm.env(KDIST_ROLL_CALL_TOKEN="slurm-nodes-token")
+    agent = [
+        str(KDIST_SCRIPT), "launch", "--nodes", "2", "-n", "2", "--devices-per-process", "1",
+        "--rendezvous", "auto", "--last-call", "2", "--join-timeout", "60",
+        "--", sys.executable, str(PROGRAMS / "node_job.py"),
+    ]  # fmt: skip
+    with slurm.jobs() as jobs:
+        result = slurm.srun(
+            jobs.new(),
+            agent,
+            env=env,
+            options=[f"-N{NODES}", "--ntasks-per-node=1", *task_files(tmp_path)],
+            timeout=STEP_SECONDS,
+        )
+    assert result.returncode == 0, (result.stderr, outputs(tmp_path, 2))
+    first = slurm.nodes[0]
+    found: dict[int, dict[str, object]] = {}
+    for task in range(NODES):
+        stdout, stderr = task_output(tmp_path, task)
+        node = slurm.nodes[task]
+        assert f"attempt 0: node {task} of 2 ({node.name})" in stderr, stderr
+        for line in stdout.splitlines():
+            report = object_in(line.split("NODE_JOB ", 1)[-1]) if "NODE_JOB " in line else None
+            if report is not None:
+                process_id = report["process_id"]
+                assert isinstance(process_id, int)
+                assert line.startswith(f"[{process_id}] "), line  # job-wide ids
+                assert process_id // 2 == task, (task, report)  # node r runs 2r, 2r+1
+                found[process_id] = report
+    assert sorted(found) == [0, 1, 2, 3], outputs(tmp_path, 2)
+    served = task_output(tmp_path, 0)[1]
+    assert f"serving the nodes' rendezvous on {first.address}:" in served, served
+    for process_id, report in found.items():
+        assert report["gathered"] == [0, 1, 2, 3]
+        assert report["num_processes"] == 4
+        variables = report["variables"]
+        assert isinstance(variables, dict)
+        # The coordinator is node 0's address as the other agent reached it, an IP.
+        assert str(variables["KERAS_DISTRIBUTION_JOB_ADDRESSES"]).startswith(f"{first.address}:")
+        place = report["place"]
+        assert isinstance(place, dict)
+        assert place["node_rank"] == [process_id // 2, "KDIST_NODE_RANK"]
+        assert place["num_nodes"] == [2, "KDIST_NUM_NODES"]
+        assert place["local_process_id"] == [process_id % 2, "KDIST_LOCAL_PROCESS_ID"]
+        job_id = place["job_id"]
+        assert isinstance(job_id, list) and job_id[1] == "KDIST_JOB_ID"
+        assert str(job_id[0]).isdigit(), job_id  # the allocation's SLURM_JOB_ID
+    figure(
+        f"srun -N{NODES} --ntasks-per-node=1 kdist launch --nodes 2 -n 2 --rendezvous auto: "
+        f"4 processes gathered across the nodes, coordinator on {first.address}"
+    )
 
 
 # --- computing across the nodes -----------------------------------------------------------

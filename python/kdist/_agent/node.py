@@ -16,7 +16,7 @@ import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +38,8 @@ NODE_RANK_VARIABLE = "KDIST_NODE_RANK"
 NUM_NODES_VARIABLE = "KDIST_NUM_NODES"
 LOCAL_PROCESS_ID_VARIABLE = "KDIST_LOCAL_PROCESS_ID"
 JOB_ID_VARIABLE = "KDIST_JOB_ID"
+SLURM_NODE_NAME_VARIABLE = "SLURMD_NODENAME"  # Slurm's name for the node a task runs on
+SLURM_JOB_ID_VARIABLE = "SLURM_JOB_ID"  # --rendezvous auto's job id when --job-id is not given
 _WATCH_SECONDS = 0.5  # how often the watcher of the rendezvous looks up from its wait
 # kdist's records that name the job's first failure (kdist._local_job.job reads the same).
 _FAILURE_EVENTS = ("failed", "peer_failed", "died", "unreachable")
@@ -87,7 +89,12 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
     try:
         if options.rendezvous == "auto":
             options.rendezvous = _core.auto_rendezvous(dict(os.environ))
-            note(f"--rendezvous auto: {options.rendezvous} (the scheduler's first host)")
+            # The allocation names the job: two allocations never meet at one rendezvous.
+            options.job_id = options.job_id or os.environ.get(SLURM_JOB_ID_VARIABLE, "")
+            note(
+                f"--rendezvous auto: {options.rendezvous} (the scheduler's first host), "
+                f"job id {options.job_id!r}"
+            )
         address = _core.parse_address(options.rendezvous)
         ip = _core.host_addresses(address.host, 10.0)[0]
     except _errors.KdistError as error:
@@ -100,7 +107,7 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
         )
         return 2
     host = socket.gethostname()
-    node_name = options.node_name or host
+    node_name = options.node_name or default_node_name(os.environ, host)
     server = _serve_if_here(ip, address.port, options, note)
     try:
         agent = _core.RendezvousAgent(
@@ -142,6 +149,20 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
             server.stop()
         if agent_log is not None:
             agent_log.close()
+
+
+def default_node_name(environ: Mapping[str, str], host: str) -> str:
+    """This machine's name when --node-name is not given: the scheduler's name for it
+    (Slurm's SLURMD_NODENAME: a cluster's nodes may share one host name, as in containers),
+    else its host name.
+
+    Example:
+        >>> default_node_name({"SLURMD_NODENAME": "gpu17"}, "localhost")
+        'gpu17'
+        >>> default_node_name({}, "vm-3")
+        'vm-3'
+    """
+    return environ.get(SLURM_NODE_NAME_VARIABLE) or host
 
 
 def _serve_if_here(

@@ -180,9 +180,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(checked by binding), or by `kdist rendezvous serve`; `auto` under Slurm: the "
         "allocation's first host, a port from the job id",
     )
-    nodes.add_argument("--job-id", default="", metavar="ID", help="the job's id (default: none)")
     nodes.add_argument(
-        "--node-name", default="", metavar="NAME", help="this machine's name (default: its host)"
+        "--job-id",
+        default="",
+        metavar="ID",
+        help="the job's id (default: none; with --rendezvous auto, Slurm's SLURM_JOB_ID)",
+    )
+    nodes.add_argument(
+        "--node-name",
+        default="",
+        metavar="NAME",
+        help="this machine's name (default: Slurm's SLURMD_NODENAME, else the host name)",
     )
     nodes.add_argument(
         "--last-call",
