@@ -229,6 +229,30 @@ Result<NodeHello> DecodeNodeHello(std::string_view frame) {
   return hello;
 }
 
+namespace {
+
+// A reply as EncodeNodeReply writes its kind: fields another kind carries are
+// dropped, so a decoded reply means the same whichever fields a sender added.
+NodeReply OnlyItsKindsFields(NodeReply reply) {
+  const bool roster = reply.kind == NodeReplyKind::kRoster;
+  const bool end = reply.kind == NodeReplyKind::kEnd;
+  if (!roster) {
+    reply.node_rank = 0;
+    reply.processes_per_node = 0;
+    reply.coordinator_host.clear();
+    reply.coordinator_port = 0;
+    reply.nodes.clear();
+  }
+  if (!roster && !end) {
+    reply.attempt = 0;
+    reply.first_failure.clear();
+  }
+  if (!end) reply.exit_status = 0;
+  return reply;
+}
+
+}  // namespace
+
 Result<NodeReply> DecodeNodeReply(std::string_view frame) {
   KDIST_ASSIGN_OR_RETURN(const std::string_view payload,
                          FramePayload(frame, kFrameNodeReply, kChannel));
@@ -295,7 +319,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
     KDIST_RETURN_IF_ERROR(
         Require(seen, {{kTagAttempt, "attempt"}, {kTagExitStatus, "exit_status"}}, "end"));
   }
-  return reply;
+  return OnlyItsKindsFields(std::move(reply));
 }
 
 Result<NodeReport> DecodeNodeReport(std::string_view frame) {

@@ -182,6 +182,28 @@ TEST(NodeReply, AnUnknownKindIsMalformed) {
                      StatusCode::kInvalidArgument, "kind 9 is not known");
 }
 
+TEST(NodeReply, FieldsOfAnotherKindAreDropped) {
+  // A refusal that also carries a coordinator host, an exit status and a first
+  // failure (found by fuzz/rendezvous_wire: it decoded with the host, and its
+  // encoding, which writes a refusal's own fields only, decoded without).
+  using testing::RawField;
+  using testing::RawFrame;
+  using testing::RawInteger;
+  const std::string payload = RawField(2, RawInteger(1)) + RawField(16, RawInteger(3)) +
+                              RawField(11, RawInteger(1)) + RawField(19, "10.0.0.9") +
+                              RawField(22, RawInteger(7)) + RawField(21, "boom");
+  Result<NodeReply> decoded =
+      DecodeNodeReply(RawFrame(kProtocolVersion, kFrameNodeReply, payload));
+  KDIST_ASSERT_OK(decoded);
+  EXPECT_EQ(decoded->kind, NodeReplyKind::kRefused);
+  EXPECT_EQ(decoded->coordinator_host, "");
+  EXPECT_EQ(decoded->exit_status, 0);
+  EXPECT_EQ(decoded->first_failure, "");
+  Result<NodeReply> again = DecodeNodeReply(EncodeNodeReply(*decoded));
+  KDIST_ASSERT_OK(again);
+  EXPECT_EQ(again->coordinator_host, decoded->coordinator_host);
+}
+
 TEST(NodeReport, RoundTripsAndVerifies) {
   NodeReport in;
   in.sequence = 2;
