@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -29,10 +30,11 @@ def _agent(
     nodes: str = "2",
     env: dict[str, str] | None = None,
     program: str = "node_job.py",
+    rendezvous_host: str = "127.0.0.1",
 ):  # type: ignore[no-untyped-def]
     args = [
         sys.executable, "-m", "kdist", "launch", "--nodes", nodes,
-        "--rendezvous", f"127.0.0.1:{port}", "-n", "1", "--devices-per-process", "1",
+        "--rendezvous", f"{rendezvous_host}:{port}", "-n", "1", "--devices-per-process", "1",
         "--node-name", name, "--job-id", "t43", "--last-call", "2", "--grace", "5",
         *extra, "--", sys.executable, str(PROGRAMS / program),
     ]  # fmt: skip
@@ -82,6 +84,38 @@ def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Pa
                 assert line.startswith(f"[{_reports(line)[0]['process_id']}] "), line
     assert "serving the nodes' rendezvous" in done_b.stderr
     assert "ended with status 0" in done_b.stderr  # the rendezvous's table of attempts
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+def test_a_rendezvous_on_ipv6_loopback_forms_the_job(tmp_path: Path) -> None:
+    """`--rendezvous [::1]:PORT`: the agents meet over IPv6, the coordinator is node 0's
+    IPv6 address (bracketed in KERAS_DISTRIBUTION_JOB_ADDRESSES), and JAX's service and the
+    collective run there."""
+    port = _core.free_port()
+    with Spawned(tmp_path) as spawned:
+        b = _agent(spawned, port, "b", rendezvous_host="[::1]")
+        assert b.wait_for_stderr("serving the nodes' rendezvous", _BOUND), b.stderr()
+        a = _agent(spawned, port, "a", rendezvous_host="[::1]")
+        done_b, done_a = b.finish(_BOUND), a.finish(_BOUND)
+    assert done_a.returncode == 0, done_a.stderr
+    assert done_b.returncode == 0, done_b.stderr
+    assert f"serving the nodes' rendezvous on [::1]:{port}" in done_b.stderr
+    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
+    assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
+    for r in reports:
+        assert r["gathered"] == [0, 1]
+        variables = r["variables"]
+        assert isinstance(variables, dict)
+        assert str(variables["KERAS_DISTRIBUTION_JOB_ADDRESSES"]).startswith("[::1]:")
 
 
 def test_too_few_nodes_exit_75_naming_who_joined(tmp_path: Path) -> None:

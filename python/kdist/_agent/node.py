@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from kdist import _errors
 from kdist._local_job.attempt import Attempt, End, Hooks
-from kdist._local_job.environment import child_environment, without_job_variables
+from kdist._local_job.environment import child_environment, host_port, without_job_variables
 from kdist._local_job.gpu_split import CUDA_VISIBLE_DEVICES
 from kdist._local_job.job import Job
 from kdist._local_job.output import Output
@@ -184,13 +184,13 @@ def _serve_if_here(
     try:
         server.listen(ip, port)
     except _errors.PortInUseError:
-        note(f"the rendezvous port {ip}:{port} is taken here: another agent serves it")
+        note(f"the rendezvous port {host_port(ip, port)} is taken here: another agent serves it")
         return None
     except _errors.KdistError as error:
-        note(f"the rendezvous {ip}:{port} is not this machine's ({error}): joining it")
+        note(f"the rendezvous {host_port(ip, port)} is not this machine's ({error}): joining it")
         return None
     server.start()
-    note(f"this machine owns {ip}: serving the nodes' rendezvous on {ip}:{server.port}")
+    note(f"this machine owns {ip}: serving the nodes' rendezvous on {host_port(ip, server.port)}")
     return server
 
 
@@ -314,7 +314,7 @@ def _run_attempt(
             f"attempt {roster.attempt}: node {roster.node_rank} of {num_nodes} ({node_name}), "
             f"processes {first_id}-{first_id + n - 1} (pids "
             f"{', '.join(str(p.pid) for p in job.processes)}), coordinator "
-            f"{roster.coordinator_host}:{roster.coordinator_port}"
+            f"{host_port(roster.coordinator_host, roster.coordinator_port)}"
         )
 
     records = Path(tempfile.mkdtemp(prefix="kdist-node-"))

@@ -11,6 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 
+def host_port(host: str, port: int) -> str:
+    """HOST:PORT as addresses are written, an IPv6 host in brackets.
+
+    Example:
+        >>> from kdist._local_job.environment import host_port
+        >>> host_port("10.0.0.1", 80), host_port("::1", 80)
+        ('10.0.0.1:80', '[::1]:80')
+    """
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def child_environment(
     base: Mapping[str, str],
     *,
@@ -43,8 +54,7 @@ def child_environment(
         ('127.0.0.1:1234', '1')
     """
     env = dict(base)
-    where = f"[{host}]" if ":" in host else host
-    env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = f"{where}:{port}"
+    env["KERAS_DISTRIBUTION_JOB_ADDRESSES"] = host_port(host, port)
     env["KERAS_DISTRIBUTION_NUM_PROCESSES"] = str(num_processes)
     env["KERAS_DISTRIBUTION_PROCESS_ID"] = str(process_id)
     if devices_per_process is not None:
