@@ -118,6 +118,23 @@ def test_a_rendezvous_on_ipv6_loopback_forms_the_job(tmp_path: Path) -> None:
         assert str(variables["KERAS_DISTRIBUTION_JOB_ADDRESSES"]).startswith("[::1]:")
 
 
+def test_min_nodes_form_the_job_after_the_last_call(tmp_path: Path) -> None:
+    """--nodes 2:3 with two agents: no third comes, so the job forms with two once none
+    joined for --last-call (2 s), and runs with them."""
+    port = _core.free_port()
+    with Spawned(tmp_path) as spawned:
+        a = _agent(spawned, port, "a", nodes="2:3")
+        assert a.wait_for_stderr("serving the nodes' rendezvous", _BOUND), a.stderr()
+        b = _agent(spawned, port, "b", nodes="2:3")
+        done_a, done_b = a.finish(_BOUND), b.finish(_BOUND)
+    assert done_a.returncode == 0, done_a.stderr
+    assert done_b.returncode == 0, done_b.stderr
+    assert "the job forms when 3 have joined or none joins for 2 s more" in done_b.stderr
+    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
+    assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
+    assert all(r["num_processes"] == 2 for r in reports)
+
+
 def test_too_few_nodes_exit_75_naming_who_joined(tmp_path: Path) -> None:
     port = _core.free_port()
     with Spawned(tmp_path) as spawned:
