@@ -211,6 +211,16 @@ def test_a_failure_is_named_by_every_agent_and_the_same_failure_twice_ends_it(
         assert "at the same point" in done.stderr
     assert "attempt 1: node" in done_a.stderr  # restarted once, on the same nodes
     assert "attempt 2: node" not in done_a.stderr
+    # Each attempt's processes share a roll call token of their own: none from attempt 0
+    # could join attempt 1.
+    tokens: dict[str, set[object]] = {}
+    for r in _reports(done_a.stdout) + _reports(done_b.stdout):
+        variables = r["variables"]
+        assert isinstance(variables, dict)
+        tokens.setdefault(str(variables["KDIST_RESTART_COUNT"]), set()).add(r["token"])
+    assert sorted(tokens) == ["0", "1"], tokens
+    assert all(len(shared) == 1 for shared in tokens.values()), tokens
+    assert tokens["0"] != tokens["1"], tokens
 
 
 def test_an_agent_that_loses_the_rendezvous_stops_its_processes_and_exits_69(

@@ -5,6 +5,7 @@ NODE_JOB_FAIL=<process id>: that process raises after the collective (every atte
 NODE_JOB_SLEEP=<seconds>: every process sleeps that long after the collective.
 """
 
+import hashlib
 import json
 import os
 import time
@@ -25,6 +26,10 @@ print(
             "process_id": spec.process_id,
             "num_processes": spec.num_processes,
             "gathered": [int(x) for x in np.asarray(gathered).ravel()],
+            # Which roll call token this attempt's processes share (its digest only).
+            "token": hashlib.sha256(
+                os.environ.get("KDIST_ROLL_CALL_TOKEN", "").encode()
+            ).hexdigest()[:16],
             "place": {
                 name: [getattr(spec, name), spec.sources[name]]
                 for name in ("node_rank", "num_nodes", "local_process_id", "job_id")

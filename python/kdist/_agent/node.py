@@ -9,6 +9,8 @@ once: it never trains alone), 1 when the rendezvous refused it, otherwise the jo
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import shutil
 import signal
@@ -38,6 +40,7 @@ NODE_RANK_VARIABLE = "KDIST_NODE_RANK"
 NUM_NODES_VARIABLE = "KDIST_NUM_NODES"
 LOCAL_PROCESS_ID_VARIABLE = "KDIST_LOCAL_PROCESS_ID"
 JOB_ID_VARIABLE = "KDIST_JOB_ID"
+ROLL_CALL_TOKEN_VARIABLE = "KDIST_ROLL_CALL_TOKEN"  # each attempt's own (attempt_token)
 SLURM_NODE_NAME_VARIABLE = "SLURMD_NODENAME"  # Slurm's name for the node a task runs on
 SLURM_JOB_ID_VARIABLE = "SLURM_JOB_ID"  # --rendezvous auto's job id when --job-id is not given
 _WATCH_SECONDS = 0.5  # how often the watcher of the rendezvous looks up from its wait
@@ -165,6 +168,23 @@ def default_node_name(environ: Mapping[str, str], host: str) -> str:
     return environ.get(SLURM_NODE_NAME_VARIABLE) or host
 
 
+def attempt_token(token: str, job_id: str, attempt: int) -> str:
+    """The roll call's token for one attempt of the job: HMAC-SHA-256 of the attempt under
+    the job's token (under a fixed key without one, on loopback), so that a process left
+    over from another attempt (a SIGSTOPped one that wakes up) is refused at the roll call,
+    and the job's token itself never reaches the processes.
+
+    Example:
+        >>> attempt_token("s3cret", "run-7", 0) != attempt_token("s3cret", "run-7", 1)
+        True
+        >>> attempt_token("s3cret", "run-7", 1) == attempt_token("s3cret", "run-7", 1)
+        True
+    """
+    key = token.encode() if token else b"kdist launch --nodes (no token)"
+    message = f"kdist launch --nodes; job {job_id!r}; attempt {attempt}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
 def _serve_if_here(
     ip: str, port: int, options: NodeOptions, note: Callable[[str], None]
 ) -> RendezvousServer | None:
@@ -283,8 +303,7 @@ def _run_attempt(
         env[JOB_ID_VARIABLE] = options.job_id
         if options.gpus is not None:
             env[CUDA_VISIBLE_DEVICES] = options.gpus[local]
-        if options.token:
-            env["KDIST_ROLL_CALL_TOKEN"] = options.token
+        env[ROLL_CALL_TOKEN_VARIABLE] = attempt_token(options.token, options.job_id, roster.attempt)
         envs.append(env)
     log_files = None
     if options.log_dir is not None:
