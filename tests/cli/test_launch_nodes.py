@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers.support import PROGRAMS, Spawned, clean_env
+from helpers.support import PROGRAMS, Finished, Spawned, clean_env, has_ipv6_loopback
 from kdist import _core
 
 pytestmark = pytest.mark.multiprocess
@@ -86,28 +85,26 @@ def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Pa
     assert "ended with status 0" in done_b.stderr  # the rendezvous's table of attempts
 
 
-def _ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
-            sock.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
+def _two_nodes(tmp_path: Path, port: int, **options: str) -> tuple[Finished, Finished]:
+    """Agent "b" (it serves the rendezvous), then agent "a", both with `options`, to
+    their end (each must end with 0): (b, a)."""
+    with Spawned(tmp_path) as spawned:
+        b = _agent(spawned, port, "b", **options)
+        assert b.wait_for_stderr("serving the nodes' rendezvous", _BOUND), b.stderr()
+        a = _agent(spawned, port, "a", **options)
+        done_b, done_a = b.finish(_BOUND), a.finish(_BOUND)
+    assert done_a.returncode == 0, done_a.stderr
+    assert done_b.returncode == 0, done_b.stderr
+    return done_b, done_a
 
 
-@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
 def test_a_rendezvous_on_ipv6_loopback_forms_the_job(tmp_path: Path) -> None:
     """`--rendezvous [::1]:PORT`: the agents meet over IPv6, the coordinator is node 0's
     IPv6 address (bracketed in KERAS_DISTRIBUTION_JOB_ADDRESSES), and JAX's service and the
     collective run there."""
     port = _core.free_port()
-    with Spawned(tmp_path) as spawned:
-        b = _agent(spawned, port, "b", rendezvous_host="[::1]")
-        assert b.wait_for_stderr("serving the nodes' rendezvous", _BOUND), b.stderr()
-        a = _agent(spawned, port, "a", rendezvous_host="[::1]")
-        done_b, done_a = b.finish(_BOUND), a.finish(_BOUND)
-    assert done_a.returncode == 0, done_a.stderr
-    assert done_b.returncode == 0, done_b.stderr
+    done_b, done_a = _two_nodes(tmp_path, port, rendezvous_host="[::1]")
     assert f"serving the nodes' rendezvous on [::1]:{port}" in done_b.stderr
     reports = _reports(done_a.stdout) + _reports(done_b.stdout)
     assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
@@ -121,15 +118,8 @@ def test_a_rendezvous_on_ipv6_loopback_forms_the_job(tmp_path: Path) -> None:
 def test_min_nodes_form_the_job_after_the_last_call(tmp_path: Path) -> None:
     """--nodes 2:3 with two agents: no third comes, so the job forms with two once none
     joined for --last-call (2 s), and runs with them."""
-    port = _core.free_port()
-    with Spawned(tmp_path) as spawned:
-        a = _agent(spawned, port, "a", nodes="2:3")
-        assert a.wait_for_stderr("serving the nodes' rendezvous", _BOUND), a.stderr()
-        b = _agent(spawned, port, "b", nodes="2:3")
-        done_a, done_b = a.finish(_BOUND), b.finish(_BOUND)
-    assert done_a.returncode == 0, done_a.stderr
-    assert done_b.returncode == 0, done_b.stderr
-    assert "the job forms when 3 have joined or none joins for 2 s more" in done_b.stderr
+    done_b, done_a = _two_nodes(tmp_path, _core.free_port(), nodes="2:3")
+    assert "the job forms when 3 have joined or none joins for 2 s more" in done_a.stderr
     reports = _reports(done_a.stdout) + _reports(done_b.stdout)
     assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
     assert all(r["num_processes"] == 2 for r in reports)

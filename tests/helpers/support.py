@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -112,6 +113,16 @@ def wait_until_gone(pids: Sequence[int], timeout: float = 15) -> list[int]:
             return []
         time.sleep(0.05)
     return [pid for pid in pids if alive(pid)]
+
+
+def has_ipv6_loopback() -> bool:
+    """Whether this machine can bind ::1 (some containers have no IPv6)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
 
 
 def clean_env(devices: int = 2, **extra: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ import pytest
 
 import kdist
 from helpers import bench_module
-from helpers.support import run_python
+from helpers.support import has_ipv6_loopback, run_python
 from kdist import _core
 from kdist._cli.main import build_parser
 
@@ -22,21 +22,12 @@ def _bindable(family: socket.AddressFamily, host: str, port: int) -> bool:
     return True
 
 
-def _has_ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
-            sock.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
-
-
 def test_free_port_is_free_on_ipv4_and_ipv6_loopback() -> None:
     for _ in range(5):
         port = _core.free_port()
         assert 0 < port < 65536
         assert _bindable(socket.AF_INET, "127.0.0.1", port)
-        if _has_ipv6_loopback():
+        if has_ipv6_loopback():
             assert _bindable(socket.AF_INET6, "::1", port)
 
 
