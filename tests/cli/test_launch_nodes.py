@@ -48,19 +48,30 @@ def _reports(text: str) -> list[dict[str, object]]:
     ]
 
 
-def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Path) -> None:
-    port = _core.free_port()
+def _two_nodes(tmp_path: Path, port: int, **options: str) -> tuple[Finished, Finished]:
+    """Agent "b" (it serves the rendezvous), then agent "a", both with `options`, to
+    their end (each must end with 0): (b, a)."""
     with Spawned(tmp_path) as spawned:
-        b = _agent(spawned, port, "b")
-        time.sleep(1.0)  # the second agent starts after the first one serves
-        a = _agent(spawned, port, "a")
+        b = _agent(spawned, port, "b", **options)
+        assert b.wait_for_stderr("serving the nodes' rendezvous", _BOUND), b.stderr()
+        a = _agent(spawned, port, "a", **options)
         done_b, done_a = b.finish(_BOUND), a.finish(_BOUND)
     assert done_a.returncode == 0, done_a.stderr
     assert done_b.returncode == 0, done_b.stderr
-    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
+    return done_b, done_a
+
+
+def _gathered(*done: Finished) -> list[dict[str, object]]:
+    """The two processes' reports: ids 0 and 1, each of which gathered both ids."""
+    reports = [r for d in done for r in _reports(d.stdout)]
     assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
-    for r in reports:
-        assert r["gathered"] == [0, 1]
+    assert all(r["gathered"] == [0, 1] for r in reports), reports
+    return reports
+
+
+def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Path) -> None:
+    done_b, done_a = _two_nodes(tmp_path, _core.free_port())
+    for r in _gathered(done_a, done_b):
         variables = r["variables"]
         assert isinstance(variables, dict)
         assert variables["KDIST_NUM_NODES"] == "2"
@@ -85,19 +96,6 @@ def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Pa
     assert "ended with status 0" in done_b.stderr  # the rendezvous's table of attempts
 
 
-def _two_nodes(tmp_path: Path, port: int, **options: str) -> tuple[Finished, Finished]:
-    """Agent "b" (it serves the rendezvous), then agent "a", both with `options`, to
-    their end (each must end with 0): (b, a)."""
-    with Spawned(tmp_path) as spawned:
-        b = _agent(spawned, port, "b", **options)
-        assert b.wait_for_stderr("serving the nodes' rendezvous", _BOUND), b.stderr()
-        a = _agent(spawned, port, "a", **options)
-        done_b, done_a = b.finish(_BOUND), a.finish(_BOUND)
-    assert done_a.returncode == 0, done_a.stderr
-    assert done_b.returncode == 0, done_b.stderr
-    return done_b, done_a
-
-
 @pytest.mark.skipif(not has_ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
 def test_a_rendezvous_on_ipv6_loopback_forms_the_job(tmp_path: Path) -> None:
     """`--rendezvous [::1]:PORT`: the agents meet over IPv6, the coordinator is node 0's
@@ -106,10 +104,7 @@ def test_a_rendezvous_on_ipv6_loopback_forms_the_job(tmp_path: Path) -> None:
     port = _core.free_port()
     done_b, done_a = _two_nodes(tmp_path, port, rendezvous_host="[::1]")
     assert f"serving the nodes' rendezvous on [::1]:{port}" in done_b.stderr
-    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
-    assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
-    for r in reports:
-        assert r["gathered"] == [0, 1]
+    for r in _gathered(done_a, done_b):
         variables = r["variables"]
         assert isinstance(variables, dict)
         assert str(variables["KERAS_DISTRIBUTION_JOB_ADDRESSES"]).startswith("[::1]:")
@@ -120,9 +115,7 @@ def test_min_nodes_form_the_job_after_the_last_call(tmp_path: Path) -> None:
     joined for --last-call (2 s), and runs with them."""
     done_b, done_a = _two_nodes(tmp_path, _core.free_port(), nodes="2:3")
     assert "the job forms when 3 have joined or none joins for 2 s more" in done_a.stderr
-    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
-    assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
-    assert all(r["num_processes"] == 2 for r in reports)
+    assert all(r["num_processes"] == 2 for r in _gathered(done_a, done_b))
 
 
 def test_too_few_nodes_exit_75_naming_who_joined(tmp_path: Path) -> None:
