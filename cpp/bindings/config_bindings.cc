@@ -53,11 +53,15 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"consistency", spec.consistency.source},
       {"stop_signals", spec.stop_signals.source},
       {"stall_timeout", spec.stall_timeout.source},
-      {"restart_count", spec.restart_count.source},
-      {"node_rank", spec.node_rank.source},
-      {"num_nodes", spec.num_nodes.source},
-      {"local_process_id", spec.local_process_id.source},
-      {"job_id", spec.job_id.source}};
+      {"restart_count", spec.restart_count.source}};
+  // Where a process of `kdist launch --nodes` sits: only what the agent set.
+  for (const auto& [name, source] :
+       {std::pair{"node_rank", &spec.node_rank.source},
+        std::pair{"num_nodes", &spec.num_nodes.source},
+        std::pair{"local_process_id", &spec.local_process_id.source},
+        std::pair{"job_id", &spec.job_id.source}}) {
+    if (!source->empty() && *source != "default") sources[name] = *source;
+  }
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
 }

@@ -61,8 +61,8 @@ struct ClusterSpec {
   Sourced<int64_t> restart_count;
   // Where this process sits when `kdist launch --nodes` started it
   // (config/node_place.h): its machine's rank, the number of machines, its index
-  // on its machine, the job's id; nullopt / "" (source "default") when nothing
-  // says. Not part of the fingerprint.
+  // on its machine, the job's id; nullopt / "" (source "default") when not set.
+  // Not part of the fingerprint.
   Sourced<std::optional<int64_t>> node_rank;
   Sourced<std::optional<int64_t>> num_nodes;
   Sourced<std::optional<int64_t>> local_process_id;

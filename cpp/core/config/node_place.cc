@@ -24,22 +24,14 @@ Result<Sourced<std::optional<int64_t>>> Whole(const std::optional<Raw>& raw, int
 
 }  // namespace
 
-Status ResolveNodePlace(const Environment& env, const std::optional<Detection>& detected,
-                        ClusterSpec& spec) {
+Status ResolveNodePlace(const Environment& env, ClusterSpec& spec) {
   KDIST_ASSIGN_OR_RETURN(spec.node_rank, Whole(Pick(std::nullopt, "", env, kEnvNodeRank), 0,
                                                "this machine's rank among the job's machines"));
   KDIST_ASSIGN_OR_RETURN(spec.num_nodes, Whole(Pick(std::nullopt, "", env, kEnvNumNodes), 1,
                                                "how many machines run the job"));
-  constexpr std::string_view kLocal = "this process's index among its machine's processes";
   KDIST_ASSIGN_OR_RETURN(spec.local_process_id,
-                         Whole(Pick(std::nullopt, "", env, kEnvLocalProcessId), 0, kLocal));
-  if (!spec.local_process_id.value && detected) {
-    // The scheduler's local rank describes; one it wrote wrongly is left out here
-    // (config/local_devices.h names it where it would decide something).
-    Result<Sourced<std::optional<int64_t>>> scheduler =
-        Whole(FromDetection(detected->local_rank, detected->detector), 0, kLocal);
-    if (scheduler.ok()) spec.local_process_id = *scheduler;
-  }
+                         Whole(Pick(std::nullopt, "", env, kEnvLocalProcessId), 0,
+                               "this process's index among its machine's processes"));
   const std::string* job_id = Lookup(env, kEnvJobId);
   spec.job_id = job_id != nullptr && !job_id->empty()
                     ? Sourced<std::string>{*job_id, std::string(kEnvJobId)}

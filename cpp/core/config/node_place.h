@@ -1,20 +1,19 @@
 // Where this process sits among the job's machines when `kdist launch --nodes`
 // started it: its machine's rank (KDIST_NODE_RANK), the number of machines
 // (KDIST_NUM_NODES), its index among its machine's processes
-// (KDIST_LOCAL_PROCESS_ID, else the detected scheduler's local rank) and the
-// job's id (KDIST_JOB_ID). Read from the environment only (the agent sets them
-// for each process); shown by cluster_spec() and `kdist doctor` with their
-// sources. Not part of the fingerprint: they describe, they decide nothing.
+// (KDIST_LOCAL_PROCESS_ID) and the job's id (KDIST_JOB_ID). Read from the
+// environment only (the agent sets them for each process; a scheduler's own
+// layout is the detectors'); shown by cluster_spec() and `kdist doctor` with
+// their sources when set. Not part of the fingerprint: they describe, they
+// decide nothing.
 #ifndef KDIST_CONFIG_NODE_PLACE_H_
 #define KDIST_CONFIG_NODE_PLACE_H_
 
-#include <optional>
 #include <string_view>
 
 #include "base/environment.h"
 #include "base/status.h"
 #include "config/cluster_spec.h"
-#include "config/clusters/detection.h"
 
 namespace kdist {
 
@@ -26,8 +25,7 @@ inline constexpr std::string_view kEnvJobId = "KDIST_JOB_ID";
 // Fills spec.node_rank, num_nodes, local_process_id and job_id. InvalidArgument
 // naming the variable for a value that is not a non-negative integer (a count
 // below 1), or a node rank not below the number of nodes.
-Status ResolveNodePlace(const Environment& env, const std::optional<Detection>& detected,
-                        ClusterSpec& spec);
+Status ResolveNodePlace(const Environment& env, ClusterSpec& spec);
 
 }  // namespace kdist
 

@@ -504,7 +504,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env,
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   KDIST_RETURN_IF_ERROR(ResolveCollectives(env, spec));
   KDIST_ASSIGN_OR_RETURN(spec.restart_count, ResolveRestartCount(env, fill.detected));
-  KDIST_RETURN_IF_ERROR(ResolveNodePlace(env, fill.detected, spec));
+  KDIST_RETURN_IF_ERROR(ResolveNodePlace(env, spec));
   return spec;
 }
 

@@ -19,7 +19,7 @@ Environment NodeJob() {
 
 TEST(NodePlace, WhatTheAgentSetsIsShownWithItsVariable) {
   ClusterSpec spec;
-  KDIST_ASSERT_OK(ResolveNodePlace(NodeJob(), std::nullopt, spec));
+  KDIST_ASSERT_OK(ResolveNodePlace(NodeJob(), spec));
   EXPECT_EQ(spec.node_rank.value, std::optional<int64_t>(2));
   EXPECT_EQ(spec.node_rank.source, "KDIST_NODE_RANK");
   EXPECT_EQ(spec.num_nodes.value, std::optional<int64_t>(3));
@@ -32,7 +32,7 @@ TEST(NodePlace, WhatTheAgentSetsIsShownWithItsVariable) {
 
 TEST(NodePlace, NothingSetIsNothingFromDefault) {
   ClusterSpec spec;
-  KDIST_ASSERT_OK(ResolveNodePlace({}, std::nullopt, spec));
+  KDIST_ASSERT_OK(ResolveNodePlace({}, spec));
   EXPECT_EQ(spec.node_rank.value, std::nullopt);
   EXPECT_EQ(spec.node_rank.source, "default");
   EXPECT_EQ(spec.num_nodes.value, std::nullopt);
@@ -42,22 +42,10 @@ TEST(NodePlace, NothingSetIsNothingFromDefault) {
   EXPECT_EQ(spec.job_id.source, "default");
 }
 
-TEST(NodePlace, TheLocalIdFallsBackOnTheSchedulersLocalRank) {
+TEST(NodePlace, ASchedulersLocalRankIsNotTheAgents) {
+  // SLURM_LOCALID describes Slurm's layout (the detectors read it); only the agent's
+  // variables say where a process sits among kdist's nodes.
   auto spec = Resolve(Request{}, testing::SlurmStep());
-  KDIST_ASSERT_OK(spec);
-  EXPECT_EQ(spec->local_process_id.source, "slurm (SLURM_LOCALID)");
-  EXPECT_EQ(spec->node_rank.value, std::nullopt);
-  // The agent's own variable wins.
-  Environment env = testing::SlurmStep();
-  env["KDIST_LOCAL_PROCESS_ID"] = "1";
-  spec = Resolve(Request{}, env);
-  KDIST_ASSERT_OK(spec);
-  EXPECT_EQ(spec->local_process_id.value, std::optional<int64_t>(1));
-  EXPECT_EQ(spec->local_process_id.source, "KDIST_LOCAL_PROCESS_ID");
-  // One the scheduler wrote wrongly is left out: it describes, it decides nothing here.
-  env = testing::SlurmStep();
-  env["SLURM_LOCALID"] = "-1";
-  spec = Resolve(Request{}, env);
   KDIST_ASSERT_OK(spec);
   EXPECT_EQ(spec->local_process_id.value, std::nullopt);
   EXPECT_EQ(spec->local_process_id.source, "default");
@@ -67,15 +55,15 @@ TEST(NodePlace, ABadValueIsNamedWithWhatWasExpected) {
   Environment env = NodeJob();
   env["KDIST_NODE_RANK"] = "two";
   ClusterSpec spec;
-  KDIST_EXPECT_ERROR(ResolveNodePlace(env, std::nullopt, spec), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(ResolveNodePlace(env, spec), StatusCode::kInvalidArgument,
                      "KDIST_NODE_RANK=\"two\" (from the environment)");
   env = NodeJob();
   env["KDIST_NUM_NODES"] = "0";
-  KDIST_EXPECT_ERROR(ResolveNodePlace(env, std::nullopt, spec), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(ResolveNodePlace(env, spec), StatusCode::kInvalidArgument,
                      "expected an integer of at least 1 (how many machines run the job");
   env = NodeJob();
   env["KDIST_NODE_RANK"] = "3";
-  KDIST_EXPECT_ERROR(ResolveNodePlace(env, std::nullopt, spec), StatusCode::kInvalidArgument,
+  KDIST_EXPECT_ERROR(ResolveNodePlace(env, spec), StatusCode::kInvalidArgument,
                      "KDIST_NODE_RANK=\"3\" (from the environment) is not below "
                      "KDIST_NUM_NODES=\"3\"");
 }

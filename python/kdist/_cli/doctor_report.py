@@ -366,19 +366,15 @@ def _jax_tested(version: str | None) -> str | None:
 
 
 def _node_place_rows(spec: _core.ClusterSpec) -> list[tuple[str, str]]:
-    """Where this process sits among the machines of a `kdist launch --nodes` job: rows
-    only when something says (a scheduler's local rank alone says little)."""
-    if spec.node_rank is None and spec.num_nodes is None and not spec.job_id:
-        return []
-    return [
-        ("node_rank", "(not set)" if spec.node_rank is None else str(spec.node_rank)),
-        ("num_nodes", "(not set)" if spec.num_nodes is None else str(spec.num_nodes)),
-        (
-            "local_process_id",
-            "(not set)" if spec.local_process_id is None else str(spec.local_process_id),
-        ),
-        ("job_id", spec.job_id or "(not set)"),
-    ]
+    """Where this process sits among the machines of a `kdist launch --nodes` job: a row
+    for each value the agent set (cluster_spec().sources has those only)."""
+    values = {
+        "node_rank": spec.node_rank,
+        "num_nodes": spec.num_nodes,
+        "local_process_id": spec.local_process_id,
+        "job_id": spec.job_id,
+    }
+    return [(name, str(value)) for name, value in values.items() if name in spec.sources]
 
 
 def _format_ids(ids: list[int] | None) -> str:

@@ -510,9 +510,9 @@ def cluster_spec() -> _core.ClusterSpec | None:
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
     "heartbeat_timeout", "shutdown_timeout", "unreachable_timeout", "on_peer_failure",
-    "consistency", "stop_signals", "stall_timeout", "restart_count", "node_rank",
-    "num_nodes", "local_process_id" and "job_id" (and, after initialize(),
-    "seed") to "argument", an environment variable's name (JAX's own
+    "consistency", "stop_signals", "stall_timeout" and "restart_count" (and, after
+    initialize(), "seed"; in a process of `kdist launch --nodes`, "node_rank", "num_nodes",
+    "local_process_id" and "job_id") to "argument", an environment variable's name (JAX's own
     JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS
     and JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its
     variables ("slurm (SLURM_PROCID)"), "job_addresses" (counted from the list) or
@@ -525,10 +525,9 @@ def cluster_spec() -> _core.ClusterSpec | None:
     (KDIST_RESTART_COUNT, else SLURM_RESTART_COUNT or TORCHELASTIC_RESTART_COUNT,
     else 0). `node_rank`, `num_nodes`, `local_process_id` and `job_id` say where this
     process sits when `kdist launch --nodes` started it (KDIST_NODE_RANK, KDIST_NUM_NODES,
-    KDIST_LOCAL_PROCESS_ID, KDIST_JOB_ID; None or "" otherwise; the local id falls back on
-    the scheduler's local rank). After the roll call, `compared_environment` is this
-    process's environment fingerprint as the processes compared it, and
-    `consistency_notes` the differences let pass.
+    KDIST_LOCAL_PROCESS_ID, KDIST_JOB_ID; None or "" otherwise). After the roll call,
+    `compared_environment` is this process's environment fingerprint as the processes
+    compared it, and `consistency_notes` the differences let pass.
 
     Example:
         >>> import kdist
