@@ -58,8 +58,12 @@ ConnectionLoss ClassifyConnectionEnd(int error) {
 
 LiveNotice LostConnectionNotice(const LiveMember& peer, const ConnectionEnd& end,
                                 std::string closed_message) {
-  LiveNotice notice{LiveKind::kDied, peer.process_id, peer.host, peer.pid,
-                    std::move(closed_message), true};
+  LiveNotice notice;
+  notice.kind = LiveKind::kDied;
+  notice.process_id = peer.process_id;
+  notice.host = peer.host;
+  notice.pid = peer.pid;
+  notice.message = std::move(closed_message);
   if (ClassifyConnectionEnd(end.error) == ConnectionLoss::kUnreachable) {
     const int64_t window =
         std::chrono::duration_cast<std::chrono::milliseconds>(end.unreachable_timeout).count();
