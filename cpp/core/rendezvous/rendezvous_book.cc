@@ -204,16 +204,30 @@ std::vector<NodeMessage> RendezvousBook::Tick(Nanos now) {
   if (joined >= options_.min_nodes && now - last_join_ >= options_.last_call) return Seal();
   if (now - start_ >= options_.join_timeout) {
     exit_status_ = kExitNotEnoughNodes;
+    if (!lost_.empty() && !attempts_.empty()) {
+      attempts_.back().ended += "; fewer than MIN nodes came back";
+    }
     return EndAll(StatusCode::kDeadlineExceeded,
                   "the nodes' rendezvous timed out after " + Seconds(options_.join_timeout) +
                       " (--join-timeout) with " + std::to_string(joined) + " of " +
                       NodesText(options_.min_nodes, options_.max_nodes) + " nodes joined (" +
-                      JoinedList() + "); start `kdist launch --nodes` with the same "
-                      "--rendezvous on " + std::to_string(options_.min_nodes - joined) +
+                      JoinedList() + ")" + LostText(now) + "; start `kdist launch --nodes` "
+                      "with the same --rendezvous on " +
+                      std::to_string(options_.min_nodes - joined) +
                       " more machine(s), or lower --nodes MIN",
                   kExitNotEnoughNodes);
   }
   return {};
+}
+
+std::string RendezvousBook::LostText(Nanos now) const {
+  if (lost_.empty()) return "";
+  std::vector<std::string> parts;
+  for (const LostNode& lost : lost_) {
+    parts.push_back(lost.text + " lost since " + Seconds(now - lost.since) + " ago (attempt " +
+                    std::to_string(lost.attempt) + ")");
+  }
+  return "; the job had lost " + Join(parts, ", ");
 }
 
 std::optional<Nanos> RendezvousBook::NextDeadline() const {
@@ -244,6 +258,10 @@ std::string RendezvousBook::ProgressLine(Nanos now) const {
 
 std::vector<NodeMessage> RendezvousBook::Seal() {
   phase_ = Phase::kRunning;
+  // After a gathering that followed a loss, the attempt after the last one.
+  const std::string after_loss = lost_.empty() ? "" : attempts_.back().ended;
+  if (!attempts_.empty()) ++attempt_;
+  lost_.clear();
   // Node 0: the first agent on the rendezvous's own machine, else the first admitted;
   // the others keep their order of admission.
   auto local = std::find_if(nodes_.begin(), nodes_.end(),
@@ -257,7 +275,7 @@ std::vector<NodeMessage> RendezvousBook::Seal() {
       return std::string("node ?");
     });
   }
-  return Rosters("");
+  return Rosters(after_loss);
 }
 
 std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failure) {
@@ -328,7 +346,7 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
 }
 
 std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeReport& report,
-                                                std::string_view frame, Nanos /*now*/) {
+                                                std::string_view frame, Nanos now) {
   Node* node = NodeOn(connection);
   if (node == nullptr) {
     return {Refuse(connection, StatusCode::kFailedPrecondition,
@@ -366,7 +384,7 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
                                std::to_string(report.exit_status);
     first_failure_status_ = report.exit_status;
   }
-  return AfterAttempt();
+  return AfterAttempt(now);
 }
 
 std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
@@ -383,30 +401,30 @@ std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
   }
   Node* node = NodeOn(connection);
   if (node == nullptr || phase_ == Phase::kEnded) return {};
+  // Its processes are ended by the liveness channel (or by its own agent, cut off);
+  // what the attempt's end means is decided once every other node has reported.
   node->lost = true;
-  if (!node->reported) {
-    node->reported = true;
-    if (first_failure_.empty()) {
-      first_failure_ = "node " + node->hello.node_name + " (host " + SafeText(node->hello.host) +
-                       ", at " + node->peer_host + ") lost the rendezvous";
-      first_failure_status_ = 1;
-      first_failure_named_ = true;
-    }
-  }
-  return AfterAttempt();
+  node->lost_since = now;
+  node->reported = true;
+  return AfterAttempt(now);
 }
 
-std::vector<NodeMessage> RendezvousBook::AfterAttempt() {
+std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
   bool any_lost = false;
+  bool any_survivor = false;
   for (const Node& node : nodes_) {
     if (!node.reported) return {};
     any_lost = any_lost || node.lost;
+    any_survivor = any_survivor || !node.lost;
   }
   AttemptRecord& record = attempts_.back();
-  if (first_failure_.empty()) {
+  // Every survivor's processes passed: the job finished (its processes could not have
+  // without the lost node's).
+  if (first_failure_.empty() && any_survivor) {
     record.ended = "passed";
     return EndAll(StatusCode::kOk, "every node's processes passed", 0);
   }
+  if (any_lost) return Reform(now);
   record.ended = first_failure_;
   record.exit_status = first_failure_status_;
   if (!previous_failure_.empty() && first_failure_ == previous_failure_) {
@@ -416,17 +434,79 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt() {
                       first_failure_ + "); not restarting again",
                   1);
   }
-  if (any_lost || attempt_ >= options_.max_restarts) {
+  if (counted_restarts_ >= options_.max_restarts) {
     return EndAll(StatusCode::kFailedPrecondition,
-                  any_lost ? "a node was lost: " + first_failure_
-                           : "the job failed and no restart is left (--max-restarts " +
-                                 std::to_string(options_.max_restarts) + "): " + first_failure_,
+                  "the job failed and no restart is left (--max-restarts " +
+                      std::to_string(options_.max_restarts) + "): " + first_failure_,
                   first_failure_status_);
   }
+  ++counted_restarts_;
   previous_failure_ = first_failure_;
   const std::string failure = first_failure_;
   ++attempt_;
   return Rosters(failure);
+}
+
+std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
+  AttemptRecord& record = attempts_.back();
+  std::vector<std::string> names;
+  std::vector<Node> survivors;
+  for (Node& node : nodes_) {
+    if (!node.lost) {
+      survivors.push_back(std::move(node));
+      continue;
+    }
+    const std::string text = "node " + node.hello.node_name + " (host " +
+                             SafeText(node.hello.host) + ", at " + node.peer_host + ")";
+    names.push_back(text);
+    lost_.push_back({text, attempt_, node.lost_since});
+    if (consistency_.has_value()) consistency_->Remove(node.id);
+  }
+  nodes_ = std::move(survivors);
+  const std::string cause = "node lost: " + Join(names, ", ");
+  record.ended = cause;
+  record.exit_status = 0;
+  record.counted = false;
+  previous_failure_.clear();  // a program's failure is compared with the same shape's only
+  first_failure_ = cause;
+  // The thrash guard: the re-forms within the window, this one included.
+  reforms_.erase(std::remove_if(reforms_.begin(), reforms_.end(),
+                                [&](const auto& r) { return now - r.first >= options_.reform_window; }),
+                 reforms_.end());
+  reforms_.emplace_back(now, "attempt " + std::to_string(attempt_) + ": " + cause);
+  if (static_cast<int64_t>(reforms_.size()) > options_.max_reforms) {
+    std::vector<std::string> causes;
+    for (const auto& r : reforms_) causes.push_back(r.second);
+    return EndAll(StatusCode::kFailedPrecondition,
+                  "the job re-formed " + std::to_string(reforms_.size()) + " times within " +
+                      Seconds(options_.reform_window) + " (more than " +
+                      std::to_string(options_.max_reforms) +
+                      ": the thrash guard ends it): " + Join(causes, "; "),
+                  1);
+  }
+  if (static_cast<int64_t>(nodes_.size()) >= options_.min_nodes) {
+    lost_.clear();
+    ++attempt_;
+    return Rosters(cause);
+  }
+  // Fewer than MIN: gather again, the survivors admitted already, for --join-timeout.
+  phase_ = Phase::kGathering;
+  start_ = now;
+  last_join_ = now;
+  if (nodes_.empty()) consistency_.reset();
+  std::vector<NodeMessage> out;
+  const std::string line = cause + "; " + std::to_string(nodes_.size()) + " of " +
+                           NodesText(options_.min_nodes, options_.max_nodes) +
+                           " nodes remain: gathering again (" + ProgressLine(now) + ")";
+  for (const Node& node : nodes_) {
+    NodeMessage m;
+    m.connection = node.connection;
+    m.reply.kind = NodeReplyKind::kWaiting;
+    m.reply.message = line;
+    m.reply.first_failure = cause;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 std::vector<std::string> RendezvousBook::NodeNames() const {
@@ -448,6 +528,7 @@ std::string RendezvousBook::AttemptTable() const {
     const int64_t n = static_cast<int64_t>(record.nodes.size());
     std::string ended = record.ended.empty() ? "running" : record.ended;
     if (record.exit_status != 0) ended += " (status " + std::to_string(record.exit_status) + ")";
+    if (!record.counted) ended += " (not counted against --max-restarts)";
     out += std::to_string(record.attempt) + "        " + std::to_string(n) + "      " +
            std::to_string(n * options_.processes_per_node) + "          " + Join(record.nodes, ",") +
            ": " + ended + "\n";

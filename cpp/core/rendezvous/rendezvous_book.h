@@ -27,9 +27,16 @@
 // for that attempt (in its hello, then in each report).
 //
 // After an attempt (every node reported, or was lost): all passed -> the end,
-// status 0; a failure -> the same nodes again while restarts are left, unless the
-// first failure is the same as the previous attempt's (then the end, status 1);
-// otherwise the end with the first failure's status. The first failure is the
+// status 0; a node lost (its connection closed or its host unreachable) -> the
+// next attempt without it, at once, while at least MIN nodes remain (survivors
+// keep their order, so node 0 stays the rendezvous's machine); it does not count
+// against --max-restarts, the thrash guard does: more than `max_reforms` re-forms
+// within `reform_window` end the job with status 1, naming each cause. Fewer
+// than MIN remain -> gathering again (returning or new nodes are admitted) for up
+// to `join_timeout`, then the end with 75 naming each lost node, its host and
+// since when. A failure -> the same nodes again while restarts are left, unless
+// the first failure is the same as the previous attempt's (then the end, status
+// 1); otherwise the end with the first failure's status. The first failure is the
 // first report received that names one (its text), else the first failed report.
 #ifndef KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 #define KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
@@ -39,6 +46,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -62,6 +70,10 @@ struct RendezvousOptions {
   Nanos last_call = std::chrono::seconds(30);
   Nanos join_timeout = std::chrono::seconds(300);
   int64_t max_restarts = 0;
+  // The thrash guard: more than this many re-forms (a node lost) within
+  // `reform_window` end the job with status 1.
+  int64_t max_reforms = 4;
+  Nanos reform_window = std::chrono::minutes(10);
   std::string token;  // "" only on loopback (the caller's rule)
   // Environment entries whose difference refuses a node; the others are notes.
   std::vector<std::string> must_match = {"jax", "jaxlib", "device platform", "local devices"};
@@ -135,12 +147,20 @@ class RendezvousBook {
     int64_t last_sequence = 1;
     bool reported = false;
     bool lost = false;
+    Nanos lost_since{0};
+  };
+  // A node lost while the job ran, as the 75 at the end of a new gathering names it.
+  struct LostNode {
+    std::string text;  // "node b (host box-b, at 10.0.0.2)"
+    int64_t attempt = 0;
+    Nanos since{0};
   };
   struct AttemptRecord {
     int64_t attempt = 0;
     std::vector<std::string> nodes;
     std::string ended;  // "passed", the first failure, "lost node b"
     int64_t exit_status = 0;
+    bool counted = true;  // against --max-restarts (a lost node's is not)
   };
 
   NodeMessage Refuse(uint64_t connection, StatusCode code, std::string message) const;
@@ -149,11 +169,14 @@ class RendezvousBook {
   std::vector<NodeMessage> Seal();
   std::vector<NodeMessage> Rosters(const std::string& first_failure);
   std::vector<NodeMessage> EndAll(StatusCode code, std::string message, int64_t status);
-  std::vector<NodeMessage> AfterAttempt();
+  std::vector<NodeMessage> AfterAttempt(Nanos now);
+  // Every lost node gone: the next attempt without them, or a new gathering.
+  std::vector<NodeMessage> Reform(Nanos now);
+  std::string LostText(Nanos now) const;
   Node* NodeOn(uint64_t connection);
 
   RendezvousOptions options_;
-  Nanos start_;
+  Nanos start_;  // of the gathering in progress (the first, or one after a loss)
   Nanos last_join_{0};
   Phase phase_ = Phase::kGathering;
   int64_t attempt_ = 0;
@@ -167,6 +190,9 @@ class RendezvousBook {
   int64_t first_failure_status_ = 0;
   bool first_failure_named_ = false;  // from a report's own text, not a generic one
   std::string previous_failure_;
+  int64_t counted_restarts_ = 0;  // against --max-restarts
+  std::vector<LostNode> lost_;    // since the last attempt that ran with MIN or more
+  std::vector<std::pair<Nanos, std::string>> reforms_;  // within the window: when, why
   std::vector<AttemptRecord> attempts_;
 };
 

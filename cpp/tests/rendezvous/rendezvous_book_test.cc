@@ -378,20 +378,180 @@ TEST(RendezvousBook, NoRestartLeftEndsWithTheFirstFailuresStatus) {
       << book.AttemptTable();
 }
 
-TEST(RendezvousBook, ALostNodeEndsTheJobNamingIt) {
+// Three nodes formed at MAX: a (on the rendezvous's machine), b, c, in that rank order.
+struct ThreeNodes {
+  explicit ThreeNodes(RendezvousOptions options) : book(std::move(options), Nanos(0)) {
+    (void)Join(book, a, seconds(1));
+    (void)Join(book, b, seconds(2));
+    (void)Join(book, c, seconds(3));
+  }
+  RendezvousBook book;
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  Agent c = MakeAgent(3, "c", "10.0.0.3");
+};
+
+TEST(RendezvousBook, ALostNodeFormsTheNextAttemptWithoutItOnceTheOthersReported) {
+  RendezvousOptions options = Options(2, 3);
+  options.max_restarts = 0;  // a lost node does not count against it
+  ThreeNodes job(options);
+  ASSERT_EQ(job.book.phase(), RendezvousBook::Phase::kRunning);
+  EXPECT_TRUE(job.book.Leave(job.c.connection, seconds(10)).empty());  // the others still run
+  EXPECT_TRUE(Report(job.book, job.b, 0, 1, "", 42002, seconds(11)).empty());
+  const auto rosters = OfKind(
+      Report(job.book, job.a, 0, 1, "process 0 (node a): process 4 unreachable", 42001,
+             seconds(12)),
+      NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  for (const NodeMessage& m : rosters) {
+    EXPECT_EQ(m.reply.attempt, 1);
+    ASSERT_EQ(m.reply.nodes.size(), 2u);
+    EXPECT_EQ(m.reply.nodes[0].name, "a");
+    EXPECT_EQ(m.reply.nodes[1].name, "b");
+    EXPECT_EQ(m.reply.node_rank, m.connection == job.a.connection ? 0 : 1);
+    EXPECT_EQ(m.reply.coordinator_port, 42001);  // node 0's fresh offer
+    EXPECT_NE(m.reply.first_failure.find("node lost: node c (host box-c, at 10.0.0.3)"),
+              std::string::npos)
+        << m.reply.first_failure;
+  }
+  EXPECT_NE(job.book.AttemptTable().find("node lost"), std::string::npos);
+  EXPECT_NE(job.book.AttemptTable().find("not counted"), std::string::npos)
+      << job.book.AttemptTable();
+}
+
+TEST(RendezvousBook, ALostNodeIsDecidedOnlyWhenTheLastSurvivorReported) {
+  ThreeNodes job(Options(2, 3));
+  EXPECT_TRUE(Report(job.book, job.a, 0, 1, "", 42001, seconds(11)).empty());
+  EXPECT_TRUE(Report(job.book, job.c, 0, 1, "", 42003, seconds(12)).empty());
+  EXPECT_EQ(job.book.attempt(), 0);
+  const auto rosters = OfKind(job.book.Leave(job.b.connection, seconds(20)),
+                              NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  // The survivors keep their order: node 0 stays the rendezvous's machine.
+  EXPECT_EQ(job.book.NodeNames(), (std::vector<std::string>{"a", "c"}));
+  for (const NodeMessage& m : rosters) {
+    EXPECT_EQ(m.reply.node_rank, m.connection == job.a.connection ? 0 : 1);
+  }
+}
+
+TEST(RendezvousBook, AProgramFailureAfterARecoveryStillCountsAgainstMaxRestarts) {
+  RendezvousOptions options = Options(2, 3);
+  options.max_restarts = 0;
+  ThreeNodes job(options);
+  (void)job.book.Leave(job.c.connection, seconds(10));
+  (void)Report(job.book, job.b, 0, 1, "", 42002, seconds(11));
+  ASSERT_EQ(OfKind(Report(job.book, job.a, 0, 1, "", 42001, seconds(12)), NodeReplyKind::kRoster)
+                .size(),
+            2u);
+  (void)Report(job.book, job.b, 1, 3, "process 2 (node b): KeyError", 43002, seconds(20));
+  const auto ends =
+      OfKind(Report(job.book, job.a, 1, 1, "", 43001, seconds(21)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].reply.exit_status, 3);
+  EXPECT_NE(ends[0].reply.message.find("--max-restarts 0"), std::string::npos);
+}
+
+TEST(RendezvousBook, TheThrashGuardEndsTheJobWithOneNamingEveryCause) {
+  RendezvousOptions options = Options(1, 3);
+  options.max_reforms = 1;
+  options.reform_window = seconds(600);
+  ThreeNodes job(options);
+  (void)job.book.Leave(job.c.connection, seconds(10));
+  (void)Report(job.book, job.b, 0, 1, "", 42002, seconds(11));
+  ASSERT_EQ(OfKind(Report(job.book, job.a, 0, 1, "", 42001, seconds(12)), NodeReplyKind::kRoster)
+                .size(),
+            2u);
+  (void)job.book.Leave(job.b.connection, seconds(30));
+  const auto ends =
+      OfKind(Report(job.book, job.a, 1, 1, "", 43001, seconds(31)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].reply.exit_status, 1);
+  EXPECT_EQ(job.book.exit_status(), 1);
+  const std::string& why = ends[0].reply.message;
+  EXPECT_NE(why.find("re-formed 2 times within 600 s"), std::string::npos) << why;
+  EXPECT_NE(why.find("attempt 0: node lost: node c"), std::string::npos) << why;
+  EXPECT_NE(why.find("attempt 1: node lost: node b"), std::string::npos) << why;
+}
+
+TEST(RendezvousBook, ReformsOutsideTheWindowDoNotTripTheThrashGuard) {
+  RendezvousOptions options = Options(1, 3);
+  options.max_reforms = 1;
+  options.reform_window = seconds(600);
+  ThreeNodes job(options);
+  (void)job.book.Leave(job.c.connection, seconds(10));
+  (void)Report(job.book, job.b, 0, 1, "", 42002, seconds(11));
+  (void)Report(job.book, job.a, 0, 1, "", 42001, seconds(12));
+  (void)job.book.Leave(job.b.connection, seconds(700));
+  const auto rosters =
+      OfKind(Report(job.book, job.a, 1, 1, "", 43001, seconds(701)), NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 1u);
+  EXPECT_EQ(rosters[0].reply.attempt, 2);
+}
+
+TEST(RendezvousBook, FewerThanMinGathersAgainAndAReturningNodeFormsTheNextAttempt) {
   RendezvousOptions options = Options(2, 2);
-  options.max_restarts = 3;
   RendezvousBook book(options, Nanos(0));
   Agent a = MakeAgent(1, "a", "10.0.0.1");
   Agent b = MakeAgent(2, "b", "10.0.0.2");
   (void)Join(book, a, seconds(1));
   (void)Join(book, b, seconds(2));
-  EXPECT_TRUE(book.Leave(b.connection, seconds(3)).empty());
-  const auto ends = OfKind(Report(book, a, 0, 1, "", 42001, seconds(4)), NodeReplyKind::kEnd);
-  ASSERT_EQ(ends.size(), 1u);  // only to the agent still there
-  EXPECT_EQ(ends[0].connection, a.connection);
-  EXPECT_NE(ends[0].reply.first_failure.find("node b"), std::string::npos);
-  EXPECT_NE(ends[0].reply.first_failure.find("lost the rendezvous"), std::string::npos);
+  (void)book.Leave(b.connection, seconds(10));
+  const auto waiting = Report(book, a, 0, 1, "", 42001, seconds(11));
+  ASSERT_EQ(waiting.size(), 1u);
+  EXPECT_EQ(waiting[0].reply.kind, NodeReplyKind::kWaiting);
+  EXPECT_NE(waiting[0].reply.message.find("gathering again"), std::string::npos);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+  // b's machine comes back, on a new connection, under its old name.
+  Agent back = MakeAgent(5, "b", "10.0.0.2");
+  const auto out = Join(book, back, seconds(40));
+  const auto rosters = OfKind(out, NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  for (const NodeMessage& m : rosters) {
+    EXPECT_EQ(m.reply.attempt, 1);
+    EXPECT_EQ(m.reply.node_rank, m.connection == a.connection ? 0 : 1);
+    EXPECT_EQ(m.reply.coordinator_port, 42001);
+    EXPECT_NE(m.reply.first_failure.find("node lost: node b"), std::string::npos);
+  }
+}
+
+TEST(RendezvousBook, FewerThanMinEndsWith75NamingTheLostNodeItsHostAndSinceWhen) {
+  RendezvousOptions options = Options(2, 2);
+  options.join_timeout = seconds(60);
+  RendezvousBook book(options, Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  (void)book.Leave(b.connection, seconds(100));
+  (void)Report(book, a, 0, 1, "", 42001, seconds(101));
+  ASSERT_TRUE(book.NextDeadline().has_value());
+  EXPECT_EQ(*book.NextDeadline(), seconds(161));  // a new --join-timeout from the decision
+  EXPECT_TRUE(book.Tick(seconds(160)).empty());
+  const auto ends = OfKind(book.Tick(seconds(161)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].reply.exit_status, kExitNotEnoughNodes);
+  const std::string& why = ends[0].reply.message;
+  EXPECT_NE(why.find("node b (host box-b, at 10.0.0.2) lost since 61 s ago (attempt 0)"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("1 of 2 nodes joined"), std::string::npos) << why;
+  EXPECT_EQ(book.exit_status(), kExitNotEnoughNodes);
+}
+
+TEST(RendezvousBook, EveryNodeLostGathersAgainFromNothing) {
+  RendezvousOptions options = Options(1, 2);
+  RendezvousBook book(options, Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  (void)Join(book, a, seconds(1));
+  ASSERT_EQ(OfKind(book.Tick(seconds(11)), NodeReplyKind::kRoster).size(), 1u);
+  EXPECT_TRUE(book.Leave(a.connection, seconds(20)).empty());
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+  Agent other = MakeAgent(2, "z", "10.0.0.9");
+  other.hello.environment = EncodeFingerprint(Environment("0.6.0"));  // a new reference
+  (void)Join(book, other, seconds(21));
+  const auto rosters = OfKind(book.Tick(seconds(31)), NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 1u);
+  EXPECT_EQ(rosters[0].reply.attempt, 1);
 }
 
 TEST(RendezvousBook, AReplayedOrForgedReportIsRefusedAndChangesNothing) {
