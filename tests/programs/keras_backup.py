@@ -461,6 +461,7 @@ fit_seconds = time.perf_counter() - started
 
 report = {
     "process_id": me,
+    "num_processes": processes,
     "error": error,
     "fit_seconds": fit_seconds,
     "save_seconds": save_seconds,

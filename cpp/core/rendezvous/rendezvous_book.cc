@@ -364,6 +364,16 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
                        std::to_string(report.sequence) + " comes after frame " +
                        std::to_string(node->last_sequence) + " (a replay?)")};
   }
+  if (report.drain) {  // a notice, not the attempt's end
+    if (phase_ == Phase::kEnded || report.attempt > attempt_) {
+      return {Refuse(connection, StatusCode::kFailedPrecondition,
+                     "the nodes' rendezvous refused a drain notice of " + who + " about attempt " +
+                         std::to_string(report.attempt) + ": the job's attempt is " +
+                         std::to_string(attempt_))};
+    }
+    node->last_sequence = report.sequence;
+    return Drain(*node, now);
+  }
   if (phase_ != Phase::kRunning || report.attempt != attempt_ || node->reported) {
     return {Refuse(connection, StatusCode::kFailedPrecondition,
                    "the nodes' rendezvous refused a report of " + who + " about attempt " +
@@ -412,10 +422,12 @@ std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
 std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
   bool any_lost = false;
   bool any_survivor = false;
+  bool any_drained = false;
   for (const Node& node : nodes_) {
     if (!node.reported) return {};
     any_lost = any_lost || node.lost;
     any_survivor = any_survivor || !node.lost;
+    any_drained = any_drained || node.draining;
   }
   AttemptRecord& record = attempts_.back();
   // Every survivor's processes passed: the job finished (its processes could not have
@@ -424,7 +436,7 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
     record.ended = "passed";
     return EndAll(StatusCode::kOk, "every node's processes passed", 0);
   }
-  if (any_lost) return Reform(now);
+  if (any_lost || any_drained) return Reform(now);
   record.ended = first_failure_;
   record.exit_status = first_failure_status_;
   if (!previous_failure_.empty() && first_failure_ == previous_failure_) {
@@ -449,52 +461,74 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
 
 std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
   AttemptRecord& record = attempts_.back();
-  std::vector<std::string> names;
+  std::vector<std::string> lost_names, drained_names;
   std::vector<Node> survivors;
+  std::vector<NodeMessage> out;  // the drained agents' ends first
   for (Node& node : nodes_) {
-    if (!node.lost) {
+    if (!node.lost && !node.draining) {
       survivors.push_back(std::move(node));
       continue;
     }
-    const std::string text = "node " + node.hello.node_name + " (host " +
-                             SafeText(node.hello.host) + ", at " + node.peer_host + ")";
-    names.push_back(text);
-    lost_.push_back({text, attempt_, node.lost_since});
+    const std::string text = NodeText(node);
     if (consistency_.has_value()) consistency_->Remove(node.id);
+    if (node.lost) {
+      lost_names.push_back(text);
+      lost_.push_back({text, attempt_, node.lost_since});
+      continue;
+    }
+    drained_names.push_back(text);
+    out.push_back(EndOne(node, StatusCode::kOk,
+                         text + " was drained: it leaves the job after attempt " +
+                             std::to_string(attempt_) + ", which stopped at one agreed step",
+                         kExitDrained));
   }
   nodes_ = std::move(survivors);
-  const std::string cause = "node lost: " + Join(names, ", ");
+  std::vector<std::string> causes;
+  if (!lost_names.empty()) causes.push_back("node lost: " + Join(lost_names, ", "));
+  if (!drained_names.empty()) causes.push_back("drained: " + Join(drained_names, ", "));
+  const std::string cause = Join(causes, "; ");
   record.ended = cause;
   record.exit_status = 0;
   record.counted = false;
   previous_failure_.clear();  // a program's failure is compared with the same shape's only
   first_failure_ = cause;
+  const auto with_ends = [&out](std::vector<NodeMessage> more) {
+    for (NodeMessage& m : more) out.push_back(std::move(m));
+    return std::move(out);
+  };
+  // Nobody left who wants to run: every node drained (SIGTERM to every agent), or drained
+  // and lost: the job stops, as a stop signal stops it on one machine.
+  if (nodes_.empty() && !drained_names.empty()) {
+    phase_ = Phase::kEnded;
+    exit_status_ = kExitDrained;
+    record.ended += "; nobody left";
+    return out;
+  }
   // The thrash guard: the re-forms within the window, this one included.
   reforms_.erase(std::remove_if(reforms_.begin(), reforms_.end(),
                                 [&](const auto& r) { return now - r.first >= options_.reform_window; }),
                  reforms_.end());
   reforms_.emplace_back(now, "attempt " + std::to_string(attempt_) + ": " + cause);
   if (static_cast<int64_t>(reforms_.size()) > options_.max_reforms) {
-    std::vector<std::string> causes;
-    for (const auto& r : reforms_) causes.push_back(r.second);
-    return EndAll(StatusCode::kFailedPrecondition,
-                  "the job re-formed " + std::to_string(reforms_.size()) + " times within " +
-                      Seconds(options_.reform_window) + " (more than " +
-                      std::to_string(options_.max_reforms) +
-                      ": the thrash guard ends it): " + Join(causes, "; "),
-                  1);
+    std::vector<std::string> all;
+    for (const auto& r : reforms_) all.push_back(r.second);
+    return with_ends(EndAll(StatusCode::kFailedPrecondition,
+                            "the job re-formed " + std::to_string(reforms_.size()) +
+                                " times within " + Seconds(options_.reform_window) +
+                                " (more than " + std::to_string(options_.max_reforms) +
+                                ": the thrash guard ends it): " + Join(all, "; "),
+                            1));
   }
   if (static_cast<int64_t>(nodes_.size()) >= options_.min_nodes) {
     lost_.clear();
     ++attempt_;
-    return Rosters(cause);
+    return with_ends(Rosters(cause));
   }
   // Fewer than MIN: gather again, the survivors admitted already, for --join-timeout.
   phase_ = Phase::kGathering;
   start_ = now;
   last_join_ = now;
   if (nodes_.empty()) consistency_.reset();
-  std::vector<NodeMessage> out;
   const std::string line = cause + "; " + std::to_string(nodes_.size()) + " of " +
                            NodesText(options_.min_nodes, options_.max_nodes) +
                            " nodes remain: gathering again (" + ProgressLine(now) + ")";
@@ -504,6 +538,56 @@ std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
     m.reply.kind = NodeReplyKind::kWaiting;
     m.reply.message = line;
     m.reply.first_failure = cause;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string RendezvousBook::NodeText(const Node& node) const {
+  return "node " + node.hello.node_name + " (host " + SafeText(node.hello.host) + ", at " +
+         node.peer_host + ")";
+}
+
+NodeMessage RendezvousBook::EndOne(const Node& node, StatusCode code, std::string message,
+                                   int64_t status) const {
+  NodeMessage m;
+  m.connection = node.connection;
+  m.reply.kind = NodeReplyKind::kEnd;
+  m.reply.code = code;
+  m.reply.message = std::move(message);
+  m.reply.attempt = attempt_;
+  m.reply.exit_status = status;
+  return m;
+}
+
+std::vector<NodeMessage> RendezvousBook::Drain(Node& node, Nanos /*now*/) {
+  const std::string text = NodeText(node);
+  if (phase_ == Phase::kGathering) {  // nothing runs: it leaves at once
+    std::vector<NodeMessage> out = {
+        EndOne(node, StatusCode::kOk, text + " was drained while the job gathered", kExitDrained)};
+    const uint64_t connection = node.connection;
+    for (auto it = nodes_.begin(); it != nodes_.end(); ++it) {
+      if (it->connection != connection) continue;
+      if (consistency_.has_value()) consistency_->Remove(it->id);
+      nodes_.erase(it);
+      break;
+    }
+    if (nodes_.empty()) consistency_.reset();
+    return out;
+  }
+  if (node.draining) return {};
+  node.draining = true;
+  const std::string why = text + " is drained (its agent received SIGTERM): attempt " +
+                          std::to_string(attempt_) +
+                          " stops at one agreed step, the next runs without it";
+  std::vector<NodeMessage> out;
+  for (const Node& other : nodes_) {
+    if (other.reported || other.lost) continue;
+    NodeMessage m;
+    m.connection = other.connection;
+    m.reply.kind = NodeReplyKind::kStop;
+    m.reply.attempt = attempt_;
+    m.reply.message = why;
     out.push_back(std::move(m));
   }
   return out;

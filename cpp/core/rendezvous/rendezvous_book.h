@@ -34,7 +34,12 @@
 // within `reform_window` end the job with status 1, naming each cause. Fewer
 // than MIN remain -> gathering again (returning or new nodes are admitted) for up
 // to `join_timeout`, then the end with 75 naming each lost node, its host and
-// since when. A failure -> the same nodes again while restarts are left, unless
+// since when. A node drained (its agent's drain notice, sent when it received
+// SIGTERM) -> every node still running is told to stop the attempt at one agreed
+// step (kStop: SIGTERM to its processes, so BackupAndRestore saves there); once all
+// reported, the drained node is told to end with 143 and the next attempt runs
+// without it, as after a loss (not counted; the thrash guard counts it); every node
+// drained -> the end, 143. A failure -> the same nodes again while restarts are left, unless
 // the first failure is the same as the previous attempt's (then the end, status
 // 1); otherwise the end with the first failure's status. The first failure is the
 // first report received that names one (its text), else the first failed report.
@@ -61,6 +66,7 @@ namespace kdist {
 // The agents' exit statuses that the rendezvous decides or causes.
 inline constexpr int64_t kExitNotEnoughNodes = 75;   // EX_TEMPFAIL: fewer than MIN nodes joined
 inline constexpr int64_t kExitLostRendezvous = 69;   // EX_UNAVAILABLE: the rendezvous is gone
+inline constexpr int64_t kExitDrained = 143;         // 128 + SIGTERM: this machine was drained
 
 struct RendezvousOptions {
   std::string job_id;
@@ -148,6 +154,7 @@ class RendezvousBook {
     bool reported = false;
     bool lost = false;
     Nanos lost_since{0};
+    bool draining = false;  // its agent sent a drain notice: it leaves after this attempt
   };
   // A node lost while the job ran, as the 75 at the end of a new gathering names it.
   struct LostNode {
@@ -173,6 +180,11 @@ class RendezvousBook {
   // Every lost node gone: the next attempt without them, or a new gathering.
   std::vector<NodeMessage> Reform(Nanos now);
   std::string LostText(Nanos now) const;
+  // A drain notice: every node still running the attempt is told to stop it at one agreed
+  // step (kStop); while gathering, the node leaves at once (kEnd, 143).
+  std::vector<NodeMessage> Drain(Node& node, Nanos now);
+  std::string NodeText(const Node& node) const;
+  NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
   Node* NodeOn(uint64_t connection);
 
   RendezvousOptions options_;

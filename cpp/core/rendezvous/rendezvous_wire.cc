@@ -31,6 +31,7 @@ enum RendezvousTag : uint8_t {
   kTagFirstFailure = 21,
   kTagExitStatus = 22,
   kTagFailure = 23,
+  kTagDrain = 24,
 };
 static_assert(kTagMac == 10, "HelloMacInput (roll_call/roll_call_wire.h) cuts tag 10");
 
@@ -42,7 +43,7 @@ constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kT
                                kTagCoordinatorPort, kTagNodes, kTagFirstFailure,
                                kTagExitStatus, kTagMac};
 constexpr TagSet kReportTags = {kTagSequence, kTagAttempt, kTagExitStatus, kTagFailure,
-                                kTagCoordinatorPort, kTagMac};
+                                kTagCoordinatorPort, kTagDrain, kTagMac};
 
 constexpr std::string_view kChannel = "nodes' rendezvous";
 
@@ -146,6 +147,7 @@ std::string EncodeNodeReply(const NodeReply& reply) {
     w.Integer(kTagAttempt, reply.attempt);
     w.Integer(kTagExitStatus, reply.exit_status);
   }
+  if (reply.kind == NodeReplyKind::kStop) w.Integer(kTagAttempt, reply.attempt);
   if (!reply.mac.empty()) w.String(kTagMac, reply.mac, kMacBytes);
   return w.Frame(kFrameNodeReply);
 }
@@ -157,6 +159,7 @@ std::string EncodeNodeReport(const NodeReport& report) {
   w.Integer(kTagExitStatus, report.exit_status);
   if (!report.failure.empty()) w.String(kTagFailure, report.failure, kMaxMessageBytes);
   w.Integer(kTagCoordinatorPort, report.coordinator_port);
+  if (report.drain) w.Integer(kTagDrain, 1);
   if (!report.mac.empty()) w.String(kTagMac, report.mac, kMacBytes);
   return w.Frame(kFrameNodeReport);
 }
@@ -260,7 +263,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       Require(seen, {{kTagSequence, "sequence"}, {kTagKind, "kind"}, {kTagCode, "code"}},
               "node reply"));
   if (kind < static_cast<int64_t>(NodeReplyKind::kWaiting) ||
-      kind > static_cast<int64_t>(NodeReplyKind::kEnd)) {
+      kind > static_cast<int64_t>(NodeReplyKind::kStop)) {
     return InvalidArgument("the node reply's kind " + std::to_string(kind) + " is not known");
   }
   reply.kind = static_cast<NodeReplyKind>(kind);
@@ -295,6 +298,9 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
     KDIST_RETURN_IF_ERROR(
         Require(seen, {{kTagAttempt, "attempt"}, {kTagExitStatus, "exit_status"}}, "end"));
   }
+  if (reply.kind == NodeReplyKind::kStop) {
+    KDIST_RETURN_IF_ERROR(Require(seen, {{kTagAttempt, "attempt"}}, "stop"));
+  }
   return reply;
 }
 
@@ -309,6 +315,15 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
       case kTagExitStatus: return ReadInteger(f, "exit_status", report.exit_status);
       case kTagFailure: return ReadString(f, kMaxMessageBytes, "failure", report.failure);
       case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", report.coordinator_port);
+      case kTagDrain: {
+        int64_t drain = 0;
+        KDIST_RETURN_IF_ERROR(ReadInteger(f, "drain", drain));
+        if (drain != 0 && drain != 1) {
+          return InvalidArgument("field drain is " + std::to_string(drain) + "; expected 0 or 1");
+        }
+        report.drain = drain == 1;
+        return Status::Ok();
+      }
       case kTagMac: return ReadMac(f, report.mac);
       default: return Status::Ok();
     }

@@ -95,6 +95,19 @@ std::vector<NodeMessage> Report(RendezvousBook& book, Agent& a, int64_t attempt,
   return book.Report(a.connection, *decoded, frame, now);
 }
 
+std::vector<NodeMessage> DrainNotice(RendezvousBook& book, Agent& a, int64_t attempt, Nanos now) {
+  NodeReport report;
+  report.sequence = ++a.sequence;
+  report.attempt = attempt;
+  report.exit_status = 0;
+  report.coordinator_port = 40000;
+  report.drain = true;
+  const std::string frame = EncodeSignedNodeReport(report, a.token, a.challenge);
+  Result<NodeReport> decoded = DecodeNodeReport(frame);
+  EXPECT_TRUE(decoded.ok());
+  return book.Report(a.connection, *decoded, frame, now);
+}
+
 std::vector<NodeMessage> OfKind(const std::vector<NodeMessage>& messages, NodeReplyKind kind) {
   std::vector<NodeMessage> out;
   for (const NodeMessage& m : messages) {
@@ -552,6 +565,90 @@ TEST(RendezvousBook, EveryNodeLostGathersAgainFromNothing) {
   const auto rosters = OfKind(book.Tick(seconds(31)), NodeReplyKind::kRoster);
   ASSERT_EQ(rosters.size(), 1u);
   EXPECT_EQ(rosters[0].reply.attempt, 1);
+}
+
+TEST(RendezvousBook, ADrainStopsTheAttemptEverywhereAndTheNextRunsWithoutTheDrainedNode) {
+  RendezvousOptions options = Options(2, 3);
+  options.max_restarts = 0;  // a drain does not count against it
+  ThreeNodes job(options);
+  const auto stops = OfKind(DrainNotice(job.book, job.b, 0, seconds(10)), NodeReplyKind::kStop);
+  ASSERT_EQ(stops.size(), 3u);  // every node of the attempt, the drained one too
+  for (const NodeMessage& m : stops) {
+    EXPECT_EQ(m.reply.attempt, 0);
+    EXPECT_NE(m.reply.message.find("node b (host box-b, at 10.0.0.2) is drained"),
+              std::string::npos)
+        << m.reply.message;
+  }
+  EXPECT_TRUE(DrainNotice(job.book, job.b, 0, seconds(11)).empty());  // told once
+  EXPECT_TRUE(Report(job.book, job.b, 0, 143, "", 42002, seconds(12)).empty());
+  EXPECT_TRUE(Report(job.book, job.c, 0, 143, "", 42003, seconds(12)).empty());
+  const auto out = Report(job.book, job.a, 0, 143, "", 42001, seconds(13));
+  const auto ends = OfKind(out, NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].connection, job.b.connection);
+  EXPECT_EQ(ends[0].reply.exit_status, kExitDrained);
+  const auto rosters = OfKind(out, NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  for (const NodeMessage& m : rosters) {
+    EXPECT_EQ(m.reply.attempt, 1);
+    ASSERT_EQ(m.reply.nodes.size(), 2u);
+    EXPECT_EQ(m.reply.nodes[1].name, "c");
+    EXPECT_NE(m.reply.first_failure.find("drained: node b"), std::string::npos);
+  }
+  EXPECT_NE(job.book.AttemptTable().find("drained: node b"), std::string::npos);
+  EXPECT_NE(job.book.AttemptTable().find("not counted"), std::string::npos);
+}
+
+TEST(RendezvousBook, EveryNodeDrainedEndsTheJobWith143Everywhere) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  EXPECT_EQ(OfKind(DrainNotice(book, a, 0, seconds(3)), NodeReplyKind::kStop).size(), 2u);
+  (void)DrainNotice(book, b, 0, seconds(3));
+  (void)Report(book, b, 0, 143, "", 42002, seconds(4));
+  const auto ends = OfKind(Report(book, a, 0, 143, "", 42001, seconds(5)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);
+  for (const NodeMessage& m : ends) EXPECT_EQ(m.reply.exit_status, kExitDrained);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kEnded);
+  EXPECT_EQ(book.exit_status(), kExitDrained);
+}
+
+TEST(RendezvousBook, ADrainBelowMinGathersAgain) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  (void)DrainNotice(book, b, 0, seconds(3));
+  (void)Report(book, b, 0, 143, "", 42002, seconds(4));
+  const auto out = Report(book, a, 0, 143, "", 42001, seconds(5));
+  EXPECT_EQ(OfKind(out, NodeReplyKind::kEnd).size(), 1u);  // b's
+  EXPECT_EQ(OfKind(out, NodeReplyKind::kWaiting).size(), 1u);  // a's
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+}
+
+TEST(RendezvousBook, ADrainWhileGatheringEndsThatNodeAlone) {
+  RendezvousBook book(Options(2, 3), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  const auto out = DrainNotice(book, b, 0, seconds(3));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kEnd);
+  EXPECT_EQ(out[0].reply.exit_status, kExitDrained);
+  EXPECT_EQ(book.NodeNames(), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+}
+
+TEST(RendezvousBook, ADrainNoticeAboutALaterAttemptIsRefused) {
+  ThreeNodes job(Options(2, 3));
+  const auto out = DrainNotice(job.book, job.b, 5, seconds(10));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_EQ(job.book.phase(), RendezvousBook::Phase::kRunning);
 }
 
 TEST(RendezvousBook, AReplayedOrForgedReportIsRefusedAndChangesNothing) {

@@ -37,6 +37,7 @@ from kdist._local_job.output import Output, shortened, table
 from kdist._local_job.process import Process
 
 EXIT_USAGE = 2  # as argparse: refused before any process starts
+UNREACHABLE_TIMEOUT_VARIABLE = "KDIST_UNREACHABLE_TIMEOUT"
 EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
@@ -257,6 +258,17 @@ def _run_nodes(
         except ValueError as error:
             parser.error(str(error))
     min_nodes, max_nodes = args.nodes
+    # The window after which a silent host is lost: the processes' liveness channel and the
+    # rendezvous's connections use the same one (KDIST_UNREACHABLE_TIMEOUT).
+    unreachable = os.environ.get(UNREACHABLE_TIMEOUT_VARIABLE, "")
+    try:
+        unreachable_timeout = arguments.seconds(unreachable) if unreachable else 20.0
+    except argparse.ArgumentTypeError as error:
+        print(
+            f"kdist launch: {UNREACHABLE_TIMEOUT_VARIABLE} (from the environment): {error}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:  # this machine's GPUs, each of its processes its own block, as without --nodes
         gpus = _gpus_per_process(args.num_processes, args.devices_per_process)
     except GpuSplitError as error:
@@ -279,6 +291,7 @@ def _run_nodes(
             devices_per_process=args.devices_per_process,
             gpus=None if gpus is None else tuple(gpus),
             grace=args.grace,
+            unreachable_timeout=unreachable_timeout,
             environment=tuple(
                 (e.name, e.value, e.must_match)
                 # The program's script and arguments, not the agent's (--node-name differs).
