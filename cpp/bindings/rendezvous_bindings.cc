@@ -134,7 +134,7 @@ void BindRendezvous(nb::module_& m) {
           [](PyServer* self, const std::string& job_id, int64_t min_nodes, int64_t max_nodes,
              int64_t processes_per_node, double last_call, double join_timeout,
              int64_t max_restarts, const std::string& token, double progress_every,
-             double unreachable_timeout) {
+             double unreachable_timeout, double scale_up_after) {
             RendezvousServerOptions o;
             o.book.job_id = job_id;
             o.book.min_nodes = min_nodes;
@@ -146,12 +146,17 @@ void BindRendezvous(nb::module_& m) {
             o.book.token = token;
             o.progress_every = SecondsToNanos(progress_every);
             o.unreachable_timeout = SecondsToNanos(unreachable_timeout);
+            if (scale_up_after < 0) {
+              o.book.scale_up_after = std::nullopt;  // never
+            } else {
+              o.book.scale_up_after = SecondsToNanos(scale_up_after);
+            }
             new (self) PyServer(std::move(o));
           },
           nb::arg("job_id"), nb::arg("min_nodes"), nb::arg("max_nodes"),
           nb::arg("processes_per_node"), nb::arg("last_call"), nb::arg("join_timeout"),
           nb::arg("max_restarts"), nb::arg("token"), nb::arg("progress_every") = 5.0,
-          nb::arg("unreachable_timeout") = 20.0)
+          nb::arg("unreachable_timeout") = 20.0, nb::arg("scale_up_after") = 30.0)
       .def(
           "listen",
           [](PyServer& s, const std::string& ip, int64_t port) {

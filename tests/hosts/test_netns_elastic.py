@@ -41,7 +41,7 @@ def _agent(rendezvous: str, index: int, nodes: str, program: str, *extra: str) -
     ]  # fmt: skip
 
 
-def _keras_env(backup_dir: Path) -> dict[str, str]:
+def _keras_env(backup_dir: Path, step_sleep: str = "0.2") -> dict[str, str]:
     return clean_env(
         1,
         KDIST_ROLL_CALL_TOKEN="elastic-token",
@@ -52,7 +52,7 @@ def _keras_env(backup_dir: Path) -> dict[str, str]:
         BACKUP_DIR=str(backup_dir),
         BACKUP_SAVE_FREQ=str(SAVE_FREQ),
         BACKUP_EPOCHS=str(EPOCHS),
-        BACKUP_STEP_SLEEP="0.2",
+        BACKUP_STEP_SLEEP=step_sleep,
     )
 
 
@@ -171,3 +171,37 @@ def test_one_agent_drained_the_job_stops_at_one_step_and_goes_on_without_it(
     assert final["iterations"] == EPOCHS * STEPS_PER_EPOCH, final
     last = [r for r in json_objects(done[2].stdout) if "iterations" in r][-1]
     assert last["process_id"] == 1, last  # host2 is node 1 now
+
+
+def test_a_machine_arriving_the_job_stops_at_one_step_and_finishes_at_three(
+    tmp_path: Path,
+) -> None:
+    backup_dir = tmp_path / "backup"
+    with netns.hosts(3) as hosts, Spawned(tmp_path) as spawned:
+        rendezvous = f"{hosts[0].address}:{PORT + 3}"
+        env = _keras_env(backup_dir, step_sleep="0.5")  # room for the third to arrive
+        growth = ("--join-timeout", "120", "--scale-up-after", "2")
+        agents = [
+            spawned.start(hosts[i].command(_agent(rendezvous, i, "2:3", KERAS, *growth)), env)
+            for i in (0, 1)
+        ]
+        _wait_for_step(agents[0], 2, agents)  # the job runs at 2 nodes
+        agents.append(spawned.start(hosts[2].command(_agent(rendezvous, 2, "2:3", KERAS)), env))
+        done = [a.finish(_BOUND) for a in agents]
+    for i in range(3):
+        assert done[i].returncode == 0, f"host{i}: {done[i].stderr}"
+    assert "grown: node host2" in done[0].stderr
+    first = [r for r in json_objects(done[0].stdout) if r.get("restart_count") == 0]
+    final = [r for r in json_objects(done[0].stdout) if "iterations" in r][-1]
+    assert first[0]["num_processes"] == 2, first[0]
+    stopped = first[0]["stopped_step"]
+    assert isinstance(stopped, int) and stopped >= 2, first[0]
+    # The next attempt: 3 processes, from exactly the agreed stop step, to the right end.
+    assert final["restart_count"] == 1, final
+    assert final["num_processes"] == 3, final
+    assert final["restored_step"] == stopped, final
+    assert final["iterations_at_start"] == stopped, final
+    assert final["iterations"] == EPOCHS * STEPS_PER_EPOCH, final
+    last = [r for r in json_objects(done[2].stdout) if "iterations" in r][-1]
+    assert last["process_id"] == 2, last
+    assert last["iterations"] == EPOCHS * STEPS_PER_EPOCH, last

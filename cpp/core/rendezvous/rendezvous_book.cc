@@ -126,7 +126,11 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                        " is not made of letters, digits, '.', '_' and '-' (at most " +
                        std::to_string(kMaxNodeNameBytes) + " bytes); give it --node-name")};
   }
-  for (const Node& node : nodes_) {
+  std::vector<const Node*> live;
+  for (const Node& node : nodes_) live.push_back(&node);
+  for (const Node& node : joining_) live.push_back(&node);
+  for (const Node* held : live) {
+    const Node& node = *held;
     if (node.hello.node_name == hello.node_name && !node.lost) {
       return {Refuse(connection, StatusCode::kAlreadyExists,
                      refused + "node name " + hello.node_name +
@@ -135,13 +139,21 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                          arrival.peer_host + "; give each machine its own --node-name")};
     }
   }
-  // 5. A job that has formed admits nobody (checked before the environment, which
-  //    would otherwise record a node that never joins).
-  if (phase_ != Phase::kGathering) {
+  // 5. A job that has formed admits only a node it can grow by (checked before the
+  //    environment, which would otherwise record a node that never joins).
+  const int64_t members = static_cast<int64_t>(nodes_.size() + joining_.size());
+  const bool grows = phase_ == Phase::kRunning && options_.scale_up_after.has_value() &&
+                     members < options_.max_nodes;
+  if (phase_ != Phase::kGathering && !grows) {
+    std::string why = "; a node cannot join a running job";
+    if (phase_ == Phase::kRunning && !options_.scale_up_after.has_value()) {
+      why += " (--scale-up-after never)";
+    } else if (phase_ == Phase::kRunning) {
+      why = "; the job already has its --nodes MAX " + std::to_string(options_.max_nodes);
+    }
     return {Refuse(connection, StatusCode::kFailedPrecondition,
                    refused + "the job has already formed with " +
-                       std::to_string(nodes_.size()) + " nodes (" + JoinedList() +
-                       "); a node cannot join a running job")};
+                       std::to_string(nodes_.size()) + " nodes (" + JoinedList() + ")" + why)};
   }
   // 4. The environment, against the first admitted node's.
   Result<Fingerprint> theirs = DecodeFingerprint(hello.environment);
@@ -160,8 +172,8 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
     consistency_.emplace(std::move(reference), options_.consistency);
   } else {
     const auto host_of = [&](int64_t node_id) {
-      for (const Node& node : nodes_) {
-        if (node.id == node_id) return "node " + node.hello.node_name;
+      for (const Node* node : live) {
+        if (node->id == node_id) return "node " + node->hello.node_name;
       }
       return node_id == id ? "node " + hello.node_name : std::string("node ?");
     };
@@ -184,6 +196,20 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
   node.challenge = arrival.nonce;
   node.on_rendezvous_machine = !arrival.peer_host.empty() && arrival.peer_host == arrival.local_host;
   node.next_port = hello.coordinator_port;
+  if (grows) {
+    node.joined_at = now;
+    joining_.push_back(std::move(node));
+    NodeMessage admitted;
+    admitted.connection = connection;
+    admitted.reply.kind = NodeReplyKind::kAdmitted;
+    admitted.reply.message =
+        "admitted as node " + hello.node_name + " while the job runs attempt " +
+        std::to_string(attempt_) + " with " + std::to_string(nodes_.size()) + " nodes (" +
+        JoinedList() + "); after " + Seconds(*options_.scale_up_after) +
+        " (--scale-up-after) it stops at one agreed step and the next attempt runs with " +
+        std::to_string(nodes_.size() + joining_.size()) + " nodes";
+    return {std::move(admitted)};
+  }
   nodes_.push_back(std::move(node));
   last_join_ = now;
 
@@ -199,6 +225,7 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
 }
 
 std::vector<NodeMessage> RendezvousBook::Tick(Nanos now) {
+  if (phase_ == Phase::kRunning) return Grow(now);
   if (phase_ != Phase::kGathering) return {};
   const int64_t joined = static_cast<int64_t>(nodes_.size());
   if (joined >= options_.min_nodes && now - last_join_ >= options_.last_call) return Seal();
@@ -231,6 +258,10 @@ std::string RendezvousBook::LostText(Nanos now) const {
 }
 
 std::optional<Nanos> RendezvousBook::NextDeadline() const {
+  if (phase_ == Phase::kRunning && !joining_.empty() && !growing_ &&
+      options_.scale_up_after.has_value()) {
+    return joining_.front().joined_at + *options_.scale_up_after;
+  }
   if (phase_ != Phase::kGathering) return std::nullopt;
   Nanos next = start_ + options_.join_timeout;
   if (static_cast<int64_t>(nodes_.size()) >= options_.min_nodes) {
@@ -258,8 +289,17 @@ std::string RendezvousBook::ProgressLine(Nanos now) const {
 
 std::vector<NodeMessage> RendezvousBook::Seal() {
   phase_ = Phase::kRunning;
-  // After a gathering that followed a loss, the attempt after the last one.
+  // After a gathering that followed a loss, the attempt after the last one; the nodes
+  // that came meanwhile take their last ranks when free, as growth's do.
   const std::string after_loss = lost_.empty() ? "" : attempts_.back().ended;
+  if (!lost_.empty()) {
+    std::vector<Node> kept;
+    for (Node& node : nodes_) {
+      (node.id < regather_first_id_ ? kept : joining_).push_back(std::move(node));
+    }
+    nodes_ = std::move(kept);
+    (void)AdmitJoining();
+  }
   if (!attempts_.empty()) ++attempt_;
   lost_.clear();
   // Node 0: the first agent on the rendezvous's own machine, else the first admitted;
@@ -296,9 +336,11 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   std::vector<RosterNode> roster;
   AttemptRecord record;
   record.attempt = attempt_;
-  for (const Node& node : nodes_) {
+  for (size_t rank = 0; rank < nodes_.size(); ++rank) {
+    const Node& node = nodes_[rank];
     roster.push_back({node.hello.node_name, node.peer_host});
     record.nodes.push_back(node.hello.node_name);
+    last_rank_[node.hello.node_name] = static_cast<int64_t>(rank);
   }
   attempts_.push_back(std::move(record));
   first_failure_.clear();
@@ -330,7 +372,11 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
   phase_ = Phase::kEnded;
   exit_status_ = status;
   std::vector<NodeMessage> out;
-  for (const Node& node : nodes_) {
+  std::vector<const Node*> everyone;
+  for (const Node& node : nodes_) everyone.push_back(&node);
+  for (const Node& node : joining_) everyone.push_back(&node);
+  for (const Node* each : everyone) {
+    const Node& node = *each;
     if (node.lost) continue;
     NodeMessage m;
     m.connection = node.connection;
@@ -347,6 +393,22 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
 
 std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeReport& report,
                                                 std::string_view frame, Nanos now) {
+  for (auto it = joining_.begin(); it != joining_.end(); ++it) {
+    if (it->connection != connection) continue;
+    // A joining node runs nothing: its only report is a drain notice, and it leaves.
+    if (!report.drain || !NodeFrameVerifies(frame, report.mac, options_.token, it->challenge) ||
+        report.sequence <= it->last_sequence) {
+      return {Refuse(connection, StatusCode::kFailedPrecondition,
+                     "the nodes' rendezvous refused a report of joining " + NodeText(*it) +
+                         ": it runs no attempt yet")};
+    }
+    std::vector<NodeMessage> out = {EndOne(*it, StatusCode::kOk,
+                                           NodeText(*it) + " was drained before it joined",
+                                           kExitDrained)};
+    if (consistency_.has_value()) consistency_->Remove(it->id);
+    joining_.erase(it);
+    return out;
+  }
   Node* node = NodeOn(connection);
   if (node == nullptr) {
     return {Refuse(connection, StatusCode::kFailedPrecondition,
@@ -409,6 +471,12 @@ std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
     }
     return {};
   }
+  for (auto it = joining_.begin(); it != joining_.end(); ++it) {
+    if (it->connection != connection) continue;
+    if (consistency_.has_value()) consistency_->Remove(it->id);
+    joining_.erase(it);  // it never ran: the job is not disturbed
+    return {};
+  }
   Node* node = NodeOn(connection);
   if (node == nullptr || phase_ == Phase::kEnded) return {};
   // Its processes are ended by the liveness channel (or by its own agent, cut off);
@@ -436,7 +504,7 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
     record.ended = "passed";
     return EndAll(StatusCode::kOk, "every node's processes passed", 0);
   }
-  if (any_lost || any_drained) return Reform(now);
+  if (any_lost || any_drained || growing_) return Reform(now);
   record.ended = first_failure_;
   record.exit_status = first_failure_status_;
   if (!previous_failure_.empty() && first_failure_ == previous_failure_) {
@@ -455,6 +523,7 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
   ++counted_restarts_;
   previous_failure_ = first_failure_;
   const std::string failure = first_failure_;
+  (void)AdmitJoining();  // a new attempt anyway: with them
   ++attempt_;
   return Rosters(failure);
 }
@@ -483,9 +552,12 @@ std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
                          kExitDrained));
   }
   nodes_ = std::move(survivors);
+  growing_ = false;
+  const std::vector<std::string> grown_names = AdmitJoining();
   std::vector<std::string> causes;
   if (!lost_names.empty()) causes.push_back("node lost: " + Join(lost_names, ", "));
   if (!drained_names.empty()) causes.push_back("drained: " + Join(drained_names, ", "));
+  if (!grown_names.empty()) causes.push_back("grown: " + Join(grown_names, ", ") + " joined");
   const std::string cause = Join(causes, "; ");
   record.ended = cause;
   record.exit_status = 0;
@@ -526,6 +598,7 @@ std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
   }
   // Fewer than MIN: gather again, the survivors admitted already, for --join-timeout.
   phase_ = Phase::kGathering;
+  regather_first_id_ = next_id_;
   start_ = now;
   last_join_ = now;
   if (nodes_.empty()) consistency_.reset();
@@ -541,6 +614,46 @@ std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
     out.push_back(std::move(m));
   }
   return out;
+}
+
+std::vector<NodeMessage> RendezvousBook::Grow(Nanos now) {
+  if (joining_.empty() || growing_ || !options_.scale_up_after.has_value() ||
+      now - joining_.front().joined_at < *options_.scale_up_after) {
+    return {};
+  }
+  growing_ = true;
+  std::vector<std::string> names;
+  for (const Node& node : joining_) names.push_back(NodeText(node));
+  const std::string why = Join(names, ", ") + " joined: attempt " + std::to_string(attempt_) +
+                          " stops at one agreed step, the next runs with " +
+                          std::to_string(nodes_.size() + joining_.size()) + " nodes";
+  std::vector<NodeMessage> out;
+  for (const Node& node : nodes_) {
+    if (node.reported || node.lost) continue;
+    NodeMessage m;
+    m.connection = node.connection;
+    m.reply.kind = NodeReplyKind::kStop;
+    m.reply.attempt = attempt_;
+    m.reply.message = why;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<std::string> RendezvousBook::AdmitJoining() {
+  std::vector<std::string> names;
+  for (Node& node : joining_) {
+    names.push_back(NodeText(node));
+    auto last = last_rank_.find(node.hello.node_name);
+    const int64_t size = static_cast<int64_t>(nodes_.size());
+    if (last != last_rank_.end() && size > 0 && last->second >= 1 && last->second <= size) {
+      nodes_.insert(nodes_.begin() + last->second, std::move(node));
+    } else {
+      nodes_.push_back(std::move(node));
+    }
+  }
+  joining_.clear();
+  return names;
 }
 
 std::string RendezvousBook::NodeText(const Node& node) const {

@@ -13,7 +13,8 @@
 //   4. the environment (roll_call/consistency.h): compared with the first admitted
 //      node's; a difference in an entry marked must-match (jax, jaxlib,
 //      platform, local device count) refuses the node, others are notes;
-//   5. the job has not formed yet (a late agent is refused, naming the job's nodes).
+//   5. the job has not formed yet, or it runs with fewer than MAX nodes and grows
+//      (`scale_up_after`); otherwise a late agent is refused, naming the job's nodes.
 //
 // Forming: when MAX nodes are in, or MIN are and none joined for `last_call`;
 // at `join_timeout` with fewer than MIN, every agent is told to exit 75
@@ -39,7 +40,11 @@
 // step (kStop: SIGTERM to its processes, so BackupAndRestore saves there); once all
 // reported, the drained node is told to end with 143 and the next attempt runs
 // without it, as after a loss (not counted; the thrash guard counts it); every node
-// drained -> the end, 143. A failure -> the same nodes again while restarts are left, unless
+// drained -> the end, 143. A node admitted while the job runs (growth) -> after
+// `scale_up_after`, every node is told to stop the attempt at one agreed step
+// (kStop); once all reported, the next attempt runs with it (not counted; the
+// thrash guard counts it). A node that comes back takes its last rank when that
+// rank is within the new roster (never node 0's), else it comes last. A failure -> the same nodes again while restarts are left, unless
 // the first failure is the same as the previous attempt's (then the end, status
 // 1); otherwise the end with the first failure's status. The first failure is the
 // first report received that names one (its text), else the first failed report.
@@ -80,6 +85,10 @@ struct RendezvousOptions {
   // `reform_window` end the job with status 1.
   int64_t max_reforms = 4;
   Nanos reform_window = std::chrono::minutes(10);
+  // Growth: a node admitted while the job runs with fewer than MAX waits this long (for
+  // others to arrive with it), then the attempt stops at one agreed step and the next
+  // runs with it. nullopt (`--scale-up-after never`): a running job admits nobody.
+  std::optional<Nanos> scale_up_after = std::chrono::seconds(30);
   std::string token;  // "" only on loopback (the caller's rule)
   // Environment entries whose difference refuses a node; the others are notes.
   std::vector<std::string> must_match = {"jax", "jaxlib", "device platform", "local devices"};
@@ -155,6 +164,7 @@ class RendezvousBook {
     bool lost = false;
     Nanos lost_since{0};
     bool draining = false;  // its agent sent a drain notice: it leaves after this attempt
+    Nanos joined_at{0};     // admitted while the job ran: it joins the next attempt
   };
   // A node lost while the job ran, as the 75 at the end of a new gathering names it.
   struct LostNode {
@@ -185,6 +195,12 @@ class RendezvousBook {
   std::vector<NodeMessage> Drain(Node& node, Nanos now);
   std::string NodeText(const Node& node) const;
   NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
+  // Growth: the running attempt stops at one agreed step once the first joining node
+  // waited `scale_up_after`.
+  std::vector<NodeMessage> Grow(Nanos now);
+  // The joining nodes into the roster (a returning node at its last rank when free);
+  // their texts.
+  std::vector<std::string> AdmitJoining();
   Node* NodeOn(uint64_t connection);
 
   RendezvousOptions options_;
@@ -195,6 +211,10 @@ class RendezvousBook {
   int64_t exit_status_ = 0;
   int64_t next_id_ = 0;
   std::vector<Node> nodes_;  // admission order while gathering, rank order after
+  std::vector<Node> joining_;  // admitted while the job runs: in the next attempt
+  bool growing_ = false;       // the running attempt was told to stop for them
+  int64_t regather_first_id_ = 0;  // the first node admitted in a gathering after a loss
+  std::map<std::string, int64_t> last_rank_;  // each node name's rank in its last roster
   std::optional<ConsistencyCheck> consistency_;
   std::string consistency_notes_;
   // The attempt in progress: its first failure and its status.

@@ -651,6 +651,124 @@ TEST(RendezvousBook, ADrainNoticeAboutALaterAttemptIsRefused) {
   EXPECT_EQ(job.book.phase(), RendezvousBook::Phase::kRunning);
 }
 
+// a and b formed at MIN after the last call; the job runs attempt 0.
+struct TwoOfThree {
+  explicit TwoOfThree(RendezvousOptions options) : book(std::move(options), Nanos(0)) {
+    (void)Join(book, a, seconds(1));
+    (void)Join(book, b, seconds(2));
+    EXPECT_EQ(OfKind(book.Tick(seconds(12)), NodeReplyKind::kRoster).size(), 2u);
+  }
+  RendezvousBook book;
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  Agent c = MakeAgent(3, "c", "10.0.0.3");
+};
+
+TEST(RendezvousBook, ANodeArrivingWhileTheJobRunsJoinsTheNextAttemptAfterScaleUpAfter) {
+  RendezvousOptions options = Options(2, 3);
+  options.max_restarts = 0;  // growth does not count against it
+  options.scale_up_after = seconds(30);
+  TwoOfThree job(options);
+  const auto admitted = Join(job.book, job.c, seconds(20));
+  ASSERT_EQ(admitted.size(), 1u);  // nothing else: the running job is undisturbed
+  EXPECT_EQ(admitted[0].reply.kind, NodeReplyKind::kAdmitted);
+  EXPECT_NE(admitted[0].reply.message.find("the next attempt runs with 3 nodes"),
+            std::string::npos)
+      << admitted[0].reply.message;
+  ASSERT_TRUE(job.book.NextDeadline().has_value());
+  EXPECT_EQ(*job.book.NextDeadline(), seconds(50));
+  EXPECT_TRUE(job.book.Tick(seconds(49)).empty());
+  const auto stops = job.book.Tick(seconds(50));
+  ASSERT_EQ(stops.size(), 2u);  // the nodes running attempt 0, not the one joining
+  for (const NodeMessage& m : stops) {
+    EXPECT_EQ(m.reply.kind, NodeReplyKind::kStop);
+    EXPECT_NE(m.connection, job.c.connection);
+    EXPECT_NE(m.reply.message.find("node c (host box-c, at 10.0.0.3) joined"), std::string::npos);
+  }
+  EXPECT_TRUE(job.book.Tick(seconds(60)).empty());  // told once
+  (void)Report(job.book, job.b, 0, 143, "", 42002, seconds(61));
+  const auto rosters =
+      OfKind(Report(job.book, job.a, 0, 143, "", 42001, seconds(62)), NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 3u);
+  for (const NodeMessage& m : rosters) {
+    EXPECT_EQ(m.reply.attempt, 1);
+    EXPECT_EQ(m.reply.node_rank, m.connection == job.a.connection   ? 0
+                                 : m.connection == job.b.connection ? 1
+                                                                    : 2);
+    EXPECT_NE(m.reply.first_failure.find("grown: node c"), std::string::npos);
+  }
+  EXPECT_NE(job.book.AttemptTable().find("grown: node c"), std::string::npos);
+  EXPECT_NE(job.book.AttemptTable().find("not counted"), std::string::npos);
+}
+
+TEST(RendezvousBook, AReturningNodeTakesItsLastRank) {
+  RendezvousOptions options = Options(2, 3);
+  options.scale_up_after = seconds(5);
+  ThreeNodes job(options);
+  (void)job.book.Leave(job.b.connection, seconds(10));
+  (void)Report(job.book, job.a, 0, 1, "", 42001, seconds(11));
+  ASSERT_EQ(OfKind(Report(job.book, job.c, 0, 1, "", 42003, seconds(11)), NodeReplyKind::kRoster)
+                .size(),
+            2u);
+  EXPECT_EQ(job.book.NodeNames(), (std::vector<std::string>{"a", "c"}));
+  Agent back = MakeAgent(7, "b", "10.0.0.2");
+  (void)Join(job.book, back, seconds(20));
+  EXPECT_EQ(job.book.Tick(seconds(25)).size(), 2u);  // the stops
+  (void)Report(job.book, job.a, 1, 143, "", 43001, seconds(26));
+  const auto rosters =
+      OfKind(Report(job.book, job.c, 1, 143, "", 43003, seconds(26)), NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 3u);
+  EXPECT_EQ(job.book.NodeNames(), (std::vector<std::string>{"a", "b", "c"}));
+  for (const NodeMessage& m : rosters) {
+    if (m.connection == back.connection) EXPECT_EQ(m.reply.node_rank, 1);
+  }
+}
+
+TEST(RendezvousBook, ScaleUpNeverRefusesANodeArrivingWhileTheJobRuns) {
+  RendezvousOptions options = Options(2, 3);
+  options.scale_up_after = std::nullopt;
+  TwoOfThree job(options);
+  const auto out = Join(job.book, job.c, seconds(20));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_NE(out[0].reply.message.find("--scale-up-after never"), std::string::npos);
+  EXPECT_FALSE(job.book.NextDeadline().has_value());
+}
+
+TEST(RendezvousBook, ARefusedArrivalNeverDisturbsTheRunningJob) {
+  TwoOfThree job(Options(2, 3));
+  Agent c = job.c;
+  c.hello.environment = EncodeFingerprint(Environment("0.6.0"));
+  const auto out = Join(job.book, c, seconds(20));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_TRUE(job.book.Tick(seconds(500)).empty());
+  EXPECT_EQ(job.book.phase(), RendezvousBook::Phase::kRunning);
+  // A good one still joins afterwards.
+  EXPECT_EQ(OfKind(Join(job.book, MakeAgent(9, "d", "10.0.0.4"), seconds(501)),
+                   NodeReplyKind::kAdmitted)
+                .size(),
+            1u);
+}
+
+TEST(RendezvousBook, AJoiningNodeThatLeavesIsForgotten) {
+  TwoOfThree job(Options(2, 3));
+  (void)Join(job.book, job.c, seconds(20));
+  EXPECT_TRUE(job.book.Leave(job.c.connection, seconds(21)).empty());
+  EXPECT_TRUE(job.book.Tick(seconds(100)).empty());
+  EXPECT_FALSE(job.book.NextDeadline().has_value());
+}
+
+TEST(RendezvousBook, TheJobFinishingWhileANodeJoinsEndsItToo) {
+  TwoOfThree job(Options(2, 3));
+  (void)Join(job.book, job.c, seconds(20));
+  (void)Report(job.book, job.a, 0, 0, "", 42001, seconds(21));
+  const auto ends =
+      OfKind(Report(job.book, job.b, 0, 0, "", 42002, seconds(22)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 3u);
+  for (const NodeMessage& m : ends) EXPECT_EQ(m.reply.exit_status, 0);
+}
+
 TEST(RendezvousBook, AReplayedOrForgedReportIsRefusedAndChangesNothing) {
   RendezvousBook book(Options(2, 2), Nanos(0));
   Agent a = MakeAgent(1, "a", "10.0.0.1");

@@ -69,6 +69,8 @@ class NodeOptions:
     grace: float = 30.0
     # KDIST_UNREACHABLE_TIMEOUT: a silent host (the rendezvous's, an agent's) is lost after it.
     unreachable_timeout: float = 20.0
+    # A machine arriving while the job runs joins it after this long; None: never.
+    scale_up_after: float | None = 30.0
     # This machine's environment fingerprint, (name, value, must_match) entries
     # (kdist._start.environment_fingerprint, collected by the command line).
     environment: tuple[tuple[str, str, bool], ...] = ()
@@ -199,6 +201,7 @@ def _serve_if_here(
         options.max_restarts,
         options.token,
         unreachable_timeout=options.unreachable_timeout,
+        scale_up_after=-1.0 if options.scale_up_after is None else options.scale_up_after,
     )
     try:
         server.listen(ip, port)

@@ -171,8 +171,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=arguments.node_range,
         metavar="MIN[:MAX]",
         help="run the job across MIN to MAX machines, -n processes on each: one agent per "
-        "machine, joined through --rendezvous; exit 75 when fewer than MIN joined in "
-        "--join-timeout, 69 when this machine loses the rendezvous",
+        "machine, joined through --rendezvous; a machine lost or drained (SIGTERM to its "
+        "agent: it exits 143) and one arriving re-form the job at its new size; exit 75 when "
+        "fewer than MIN remain after --join-timeout, 69 when this machine loses the rendezvous",
     )
     nodes.add_argument(
         "--rendezvous",
@@ -198,6 +199,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=300.0,
         metavar="S",
         help="bound of every wait for MIN machines (default: 300); then every agent exits 75",
+    )
+    nodes.add_argument(
+        "--scale-up-after",
+        type=arguments.scale_up_after,
+        default=arguments.SCALE_UP_AFTER_DEFAULT,
+        metavar="S|never",
+        help="a machine arriving while the job runs with fewer than MAX: after S seconds the "
+        "job stops at one agreed step (a save) and goes on with it (default: "
+        f"{arguments.SCALE_UP_AFTER_DEFAULT:g}); never: a running job admits nobody",
     )
     nodes.add_argument(
         "--token-file",
@@ -292,6 +302,7 @@ def _run_nodes(
             gpus=None if gpus is None else tuple(gpus),
             grace=args.grace,
             unreachable_timeout=unreachable_timeout,
+            scale_up_after=args.scale_up_after,
             environment=tuple(
                 (e.name, e.value, e.must_match)
                 # The program's script and arguments, not the agent's (--node-name differs).
