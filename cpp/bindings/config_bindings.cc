@@ -55,6 +55,9 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
       {"stall_timeout", spec.stall_timeout.source},
       {"restart_count", spec.restart_count.source}};
   if (spec.seed.value) sources["seed"] = spec.seed.source;
+  if (spec.previous_num_processes.value) {  // only in an attempt after another
+    sources["previous_num_processes"] = spec.previous_num_processes.source;
+  }
   return sources;
 }
 
@@ -197,6 +200,11 @@ void BindConfig(nb::module_& m) {
                    "How many times this job was started again: KDIST_RESTART_COUNT, else the "
                    "detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption, "
                    "TORCHELASTIC_RESTART_COUNT), else 0; sources['restart_count'] says which.")
+      .def_prop_ro(
+          "previous_num_processes",
+          [](const ClusterSpec& s) { return s.previous_num_processes.value; },
+          "The process count of the job's previous attempt when `kdist launch --nodes` went "
+          "on at another size (KDIST_PREVIOUS_NUM_PROCESSES), else None.")
       .def_prop_ro("consistency",
                    [](const ClusterSpec& s) {
                      return std::string(ConsistencyPolicyName(s.consistency.value));

@@ -124,7 +124,23 @@ void BindRendezvous(nb::module_& m) {
           },
           "(name, address) of every node, by rank.")
       .def_ro("first_failure", &NodeReply::first_failure)
+      .def_ro("previous_processes", &NodeReply::previous_processes,
+              "The previous attempt's process count; 0 in the first.")
       .def_ro("exit_status", &NodeReply::exit_status);
+
+  nb::class_<RendezvousAttempt>(m, "RendezvousAttempt",
+                                "One attempt of a `kdist launch --nodes` job, as its "
+                                "rendezvous saw it.")
+      .def_ro("attempt", &RendezvousAttempt::attempt)
+      .def_ro("nodes", &RendezvousAttempt::nodes, "The node names, by rank.")
+      .def_ro("processes", &RendezvousAttempt::processes)
+      .def_ro("started_seconds", &RendezvousAttempt::started_seconds,
+              "Since the rendezvous started.")
+      .def_ro("ended_seconds", &RendezvousAttempt::ended_seconds, "-1 while it runs.")
+      .def_ro("ended", &RendezvousAttempt::ended,
+              "'finished', 'failed: ...', 'node lost: ...', 'drained: ...', 'grown: ...'.")
+      .def_ro("exit_status", &RendezvousAttempt::exit_status)
+      .def_ro("counted", &RendezvousAttempt::counted, "Against --max-restarts.");
 
   nb::class_<PyServer>(m, "RendezvousServer",
                        "The nodes' rendezvous: admits agents, forms each attempt, ends the job. "
@@ -174,7 +190,9 @@ void BindRendezvous(nb::module_& m) {
       .def("stop", [](PyServer& s) { s.server_->Stop(); },
            nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("exit_status", [](const PyServer& s) { return s.server_->exit_status(); })
-      .def_prop_ro("attempt_table", [](const PyServer& s) { return s.server_->AttemptTable(); });
+      .def_prop_ro("attempt_table", [](const PyServer& s) { return s.server_->AttemptTable(); })
+      .def_prop_ro("attempts", [](const PyServer& s) { return s.server_->Attempts(); },
+                   "After the end: every attempt, in order.");
 
   nb::class_<PyAgent>(m, "RendezvousAgent", "This machine's side of the nodes' rendezvous.")
       .def(

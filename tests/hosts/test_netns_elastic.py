@@ -6,6 +6,7 @@ job with 75, naming the lost node. Every namespace is checked empty at the end
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import time
@@ -73,9 +74,20 @@ def test_a_host_cut_mid_training_the_two_others_finish_from_the_last_backup(
     with netns.hosts(3) as hosts, Spawned(tmp_path) as spawned:
         rendezvous = f"{hosts[0].address}:{PORT}"
         env = _keras_env(backup_dir)
+        logs = tmp_path / "logs"
         agents = [
             spawned.start(
-                hosts[i].command(_agent(rendezvous, i, "2:3", KERAS, "--join-timeout", "120")),
+                hosts[i].command(
+                    _agent(
+                        rendezvous,
+                        i,
+                        "2:3",
+                        KERAS,
+                        "--join-timeout",
+                        "120",
+                        *(["--log-dir", str(logs)] if i == 0 else []),
+                    )
+                ),
                 env,
             )
             for i in range(3)
@@ -90,12 +102,21 @@ def test_a_host_cut_mid_training_the_two_others_finish_from_the_last_backup(
     assert "lost the nodes' rendezvous" in done[2].stderr
     assert "node lost: node host2" in done[0].stderr
     assert "not counted against --max-restarts" in done[0].stderr  # the attempts' table
+    table = json.loads((logs / "attempts.json").read_text())
+    assert table["exit_status"] == 0
+    (lost, finished) = table["attempts"]
+    assert lost["nodes"][0] == "host0" and lost["processes"] == 3, lost  # node 0: rendezvous's
+    assert sorted(lost["nodes"]) == ["host0", "host1", "host2"], lost
+    assert lost["ended"].startswith("node lost: node host2") and not lost["counted"], lost
+    assert finished["nodes"] == ["host0", "host1"] and finished["ended"] == "finished", finished
+    assert lost["ended_seconds"] <= finished["started_seconds"], table
     for i in (0, 1):
         reports = [r for r in json_objects(done[i].stdout) if "restart_count" in r]
         final = reports[-1]
         assert final["error"] is None, final
         assert final["restart_count"] == 1, final  # the next attempt, KDIST_RESTART_COUNT 1
         assert final["num_processes"] == 2, final  # at its new size
+        assert final["previous_num_processes"] == 3, final
         assert final["process_id"] == i, final  # the survivors keep their order
         # Resumed from the last committed backup (a multiple of save_freq, before the cut),
         # and ended at the right step: every batch of every epoch trained once.

@@ -470,6 +470,7 @@ report = {
     "audit": _audit,
     "backup_dir_exists": os.path.isdir(BACKUP_DIR),
     "restart_count": spec.restart_count,
+    "previous_num_processes": spec.previous_num_processes,
     "marks": MARKS,
     "batch_ends": progress.batch_ends,
     "epoch_seconds": progress.epoch_seconds,

@@ -59,6 +59,10 @@ struct ClusterSpec {
   // TORCHELASTIC_RESTART_COUNT), else 0 ("default"). Not part of the
   // fingerprint.
   Sourced<int64_t> restart_count;
+  // The previous attempt's process count (KDIST_PREVIOUS_NUM_PROCESSES, set by
+  // `kdist launch --nodes` from its second attempt on), nullopt ("default") in a
+  // first attempt or without it. Not part of the fingerprint.
+  Sourced<std::optional<int64_t>> previous_num_processes;
   // After the roll call: this process's environment fingerprint as compared
   // (empty when nothing was), and the differences let pass.
   std::vector<std::pair<std::string, std::string>> compared_environment;

@@ -227,6 +227,18 @@ Result<Sourced<int64_t>> ResolveRestartCount(const Environment& env,
   return Sourced<int64_t>{*value, raw->source};
 }
 
+// KDIST_PREVIOUS_NUM_PROCESSES: the previous attempt's process count, else none.
+Result<Sourced<std::optional<int64_t>>> ResolvePreviousNumProcesses(const Environment& env) {
+  std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvPreviousNumProcesses);
+  if (!raw) return Sourced<std::optional<int64_t>>{std::nullopt, "default"};
+  const std::string expected =
+      "expected a positive integer (the process count of the job's previous attempt)";
+  Result<int64_t> value = ParseInteger(raw->text);
+  if (!value.ok()) return Invalid(*raw, value.status().message() + "; " + expected);
+  if (*value < 1) return Invalid(*raw, expected);
+  return Sourced<std::optional<int64_t>>{*value, raw->source};
+}
+
 // JAX_COORDINATOR_BIND_ADDRESS: process 0 binds there instead of every interface.
 Status ResolveBindAddress(const Environment& env, ClusterSpec& spec) {
   spec.coordinator_bind_address = {std::nullopt, "default"};
@@ -503,6 +515,7 @@ Result<ClusterSpec> Resolve(const Request& request, const Environment& env,
   KDIST_RETURN_IF_ERROR(ResolveBindAddress(env, spec));
   KDIST_RETURN_IF_ERROR(ResolveCollectives(env, spec));
   KDIST_ASSIGN_OR_RETURN(spec.restart_count, ResolveRestartCount(env, fill.detected));
+  KDIST_ASSIGN_OR_RETURN(spec.previous_num_processes, ResolvePreviousNumProcesses(env));
   return spec;
 }
 

@@ -58,6 +58,9 @@ inline constexpr std::string_view kEnvStallTimeout = "KDIST_STALL_TIMEOUT";
 // How many times this job was started again (requeued, preempted, restarted by
 // its launcher): from the environment only, else the detected scheduler's.
 inline constexpr std::string_view kEnvRestartCount = "KDIST_RESTART_COUNT";
+// The process count of the job's previous attempt, set by `kdist launch --nodes` when the
+// job went on at another size (elastic): from the environment only.
+inline constexpr std::string_view kEnvPreviousNumProcesses = "KDIST_PREVIOUS_NUM_PROCESSES";
 inline constexpr int64_t kDefaultHeartbeatTimeoutSeconds = 100;  // JAX's own default
 inline constexpr int64_t kDefaultShutdownTimeoutSeconds = 300;   // JAX's own default
 inline constexpr double kDefaultUnreachableTimeoutSeconds = 20.0;

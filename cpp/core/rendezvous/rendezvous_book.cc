@@ -1,6 +1,7 @@
 #include "rendezvous/rendezvous_book.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "base/text.h"
@@ -34,7 +35,11 @@ bool IsLoopbackText(std::string_view host) {
 }  // namespace
 
 RendezvousBook::RendezvousBook(RendezvousOptions options, Nanos start)
-    : options_(std::move(options)), start_(start), last_join_(start) {}
+    : options_(std::move(options)), job_start_(start), start_(start), last_join_(start) {}
+
+double RendezvousBook::SecondsSinceStart(Nanos at) const {
+  return std::chrono::duration<double>(at - job_start_).count();
+}
 
 std::string RendezvousBook::Describe(const NodeHello& hello, const std::string& peer) const {
   return "node " + SafeText(hello.node_name) + " (host " + SafeText(hello.host) + ", pid " +
@@ -66,6 +71,7 @@ std::string RendezvousBook::JoinedList() const {
 
 std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHello& hello,
                                                const Arrival& arrival, Nanos now) {
+  now_ = now;
   const std::string who = Describe(hello, arrival.peer_host);
   const std::string refused = "the nodes' rendezvous refused " + who + ": ";
 
@@ -225,6 +231,7 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
 }
 
 std::vector<NodeMessage> RendezvousBook::Tick(Nanos now) {
+  now_ = now;
   if (phase_ == Phase::kRunning) return Grow(now);
   if (phase_ != Phase::kGathering) return {};
   const int64_t joined = static_cast<int64_t>(nodes_.size());
@@ -334,8 +341,14 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     }
   }
   std::vector<RosterNode> roster;
+  const int64_t previous_processes =
+      attempts_.empty() ? 0
+                        : static_cast<int64_t>(attempts_.back().nodes.size()) *
+                              options_.processes_per_node;
   AttemptRecord record;
   record.attempt = attempt_;
+  record.processes = static_cast<int64_t>(nodes_.size()) * options_.processes_per_node;
+  record.started_seconds = SecondsSinceStart(now_);
   for (size_t rank = 0; rank < nodes_.size(); ++rank) {
     const Node& node = nodes_[rank];
     roster.push_back({node.hello.node_name, node.peer_host});
@@ -360,6 +373,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     m.reply.coordinator_host = coordinator_host;
     m.reply.coordinator_port = zero.next_port;
     m.reply.nodes = roster;
+    m.reply.previous_processes = previous_processes;
     m.reply.first_failure = first_failure;
     m.reply.message = consistency_notes_;
     out.push_back(std::move(m));
@@ -393,6 +407,7 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
 
 std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeReport& report,
                                                 std::string_view frame, Nanos now) {
+  now_ = now;
   for (auto it = joining_.begin(); it != joining_.end(); ++it) {
     if (it->connection != connection) continue;
     // A joining node runs nothing: its only report is a drain notice, and it leaves.
@@ -460,6 +475,7 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
 }
 
 std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
+  now_ = now;
   if (phase_ == Phase::kGathering) {
     for (auto it = nodes_.begin(); it != nodes_.end(); ++it) {
       if (it->connection != connection) continue;
@@ -498,14 +514,15 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
     any_drained = any_drained || node.draining;
   }
   AttemptRecord& record = attempts_.back();
+  record.ended_seconds = SecondsSinceStart(now);
   // Every survivor's processes passed: the job finished (its processes could not have
   // without the lost node's).
   if (first_failure_.empty() && any_survivor) {
-    record.ended = "passed";
+    record.ended = "finished";
     return EndAll(StatusCode::kOk, "every node's processes passed", 0);
   }
   if (any_lost || any_drained || growing_) return Reform(now);
-  record.ended = first_failure_;
+  record.ended = "failed: " + first_failure_;
   record.exit_status = first_failure_status_;
   if (!previous_failure_.empty() && first_failure_ == previous_failure_) {
     return EndAll(StatusCode::kFailedPrecondition,
@@ -720,15 +737,33 @@ std::optional<Nonce> RendezvousBook::AgentNonce(uint64_t connection) const {
 }
 
 std::string RendezvousBook::AttemptTable() const {
-  std::string out = "attempt  nodes  processes  ended\n";
+  const auto seconds = [](double value) {
+    if (value < 0) return std::string("-");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", value);
+    return std::string(text);
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"attempt", "nodes", "processes", "start", "end", "counted", "ended"}};
   for (const AttemptRecord& record : attempts_) {
-    const int64_t n = static_cast<int64_t>(record.nodes.size());
     std::string ended = record.ended.empty() ? "running" : record.ended;
     if (record.exit_status != 0) ended += " (status " + std::to_string(record.exit_status) + ")";
-    if (!record.counted) ended += " (not counted against --max-restarts)";
-    out += std::to_string(record.attempt) + "        " + std::to_string(n) + "      " +
-           std::to_string(n * options_.processes_per_node) + "          " + Join(record.nodes, ",") +
-           ": " + ended + "\n";
+    rows.push_back({std::to_string(record.attempt), Join(record.nodes, ","),
+                    std::to_string(record.processes), seconds(record.started_seconds),
+                    seconds(record.ended_seconds),
+                    record.counted ? "yes" : "not counted against --max-restarts", ended});
+  }
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += row[i];
+      if (i + 1 < row.size()) out += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out += "\n";
   }
   return out;
 }

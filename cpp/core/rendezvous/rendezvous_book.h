@@ -95,6 +95,21 @@ struct RendezvousOptions {
   ConsistencyPolicy consistency = ConsistencyPolicy::kWarn;
 };
 
+// One attempt of the job as the rendezvous saw it (a row of its table, and of
+// attempts.json in --log-dir).
+struct RendezvousAttempt {
+  int64_t attempt = 0;
+  std::vector<std::string> nodes;  // by rank
+  int64_t processes = 0;
+  double started_seconds = 0;  // since the rendezvous started
+  double ended_seconds = -1;   // -1: still running
+  // "finished"; "failed: <the first failure>"; "node lost: ..."; "drained: ...";
+  // "grown: ... joined" (several joined by "; "); "" while running.
+  std::string ended;
+  int64_t exit_status = 0;  // a failure's
+  bool counted = true;      // against --max-restarts (a lost, drained or grown one's is not)
+};
+
 // What the rendezvous answers on one connection.
 struct NodeMessage {
   uint64_t connection = 0;
@@ -145,6 +160,7 @@ class RendezvousBook {
   std::string ProgressLine(Nanos now) const;
   // One table of the attempts: attempt, nodes, processes, how each ended.
   std::string AttemptTable() const;
+  const std::vector<RendezvousAttempt>& Attempts() const { return attempts_; }
   // The nonce of the agent on `connection` (its replies are signed over it).
   std::optional<Nonce> AgentNonce(uint64_t connection) const;
   const RendezvousOptions& options() const { return options_; }
@@ -172,13 +188,7 @@ class RendezvousBook {
     int64_t attempt = 0;
     Nanos since{0};
   };
-  struct AttemptRecord {
-    int64_t attempt = 0;
-    std::vector<std::string> nodes;
-    std::string ended;  // "passed", the first failure, "lost node b"
-    int64_t exit_status = 0;
-    bool counted = true;  // against --max-restarts (a lost node's is not)
-  };
+  using AttemptRecord = RendezvousAttempt;
 
   NodeMessage Refuse(uint64_t connection, StatusCode code, std::string message) const;
   std::string Describe(const NodeHello& hello, const std::string& peer) const;
@@ -194,6 +204,7 @@ class RendezvousBook {
   // step (kStop); while gathering, the node leaves at once (kEnd, 143).
   std::vector<NodeMessage> Drain(Node& node, Nanos now);
   std::string NodeText(const Node& node) const;
+  double SecondsSinceStart(Nanos at) const;
   NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
   // Growth: the running attempt stops at one agreed step once the first joining node
   // waited `scale_up_after`.
@@ -204,6 +215,8 @@ class RendezvousBook {
   Node* NodeOn(uint64_t connection);
 
   RendezvousOptions options_;
+  Nanos job_start_;  // the rendezvous's start: the table's times count from it
+  Nanos now_{0};     // the time of the event being decided (each public call sets it)
   Nanos start_;  // of the gathering in progress (the first, or one after a loss)
   Nanos last_join_{0};
   Phase phase_ = Phase::kGathering;

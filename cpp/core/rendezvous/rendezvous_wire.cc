@@ -32,6 +32,7 @@ enum RendezvousTag : uint8_t {
   kTagExitStatus = 22,
   kTagFailure = 23,
   kTagDrain = 24,
+  kTagPreviousProcesses = 25,
 };
 static_assert(kTagMac == 10, "HelloMacInput (roll_call/roll_call_wire.h) cuts tag 10");
 
@@ -41,7 +42,7 @@ constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, 
 constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kTagAttempt,
                                kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
                                kTagCoordinatorPort, kTagNodes, kTagFirstFailure,
-                               kTagExitStatus, kTagMac};
+                               kTagExitStatus, kTagPreviousProcesses, kTagMac};
 constexpr TagSet kReportTags = {kTagSequence, kTagAttempt, kTagExitStatus, kTagFailure,
                                 kTagCoordinatorPort, kTagDrain, kTagMac};
 
@@ -137,6 +138,7 @@ std::string EncodeNodeReply(const NodeReply& reply) {
     w.String(kTagCoordinatorHost, reply.coordinator_host, kMaxHostBytes);
     w.Integer(kTagCoordinatorPort, reply.coordinator_port);
     w.String(kTagNodes, EncodeNodeList(reply.nodes), kMaxNodeListBytes);
+    if (reply.previous_processes > 0) w.Integer(kTagPreviousProcesses, reply.previous_processes);
   }
   if (reply.kind == NodeReplyKind::kRoster || reply.kind == NodeReplyKind::kEnd) {
     if (!reply.first_failure.empty()) {
@@ -255,6 +257,8 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       case kTagFirstFailure:
         return ReadString(f, kMaxMessageBytes, "first_failure", reply.first_failure);
       case kTagExitStatus: return ReadInteger(f, "exit_status", reply.exit_status);
+      case kTagPreviousProcesses:
+        return ReadInteger(f, "previous_processes", reply.previous_processes);
       case kTagMac: return ReadMac(f, reply.mac);
       default: return Status::Ok();
     }

@@ -99,6 +99,7 @@ struct NodeReply {
   std::string coordinator_host;       // node 0's IP
   int64_t coordinator_port = 0;       // a fresh port of node 0's, this attempt's
   std::vector<RosterNode> nodes;      // by rank
+  int64_t previous_processes = 0;     // the previous attempt's process count; 0 in the first
   // kRoster after a failed attempt, kEnd: the job-wide first failure of the last attempt.
   std::string first_failure;
   // kEnd: the exit status every agent leaves with.

@@ -320,7 +320,12 @@ TEST(RendezvousBook, AllPassedEndsWithZero) {
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_EQ(ends[0].reply.exit_status, 0);
   EXPECT_EQ(book.exit_status(), 0);
-  EXPECT_NE(book.AttemptTable().find("passed"), std::string::npos);
+  EXPECT_NE(book.AttemptTable().find("finished"), std::string::npos);
+  ASSERT_EQ(book.Attempts().size(), 1u);
+  EXPECT_EQ(book.Attempts()[0].processes, 4);
+  EXPECT_DOUBLE_EQ(book.Attempts()[0].started_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(book.Attempts()[0].ended_seconds, 4.0);
+  EXPECT_TRUE(book.Attempts()[0].counted);
 }
 
 TEST(RendezvousBook, AFailureRestartsOnTheSameNodesWithAFreshPortAndNamesTheFirstFailure) {
@@ -387,7 +392,8 @@ TEST(RendezvousBook, NoRestartLeftEndsWithTheFirstFailuresStatus) {
   const auto ends = OfKind(Report(book, a, 0, 1, "", 42001, seconds(4)), NodeReplyKind::kEnd);
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_EQ(ends[0].reply.exit_status, 3);
-  EXPECT_NE(book.AttemptTable().find("KeyError (status 3)"), std::string::npos)
+  EXPECT_NE(book.AttemptTable().find("failed: process 2 (node b): KeyError (status 3)"),
+            std::string::npos)
       << book.AttemptTable();
 }
 
@@ -423,6 +429,7 @@ TEST(RendezvousBook, ALostNodeFormsTheNextAttemptWithoutItOnceTheOthersReported)
     EXPECT_EQ(m.reply.nodes[1].name, "b");
     EXPECT_EQ(m.reply.node_rank, m.connection == job.a.connection ? 0 : 1);
     EXPECT_EQ(m.reply.coordinator_port, 42001);  // node 0's fresh offer
+    EXPECT_EQ(m.reply.previous_processes, 6);     // 3 nodes of 2 processes before
     EXPECT_NE(m.reply.first_failure.find("node lost: node c (host box-c, at 10.0.0.3)"),
               std::string::npos)
         << m.reply.first_failure;

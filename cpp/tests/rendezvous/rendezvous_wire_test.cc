@@ -199,6 +199,17 @@ TEST(NodeReport, RoundTripsAndVerifies) {
   EXPECT_TRUE(NodeFrameVerifies(frame, out->mac, "s3cret", NonceOf(3)));
 }
 
+TEST(NodeReply, ARosterCarriesThePreviousProcessCount) {
+  NodeReply in = SampleRoster();
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->previous_processes, 0);
+  in.previous_processes = 6;
+  out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->previous_processes, 6);
+}
+
 TEST(NodeReply, StopRoundTripsWithItsAttempt) {
   NodeReply in;
   in.kind = NodeReplyKind::kStop;

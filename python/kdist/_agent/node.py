@@ -11,6 +11,7 @@ rendezvous refused it, otherwise the job's.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -35,12 +36,16 @@ if TYPE_CHECKING:
     from kdist._core import NodeReply, RendezvousAgent, RendezvousServer
 
 EXIT_REFUSED = 1
+ATTEMPTS_FILE = "attempts.json"  # in --log-dir, on the rendezvous's machine
 # Each process's variables, besides KERAS_DISTRIBUTION_*: the contract of issue 43.
 RESTART_COUNT_VARIABLE = "KDIST_RESTART_COUNT"
 NODE_RANK_VARIABLE = "KDIST_NODE_RANK"
 NUM_NODES_VARIABLE = "KDIST_NUM_NODES"
 LOCAL_PROCESS_ID_VARIABLE = "KDIST_LOCAL_PROCESS_ID"
 JOB_ID_VARIABLE = "KDIST_JOB_ID"
+# The previous attempt's process count, from the second attempt on (cluster_spec()'s
+# previous_num_processes).
+PREVIOUS_NUM_PROCESSES_VARIABLE = "KDIST_PREVIOUS_NUM_PROCESSES"
 _EXIT_DRAINED = 143  # kdist._core.EXIT_DRAINED (128 + SIGTERM)
 _WATCH_SECONDS = 0.5  # how often the watcher of the rendezvous looks up from its wait
 # kdist's records that name the job's first failure (kdist._local_job.job reads the same).
@@ -181,8 +186,29 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
         if server is not None:
             server.wait(10.0)
             server.stop()
+            if options.log_dir is not None:
+                _write_attempts(options.log_dir / ATTEMPTS_FILE, server, note)
         if agent_log is not None:
             agent_log.close()
+
+
+def _write_attempts(path: Path, server: RendezvousServer, note: Callable[[str], None]) -> None:
+    """The rendezvous's table of the job's attempts, as JSON (one object per attempt)."""
+    rows = [
+        {
+            "attempt": a.attempt,
+            "nodes": list(a.nodes),
+            "processes": a.processes,
+            "started_seconds": a.started_seconds,
+            "ended_seconds": None if a.ended_seconds < 0 else a.ended_seconds,
+            "ended": a.ended,
+            "exit_status": a.exit_status,
+            "counted": a.counted,
+        }
+        for a in server.attempts
+    ]
+    path.write_text(json.dumps({"exit_status": server.exit_status, "attempts": rows}, indent=2))
+    note(f"the job's attempts: {path}")
 
 
 def _serve_if_here(
@@ -328,6 +354,8 @@ def _run_attempt(
             host=roster.coordinator_host,
         )
         env[RESTART_COUNT_VARIABLE] = str(roster.attempt)
+        if roster.previous_processes > 0:
+            env[PREVIOUS_NUM_PROCESSES_VARIABLE] = str(roster.previous_processes)
         env[NODE_RANK_VARIABLE] = str(roster.node_rank)
         env[NUM_NODES_VARIABLE] = str(num_nodes)
         env[LOCAL_PROCESS_ID_VARIABLE] = str(local)

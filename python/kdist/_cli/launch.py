@@ -210,6 +210,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"{arguments.SCALE_UP_AFTER_DEFAULT:g}); never: a running job admits nobody",
     )
     nodes.add_argument(
+        "--global-batch",
+        type=arguments.positive_int,
+        metavar="B",
+        help="refuse to start unless B splits evenly over the processes at every node count "
+        "MIN..MAX (a constant global batch resumes exactly on another shape)",
+    )
+    nodes.add_argument(
         "--token-file",
         type=Path,
         metavar="F",
@@ -256,6 +263,7 @@ def _run_nodes(
     command: list[str], args: argparse.Namespace, parser: argparse.ArgumentParser
 ) -> int:
     """`kdist launch --nodes`: this machine's agent (kdist._agent)."""
+    from kdist._agent.global_batch import global_batch_problem
     from kdist._agent.node import NodeOptions, run_node
     from kdist._start import environment_fingerprint
 
@@ -268,6 +276,11 @@ def _run_nodes(
         except ValueError as error:
             parser.error(str(error))
     min_nodes, max_nodes = args.nodes
+    if args.global_batch is not None:
+        problem = global_batch_problem(args.global_batch, min_nodes, max_nodes, args.num_processes)
+        if problem is not None:
+            print(f"kdist launch: refused before joining: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     # The window after which a silent host is lost: the processes' liveness channel and the
     # rendezvous's connections use the same one (KDIST_UNREACHABLE_TIMEOUT).
     unreachable = os.environ.get(UNREACHABLE_TIMEOUT_VARIABLE, "")
