@@ -703,6 +703,13 @@ std::vector<NodeMessage> RendezvousBook::Drain(Node& node, Nanos /*now*/) {
       break;
     }
     if (nodes_.empty()) consistency_.reset();
+    if (nodes_.empty() && !attempts_.empty()) {
+      // Gathering again after a loss or a drain, and the last one left is drained too
+      // (SIGTERM to every agent, their signals apart): nobody is left to run the job.
+      phase_ = Phase::kEnded;
+      exit_status_ = kExitDrained;
+      attempts_.back().ended += "; then every other node was drained";
+    }
     return out;
   }
   if (node.draining) return {};

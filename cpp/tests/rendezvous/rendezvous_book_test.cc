@@ -636,6 +636,23 @@ TEST(RendezvousBook, ADrainBelowMinGathersAgain) {
   EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
 }
 
+TEST(RendezvousBook, TheLastNodeDrainedWhileGatheringAgainEndsTheJobWith143) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  Agent a = MakeAgent(1, "a", "10.0.0.1");
+  Agent b = MakeAgent(2, "b", "10.0.0.2");
+  (void)Join(book, a, seconds(1));
+  (void)Join(book, b, seconds(2));
+  (void)DrainNotice(book, b, 0, seconds(3));
+  (void)Report(book, b, 0, 143, "", 42002, seconds(4));
+  (void)Report(book, a, 0, 143, "", 42001, seconds(4));  // a's own SIGTERM came later
+  ASSERT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+  const auto out = DrainNotice(book, a, 0, seconds(5));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.exit_status, kExitDrained);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kEnded);
+  EXPECT_EQ(book.exit_status(), kExitDrained);
+}
+
 TEST(RendezvousBook, ADrainWhileGatheringEndsThatNodeAlone) {
   RendezvousBook book(Options(2, 3), Nanos(0));
   Agent a = MakeAgent(1, "a", "10.0.0.1");
