@@ -14,6 +14,7 @@ from collections.abc import Callable
 from benchmarks import (
     channel,
     device_listing,
+    elastic,
     import_cost,
     keras_first_step,
     liveness,
@@ -44,6 +45,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "liveness": liveness.measure,
     "stopping": stopping.measure,
     "testing": testing_cost.measure,
+    "elastic": elastic.measure,  # root: network namespaces (skipped otherwise)
 }
 
 

@@ -59,7 +59,8 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
        {std::pair{"node_rank", &spec.node_rank.source},
         std::pair{"num_nodes", &spec.num_nodes.source},
         std::pair{"local_process_id", &spec.local_process_id.source},
-        std::pair{"job_id", &spec.job_id.source}}) {
+        std::pair{"job_id", &spec.job_id.source},
+        std::pair{"previous_num_processes", &spec.previous_num_processes.source}}) {
     if (!source->empty() && *source != "default") sources[name] = *source;
   }
   if (spec.seed.value) sources["seed"] = spec.seed.source;
@@ -219,6 +220,11 @@ void BindConfig(nb::module_& m) {
                    "How many times this job was started again: KDIST_RESTART_COUNT, else the "
                    "detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption, "
                    "TORCHELASTIC_RESTART_COUNT), else 0; sources['restart_count'] says which.")
+      .def_prop_ro(
+          "previous_num_processes",
+          [](const ClusterSpec& s) { return s.previous_num_processes.value; },
+          "The process count of the job's previous attempt when `kdist launch --nodes` went "
+          "on at another size (KDIST_PREVIOUS_NUM_PROCESSES), else None.")
       .def_prop_ro("consistency",
                    [](const ClusterSpec& s) {
                      return std::string(ConsistencyPolicyName(s.consistency.value));

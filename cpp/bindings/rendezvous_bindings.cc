@@ -82,6 +82,7 @@ const char* KindName(NodeReplyKind kind) {
     case NodeReplyKind::kRefused: return "refused";
     case NodeReplyKind::kRoster: return "roster";
     case NodeReplyKind::kEnd: return "end";
+    case NodeReplyKind::kStop: return "stop";
   }
   return "unknown";
 }
@@ -91,6 +92,7 @@ const char* KindName(NodeReplyKind kind) {
 void BindRendezvous(nb::module_& m) {
   m.attr("EXIT_NOT_ENOUGH_NODES") = kExitNotEnoughNodes;
   m.attr("EXIT_LOST_RENDEZVOUS") = kExitLostRendezvous;
+  m.attr("EXIT_DRAINED") = kExitDrained;
   m.def(
       "auto_rendezvous",
       [](const std::map<std::string, std::string>& environment) {
@@ -105,7 +107,7 @@ void BindRendezvous(nb::module_& m) {
 
   nb::class_<NodeReply>(m, "NodeReply", "What the nodes' rendezvous told this machine's agent.")
       .def_prop_ro("kind", [](const NodeReply& r) { return std::string(KindName(r.kind)); },
-                   "'waiting', 'roster' or 'end'.")
+                   "'waiting', 'roster', 'stop' (the attempt stops at one agreed step) or 'end'.")
       .def_prop_ro("code", [](const NodeReply& r) { return std::string(StatusCodeName(r.code)); })
       .def_ro("message", &NodeReply::message)
       .def_ro("attempt", &NodeReply::attempt, "The job-wide attempt, from 0.")
@@ -122,7 +124,23 @@ void BindRendezvous(nb::module_& m) {
           },
           "(name, address) of every node, by rank.")
       .def_ro("first_failure", &NodeReply::first_failure)
+      .def_ro("previous_processes", &NodeReply::previous_processes,
+              "The previous attempt's process count; 0 in the first.")
       .def_ro("exit_status", &NodeReply::exit_status);
+
+  nb::class_<RendezvousAttempt>(m, "RendezvousAttempt",
+                                "One attempt of a `kdist launch --nodes` job, as its "
+                                "rendezvous saw it.")
+      .def_ro("attempt", &RendezvousAttempt::attempt)
+      .def_ro("nodes", &RendezvousAttempt::nodes, "The node names, by rank.")
+      .def_ro("processes", &RendezvousAttempt::processes)
+      .def_ro("started_seconds", &RendezvousAttempt::started_seconds,
+              "Since the rendezvous started.")
+      .def_ro("ended_seconds", &RendezvousAttempt::ended_seconds, "-1 while it runs.")
+      .def_ro("ended", &RendezvousAttempt::ended,
+              "'finished', 'failed: ...', 'node lost: ...', 'drained: ...', 'grown: ...'.")
+      .def_ro("exit_status", &RendezvousAttempt::exit_status)
+      .def_ro("counted", &RendezvousAttempt::counted, "Against --max-restarts.");
 
   nb::class_<PyServer>(m, "RendezvousServer",
                        "The nodes' rendezvous: admits agents, forms each attempt, ends the job. "
@@ -131,7 +149,8 @@ void BindRendezvous(nb::module_& m) {
           "__init__",
           [](PyServer* self, const std::string& job_id, int64_t min_nodes, int64_t max_nodes,
              int64_t processes_per_node, double last_call, double join_timeout,
-             int64_t max_restarts, const std::string& token, double progress_every) {
+             int64_t max_restarts, const std::string& token, double progress_every,
+             double unreachable_timeout, double scale_up_after) {
             RendezvousServerOptions o;
             o.book.job_id = job_id;
             o.book.min_nodes = min_nodes;
@@ -142,11 +161,18 @@ void BindRendezvous(nb::module_& m) {
             o.book.max_restarts = max_restarts;
             o.book.token = token;
             o.progress_every = SecondsToNanos(progress_every);
+            o.unreachable_timeout = SecondsToNanos(unreachable_timeout);
+            if (scale_up_after < 0) {
+              o.book.scale_up_after = std::nullopt;  // never
+            } else {
+              o.book.scale_up_after = SecondsToNanos(scale_up_after);
+            }
             new (self) PyServer(std::move(o));
           },
           nb::arg("job_id"), nb::arg("min_nodes"), nb::arg("max_nodes"),
           nb::arg("processes_per_node"), nb::arg("last_call"), nb::arg("join_timeout"),
-          nb::arg("max_restarts"), nb::arg("token"), nb::arg("progress_every") = 5.0)
+          nb::arg("max_restarts"), nb::arg("token"), nb::arg("progress_every") = 5.0,
+          nb::arg("unreachable_timeout") = 20.0, nb::arg("scale_up_after") = 30.0)
       .def(
           "listen",
           [](PyServer& s, const std::string& ip, int64_t port) {
@@ -164,22 +190,25 @@ void BindRendezvous(nb::module_& m) {
       .def("stop", [](PyServer& s) { s.server_->Stop(); },
            nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("exit_status", [](const PyServer& s) { return s.server_->exit_status(); })
-      .def_prop_ro("attempt_table", [](const PyServer& s) { return s.server_->AttemptTable(); });
+      .def_prop_ro("attempt_table", [](const PyServer& s) { return s.server_->AttemptTable(); })
+      .def_prop_ro("attempts", [](const PyServer& s) { return s.server_->Attempts(); },
+                   "After the end: every attempt, in order.");
 
   nb::class_<PyAgent>(m, "RendezvousAgent", "This machine's side of the nodes' rendezvous.")
       .def(
           "__init__",
           [](PyAgent* self, const std::string& ip, int64_t port, const std::string& where,
-             const std::string& token, double join_timeout) {
+             const std::string& token, double join_timeout, double unreachable_timeout) {
             RendezvousAgentOptions o;
             o.rendezvous = EndpointOrRaise(ip, port);
             o.where = where;
             o.token = token;
             o.join_timeout = SecondsToNanos(join_timeout);
+            o.unreachable_timeout = SecondsToNanos(unreachable_timeout);
             new (self) PyAgent(std::move(o));
           },
           nb::arg("ip"), nb::arg("port"), nb::arg("where"), nb::arg("token"),
-          nb::arg("join_timeout"))
+          nb::arg("join_timeout"), nb::arg("unreachable_timeout") = 20.0)
       .def(
           "join",
           [](PyAgent& a, const std::string& job_id, const std::string& node_name,
@@ -229,8 +258,9 @@ void BindRendezvous(nb::module_& m) {
       .def(
           "report",
           [](PyAgent& a, int64_t attempt, int64_t exit_status, const std::string& failure,
-             int64_t coordinator_port) {
+             int64_t coordinator_port, bool drain) {
             NodeReport r;
+            r.drain = drain;
             r.attempt = attempt;
             r.exit_status = exit_status;
             r.failure = failure;
@@ -243,7 +273,9 @@ void BindRendezvous(nb::module_& m) {
             RaiseAgentError(status);
           },
           nb::arg("attempt"), nb::arg("exit_status"), nb::arg("failure"),
-          nb::arg("coordinator_port"))
+          nb::arg("coordinator_port"), nb::arg("drain") = false,
+          "How `attempt` ended here; with drain=True, a drain notice instead: this machine "
+          "leaves, the rendezvous stops the attempt at one agreed step.")
       .def_prop_ro("local_address", [](const PyAgent& a) { return a.agent_->local_address(); })
       .def("close", [](PyAgent& a) { a.agent_->Close(); });
 }

@@ -461,6 +461,7 @@ fit_seconds = time.perf_counter() - started
 
 report = {
     "process_id": me,
+    "num_processes": processes,
     "error": error,
     "fit_seconds": fit_seconds,
     "save_seconds": save_seconds,
@@ -469,6 +470,7 @@ report = {
     "audit": _audit,
     "backup_dir_exists": os.path.isdir(BACKUP_DIR),
     "restart_count": spec.restart_count,
+    "previous_num_processes": spec.previous_num_processes,
     "marks": MARKS,
     "batch_ends": progress.batch_ends,
     "epoch_seconds": progress.epoch_seconds,

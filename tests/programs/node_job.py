@@ -31,7 +31,7 @@ print(
                 os.environ.get("KDIST_ROLL_CALL_TOKEN", "").encode()
             ).hexdigest()[:16],
             "place": {
-                name: [getattr(spec, name), spec.sources[name]]
+                name: [getattr(spec, name), spec.sources.get(name)]
                 for name in ("node_rank", "num_nodes", "local_process_id", "job_id")
             },
             "variables": {

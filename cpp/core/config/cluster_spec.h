@@ -67,6 +67,11 @@ struct ClusterSpec {
   Sourced<std::optional<int64_t>> num_nodes;
   Sourced<std::optional<int64_t>> local_process_id;
   Sourced<std::string> job_id;
+  // The previous attempt's process count (KDIST_PREVIOUS_NUM_PROCESSES, set by
+  // `kdist launch --nodes` from its second attempt on; config/node_place.h),
+  // nullopt ("default") in a first attempt or without it. Not part of the
+  // fingerprint.
+  Sourced<std::optional<int64_t>> previous_num_processes;
   // After the roll call: this process's environment fingerprint as compared
   // (empty when nothing was), and the differences let pass.
   std::vector<std::pair<std::string, std::string>> compared_environment;

@@ -32,6 +32,9 @@ Status ResolveNodePlace(const Environment& env, ClusterSpec& spec) {
   KDIST_ASSIGN_OR_RETURN(spec.local_process_id,
                          Whole(Pick(std::nullopt, "", env, kEnvLocalProcessId), 0,
                                "this process's index among its machine's processes"));
+  KDIST_ASSIGN_OR_RETURN(spec.previous_num_processes,
+                         Whole(Pick(std::nullopt, "", env, kEnvPreviousNumProcesses), 1,
+                               "the process count of the job's previous attempt"));
   const std::string* job_id = Lookup(env, kEnvJobId);
   spec.job_id = job_id != nullptr && !job_id->empty()
                     ? Sourced<std::string>{*job_id, std::string(kEnvJobId)}

@@ -1,6 +1,7 @@
 #include "rendezvous/rendezvous_book.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "base/text.h"
@@ -34,7 +35,11 @@ bool IsLoopbackText(std::string_view host) {
 }  // namespace
 
 RendezvousBook::RendezvousBook(RendezvousOptions options, Nanos start)
-    : options_(std::move(options)), start_(start), last_join_(start) {}
+    : options_(std::move(options)), job_start_(start), start_(start), last_join_(start) {}
+
+double RendezvousBook::SecondsSinceStart(Nanos at) const {
+  return std::chrono::duration<double>(at - job_start_).count();
+}
 
 std::string RendezvousBook::Describe(const NodeHello& hello, const std::string& peer) const {
   return "node " + SafeText(hello.node_name) + " (host " + SafeText(hello.host) + ", pid " +
@@ -66,6 +71,7 @@ std::string RendezvousBook::JoinedList() const {
 
 std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHello& hello,
                                                const Arrival& arrival, Nanos now) {
+  now_ = now;
   const std::string who = Describe(hello, arrival.peer_host);
   const std::string refused = "the nodes' rendezvous refused " + who + ": ";
 
@@ -126,7 +132,11 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                        " is not made of letters, digits, '.', '_' and '-' (at most " +
                        std::to_string(kMaxNodeNameBytes) + " bytes); give it --node-name")};
   }
-  for (const Node& node : nodes_) {
+  std::vector<const Node*> live;
+  for (const Node& node : nodes_) live.push_back(&node);
+  for (const Node& node : joining_) live.push_back(&node);
+  for (const Node* held : live) {
+    const Node& node = *held;
     if (node.hello.node_name == hello.node_name && !node.lost) {
       return {Refuse(connection, StatusCode::kAlreadyExists,
                      refused + "node name " + hello.node_name +
@@ -135,13 +145,21 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                          arrival.peer_host + "; give each machine its own --node-name")};
     }
   }
-  // 5. A job that has formed admits nobody (checked before the environment, which
-  //    would otherwise record a node that never joins).
-  if (phase_ != Phase::kGathering) {
+  // 5. A job that has formed admits only a node it can grow by (checked before the
+  //    environment, which would otherwise record a node that never joins).
+  const int64_t members = static_cast<int64_t>(nodes_.size() + joining_.size());
+  const bool grows = phase_ == Phase::kRunning && options_.scale_up_after.has_value() &&
+                     members < options_.max_nodes;
+  if (phase_ != Phase::kGathering && !grows) {
+    std::string why = "; a node cannot join a running job";
+    if (phase_ == Phase::kRunning && !options_.scale_up_after.has_value()) {
+      why += " (--scale-up-after never)";
+    } else if (phase_ == Phase::kRunning) {
+      why = "; the job already has its --nodes MAX " + std::to_string(options_.max_nodes);
+    }
     return {Refuse(connection, StatusCode::kFailedPrecondition,
                    refused + "the job has already formed with " +
-                       std::to_string(nodes_.size()) + " nodes (" + JoinedList() +
-                       "); a node cannot join a running job")};
+                       std::to_string(nodes_.size()) + " nodes (" + JoinedList() + ")" + why)};
   }
   // 4. The environment, against the first admitted node's.
   Result<Fingerprint> theirs = DecodeFingerprint(hello.environment);
@@ -160,8 +178,8 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
     consistency_.emplace(std::move(reference), options_.consistency);
   } else {
     const auto host_of = [&](int64_t node_id) {
-      for (const Node& node : nodes_) {
-        if (node.id == node_id) return "node " + node.hello.node_name;
+      for (const Node* node : live) {
+        if (node->id == node_id) return "node " + node->hello.node_name;
       }
       return node_id == id ? "node " + hello.node_name : std::string("node ?");
     };
@@ -184,6 +202,20 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
   node.challenge = arrival.nonce;
   node.on_rendezvous_machine = !arrival.peer_host.empty() && arrival.peer_host == arrival.local_host;
   node.next_port = hello.coordinator_port;
+  if (grows) {
+    node.joined_at = now;
+    joining_.push_back(std::move(node));
+    NodeMessage admitted;
+    admitted.connection = connection;
+    admitted.reply.kind = NodeReplyKind::kAdmitted;
+    admitted.reply.message =
+        "admitted as node " + hello.node_name + " while the job runs attempt " +
+        std::to_string(attempt_) + " with " + std::to_string(nodes_.size()) + " nodes (" +
+        JoinedList() + "); after " + Seconds(*options_.scale_up_after) +
+        " (--scale-up-after) it stops at one agreed step and the next attempt runs with " +
+        std::to_string(nodes_.size() + joining_.size()) + " nodes";
+    return {std::move(admitted)};
+  }
   nodes_.push_back(std::move(node));
   last_join_ = now;
 
@@ -199,24 +231,44 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
 }
 
 std::vector<NodeMessage> RendezvousBook::Tick(Nanos now) {
+  now_ = now;
+  if (phase_ == Phase::kRunning) return Grow(now);
   if (phase_ != Phase::kGathering) return {};
   const int64_t joined = static_cast<int64_t>(nodes_.size());
   if (joined >= options_.min_nodes && now - last_join_ >= options_.last_call) return Seal();
   if (now - start_ >= options_.join_timeout) {
     exit_status_ = kExitNotEnoughNodes;
+    if (!lost_.empty() && !attempts_.empty()) {
+      attempts_.back().ended += "; fewer than MIN nodes came back";
+    }
     return EndAll(StatusCode::kDeadlineExceeded,
                   "the nodes' rendezvous timed out after " + Seconds(options_.join_timeout) +
                       " (--join-timeout) with " + std::to_string(joined) + " of " +
                       NodesText(options_.min_nodes, options_.max_nodes) + " nodes joined (" +
-                      JoinedList() + "); start `kdist launch --nodes` with the same "
-                      "--rendezvous on " + std::to_string(options_.min_nodes - joined) +
+                      JoinedList() + ")" + LostText(now) + "; start `kdist launch --nodes` "
+                      "with the same --rendezvous on " +
+                      std::to_string(options_.min_nodes - joined) +
                       " more machine(s), or lower --nodes MIN",
                   kExitNotEnoughNodes);
   }
   return {};
 }
 
+std::string RendezvousBook::LostText(Nanos now) const {
+  if (lost_.empty()) return "";
+  std::vector<std::string> parts;
+  for (const LostNode& lost : lost_) {
+    parts.push_back(lost.text + " lost since " + Seconds(now - lost.since) + " ago (attempt " +
+                    std::to_string(lost.attempt) + ")");
+  }
+  return "; the job had lost " + Join(parts, ", ");
+}
+
 std::optional<Nanos> RendezvousBook::NextDeadline() const {
+  if (phase_ == Phase::kRunning && !joining_.empty() && !growing_ &&
+      options_.scale_up_after.has_value()) {
+    return joining_.front().joined_at + *options_.scale_up_after;
+  }
   if (phase_ != Phase::kGathering) return std::nullopt;
   Nanos next = start_ + options_.join_timeout;
   if (static_cast<int64_t>(nodes_.size()) >= options_.min_nodes) {
@@ -244,6 +296,19 @@ std::string RendezvousBook::ProgressLine(Nanos now) const {
 
 std::vector<NodeMessage> RendezvousBook::Seal() {
   phase_ = Phase::kRunning;
+  // After a gathering that followed a loss, the attempt after the last one; the nodes
+  // that came meanwhile take their last ranks when free, as growth's do.
+  const std::string after_loss = lost_.empty() ? "" : attempts_.back().ended;
+  if (!lost_.empty()) {
+    std::vector<Node> kept;
+    for (Node& node : nodes_) {
+      (node.id < regather_first_id_ ? kept : joining_).push_back(std::move(node));
+    }
+    nodes_ = std::move(kept);
+    (void)AdmitJoining();
+  }
+  if (!attempts_.empty()) ++attempt_;
+  lost_.clear();
   // Node 0: the first agent on the rendezvous's own machine, else the first admitted;
   // the others keep their order of admission.
   auto local = std::find_if(nodes_.begin(), nodes_.end(),
@@ -257,7 +322,7 @@ std::vector<NodeMessage> RendezvousBook::Seal() {
       return std::string("node ?");
     });
   }
-  return Rosters("");
+  return Rosters(after_loss);
 }
 
 std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failure) {
@@ -276,11 +341,19 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     }
   }
   std::vector<RosterNode> roster;
+  const int64_t previous_processes =
+      attempts_.empty() ? 0
+                        : static_cast<int64_t>(attempts_.back().nodes.size()) *
+                              options_.processes_per_node;
   AttemptRecord record;
   record.attempt = attempt_;
-  for (const Node& node : nodes_) {
+  record.processes = static_cast<int64_t>(nodes_.size()) * options_.processes_per_node;
+  record.started_seconds = SecondsSinceStart(now_);
+  for (size_t rank = 0; rank < nodes_.size(); ++rank) {
+    const Node& node = nodes_[rank];
     roster.push_back({node.hello.node_name, node.peer_host});
     record.nodes.push_back(node.hello.node_name);
+    last_rank_[node.hello.node_name] = static_cast<int64_t>(rank);
   }
   attempts_.push_back(std::move(record));
   first_failure_.clear();
@@ -300,6 +373,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     m.reply.coordinator_host = coordinator_host;
     m.reply.coordinator_port = zero.next_port;
     m.reply.nodes = roster;
+    m.reply.previous_processes = previous_processes;
     m.reply.first_failure = first_failure;
     m.reply.message = consistency_notes_;
     out.push_back(std::move(m));
@@ -312,7 +386,11 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
   phase_ = Phase::kEnded;
   exit_status_ = status;
   std::vector<NodeMessage> out;
-  for (const Node& node : nodes_) {
+  std::vector<const Node*> everyone;
+  for (const Node& node : nodes_) everyone.push_back(&node);
+  for (const Node& node : joining_) everyone.push_back(&node);
+  for (const Node* each : everyone) {
+    const Node& node = *each;
     if (node.lost) continue;
     NodeMessage m;
     m.connection = node.connection;
@@ -328,7 +406,24 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
 }
 
 std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeReport& report,
-                                                std::string_view frame, Nanos /*now*/) {
+                                                std::string_view frame, Nanos now) {
+  now_ = now;
+  for (auto it = joining_.begin(); it != joining_.end(); ++it) {
+    if (it->connection != connection) continue;
+    // A joining node runs nothing: its only report is a drain notice, and it leaves.
+    if (!report.drain || !NodeFrameVerifies(frame, report.mac, options_.token, it->challenge) ||
+        report.sequence <= it->last_sequence) {
+      return {Refuse(connection, StatusCode::kFailedPrecondition,
+                     "the nodes' rendezvous refused a report of joining " + NodeText(*it) +
+                         ": it runs no attempt yet")};
+    }
+    std::vector<NodeMessage> out = {EndOne(*it, StatusCode::kOk,
+                                           NodeText(*it) + " was drained before it joined",
+                                           kExitDrained)};
+    if (consistency_.has_value()) consistency_->Remove(it->id);
+    joining_.erase(it);
+    return out;
+  }
   Node* node = NodeOn(connection);
   if (node == nullptr) {
     return {Refuse(connection, StatusCode::kFailedPrecondition,
@@ -345,6 +440,16 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
                    "the nodes' rendezvous refused a report of " + who + ": frame " +
                        std::to_string(report.sequence) + " comes after frame " +
                        std::to_string(node->last_sequence) + " (a replay?)")};
+  }
+  if (report.drain) {  // a notice, not the attempt's end
+    if (phase_ == Phase::kEnded || report.attempt > attempt_) {
+      return {Refuse(connection, StatusCode::kFailedPrecondition,
+                     "the nodes' rendezvous refused a drain notice of " + who + " about attempt " +
+                         std::to_string(report.attempt) + ": the job's attempt is " +
+                         std::to_string(attempt_))};
+    }
+    node->last_sequence = report.sequence;
+    return Drain(*node, now);
   }
   if (phase_ != Phase::kRunning || report.attempt != attempt_ || node->reported) {
     return {Refuse(connection, StatusCode::kFailedPrecondition,
@@ -366,10 +471,11 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
                                std::to_string(report.exit_status);
     first_failure_status_ = report.exit_status;
   }
-  return AfterAttempt();
+  return AfterAttempt(now);
 }
 
 std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
+  now_ = now;
   if (phase_ == Phase::kGathering) {
     for (auto it = nodes_.begin(); it != nodes_.end(); ++it) {
       if (it->connection != connection) continue;
@@ -381,33 +487,42 @@ std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
     }
     return {};
   }
+  for (auto it = joining_.begin(); it != joining_.end(); ++it) {
+    if (it->connection != connection) continue;
+    if (consistency_.has_value()) consistency_->Remove(it->id);
+    joining_.erase(it);  // it never ran: the job is not disturbed
+    return {};
+  }
   Node* node = NodeOn(connection);
   if (node == nullptr || phase_ == Phase::kEnded) return {};
+  // Its processes are ended by the liveness channel (or by its own agent, cut off);
+  // what the attempt's end means is decided once every other node has reported.
   node->lost = true;
-  if (!node->reported) {
-    node->reported = true;
-    if (first_failure_.empty()) {
-      first_failure_ = "node " + node->hello.node_name + " (host " + SafeText(node->hello.host) +
-                       ", at " + node->peer_host + ") lost the rendezvous";
-      first_failure_status_ = 1;
-      first_failure_named_ = true;
-    }
-  }
-  return AfterAttempt();
+  node->lost_since = now;
+  node->reported = true;
+  return AfterAttempt(now);
 }
 
-std::vector<NodeMessage> RendezvousBook::AfterAttempt() {
+std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
   bool any_lost = false;
+  bool any_survivor = false;
+  bool any_drained = false;
   for (const Node& node : nodes_) {
     if (!node.reported) return {};
     any_lost = any_lost || node.lost;
+    any_survivor = any_survivor || !node.lost;
+    any_drained = any_drained || node.draining;
   }
   AttemptRecord& record = attempts_.back();
-  if (first_failure_.empty()) {
-    record.ended = "passed";
+  record.ended_seconds = SecondsSinceStart(now);
+  // Every survivor's processes passed: the job finished (its processes could not have
+  // without the lost node's).
+  if (first_failure_.empty() && any_survivor) {
+    record.ended = "finished";
     return EndAll(StatusCode::kOk, "every node's processes passed", 0);
   }
-  record.ended = first_failure_;
+  if (any_lost || any_drained || growing_) return Reform(now);
+  record.ended = "failed: " + first_failure_;
   record.exit_status = first_failure_status_;
   if (!previous_failure_.empty() && first_failure_ == previous_failure_) {
     return EndAll(StatusCode::kFailedPrecondition,
@@ -416,17 +531,203 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt() {
                       first_failure_ + "); not restarting again",
                   1);
   }
-  if (any_lost || attempt_ >= options_.max_restarts) {
+  if (counted_restarts_ >= options_.max_restarts) {
     return EndAll(StatusCode::kFailedPrecondition,
-                  any_lost ? "a node was lost: " + first_failure_
-                           : "the job failed and no restart is left (--max-restarts " +
-                                 std::to_string(options_.max_restarts) + "): " + first_failure_,
+                  "the job failed and no restart is left (--max-restarts " +
+                      std::to_string(options_.max_restarts) + "): " + first_failure_,
                   first_failure_status_);
   }
+  ++counted_restarts_;
   previous_failure_ = first_failure_;
   const std::string failure = first_failure_;
+  (void)AdmitJoining();  // a new attempt anyway: with them
   ++attempt_;
   return Rosters(failure);
+}
+
+std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
+  AttemptRecord& record = attempts_.back();
+  std::vector<std::string> lost_names, drained_names;
+  std::vector<Node> survivors;
+  std::vector<NodeMessage> out;  // the drained agents' ends first
+  for (Node& node : nodes_) {
+    if (!node.lost && !node.draining) {
+      survivors.push_back(std::move(node));
+      continue;
+    }
+    const std::string text = NodeText(node);
+    if (consistency_.has_value()) consistency_->Remove(node.id);
+    if (node.lost) {
+      lost_names.push_back(text);
+      lost_.push_back({text, attempt_, node.lost_since});
+      continue;
+    }
+    drained_names.push_back(text);
+    out.push_back(EndOne(node, StatusCode::kOk,
+                         text + " was drained: it leaves the job after attempt " +
+                             std::to_string(attempt_) + ", which stopped at one agreed step",
+                         kExitDrained));
+  }
+  nodes_ = std::move(survivors);
+  growing_ = false;
+  const std::vector<std::string> grown_names = AdmitJoining();
+  std::vector<std::string> causes;
+  if (!lost_names.empty()) causes.push_back("node lost: " + Join(lost_names, ", "));
+  if (!drained_names.empty()) causes.push_back("drained: " + Join(drained_names, ", "));
+  if (!grown_names.empty()) causes.push_back("grown: " + Join(grown_names, ", ") + " joined");
+  const std::string cause = Join(causes, "; ");
+  record.ended = cause;
+  record.exit_status = 0;
+  record.counted = false;
+  previous_failure_.clear();  // a program's failure is compared with the same shape's only
+  first_failure_ = cause;
+  const auto with_ends = [&out](std::vector<NodeMessage> more) {
+    for (NodeMessage& m : more) out.push_back(std::move(m));
+    return std::move(out);
+  };
+  // Nobody left who wants to run: every node drained (SIGTERM to every agent), or drained
+  // and lost: the job stops, as a stop signal stops it on one machine.
+  if (nodes_.empty() && !drained_names.empty()) {
+    phase_ = Phase::kEnded;
+    exit_status_ = kExitDrained;
+    record.ended += "; nobody left";
+    return out;
+  }
+  // The thrash guard: the re-forms within the window, this one included.
+  reforms_.erase(std::remove_if(reforms_.begin(), reforms_.end(),
+                                [&](const auto& r) { return now - r.first >= options_.reform_window; }),
+                 reforms_.end());
+  reforms_.emplace_back(now, "attempt " + std::to_string(attempt_) + ": " + cause);
+  if (static_cast<int64_t>(reforms_.size()) > options_.max_reforms) {
+    std::vector<std::string> all;
+    for (const auto& r : reforms_) all.push_back(r.second);
+    return with_ends(EndAll(StatusCode::kFailedPrecondition,
+                            "the job re-formed " + std::to_string(reforms_.size()) +
+                                " times within " + Seconds(options_.reform_window) +
+                                " (more than " + std::to_string(options_.max_reforms) +
+                                ": the thrash guard ends it): " + Join(all, "; "),
+                            1));
+  }
+  if (static_cast<int64_t>(nodes_.size()) >= options_.min_nodes) {
+    lost_.clear();
+    ++attempt_;
+    return with_ends(Rosters(cause));
+  }
+  // Fewer than MIN: gather again, the survivors admitted already, for --join-timeout.
+  phase_ = Phase::kGathering;
+  regather_first_id_ = next_id_;
+  start_ = now;
+  last_join_ = now;
+  if (nodes_.empty()) consistency_.reset();
+  const std::string line = cause + "; " + std::to_string(nodes_.size()) + " of " +
+                           NodesText(options_.min_nodes, options_.max_nodes) +
+                           " nodes remain: gathering again (" + ProgressLine(now) + ")";
+  for (const Node& node : nodes_) {
+    NodeMessage m;
+    m.connection = node.connection;
+    m.reply.kind = NodeReplyKind::kWaiting;
+    m.reply.message = line;
+    m.reply.first_failure = cause;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<NodeMessage> RendezvousBook::Grow(Nanos now) {
+  if (joining_.empty() || growing_ || !options_.scale_up_after.has_value() ||
+      now - joining_.front().joined_at < *options_.scale_up_after) {
+    return {};
+  }
+  growing_ = true;
+  std::vector<std::string> names;
+  for (const Node& node : joining_) names.push_back(NodeText(node));
+  const std::string why = Join(names, ", ") + " joined: attempt " + std::to_string(attempt_) +
+                          " stops at one agreed step, the next runs with " +
+                          std::to_string(nodes_.size() + joining_.size()) + " nodes";
+  std::vector<NodeMessage> out;
+  for (const Node& node : nodes_) {
+    if (node.reported || node.lost) continue;
+    NodeMessage m;
+    m.connection = node.connection;
+    m.reply.kind = NodeReplyKind::kStop;
+    m.reply.attempt = attempt_;
+    m.reply.message = why;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<std::string> RendezvousBook::AdmitJoining() {
+  std::vector<std::string> names;
+  for (Node& node : joining_) {
+    names.push_back(NodeText(node));
+    auto last = last_rank_.find(node.hello.node_name);
+    const int64_t size = static_cast<int64_t>(nodes_.size());
+    if (last != last_rank_.end() && size > 0 && last->second >= 1 && last->second <= size) {
+      nodes_.insert(nodes_.begin() + last->second, std::move(node));
+    } else {
+      nodes_.push_back(std::move(node));
+    }
+  }
+  joining_.clear();
+  return names;
+}
+
+std::string RendezvousBook::NodeText(const Node& node) const {
+  return "node " + node.hello.node_name + " (host " + SafeText(node.hello.host) + ", at " +
+         node.peer_host + ")";
+}
+
+NodeMessage RendezvousBook::EndOne(const Node& node, StatusCode code, std::string message,
+                                   int64_t status) const {
+  NodeMessage m;
+  m.connection = node.connection;
+  m.reply.kind = NodeReplyKind::kEnd;
+  m.reply.code = code;
+  m.reply.message = std::move(message);
+  m.reply.attempt = attempt_;
+  m.reply.exit_status = status;
+  return m;
+}
+
+std::vector<NodeMessage> RendezvousBook::Drain(Node& node, Nanos /*now*/) {
+  const std::string text = NodeText(node);
+  if (phase_ == Phase::kGathering) {  // nothing runs: it leaves at once
+    std::vector<NodeMessage> out = {
+        EndOne(node, StatusCode::kOk, text + " was drained while the job gathered", kExitDrained)};
+    const uint64_t connection = node.connection;
+    for (auto it = nodes_.begin(); it != nodes_.end(); ++it) {
+      if (it->connection != connection) continue;
+      if (consistency_.has_value()) consistency_->Remove(it->id);
+      nodes_.erase(it);
+      break;
+    }
+    if (nodes_.empty()) consistency_.reset();
+    if (nodes_.empty() && !attempts_.empty()) {
+      // Gathering again after a loss or a drain, and the last one left is drained too
+      // (SIGTERM to every agent, their signals apart): nobody is left to run the job.
+      phase_ = Phase::kEnded;
+      exit_status_ = kExitDrained;
+      attempts_.back().ended += "; then every other node was drained";
+    }
+    return out;
+  }
+  if (node.draining) return {};
+  node.draining = true;
+  const std::string why = text + " is drained (its agent received SIGTERM): attempt " +
+                          std::to_string(attempt_) +
+                          " stops at one agreed step, the next runs without it";
+  std::vector<NodeMessage> out;
+  for (const Node& other : nodes_) {
+    if (other.reported || other.lost) continue;
+    NodeMessage m;
+    m.connection = other.connection;
+    m.reply.kind = NodeReplyKind::kStop;
+    m.reply.attempt = attempt_;
+    m.reply.message = why;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 std::vector<std::string> RendezvousBook::NodeNames() const {
@@ -443,14 +744,33 @@ std::optional<Nonce> RendezvousBook::AgentNonce(uint64_t connection) const {
 }
 
 std::string RendezvousBook::AttemptTable() const {
-  std::string out = "attempt  nodes  processes  ended\n";
+  const auto seconds = [](double value) {
+    if (value < 0) return std::string("-");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", value);
+    return std::string(text);
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"attempt", "nodes", "processes", "start", "end", "counted", "ended"}};
   for (const AttemptRecord& record : attempts_) {
-    const int64_t n = static_cast<int64_t>(record.nodes.size());
     std::string ended = record.ended.empty() ? "running" : record.ended;
     if (record.exit_status != 0) ended += " (status " + std::to_string(record.exit_status) + ")";
-    out += std::to_string(record.attempt) + "        " + std::to_string(n) + "      " +
-           std::to_string(n * options_.processes_per_node) + "          " + Join(record.nodes, ",") +
-           ": " + ended + "\n";
+    rows.push_back({std::to_string(record.attempt), Join(record.nodes, ","),
+                    std::to_string(record.processes), seconds(record.started_seconds),
+                    seconds(record.ended_seconds),
+                    record.counted ? "yes" : "not counted against --max-restarts", ended});
+  }
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += row[i];
+      if (i + 1 < row.size()) out += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out += "\n";
   }
   return out;
 }

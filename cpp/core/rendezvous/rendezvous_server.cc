@@ -45,6 +45,7 @@ void RendezvousServer::Stop() {
     ended_ = true;
     exit_status_ = kExitLostRendezvous;
     table_ = book_.AttemptTable();
+    attempts_ = book_.Attempts();
   }
   ended_cv_.notify_all();
 }
@@ -57,6 +58,11 @@ bool RendezvousServer::Wait(Nanos timeout) {
 int64_t RendezvousServer::exit_status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return exit_status_;
+}
+
+std::vector<RendezvousAttempt> RendezvousServer::Attempts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return attempts_;
 }
 
 std::string RendezvousServer::AttemptTable() const {
@@ -140,6 +146,7 @@ void RendezvousServer::Loop() {
     exit_status_ = book_.phase() == RendezvousBook::Phase::kEnded ? book_.exit_status()
                                                                    : kExitLostRendezvous;
     table_ = book_.AttemptTable();
+    attempts_ = book_.Attempts();
   }
   ended_cv_.notify_all();
 }

@@ -31,6 +31,8 @@ enum RendezvousTag : uint8_t {
   kTagFirstFailure = 21,
   kTagExitStatus = 22,
   kTagFailure = 23,
+  kTagDrain = 24,
+  kTagPreviousProcesses = 25,
 };
 static_assert(kTagMac == 10, "HelloMacInput (roll_call/roll_call_wire.h) cuts tag 10");
 
@@ -40,9 +42,9 @@ constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, 
 constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kTagAttempt,
                                kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
                                kTagCoordinatorPort, kTagNodes, kTagFirstFailure,
-                               kTagExitStatus, kTagMac};
+                               kTagExitStatus, kTagPreviousProcesses, kTagMac};
 constexpr TagSet kReportTags = {kTagSequence, kTagAttempt, kTagExitStatus, kTagFailure,
-                                kTagCoordinatorPort, kTagMac};
+                                kTagCoordinatorPort, kTagDrain, kTagMac};
 
 constexpr std::string_view kChannel = "nodes' rendezvous";
 
@@ -136,6 +138,7 @@ std::string EncodeNodeReply(const NodeReply& reply) {
     w.String(kTagCoordinatorHost, reply.coordinator_host, kMaxHostBytes);
     w.Integer(kTagCoordinatorPort, reply.coordinator_port);
     w.String(kTagNodes, EncodeNodeList(reply.nodes), kMaxNodeListBytes);
+    if (reply.previous_processes > 0) w.Integer(kTagPreviousProcesses, reply.previous_processes);
   }
   if (reply.kind == NodeReplyKind::kRoster || reply.kind == NodeReplyKind::kEnd) {
     if (!reply.first_failure.empty()) {
@@ -146,6 +149,7 @@ std::string EncodeNodeReply(const NodeReply& reply) {
     w.Integer(kTagAttempt, reply.attempt);
     w.Integer(kTagExitStatus, reply.exit_status);
   }
+  if (reply.kind == NodeReplyKind::kStop) w.Integer(kTagAttempt, reply.attempt);
   if (!reply.mac.empty()) w.String(kTagMac, reply.mac, kMacBytes);
   return w.Frame(kFrameNodeReply);
 }
@@ -157,6 +161,7 @@ std::string EncodeNodeReport(const NodeReport& report) {
   w.Integer(kTagExitStatus, report.exit_status);
   if (!report.failure.empty()) w.String(kTagFailure, report.failure, kMaxMessageBytes);
   w.Integer(kTagCoordinatorPort, report.coordinator_port);
+  if (report.drain) w.Integer(kTagDrain, 1);
   if (!report.mac.empty()) w.String(kTagMac, report.mac, kMacBytes);
   return w.Frame(kFrameNodeReport);
 }
@@ -236,6 +241,7 @@ namespace {
 NodeReply OnlyItsKindsFields(NodeReply reply) {
   const bool roster = reply.kind == NodeReplyKind::kRoster;
   const bool end = reply.kind == NodeReplyKind::kEnd;
+  const bool stop = reply.kind == NodeReplyKind::kStop;
   if (!roster) {
     reply.node_rank = 0;
     reply.processes_per_node = 0;
@@ -243,10 +249,9 @@ NodeReply OnlyItsKindsFields(NodeReply reply) {
     reply.coordinator_port = 0;
     reply.nodes.clear();
   }
-  if (!roster && !end) {
-    reply.attempt = 0;
-    reply.first_failure.clear();
-  }
+  if (!roster || reply.previous_processes < 0) reply.previous_processes = 0;
+  if (!roster && !end && !stop) reply.attempt = 0;
+  if (!roster && !end) reply.first_failure.clear();
   if (!end) reply.exit_status = 0;
   return reply;
 }
@@ -276,6 +281,8 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       case kTagFirstFailure:
         return ReadString(f, kMaxMessageBytes, "first_failure", reply.first_failure);
       case kTagExitStatus: return ReadInteger(f, "exit_status", reply.exit_status);
+      case kTagPreviousProcesses:
+        return ReadInteger(f, "previous_processes", reply.previous_processes);
       case kTagMac: return ReadMac(f, reply.mac);
       default: return Status::Ok();
     }
@@ -284,7 +291,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       Require(seen, {{kTagSequence, "sequence"}, {kTagKind, "kind"}, {kTagCode, "code"}},
               "node reply"));
   if (kind < static_cast<int64_t>(NodeReplyKind::kWaiting) ||
-      kind > static_cast<int64_t>(NodeReplyKind::kEnd)) {
+      kind > static_cast<int64_t>(NodeReplyKind::kStop)) {
     return InvalidArgument("the node reply's kind " + std::to_string(kind) + " is not known");
   }
   reply.kind = static_cast<NodeReplyKind>(kind);
@@ -319,6 +326,9 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
     KDIST_RETURN_IF_ERROR(
         Require(seen, {{kTagAttempt, "attempt"}, {kTagExitStatus, "exit_status"}}, "end"));
   }
+  if (reply.kind == NodeReplyKind::kStop) {
+    KDIST_RETURN_IF_ERROR(Require(seen, {{kTagAttempt, "attempt"}}, "stop"));
+  }
   return OnlyItsKindsFields(std::move(reply));
 }
 
@@ -333,6 +343,15 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
       case kTagExitStatus: return ReadInteger(f, "exit_status", report.exit_status);
       case kTagFailure: return ReadString(f, kMaxMessageBytes, "failure", report.failure);
       case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", report.coordinator_port);
+      case kTagDrain: {
+        int64_t drain = 0;
+        KDIST_RETURN_IF_ERROR(ReadInteger(f, "drain", drain));
+        if (drain != 0 && drain != 1) {
+          return InvalidArgument("field drain is " + std::to_string(drain) + "; expected 0 or 1");
+        }
+        report.drain = drain == 1;
+        return Status::Ok();
+      }
       case kTagMac: return ReadMac(f, report.mac);
       default: return Status::Ok();
     }

@@ -8,9 +8,10 @@
 //
 //   agent -> rendezvous   NodeHello   who this machine is, its environment, its own
 //                                     16-byte nonce, a MAC
-//   rendezvous -> agent   NodeReply   waiting / admitted / refused / roster / end,
+//   rendezvous -> agent   NodeReply   waiting / admitted / refused / roster / end / stop,
 //                                     each with a MAC
-//   agent -> rendezvous   NodeReport  how an attempt ended on this machine, a MAC
+//   agent -> rendezvous   NodeReport  how an attempt ended on this machine (or a drain
+//                                     notice: this machine is leaving), a MAC
 //
 // Admission is mutual, and the token never travels. With a token, every frame
 // carries a MAC (tag 10, kMacBytes bytes, the last field):
@@ -76,6 +77,8 @@ enum class NodeReplyKind : int64_t {
   kRefused = 3,   // this agent is not (code, message); it exits non-zero
   kRoster = 4,    // an attempt starts: who runs what
   kEnd = 5,       // the job is over: its exit status and why
+  kStop = 6,      // stop the running attempt at one agreed step (SIGTERM to its processes:
+                  // kdist.should_stop turns True there, BackupAndRestore saves); `attempt`
 };
 
 // One node of a roster: its rank is its place in the list.
@@ -96,6 +99,7 @@ struct NodeReply {
   std::string coordinator_host;       // node 0's IP
   int64_t coordinator_port = 0;       // a fresh port of node 0's, this attempt's
   std::vector<RosterNode> nodes;      // by rank
+  int64_t previous_processes = 0;     // the previous attempt's process count; 0 in the first
   // kRoster after a failed attempt, kEnd: the job-wide first failure of the last attempt.
   std::string first_failure;
   // kEnd: the exit status every agent leaves with.
@@ -112,6 +116,9 @@ struct NodeReport {
   // ValueError: ..."), "" when none failed here.
   std::string failure;
   int64_t coordinator_port = 0;   // a fresh free port here, for the next attempt if node 0
+  // A drain notice, not the attempt's end: this machine is leaving (its agent received
+  // SIGTERM); the rendezvous stops the attempt at one agreed step and goes on without it.
+  bool drain = false;
   std::string mac;
 };
 

@@ -349,6 +349,20 @@ TEST(Resolve, ExplicitSettingsThatDescribeTheWholeJobWinOverTheScheduler) {
                      "WORLD_SIZE=\"4\" (detected: torchrun)");
 }
 
+TEST(Resolve, PreviousNumProcessesFromTheVariableElseNone) {
+  auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_FALSE(spec->previous_num_processes.value.has_value());
+  EXPECT_EQ(spec->previous_num_processes.source, std::string("default"));
+  spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_PREVIOUS_NUM_PROCESSES", "3"}});
+  KDIST_ASSERT_OK(spec);
+  EXPECT_EQ(spec->previous_num_processes.value, std::optional<int64_t>(3));
+  EXPECT_EQ(spec->previous_num_processes.source, std::string("KDIST_PREVIOUS_NUM_PROCESSES"));
+  KDIST_EXPECT_ERROR(
+      Resolve(Args("10.0.0.1:1234", "2", "1"), {{"KDIST_PREVIOUS_NUM_PROCESSES", "0"}}),
+      StatusCode::kInvalidArgument, "KDIST_PREVIOUS_NUM_PROCESSES=\"0\"");
+}
+
 TEST(Resolve, RestartCountFromTheVariableElseTheSchedulerElseZero) {
   auto spec = Resolve(Args("10.0.0.1:1234", "2", "1"), {});
   KDIST_ASSERT_OK(spec);

@@ -130,7 +130,7 @@ TEST(RendezvousServer, TwoAgentsFormRunAndEndTogether) {
   EXPECT_EQ(end_b->exit_status, 0);
   ASSERT_TRUE(f.server->Wait(seconds(30)));
   EXPECT_EQ(f.server->exit_status(), 0);
-  EXPECT_NE(f.server->AttemptTable().find("passed"), std::string::npos);
+  EXPECT_NE(f.server->AttemptTable().find("finished"), std::string::npos);
   EXPECT_EQ(f.lines.Text().find("s3cret"), std::string::npos);  // never printed
 }
 

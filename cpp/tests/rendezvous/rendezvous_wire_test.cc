@@ -221,6 +221,44 @@ TEST(NodeReport, RoundTripsAndVerifies) {
   EXPECT_TRUE(NodeFrameVerifies(frame, out->mac, "s3cret", NonceOf(3)));
 }
 
+TEST(NodeReply, ARosterCarriesThePreviousProcessCount) {
+  NodeReply in = SampleRoster();
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->previous_processes, 0);
+  in.previous_processes = 6;
+  out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->previous_processes, 6);
+}
+
+TEST(NodeReply, StopRoundTripsWithItsAttempt) {
+  NodeReply in;
+  in.kind = NodeReplyKind::kStop;
+  in.attempt = 4;
+  in.message = "node b is drained";
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->kind, NodeReplyKind::kStop);
+  EXPECT_EQ(out->attempt, 4);
+  EXPECT_EQ(out->message, "node b is drained");
+}
+
+TEST(NodeReport, ADrainNoticeRoundTripsAndAnEndReportIsNone) {
+  NodeReport in;
+  in.attempt = 2;
+  in.exit_status = 143;
+  in.coordinator_port = 42000;
+  in.drain = true;
+  Result<NodeReport> out = DecodeNodeReport(EncodeSignedNodeReport(in, "s3cret", NonceOf(3)));
+  KDIST_ASSERT_OK(out);
+  EXPECT_TRUE(out->drain);
+  in.drain = false;
+  out = DecodeNodeReport(EncodeNodeReport(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_FALSE(out->drain);
+}
+
 TEST(NodeReport, APortOutOfRangeIsRefused) {
   NodeReport in;
   in.coordinator_port = 70000;

@@ -4,13 +4,16 @@ the roster of each attempt, this machine's processes, their end reported, the jo
 The decisions are the core's (rendezvous/rendezvous_book): this module only joins, starts
 what the roster says, and reports. Exit statuses: 75 when too few machines joined before
 --join-timeout, 69 when this machine lost the rendezvous (its processes are stopped at
-once: it never trains alone), 1 when the rendezvous refused it, otherwise the job's.
+once: it never trains alone), 143 when this machine was drained (SIGTERM to its agent:
+the job stops at one agreed step, with a save, and goes on without it), 1 when the
+rendezvous refused it, otherwise the job's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import signal
@@ -18,6 +21,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from kdist._core import NodeReply, RendezvousAgent, RendezvousServer
 
 EXIT_REFUSED = 1
+ATTEMPTS_FILE = "attempts.json"  # in --log-dir, on the rendezvous's machine
 # Each process's variables, besides KERAS_DISTRIBUTION_*: the contract of issue 43.
 RESTART_COUNT_VARIABLE = "KDIST_RESTART_COUNT"
 NODE_RANK_VARIABLE = "KDIST_NODE_RANK"
@@ -43,6 +48,10 @@ JOB_ID_VARIABLE = "KDIST_JOB_ID"
 ROLL_CALL_TOKEN_VARIABLE = "KDIST_ROLL_CALL_TOKEN"  # each attempt's own (attempt_token)
 SLURM_NODE_NAME_VARIABLE = "SLURMD_NODENAME"  # Slurm's name for the node a task runs on
 SLURM_JOB_ID_VARIABLE = "SLURM_JOB_ID"  # --rendezvous auto's job id when --job-id is not given
+# The previous attempt's process count, from the second attempt on (cluster_spec()'s
+# previous_num_processes).
+PREVIOUS_NUM_PROCESSES_VARIABLE = "KDIST_PREVIOUS_NUM_PROCESSES"
+_EXIT_DRAINED = 143  # kdist._core.EXIT_DRAINED (128 + SIGTERM)
 _WATCH_SECONDS = 0.5  # how often the watcher of the rendezvous looks up from its wait
 # kdist's records that name the job's first failure (kdist._local_job.job reads the same).
 _FAILURE_EVENTS = ("failed", "peer_failed", "died", "unreachable")
@@ -68,9 +77,29 @@ class NodeOptions:
     # decided by the command line from this machine's GPUs); None: left alone.
     gpus: tuple[str, ...] | None = None
     grace: float = 30.0
+    # KDIST_UNREACHABLE_TIMEOUT: a silent host (the rendezvous's, an agent's) is lost after it.
+    unreachable_timeout: float = 20.0
+    # A machine arriving while the job runs joins it after this long; None: never.
+    scale_up_after: float | None = 30.0
     # This machine's environment fingerprint, (name, value, must_match) entries
     # (kdist._start.environment_fingerprint, collected by the command line).
     environment: tuple[tuple[str, str, bool], ...] = ()
+
+
+class _Drain:
+    """SIGTERM to this agent (a spot or maintenance notice): this machine leaves the job.
+    The handler only records it, and forwards it to the running attempt's processes (their
+    stop at one agreed step); the agent's threads tell the rendezvous."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.received: list[int] | None = None  # the running attempt's signals
+        self.told = False  # the rendezvous has this machine's drain notice
+
+    def handler(self, signum: int, _frame: object) -> None:
+        self.requested.set()
+        if self.received is not None:
+            self.received.append(signum)
 
 
 def run_node(command: Sequence[str], options: NodeOptions) -> int:
@@ -114,7 +143,12 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
     server = _serve_if_here(ip, address.port, options, note)
     try:
         agent = _core.RendezvousAgent(
-            ip, address.port, options.rendezvous, options.token, options.join_timeout
+            ip,
+            address.port,
+            options.rendezvous,
+            options.token,
+            options.join_timeout,
+            options.unreachable_timeout,
         )
         try:
             agent.join(
@@ -137,19 +171,33 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
         except _errors.RendezvousError as error:
             note(str(error))
             return EXIT_REFUSED
-        return _follow(
-            command,
-            agent,
-            options=options,
-            node_name=node_name,
-            host=host,
-            output=output,
-            note=note,
-        )
+        drain = _Drain()
+        previous = signal.signal(signal.SIGTERM, drain.handler)
+        try:
+            status = _follow(
+                command,
+                agent,
+                options=options,
+                node_name=node_name,
+                host=host,
+                output=output,
+                note=note,
+                drain=drain,
+            )
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        if server is not None and status == int(_core.EXIT_DRAINED) and not server.wait(0.0):
+            # The job goes on without this machine's processes, not without its rendezvous.
+            note("this machine was drained; it serves the nodes' rendezvous until the job ends")
+            while not server.wait(1.0):
+                pass
+        return status
     finally:
         if server is not None:
             server.wait(10.0)
             server.stop()
+            if options.log_dir is not None:
+                _write_attempts(options.log_dir / ATTEMPTS_FILE, server, note)
         if agent_log is not None:
             agent_log.close()
 
@@ -185,6 +233,25 @@ def attempt_token(token: str, job_id: str, attempt: int) -> str:
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
+def _write_attempts(path: Path, server: RendezvousServer, note: Callable[[str], None]) -> None:
+    """The rendezvous's table of the job's attempts, as JSON (one object per attempt)."""
+    rows = [
+        {
+            "attempt": a.attempt,
+            "nodes": list(a.nodes),
+            "processes": a.processes,
+            "started_seconds": a.started_seconds,
+            "ended_seconds": None if a.ended_seconds < 0 else a.ended_seconds,
+            "ended": a.ended,
+            "exit_status": a.exit_status,
+            "counted": a.counted,
+        }
+        for a in server.attempts
+    ]
+    path.write_text(json.dumps({"exit_status": server.exit_status, "attempts": rows}, indent=2))
+    note(f"the job's attempts: {path}")
+
+
 def _serve_if_here(
     ip: str, port: int, options: NodeOptions, note: Callable[[str], None]
 ) -> RendezvousServer | None:
@@ -200,6 +267,8 @@ def _serve_if_here(
         options.join_timeout,
         options.max_restarts,
         options.token,
+        unreachable_timeout=options.unreachable_timeout,
+        scale_up_after=-1.0 if options.scale_up_after is None else options.scale_up_after,
     )
     try:
         server.listen(ip, port)
@@ -223,17 +292,34 @@ def _follow(
     host: str,
     output: Output,
     note: Callable[[str], None],
+    drain: _Drain,
 ) -> int:
     """From admission to the end: each roster run here, each end reported."""
     from kdist import _core
 
+    lost_status = int(_core.EXIT_LOST_RENDEZVOUS)
+    drained_status = int(_core.EXIT_DRAINED)
     wait_bound = options.join_timeout + options.last_call + 60.0
+    deadline = time.monotonic() + wait_bound
+    last_attempt = 0
     while True:
+        if drain.requested.is_set() and not drain.told:
+            drain.told = True
+            note("received SIGTERM: this machine is drained; telling the nodes' rendezvous")
+            try:
+                agent.report(last_attempt, drained_status, "", 0, drain=True)
+            except _errors.KdistError as error:
+                note(f"{error}; leaving with status {drained_status}")
+                return drained_status
         try:
-            reply = agent.next(wait_bound)
+            # Short waits, so that a SIGTERM is seen at once (the handler runs between them).
+            reply = agent.next(_WATCH_SECONDS)
         except (_errors.CoordinatorUnreachableError, _errors.RendezvousTimeoutError) as error:
-            note(f"{error}; leaving with status {_core.EXIT_LOST_RENDEZVOUS}")
-            return int(_core.EXIT_LOST_RENDEZVOUS)
+            if isinstance(error, _errors.RendezvousTimeoutError) and time.monotonic() < deadline:
+                continue
+            note(f"{error}; leaving with status {lost_status}")
+            return lost_status
+        deadline = time.monotonic() + wait_bound
         if reply.first_failure:
             note(f"the job's first failure: {reply.first_failure}")
         if reply.kind == "waiting":
@@ -243,6 +329,15 @@ def _follow(
             note(f"{reply.message}; exit status {reply.exit_status}")
             return int(reply.exit_status)
         if reply.kind != "roster":
+            continue  # a stop of an attempt that already ended here
+        last_attempt = reply.attempt
+        if drain.requested.is_set():  # drained before it started: nothing runs here
+            note(f"attempt {reply.attempt}: not started (this machine is drained)")
+            try:
+                agent.report(reply.attempt, drained_status, "", _core.free_port())
+            except _errors.KdistError as error:
+                note(f"{error}; leaving with status {drained_status}")
+                return drained_status
             continue
         if reply.message:
             note(f"environment differences let pass:\n{reply.message}")
@@ -255,18 +350,20 @@ def _follow(
             output=output,
             note=note,
             agent=agent,
+            drain=drain,
         )
         if lost:
             note(
                 f"lost the nodes' rendezvous: this machine's processes were stopped; leaving "
-                f"with status {_core.EXIT_LOST_RENDEZVOUS}"
+                f"with status {lost_status}"
             )
-            return int(_core.EXIT_LOST_RENDEZVOUS)
+            return lost_status
         try:
             agent.report(reply.attempt, status, failure, _core.free_port())
         except _errors.KdistError as error:
-            note(f"{error}; leaving with status {_core.EXIT_LOST_RENDEZVOUS}")
-            return int(_core.EXIT_LOST_RENDEZVOUS)
+            note(f"{error}; leaving with status {lost_status}")
+            return lost_status
+        deadline = time.monotonic() + wait_bound
 
 
 def _run_attempt(
@@ -279,6 +376,7 @@ def _run_attempt(
     output: Output,
     note: Callable[[str], None],
     agent: RendezvousAgent,
+    drain: _Drain,
 ) -> tuple[int, str, bool]:
     """This machine's processes of one attempt: (status, first failure here, lost)."""
 
@@ -297,6 +395,8 @@ def _run_attempt(
             host=roster.coordinator_host,
         )
         env[RESTART_COUNT_VARIABLE] = str(roster.attempt)
+        if roster.previous_processes > 0:
+            env[PREVIOUS_NUM_PROCESSES_VARIABLE] = str(roster.previous_processes)
         env[NODE_RANK_VARIABLE] = str(roster.node_rank)
         env[NUM_NODES_VARIABLE] = str(num_nodes)
         env[LOCAL_PROCESS_ID_VARIABLE] = str(local)
@@ -314,16 +414,30 @@ def _run_attempt(
     done = threading.Event()
 
     def watch() -> None:
-        # The rendezvous says nothing during an attempt; a closed connection is its loss.
+        # The only thread that talks to the rendezvous during the attempt: it tells it of a
+        # drain, and follows its word (a stop; a closed connection is its loss).
         while not done.is_set():
+            if drain.requested.is_set() and not drain.told:
+                drain.told = True
+                note("received SIGTERM: this machine is drained; telling the nodes' rendezvous")
+                try:
+                    agent.report(roster.attempt, _EXIT_DRAINED, "", 0, drain=True)
+                except _errors.KdistError:
+                    lost.set()
+                    received.append(signal.SIGTERM)
+                    return
             try:
-                agent.next(_WATCH_SECONDS)
+                reply = agent.next(_WATCH_SECONDS)
             except _errors.RendezvousTimeoutError:
                 continue
             except _errors.KdistError:
                 lost.set()
                 received.append(signal.SIGTERM)
                 return
+            if reply.kind == "stop" and reply.attempt == roster.attempt:
+                note(f"{reply.message}: stopping this machine's processes (SIGTERM)")
+                if not received:  # a second one would be a second Ctrl-C: SIGKILL at once
+                    received.append(signal.SIGTERM)
 
     watcher = threading.Thread(target=watch, name="kdist-rendezvous-watch", daemon=True)
 
@@ -348,10 +462,14 @@ def _run_attempt(
         log_files=log_files,
         first_id=first_id,
     )
+    drain.received = received
+    if drain.requested.is_set():
+        received.append(signal.SIGTERM)
     try:
         try:
             end = run.run()
         finally:
+            drain.received = None
             done.set()
             if watcher.is_alive():
                 watcher.join()

@@ -37,6 +37,7 @@ from kdist._local_job.output import Output, shortened, table
 from kdist._local_job.process import Process
 
 EXIT_USAGE = 2  # as argparse: refused before any process starts
+UNREACHABLE_TIMEOUT_VARIABLE = "KDIST_UNREACHABLE_TIMEOUT"
 EXIT_TIMEOUT = 124  # as timeout(1)
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
@@ -170,8 +171,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=arguments.node_range,
         metavar="MIN[:MAX]",
         help="run the job across MIN to MAX machines, -n processes on each: one agent per "
-        "machine, joined through --rendezvous; exit 75 when fewer than MIN joined in "
-        "--join-timeout, 69 when this machine loses the rendezvous",
+        "machine, joined through --rendezvous; a machine lost or drained (SIGTERM to its "
+        "agent: it exits 143) and one arriving re-form the job at its new size; exit 75 when "
+        "fewer than MIN remain after --join-timeout, 69 when this machine loses the rendezvous",
     )
     nodes.add_argument(
         "--rendezvous",
@@ -205,6 +207,22 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=300.0,
         metavar="S",
         help="bound of every wait for MIN machines (default: 300); then every agent exits 75",
+    )
+    nodes.add_argument(
+        "--scale-up-after",
+        type=arguments.scale_up_after,
+        default=arguments.SCALE_UP_AFTER_DEFAULT,
+        metavar="S|never",
+        help="a machine arriving while the job runs with fewer than MAX: after S seconds the "
+        "job stops at one agreed step (a save) and goes on with it (default: "
+        f"{arguments.SCALE_UP_AFTER_DEFAULT:g}); never: a running job admits nobody",
+    )
+    nodes.add_argument(
+        "--global-batch",
+        type=arguments.positive_int,
+        metavar="B",
+        help="refuse to start unless B splits evenly over the processes at every node count "
+        "MIN..MAX (a constant global batch resumes exactly on another shape)",
     )
     nodes.add_argument(
         "--token-file",
@@ -253,6 +271,7 @@ def _run_nodes(
     command: list[str], args: argparse.Namespace, parser: argparse.ArgumentParser
 ) -> int:
     """`kdist launch --nodes`: this machine's agent (kdist._agent)."""
+    from kdist._agent.global_batch import global_batch_problem
     from kdist._agent.node import NodeOptions, run_node
     from kdist._start import environment_fingerprint
 
@@ -265,6 +284,22 @@ def _run_nodes(
         except ValueError as error:
             parser.error(str(error))
     min_nodes, max_nodes = args.nodes
+    if args.global_batch is not None:
+        problem = global_batch_problem(args.global_batch, min_nodes, max_nodes, args.num_processes)
+        if problem is not None:
+            print(f"kdist launch: refused before joining: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    # The window after which a silent host is lost: the processes' liveness channel and the
+    # rendezvous's connections use the same one (KDIST_UNREACHABLE_TIMEOUT).
+    unreachable = os.environ.get(UNREACHABLE_TIMEOUT_VARIABLE, "")
+    try:
+        unreachable_timeout = arguments.seconds(unreachable) if unreachable else 20.0
+    except argparse.ArgumentTypeError as error:
+        print(
+            f"kdist launch: {UNREACHABLE_TIMEOUT_VARIABLE} (from the environment): {error}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:  # this machine's GPUs, each of its processes its own block, as without --nodes
         gpus = _gpus_per_process(args.num_processes, args.devices_per_process)
     except GpuSplitError as error:
@@ -287,6 +322,8 @@ def _run_nodes(
             devices_per_process=args.devices_per_process,
             gpus=None if gpus is None else tuple(gpus),
             grace=args.grace,
+            unreachable_timeout=unreachable_timeout,
+            scale_up_after=args.scale_up_after,
             environment=tuple(
                 (e.name, e.value, e.must_match)
                 # The program's script and arguments, not the agent's (--node-name differs).

@@ -36,6 +36,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--last-call", type=arguments.seconds, default=30.0, metavar="S")
     serve.add_argument("--join-timeout", type=arguments.seconds, default=300.0, metavar="S")
     serve.add_argument("--max-restarts", type=arguments.non_negative_int, default=0, metavar="N")
+    serve.add_argument(
+        "--scale-up-after",
+        type=arguments.scale_up_after,
+        default=arguments.SCALE_UP_AFTER_DEFAULT,
+        metavar="S|never",
+    )
     serve.add_argument("--token-file", type=Path, metavar="F")
     serve.set_defaults(run=lambda args: _serve(args, serve))
 
@@ -64,6 +70,7 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         args.join_timeout,
         args.max_restarts,
         token,
+        scale_up_after=-1.0 if args.scale_up_after is None else args.scale_up_after,
     )
     server.listen(args.host, args.port)
     server.start()

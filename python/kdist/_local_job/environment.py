@@ -68,6 +68,7 @@ def child_environment(
 KDIST_JOB_VARIABLES = frozenset(
     {
         "KDIST_RESTART_COUNT",
+        "KDIST_PREVIOUS_NUM_PROCESSES",
         "KDIST_NODE_RANK",
         "KDIST_NUM_NODES",
         "KDIST_LOCAL_PROCESS_ID",

@@ -1,0 +1,219 @@
+"""Elastic `kdist launch --nodes 2:3` on network-namespace hosts (root): how long the job takes
+to go on after a change of machines, beside the floor of what it must do anyway.
+
+- Recovery: three hosts train tests/programs/keras_backup.py (kdist.BackupAndRestore,
+  save_freq=4); host 2's link is cut mid-training. The figure runs from the cut to the end of
+  the first training step of the next attempt (2 processes), at KDIST_UNREACHABLE_TIMEOUT=3
+  and at the default (20 s). Its floor: the unreachable window (the configured bound on
+  naming a silent host; the figure uses the detection as measured: from the cut to the
+  survivors' line naming the host unreachable) + the new process's own work until its first
+  step, each part measured in that process (wall clock): Python and the imports,
+  kdist.initialize (the roll call and JAX's distributed start), `import jax`, the model's
+  build and the restore, the first step. What is left is kdist's own: reaping the old
+  processes, the agents' reports, the rendezvous's decision, starting the new processes.
+- Growth: two hosts train; a third agent starts. The figure runs from its start to the end
+  of the first step of the attempt that includes it (3 processes), with --scale-up-after 1.
+
+    sudo .venv/bin/python -m benchmarks.run --only elastic --runs 3
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.harness import Figure, Series
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from helpers import netns
+from helpers.support import json_objects
+
+_PROGRAM = str(Path(__file__).resolve().parent.parent / "tests" / "programs" / "keras_backup.py")
+_PORT = 29600
+_BOUND = 400.0
+_DEFAULT_WINDOW = 20.0  # KDIST_UNREACHABLE_TIMEOUT's default
+
+
+def _env(backup_dir: Path, window: float | None, step_sleep: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KERAS_DISTRIBUTION_", "JAX_", "KDIST_", "BACKUP_"))
+    }
+    env.update(
+        JAX_PLATFORMS="cpu",
+        JAX_NUM_CPU_DEVICES="1",
+        KDIST_ROLL_CALL_TOKEN="bench",
+        KERAS_BACKEND="jax",
+        KERAS_HOME="/tmp/kdist-bench-keras-home",
+        BACKUP_DIR=str(backup_dir),
+        BACKUP_SAVE_FREQ="4",
+        BACKUP_EPOCHS="3",
+        BACKUP_STEP_SLEEP=step_sleep,
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    if window is not None:
+        env["KDIST_UNREACHABLE_TIMEOUT"] = f"{window:g}"
+    return env
+
+
+def _agent(hosts: list[netns.Host], index: int, port: int, out: Path, env: dict[str, str],
+           *extra: str) -> subprocess.Popen[bytes]:  # fmt: skip
+    args = [
+        sys.executable, "-m", "kdist", "launch", "--nodes", "2:3",
+        "--rendezvous", f"{hosts[0].address}:{port}", "-n", "1",
+        "--node-name", f"h{index}", "--last-call", "2", "--join-timeout", "120",
+        "--grace", "10", *extra, "--", sys.executable, _PROGRAM,
+    ]  # fmt: skip
+    with open(out, "wb") as stdout:
+        return subprocess.Popen(
+            hosts[index].command(args), env=env, stdout=stdout, stderr=subprocess.STDOUT
+        )
+
+
+def _wait_for(path: Path, text: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + _BOUND
+    while text not in path.read_text(errors="replace"):
+        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+            raise RuntimeError(f"no {text!r} in {path}:\n{path.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
+def _finish(procs: list[subprocess.Popen[bytes]]) -> list[int]:
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout=_BOUND))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(p.wait(timeout=30))
+    return codes
+
+
+def _next_attempt(path: Path) -> dict[str, object]:
+    """The final report of the attempt after the change (restart_count 1)."""
+    reports = [r for r in json_objects(path.read_text(errors="replace")) if "marks" in r]
+    final = [r for r in reports if r.get("restart_count") == 1]
+    if not final:
+        raise RuntimeError(f"no report of attempt 1 in {path}:\n{path.read_text()[-3000:]}")
+    return final[-1]
+
+
+def _parts(report: dict[str, object]) -> dict[str, float]:
+    """The new process's own work until its first step, from its wall-clock marks."""
+    marks = report["marks"]
+    ends = report["batch_ends"]
+    assert isinstance(marks, dict) and isinstance(ends, list)
+    return {
+        "python + imports": marks["imported"] - marks["started"],
+        "kdist.initialize (roll call + JAX start)": marks["initialized"] - marks["imported"],
+        "import jax, model build + restore": marks["restored"] - marks["initialized"],
+        "first step": ends[0] - marks["restored"],
+    }
+
+
+def recovery_once(window: float | None, port: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp, netns.hosts(3) as hosts:
+        folder = Path(tmp)
+        env = _env(folder / "backup", window, "0.2")
+        outs = [folder / f"agent-{i}.out" for i in range(3)]
+        procs = [_agent(hosts, i, port, outs[i], env) for i in range(3)]
+        _wait_for(outs[0], "step 10\n", procs)
+        cut = time.time()
+        hosts[2].set_link(False)
+        # The survivors name the silent host (their liveness channel's line): the detection.
+        _wait_for(outs[0], "KDIST_UNREACHABLE_TIMEOUT)", procs[:2])
+        named = time.time()
+        codes = _finish(procs)
+        if codes != [0, 0, 69]:
+            raise RuntimeError(f"agents ended {codes}:\n{outs[0].read_text()[-3000:]}")
+        report = _next_attempt(outs[0])
+    ends = report["batch_ends"]
+    assert isinstance(ends, list)
+    parts = _parts(report)
+    return {
+        "recovery": ends[0] - cut,
+        "detection (cut -> the host named unreachable)": named - cut,
+        "window (the configured bound)": window if window is not None else _DEFAULT_WINDOW,
+        **parts,
+    }
+
+
+def growth_once(port: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp, netns.hosts(3) as hosts:
+        folder = Path(tmp)
+        env = _env(folder / "backup", 3.0, "0.5")
+        outs = [folder / f"agent-{i}.out" for i in range(3)]
+        procs = [_agent(hosts, i, port, outs[i], env, "--scale-up-after", "1") for i in range(2)]
+        _wait_for(outs[0], "step 4\n", procs)
+        started = time.time()
+        procs.append(_agent(hosts, 2, port, outs[2], env))
+        codes = _finish(procs)
+        if codes != [0, 0, 0]:
+            raise RuntimeError(f"agents ended {codes}:\n{outs[0].read_text()[-3000:]}")
+        report = _next_attempt(outs[2])
+    ends = report["batch_ends"]
+    marks = report["marks"]
+    assert isinstance(ends, list) and isinstance(marks, dict)
+    return {
+        "growth": ends[0] - started,
+        "until the new attempt's processes start": marks["started"] - started,
+        **_parts(report),
+    }
+
+
+def _figure(key: str, title: str, runs: list[dict[str, float]], total: str,
+            floor_parts: list[str]) -> Figure:  # fmt: skip
+    series = {name: Series(name, "s") for name in runs[0]}
+    floor = Series("floor (sum of the parts)", "s")
+    for run in runs:
+        for name, value in run.items():
+            series[name].samples.append(round(value, 3))
+        floor.samples.append(round(sum(run[p] for p in floor_parts), 3))
+    figure = Figure(key, title, [series[total], floor, *(series[p] for p in runs[0] if p != total)])
+    figure.notes.append(
+        f"{total} / floor (medians): {series[total].median / floor.median:.2f}x; floor = "
+        + " + ".join(floor_parts)
+    )
+    return figure
+
+
+def measure(runs: int) -> list[Figure]:
+    reason = netns.unavailable_reason()
+    if reason is not None:
+        print(f"elastic: skipped: {reason}", file=sys.stderr)
+        return []
+    count = max(1, min(runs, 3))  # each run is a whole training job of 30-70 s
+    figures = []
+    parts = ["python + imports", "kdist.initialize (roll call + JAX start)",
+             "import jax, model build + restore", "first step"]  # fmt: skip
+    for window in (3.0, None):
+        label = f"KDIST_UNREACHABLE_TIMEOUT={window:g}" if window else "the default window (20 s)"
+        samples = [
+            recovery_once(window, _PORT + 2 * i + (0 if window else 20)) for i in range(count)
+        ]
+        figures.append(
+            _figure(
+                f"elastic_recovery_{'3s' if window else 'default'}",
+                f"host link cut -> first step of the next attempt (3 -> 2 hosts), {label}",
+                samples,
+                "recovery",
+                ["detection (cut -> the host named unreachable)", *parts],
+            )
+        )
+    grown = [growth_once(_PORT + 40 + i) for i in range(count)]
+    figures.append(
+        _figure(
+            "elastic_growth",
+            "a third agent's start -> first step with it (2 -> 3 hosts, --scale-up-after 1)",
+            grown,
+            "growth",
+            parts,
+        )
+    )
+    return figures

@@ -1,0 +1,228 @@
+"""Elastic `kdist launch --nodes MIN:MAX` across network-namespace hosts (issue 44): a host
+whose link is cut mid-training is lost, and the others go on without it from the last
+backup of a Keras model trained with kdist.BackupAndRestore; fewer than MIN left ends the
+job with 75, naming the lost node. Every namespace is checked empty at the end
+(helpers/netns.py)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import netns
+from helpers.support import PROGRAMS, Running, Spawned, clean_env, json_objects
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+
+_reason = netns.unavailable_reason()
+if _reason is not None:
+    pytest.skip(_reason, allow_module_level=True)
+
+PORT = 29437
+_BOUND = 300.0  # bounds every wait; nothing is timed against it
+_UNREACHABLE = "5"  # KDIST_UNREACHABLE_TIMEOUT: the liveness channel's and the rendezvous's
+KERAS = str(PROGRAMS / "keras_backup.py")
+NODE_JOB = str(PROGRAMS / "node_job.py")
+EPOCHS = 3
+STEPS_PER_EPOCH = 16  # keras_backup.py: ROWS 64 per process, batches of 4 per process
+SAVE_FREQ = 4
+
+
+def _agent(rendezvous: str, index: int, nodes: str, program: str, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "kdist", "launch", "--nodes", nodes, "--rendezvous", rendezvous,
+        "-n", "1", "--devices-per-process", "1", "--node-name", f"host{index}",
+        "--job-id", "t44", "--last-call", "10", "--grace", "10", *extra,
+        "--", sys.executable, program,
+    ]  # fmt: skip
+
+
+def _keras_env(backup_dir: Path, step_sleep: str = "0.2") -> dict[str, str]:
+    return clean_env(
+        1,
+        KDIST_ROLL_CALL_TOKEN="elastic-token",
+        KDIST_UNREACHABLE_TIMEOUT=_UNREACHABLE,
+        KDIST_INIT_TIMEOUT="120",
+        KERAS_BACKEND="jax",
+        KERAS_HOME="/tmp/kdist-test-keras-home",
+        BACKUP_DIR=str(backup_dir),
+        BACKUP_SAVE_FREQ=str(SAVE_FREQ),
+        BACKUP_EPOCHS=str(EPOCHS),
+        BACKUP_STEP_SLEEP=step_sleep,
+    )
+
+
+def _wait_for_step(agent: Running, step: int, others: list[Running]) -> None:
+    """Until `agent`'s processes printed "step N" for N >= step (every agent running)."""
+    deadline = time.monotonic() + _BOUND
+    while f"step {step}\n" not in agent.stdout():
+        for a in others:
+            assert a.proc.poll() is None, f"an agent ended early:\n{a.stderr()}"
+        assert time.monotonic() < deadline, f"no step {step} within {_BOUND} s"
+        time.sleep(0.1)
+
+
+def test_a_host_cut_mid_training_the_two_others_finish_from_the_last_backup(
+    tmp_path: Path,
+) -> None:
+    backup_dir = tmp_path / "backup"
+    with netns.hosts(3) as hosts, Spawned(tmp_path) as spawned:
+        rendezvous = f"{hosts[0].address}:{PORT}"
+        env = _keras_env(backup_dir)
+        logs = tmp_path / "logs"
+        agents = [
+            spawned.start(
+                hosts[i].command(
+                    _agent(
+                        rendezvous,
+                        i,
+                        "2:3",
+                        KERAS,
+                        "--join-timeout",
+                        "120",
+                        *(["--log-dir", str(logs)] if i == 0 else []),
+                    )
+                ),
+                env,
+            )
+            for i in range(3)
+        ]
+        # Mid-training, after a committed backup: the cut lands between two saves.
+        _wait_for_step(agents[0], 2 * SAVE_FREQ + 2, agents)
+        hosts[2].set_link(False)  # no FIN, no RST: the host is gone
+        done = [a.finish(_BOUND) for a in agents]
+    for i in (0, 1):
+        assert done[i].returncode == 0, f"host{i}: {done[i].stderr}"
+    assert done[2].returncode == 69, done[2].stderr
+    assert "lost the nodes' rendezvous" in done[2].stderr
+    assert "node lost: node host2" in done[0].stderr
+    assert "not counted against --max-restarts" in done[0].stderr  # the attempts' table
+    table = json.loads((logs / "attempts.json").read_text())
+    assert table["exit_status"] == 0
+    (lost, finished) = table["attempts"]
+    assert lost["nodes"][0] == "host0" and lost["processes"] == 3, lost  # node 0: rendezvous's
+    assert sorted(lost["nodes"]) == ["host0", "host1", "host2"], lost
+    assert lost["ended"].startswith("node lost: node host2") and not lost["counted"], lost
+    assert finished["nodes"] == ["host0", "host1"] and finished["ended"] == "finished", finished
+    assert lost["ended_seconds"] <= finished["started_seconds"], table
+    for i in (0, 1):
+        reports = [r for r in json_objects(done[i].stdout) if "restart_count" in r]
+        final = reports[-1]
+        assert final["error"] is None, final
+        assert final["restart_count"] == 1, final  # the next attempt, KDIST_RESTART_COUNT 1
+        assert final["num_processes"] == 2, final  # at its new size
+        assert final["previous_num_processes"] == 3, final
+        assert final["process_id"] == i, final  # the survivors keep their order
+        # Resumed from the last committed backup (a multiple of save_freq, before the cut),
+        # and ended at the right step: every batch of every epoch trained once.
+        restored = final["restored_step"]
+        assert isinstance(restored, int) and restored >= SAVE_FREQ, final
+        assert restored % SAVE_FREQ == 0, final
+        assert final["iterations_at_start"] == restored, final
+        assert final["iterations"] == EPOCHS * STEPS_PER_EPOCH, final
+
+
+def test_fewer_than_min_left_ends_with_75_naming_the_lost_node(tmp_path: Path) -> None:
+    with netns.hosts(2) as hosts, Spawned(tmp_path) as spawned:
+        rendezvous = f"{hosts[0].address}:{PORT + 1}"
+        env = clean_env(
+            1,
+            KDIST_ROLL_CALL_TOKEN="elastic-token",
+            KDIST_UNREACHABLE_TIMEOUT=_UNREACHABLE,
+            NODE_JOB_SLEEP="600",
+        )
+        agents = [
+            spawned.start(
+                hosts[i].command(_agent(rendezvous, i, "2:2", NODE_JOB, "--join-timeout", "15")),
+                env,
+            )
+            for i in range(2)
+        ]
+        deadline = time.monotonic() + _BOUND  # until both processes ran their collective
+        while not all("NODE_JOB" in a.stdout() for a in agents):
+            assert time.monotonic() < deadline, [a.stderr() for a in agents]
+            time.sleep(0.1)
+        hosts[1].set_link(False)
+        done = [a.finish(_BOUND) for a in agents]
+    assert done[0].returncode == 75, done[0].stderr
+    assert done[1].returncode == 69, done[1].stderr
+    # Named: the node, its host, since when.
+    assert "gathering again" in done[0].stderr
+    assert "the job had lost node host1 (host " in done[0].stderr
+    assert f"at {hosts[1].address}) lost since" in done[0].stderr
+    assert "(--join-timeout)" in done[0].stderr
+
+
+def test_one_agent_drained_the_job_stops_at_one_step_and_goes_on_without_it(
+    tmp_path: Path,
+) -> None:
+    backup_dir = tmp_path / "backup"
+    with netns.hosts(3) as hosts, Spawned(tmp_path) as spawned:
+        rendezvous = f"{hosts[0].address}:{PORT + 2}"
+        env = _keras_env(backup_dir)
+        agents = [
+            spawned.start(
+                hosts[i].command(_agent(rendezvous, i, "2:3", KERAS, "--join-timeout", "120")),
+                env,
+            )
+            for i in range(3)
+        ]
+        _wait_for_step(agents[0], SAVE_FREQ + 2, agents)
+        agents[1].proc.send_signal(signal.SIGTERM)  # a spot notice: host1 leaves
+        done = [a.finish(_BOUND) for a in agents]
+    assert done[1].returncode == 143, done[1].stderr
+    assert "this machine is drained" in done[1].stderr
+    for i in (0, 2):
+        assert done[i].returncode == 0, f"host{i}: {done[i].stderr}"
+    assert "drained: node host1" in done[0].stderr
+    first = [r for r in json_objects(done[0].stdout) if r.get("restart_count") == 0]
+    final = [r for r in json_objects(done[0].stdout) if "iterations" in r][-1]
+    # Attempt 0 stopped at one agreed step with a save there; attempt 1 began exactly there.
+    stopped = first[0]["stopped_step"]
+    assert isinstance(stopped, int) and stopped > SAVE_FREQ, first[0]
+    assert final["restart_count"] == 1, final
+    assert final["num_processes"] == 2, final
+    assert final["restored_step"] == stopped, final
+    assert final["iterations_at_start"] == stopped, final
+    assert final["iterations"] == EPOCHS * STEPS_PER_EPOCH, final
+    last = [r for r in json_objects(done[2].stdout) if "iterations" in r][-1]
+    assert last["process_id"] == 1, last  # host2 is node 1 now
+
+
+def test_a_machine_arriving_the_job_stops_at_one_step_and_finishes_at_three(
+    tmp_path: Path,
+) -> None:
+    backup_dir = tmp_path / "backup"
+    with netns.hosts(3) as hosts, Spawned(tmp_path) as spawned:
+        rendezvous = f"{hosts[0].address}:{PORT + 3}"
+        env = _keras_env(backup_dir, step_sleep="0.5")  # room for the third to arrive
+        growth = ("--join-timeout", "120", "--scale-up-after", "2")
+        agents = [
+            spawned.start(hosts[i].command(_agent(rendezvous, i, "2:3", KERAS, *growth)), env)
+            for i in (0, 1)
+        ]
+        _wait_for_step(agents[0], 2, agents)  # the job runs at 2 nodes
+        agents.append(spawned.start(hosts[2].command(_agent(rendezvous, 2, "2:3", KERAS)), env))
+        done = [a.finish(_BOUND) for a in agents]
+    for i in range(3):
+        assert done[i].returncode == 0, f"host{i}: {done[i].stderr}"
+    assert "grown: node host2" in done[0].stderr
+    first = [r for r in json_objects(done[0].stdout) if r.get("restart_count") == 0]
+    final = [r for r in json_objects(done[0].stdout) if "iterations" in r][-1]
+    assert first[0]["num_processes"] == 2, first[0]
+    stopped = first[0]["stopped_step"]
+    assert isinstance(stopped, int) and stopped >= 2, first[0]
+    # The next attempt: 3 processes, from exactly the agreed stop step, to the right end.
+    assert final["restart_count"] == 1, final
+    assert final["num_processes"] == 3, final
+    assert final["restored_step"] == stopped, final
+    assert final["iterations_at_start"] == stopped, final
+    assert final["iterations"] == EPOCHS * STEPS_PER_EPOCH, final
+    last = [r for r in json_objects(done[2].stdout) if "iterations" in r][-1]
+    assert last["process_id"] == 2, last
+    assert last["iterations"] == EPOCHS * STEPS_PER_EPOCH, last
