@@ -3,8 +3,10 @@ every node count at the start, before this machine joins anything."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -96,3 +98,55 @@ def test_sigterm_to_every_agent_stops_the_job_with_143_everywhere(tmp_path: Path
         assert "this machine is drained" in d.stderr
     pids = [int(p) for d in done for p in re.findall(r"\(pids (\d+)\)", d.stderr)]
     assert len(pids) == 2 and not wait_until_gone(pids, 30)  # nothing of the job left
+
+
+def test_a_straggler_of_an_older_attempt_is_refused_and_the_new_attempt_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A process of attempt 0 (process 1, with attempt 0's roll call token), SIGSTOPped
+    before its roll call and woken once attempt 1's process 0 serves the coordinator port:
+    process 0 refuses it (its token is another attempt's), it exits non-zero, and attempt
+    1's two processes form their job and finish. The tokens are the agent's own
+    (kdist._agent.node.attempt_token), as it gives them to each attempt's processes."""
+    from kdist._agent.node import attempt_token
+
+    port = _core.free_port()
+
+    def env(process_id: int, attempt: int) -> dict[str, str]:
+        return clean_env(
+            1,
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+            KERAS_DISTRIBUTION_PROCESS_ID=str(process_id),
+            KDIST_ROLL_CALL_TOKEN=attempt_token("the job's token", "t44", attempt),
+            KDIST_RESTART_COUNT=str(attempt),
+            KDIST_INIT_TIMEOUT="90",
+        )
+
+    program = [sys.executable, str(PROGRAMS / "node_job.py")]
+    with Spawned(tmp_path) as spawned:
+        straggler = spawned.start(program, env(1, 0))
+        os.kill(straggler.pid, signal.SIGSTOP)
+        first = spawned.start(program, env(0, 1))
+        deadline = time.monotonic() + _BOUND
+        while not _listening(port):  # attempt 1's process 0 serves the roll call
+            assert time.monotonic() < deadline, first.stderr()
+            assert first.proc.poll() is None, first.stderr()
+            time.sleep(0.1)
+        os.kill(straggler.pid, signal.SIGCONT)
+        refused = straggler.finish(_BOUND)
+        second = spawned.start(program, env(1, 1))
+        done_first, done_second = first.finish(_BOUND), second.finish(_BOUND)
+    assert refused.returncode not in (0, None), refused.stderr
+    assert "KDIST_ROLL_CALL_TOKEN does not match" in refused.stderr, refused.stderr
+    assert "NODE_JOB" not in refused.stdout
+    for done in (done_first, done_second):
+        assert done.returncode == 0, done.stderr
+        assert "NODE_JOB" in done.stdout
+        assert '"gathered": [0, 1]' in done.stdout
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
