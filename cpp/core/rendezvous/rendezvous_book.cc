@@ -644,6 +644,10 @@ std::vector<NodeMessage> RendezvousBook::Grow(Nanos now) {
   const std::string why = Join(names, ", ") + " joined: attempt " + std::to_string(attempt_) +
                           " stops at one agreed step, the next runs with " +
                           std::to_string(nodes_.size() + joining_.size()) + " nodes";
+  return StopRunningNodes(why);
+}
+
+std::vector<NodeMessage> RendezvousBook::StopRunningNodes(const std::string& why) const {
   std::vector<NodeMessage> out;
   for (const Node& node : nodes_) {
     if (node.reported || node.lost) continue;
@@ -717,17 +721,7 @@ std::vector<NodeMessage> RendezvousBook::Drain(Node& node, Nanos /*now*/) {
   const std::string why = text + " is drained (its agent received SIGTERM): attempt " +
                           std::to_string(attempt_) +
                           " stops at one agreed step, the next runs without it";
-  std::vector<NodeMessage> out;
-  for (const Node& other : nodes_) {
-    if (other.reported || other.lost) continue;
-    NodeMessage m;
-    m.connection = other.connection;
-    m.reply.kind = NodeReplyKind::kStop;
-    m.reply.attempt = attempt_;
-    m.reply.message = why;
-    out.push_back(std::move(m));
-  }
-  return out;
+  return StopRunningNodes(why);
 }
 
 std::vector<std::string> RendezvousBook::NodeNames() const {

@@ -212,6 +212,8 @@ class RendezvousBook {
   // The joining nodes into the roster (a returning node at its last rank when free);
   // their texts.
   std::vector<std::string> AdmitJoining();
+  // kStop (at one agreed step, because `why`) to every node still running the attempt.
+  std::vector<NodeMessage> StopRunningNodes(const std::string& why) const;
   Node* NodeOn(uint64_t connection);
 
   RendezvousOptions options_;
