@@ -180,7 +180,7 @@ void Generator::OnReadable(size_t index) {
     }
     for (std::string frame = s.in.TakeFrame(); !frame.empty(); frame = s.in.TakeFrame()) {
       // Simulated processes have no token: their hello, sent at once, needs no nonce.
-      if (DecodeChallenge(frame).ok()) continue;
+      if (DecodeChallenge(frame, "roll call").ok()) continue;
       Result<Reply> reply = DecodeReply(frame);
       if (!reply.ok()) return Fail(index, "unreadable reply: " + reply.status().message());
       if (reply->type == FrameType::kStatus) continue;

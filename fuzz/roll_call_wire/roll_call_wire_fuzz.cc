@@ -38,14 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (hello.ok()) {
     kdist::Result<kdist::Hello> again = kdist::DecodeHello(kdist::EncodeHello(*hello));
     if (!again.ok() || !SameHello(*again, *hello)) __builtin_trap();
-    kdist::Result<std::string> covered = kdist::HelloMacInput(bytes);
+    kdist::Result<std::string> covered = kdist::FrameMacInput(bytes);
     if (!covered.ok()) __builtin_trap();  // every hello that decodes has MAC input
     kdist::Result<kdist::Hello> bare = kdist::DecodeHello(*covered);
     if (!bare.ok() || !bare->mac.empty()) __builtin_trap();
     kdist::Hello without = *hello;
     without.mac.clear();
     if (!SameHello(*bare, without)) __builtin_trap();
-    kdist::Result<std::string> reencoded = kdist::HelloMacInput(kdist::EncodeHello(*hello));
+    kdist::Result<std::string> reencoded = kdist::FrameMacInput(kdist::EncodeHello(*hello));
     if (!reencoded.ok() || *reencoded != kdist::EncodeHello(without)) __builtin_trap();
     kdist::Result<kdist::Fingerprint> environment = kdist::DecodeFingerprint(hello->environment);
     if (environment.ok()) {
@@ -63,10 +63,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!again.ok() || !SameReply(*again, *reply)) __builtin_trap();
   }
 
-  kdist::Result<kdist::Challenge> challenge = kdist::DecodeChallenge(bytes);
+  kdist::Result<kdist::Challenge> challenge = kdist::DecodeChallenge(bytes, "roll call");
   if (challenge.ok()) {
     kdist::Result<kdist::Challenge> again =
-        kdist::DecodeChallenge(kdist::EncodeChallenge(*challenge));
+        kdist::DecodeChallenge(kdist::EncodeChallenge(*challenge), "roll call");
     if (!again.ok() || again->nonce != challenge->nonce) __builtin_trap();
   } else if (challenge.status().message().empty()) {
     __builtin_trap();

@@ -101,4 +101,12 @@ std::string ErrorText(int error) {
   return text;
 }
 
+std::string SafeText(std::string_view text, std::string_view allowed) {
+  if (text.empty() || text.size() > 255) return Quote(text);
+  for (char c : text) {
+    if (!IsAlnum(c) && allowed.find(c) == std::string_view::npos) return Quote(text);
+  }
+  return std::string(text);
+}
+
 }  // namespace kdist

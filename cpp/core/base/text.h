@@ -18,6 +18,10 @@ std::string Quote(std::string_view text, size_t max_chars = 200);
 // Quote()d, cut at `max_chars` (base/wire.h's kMaxMessageBytes by default).
 std::string RelayText(std::string_view text, size_t max_chars = 8192);
 
+// `text` as is when it is non-empty and made only of letters, digits and
+// `allowed`; otherwise Quote(text). For names that come off the wire.
+std::string SafeText(std::string_view text, std::string_view allowed = "._-");
+
 // strerror(error) in lower case, e.g. "connection refused".
 std::string ErrorText(int error);
 
@@ -36,6 +40,10 @@ std::string Upper(std::string_view text);
 // Whether `c` is an ASCII decimal digit (unlike std::isdigit, independent of
 // the locale and safe for any char value).
 constexpr bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+// Whether `c` is an ASCII letter or decimal digit (locale independent, as IsDigit).
+constexpr bool IsAlnum(char c) {
+  return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 }  // namespace kdist
 

@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "base/wire.h"
 #include "liveness/liveness_wire.h"
+#include "net/keepalive.h"
 
 namespace kdist {
 
@@ -30,16 +31,8 @@ struct LivenessOptions {
   Nanos join_timeout = std::chrono::seconds(5);
   Nanos send_timeout = std::chrono::seconds(2);
   // How long a peer's host may answer nothing before the connection ends
-  // (KDIST_UNREACHABLE_TIMEOUT), and the TCP settings sized from it
-  // (LivenessOptionsFor): a probe after `keepalive_idle` of silence, then one
-  // every `keepalive_interval`; the kernel gives up once nothing was heard
-  // for `user_timeout` (TCP_USER_TIMEOUT, which also bounds unacknowledged
-  // data), or after `keepalive_count` lost probes where that is unsupported.
-  Nanos unreachable_timeout = std::chrono::seconds(20);
-  Nanos keepalive_idle = std::chrono::seconds(5);
-  Nanos keepalive_interval = std::chrono::seconds(2);
-  int keepalive_count = 6;
-  Nanos user_timeout = std::chrono::seconds(18);
+  // (KDIST_UNREACHABLE_TIMEOUT), and the TCP keepalive sized from it (net/keepalive.h).
+  Keepalive keepalive;
 };
 
 // What an end does with a notice, called on its channel's thread. A spoke's
@@ -49,20 +42,9 @@ struct LivenessOptions {
 // Finish send is not handed back).
 using NoticeHandler = std::function<void(const LiveNotice&)>;
 
-// Keepalive settings that notice a vanished host within `unreachable_timeout`
-// of its last answer and never end the connection over a blackout much
-// shorter than that: the first probe after a quarter of the window, then one
-// every tenth (whole seconds, at least 1 s each: the kernel counts seconds);
-// the kernel gives up one interval before the window ends, so that its
-// check, which runs once per interval, still falls inside it. With the 20 s
-// default: idle 5 s, a probe every 2 s, given up after 18 s of silence (6
-// probes lost in a row); a blackout survives when idle + blackout + interval
-// stays below that (up to about 11 s).
+// The options of a channel whose peers' hosts are lost after `unreachable_timeout`
+// of silence: the keepalive sized from it (KeepaliveFor), the other waits as default.
 LivenessOptions LivenessOptionsFor(Nanos unreachable_timeout);
-
-// Keepalive and TCP_USER_TIMEOUT on a connected socket (best effort), and
-// TCP_NODELAY: a notice leaves at once.
-void SetKeepalive(int fd, const LivenessOptions& options);
 
 // Writes all of `bytes` to the non-blocking socket `fd`, waiting for room at
 // most `bound` in all. kUnavailable when the send fails, kDeadlineExceeded

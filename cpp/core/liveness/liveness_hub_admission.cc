@@ -14,7 +14,7 @@ void LivenessHub::AcceptJoining() {
   for (int i = 0; i < 1024; ++i) {  // bounded: the connections' frames wait meanwhile
     Accepted a = AcceptOne(listener_.fd.get());
     if (a.io.state != IoState::kDone) break;
-    SetKeepalive(a.fd.get(), options_);
+    SetKeepalive(a.fd.get(), options_.keepalive);
     auto peer = std::make_unique<Peer>();
     peer->fd = std::move(a.fd);
     peer->join_by = clock_.Now() + options_.join_timeout;

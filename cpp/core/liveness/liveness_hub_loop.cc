@@ -80,7 +80,7 @@ void LivenessHub::ReadFrom(Peers::iterator it, std::vector<LiveNotice>& local) {
   changed_.notify_all();  // ReportFailure may wait for the last one to leave
   if (id >= 0) {
     BroadcastAndQueue(book_.OnClosed(id, ConnectionEnd{error, WallClockMillis(),
-                                                       options_.unreachable_timeout}),
+                                                       options_.keepalive.unreachable_timeout}),
                       local);
     OnGone(id, local);
   }

@@ -35,7 +35,7 @@ Result<std::unique_ptr<LivenessSpoke>> LivenessSpoke::Join(const Endpoint& hub,
     const int error = ConnectResult(c.fd.get());
     if (error != 0) return Unavailable("cannot connect to " + where + ": " + ErrorText(error));
   }
-  SetKeepalive(c.fd.get(), options);
+  SetKeepalive(c.fd.get(), options.keepalive);
   KDIST_RETURN_IF_ERROR(SendAll(c.fd.get(), EncodeLiveJoin(join), options.send_timeout, clock));
   FrameAssembler in;
   std::optional<Status> verdict;
@@ -270,7 +270,7 @@ void LivenessSpoke::Run() {
     if (open) continue;
     if (!all_done && !thread_.stopping() && on_notice_) {
       on_notice_(LostConnectionNotice(
-          coordinator_, ConnectionEnd{error, WallClockMillis(), options_.unreachable_timeout},
+          coordinator_, ConnectionEnd{error, WallClockMillis(), options_.keepalive.unreachable_timeout},
           "its liveness connection closed without a finish message"));
     }
     break;

@@ -14,10 +14,6 @@ namespace {
 constexpr std::string_view kExpectedForm =
     "expected host:port, e.g. 10.0.0.1:1234, [fe80::1]:1234 or node-1:1234";
 
-bool IsAlnum(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
 // The callers reject NUL bytes first: inet_pton reads a C string and would
 // stop at one ("::1<NUL>junk" would pass as ::1).
 bool IsValidIpv4(std::string_view host) {

@@ -8,8 +8,8 @@
 
 #include "base/hmac_sha256.h"
 #include "base/text.h"
-#include "liveness/liveness_connection.h"  // SetKeepalive, LivenessOptionsFor
-#include "roll_call/roll_call_wire.h"
+#include "net/keepalive.h"
+#include "base/challenge.h"
 
 namespace kdist {
 namespace {
@@ -68,12 +68,12 @@ Status RendezvousAgent::Join(NodeHello hello) {
     retry = std::min(retry * 2, options_.max_retry);
   }
   local_address_ = LocalAddress(fd_.get());
-  SetKeepalive(fd_.get(), LivenessOptionsFor(options_.unreachable_timeout));
+  SetKeepalive(fd_.get(), KeepaliveFor(options_.unreachable_timeout));
   const Nanos left = until - clock_.Now();
   KDIST_RETURN_IF_ERROR(WriteAll(EncodeOpening(), left));
   Result<std::string> frame = ReadFrame(until - clock_.Now());
   if (!frame.ok()) return frame.status();
-  KDIST_ASSIGN_OR_RETURN(const Challenge challenge, DecodeChallenge(*frame));
+  KDIST_ASSIGN_OR_RETURN(const Challenge challenge, DecodeChallenge(*frame, "nodes' rendezvous"));
   challenge_ = challenge.nonce;
   KDIST_ASSIGN_OR_RETURN(own_nonce_, FreshNonce());
   hello.sequence = 1;

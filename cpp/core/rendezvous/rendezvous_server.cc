@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "base/text.h"
-#include "liveness/liveness_connection.h"  // SetKeepalive, LivenessOptionsFor
-#include "roll_call/roll_call_wire.h"
+#include "net/keepalive.h"
+#include "base/challenge.h"
 
 namespace kdist {
 namespace {
@@ -167,7 +167,7 @@ void RendezvousServer::AcceptAll(Nanos now) {
     }
     const uint64_t key = next_key_++;
     Connection c;
-    SetKeepalive(a.fd.get(), LivenessOptionsFor(options_.unreachable_timeout));
+    SetKeepalive(a.fd.get(), KeepaliveFor(options_.unreachable_timeout));
     c.peer = PeerAddress(a.fd.get());
     c.local = LocalAddress(a.fd.get());
     c.fd = std::move(a.fd);

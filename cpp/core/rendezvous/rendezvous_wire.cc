@@ -2,15 +2,15 @@
 
 #include <utility>
 
+#include "base/frame_mac.h"
 #include "base/wire_tags.h"
-#include "roll_call/roll_call_wire.h"
 
 namespace kdist {
 namespace {
 
 // The rendezvous's own field tags (those it shares with both other channels:
-// base/wire_tags.h). The MAC is tag 10 as in the roll call's hello, so that
-// HelloMacInput cuts it out of any of these frames.
+// base/wire_tags.h). The MAC is base/frame_mac.h's, so that FrameMacInput cuts it
+// out of any of these frames.
 enum RendezvousTag : uint8_t {
   kTagSequence = 2,
   kTagJobId = 3,
@@ -18,7 +18,7 @@ enum RendezvousTag : uint8_t {
   kTagProcessesPerNode = 5,
   kTagMinNodes = 6,
   kTagMaxNodes = 7,
-  kTagMac = 10,
+  kTagMac = kTagFrameMac,
   kTagCode = 11,
   kTagCoordinatorPort = 13,
   kTagEnvironment = 14,
@@ -34,7 +34,6 @@ enum RendezvousTag : uint8_t {
   kTagDrain = 24,
   kTagPreviousProcesses = 25,
 };
-static_assert(kTagMac == 10, "HelloMacInput (roll_call/roll_call_wire.h) cuts tag 10");
 
 constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, kTagPid,
                                kTagProcessesPerNode, kTagMinNodes, kTagMaxNodes,
@@ -80,7 +79,7 @@ Status Require(const TagSet& seen, std::initializer_list<std::pair<uint8_t, cons
 
 // The MAC of `frame` (encoded without one) under `token` over `nonce`.
 std::string MacOf(const std::string& frame, std::string_view token, const Nonce& nonce) {
-  return HelloMac(token, nonce, frame);
+  return FrameMac(token, nonce, frame);
 }
 
 }  // namespace
@@ -187,9 +186,9 @@ std::string EncodeSignedNodeReport(NodeReport report, std::string_view token, co
 bool NodeFrameVerifies(std::string_view frame, std::string_view mac, std::string_view token,
                        const Nonce& nonce) {
   if (token.empty() || mac.empty()) return token.empty() && mac.empty();
-  Result<std::string> input = HelloMacInput(frame);
+  Result<std::string> input = FrameMacInput(frame);
   if (!input.ok()) return false;
-  return MacEqual(HelloMac(token, nonce, *input), mac);
+  return MacEqual(FrameMac(token, nonce, *input), mac);
 }
 
 Result<NodeHello> DecodeNodeHello(std::string_view frame) {

@@ -20,7 +20,7 @@
 //                      message = the nonce of the OTHER side || the frame without
 //                                its MAC field, header length lowered to match)
 //
-// (HelloMacInput, HelloMac: roll_call/roll_call_wire.h). An agent's frames are
+// (FrameMacInput, HelloMac: roll_call/roll_call_wire.h). An agent's frames are
 // signed over the rendezvous's challenge nonce, the rendezvous's over the agent's
 // nonce (NodeHello.nonce). Each side numbers its frames on a connection
 // (`sequence`, from 1, covered by the MAC), so a frame replayed on the same
@@ -41,7 +41,7 @@
 #include "base/hmac_sha256.h"
 #include "base/status.h"
 #include "base/wire.h"
-#include "roll_call/roll_call_wire.h"  // kMacBytes, HelloMacInput
+#include "base/frame_mac.h"
 
 namespace kdist {
 

@@ -318,7 +318,7 @@ void Coordinator::OnHelloFrame(uint64_t id, Connection& c, const std::string& fr
     auto it = connections_.find(*holder);
     if (it != connections_.end() && PeerGone(it->second.fd.get())) Remove(*holder, false);
   }
-  Result<std::string> mac_input = HelloMacInput(frame);
+  Result<std::string> mac_input = FrameMacInput(frame);
   if (!mac_input.ok()) {  // DecodeHello accepted it: cannot happen
     Drop(id, "its hello is malformed: " + mac_input.status().message());
     return;

@@ -11,10 +11,6 @@ namespace {
 
 constexpr size_t kMaxNotes = 5;
 
-bool IsAlnum(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
 // "from KERAS_DISTRIBUTION_NUM_PROCESSES", "from argument".
 std::string From(std::string_view source) {
   if (source.empty()) return "";
@@ -24,14 +20,6 @@ std::string From(std::string_view source) {
 std::string Ids(int64_t n) { return "[0, " + std::to_string(n) + ")"; }
 
 }  // namespace
-
-std::string SafeText(std::string_view text, std::string_view allowed) {
-  if (text.empty() || text.size() > 255) return Quote(text);
-  for (char c : text) {
-    if (!IsAlnum(c) && allowed.find(c) == std::string_view::npos) return Quote(text);
-  }
-  return std::string(text);
-}
 
 std::string DescribeProcess(const Hello& hello) {
   return "process " + std::to_string(hello.process_id) + " (host " + SafeText(hello.host) +
@@ -82,7 +70,7 @@ RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello,
   if (!own_.token.empty() || !hello.mac.empty()) {
     const bool proven =
         !own_.token.empty() && !hello.mac.empty() && !arrival.mac_input.empty() &&
-        MacEqual(HelloMac(own_.token, arrival.nonce, arrival.mac_input), hello.mac);
+        MacEqual(FrameMac(own_.token, arrival.nonce, arrival.mac_input), hello.mac);
     if (!proven) {
       std::string why;
       if (own_.token.empty()) {

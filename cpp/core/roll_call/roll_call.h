@@ -29,9 +29,6 @@
 
 namespace kdist {
 
-// `text` as is when it is non-empty and made only of letters, digits and
-// `allowed`; otherwise Quote(text). For names that come off the wire.
-std::string SafeText(std::string_view text, std::string_view allowed = "._-");
 
 // "process 1 (host node-1, pid 4242)".
 std::string DescribeProcess(const Hello& hello);
@@ -49,7 +46,7 @@ class RollCall {
   };
 
   // How a hello arrived: the nonce process 0 challenged its connection with,
-  // and the bytes its MAC covers (HelloMacInput of the frame received). With
+  // and the bytes its MAC covers (FrameMacInput of the frame received). With
   // no mac_input (the default) no MAC can verify. (No member initializers:
   // `= {}` below value-initializes it, the nonce to zeros.)
   struct Arrival {

@@ -18,12 +18,11 @@ enum RollCallTag : uint8_t {
   kTagNumProcessesSource = 5,
   kTagCoordinatorSource = 6,
   kTagJaxVersion = 7,
-  kTagMac = 10,  // version 2: the token, in clear
+  kTagMac = kTagFrameMac,  // base/frame_mac.h (in version 2: the token, in clear)
   kTagCode = 11,
   kTagSeed = 13,
   kTagLivenessPort = 14,
   kTagLivenessNonce = 15,
-  kTagChallengeNonce = 16,
   kTagEnvironment = 17,
   kTagConsistencyNotes = 18,
 };
@@ -34,7 +33,6 @@ constexpr TagSet kHelloTags = {kTagProcessId, kTagNumProcesses, kTagFingerprint,
                            kTagHost, kTagPid, kTagMac, kTagEnvironment};
 constexpr TagSet kReplyTags = {kTagCode, kTagMessage, kTagHost, kTagPid, kTagJaxVersion,
                            kTagSeed, kTagLivenessPort, kTagLivenessNonce, kTagConsistencyNotes};
-constexpr TagSet kChallengeTags = {kTagChallengeNonce};
 
 constexpr std::string_view kChannel = "roll call";
 
@@ -79,79 +77,11 @@ std::string EncodeReply(const Reply& reply) {
   return w.Frame(static_cast<uint16_t>(reply.type));
 }
 
-std::string EncodeChallenge(const Challenge& challenge) {
-  FieldWriter w;
-  w.String(kTagChallengeNonce,
-           std::string_view(reinterpret_cast<const char*>(challenge.nonce.data()),
-                            challenge.nonce.size()),
-           kNonceBytes);
-  return w.Frame(static_cast<uint16_t>(FrameType::kChallenge));
-}
-
-std::string EncodeOpening() {
-  return FieldWriter().Frame(static_cast<uint16_t>(FrameType::kOpening));
-}
-
-bool IsOpening(std::string_view frame) {
-  Result<FrameHeader> header = DecodeFrameHeader(frame);
-  return header.ok() && header->version == kProtocolVersion &&
-         header->type == static_cast<uint16_t>(FrameType::kOpening) &&
-         frame.size() == header->frame_size();
-}
-
-std::string HelloMac(std::string_view token, const Nonce& nonce, std::string_view mac_input) {
-  HmacSha256 mac(token);
-  mac.Update(std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()));
-  mac.Update(mac_input);
-  return std::string(DigestBytes(mac.Finish()));
-}
-
 std::string EncodeSignedHello(Hello hello, const Nonce& nonce) {
   hello.mac.clear();
   if (hello.token.empty()) return EncodeHello(hello);
-  hello.mac = HelloMac(hello.token, nonce, EncodeHello(hello));
+  hello.mac = FrameMac(hello.token, nonce, EncodeHello(hello));
   return EncodeHello(hello);
-}
-
-Result<std::string> HelloMacInput(std::string_view frame) {
-  KDIST_ASSIGN_OR_RETURN(const FrameHeader header, DecodeFrameHeader(frame));
-  if (frame.size() != header.frame_size()) {
-    return InvalidArgument("the frame is " + std::to_string(frame.size()) +
-                           " bytes but its header announces " +
-                           std::to_string(header.frame_size()));
-  }
-  const std::string_view payload = frame.substr(kFrameHeaderSize);
-  // The MAC field (tag, 2-byte length, value) is cut out wherever it stands.
-  size_t cut_from = payload.size(), cut_to = payload.size();
-  KDIST_RETURN_IF_ERROR(ReadFields(payload, TagSet{kTagMac}, [&](const Field& f) {
-                          cut_to = static_cast<size_t>(f.value.data() - payload.data()) +
-                                   f.value.size();
-                          cut_from = cut_to - f.value.size() - 3;
-                          return Status::Ok();
-                        }).status());
-  std::string kept(payload.substr(0, cut_from));
-  kept += payload.substr(cut_to);
-  std::string out(frame.substr(0, kFrameHeaderSize - 4));
-  const uint32_t size = static_cast<uint32_t>(kept.size());
-  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((size >> shift) & 0xff);
-  return out + kept;
-}
-
-Result<Challenge> DecodeChallenge(std::string_view frame) {
-  KDIST_ASSIGN_OR_RETURN(
-      const std::string_view payload,
-      FramePayload(frame, static_cast<uint16_t>(FrameType::kChallenge), kChannel));
-  Challenge challenge;
-  KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kChallengeTags, [&](const Field& f) {
-    if (f.value.size() != kNonceBytes) {
-      return InvalidArgument("field nonce is " + std::to_string(f.value.size()) +
-                             " bytes; expected " + std::to_string(kNonceBytes));
-    }
-    for (size_t i = 0; i < kNonceBytes; ++i) challenge.nonce[i] = static_cast<uint8_t>(f.value[i]);
-    return Status::Ok();
-  }));
-  if (!seen.Has(kTagChallengeNonce)) return InvalidArgument("the challenge has no nonce field");
-  return challenge;
 }
 
 Result<Hello> DecodeHello(std::string_view frame) {

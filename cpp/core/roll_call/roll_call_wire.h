@@ -21,7 +21,7 @@
 // where "the hello frame without its MAC field" is the frame exactly as
 // received — 12-byte header included — with the 35 bytes of the MAC field
 // (tag, length, value) cut out wherever they stand and the header's payload
-// length lowered by 35 to match (HelloMacInput). EncodeHello writes the MAC as
+// length lowered by 35 to match (FrameMacInput, base/frame_mac.h). EncodeHello writes the MAC as
 // the last field, so for a hello it encoded these are the bytes EncodeHello
 // gives for the same hello with no MAC. A process without a token sends no MAC
 // field. Process 0 recomputes the MAC with the nonce it sent on that very
@@ -39,6 +39,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/challenge.h"  // the opening and the challenge
+#include "base/frame_mac.h"  // kMacBytes, FrameMacInput: the hello's MAC
 #include "base/hmac_sha256.h"
 #include "base/status.h"
 #include "base/wire.h"
@@ -51,7 +53,6 @@ inline constexpr size_t kMaxShortFieldBytes = 512;  // fingerprint, addresses, v
 inline constexpr size_t kMaxTokenBytes = 1024;
 inline constexpr size_t kMaxEnvironmentBytes = 8192;       // the fingerprint (roll_call/consistency.h)
 inline constexpr size_t kMaxConsistencyNotesBytes = 4096;  // "go"'s warnings
-inline constexpr size_t kMacBytes = kSha256DigestBytes;    // the hello's MAC field, exactly
 
 struct Hello {
   int64_t process_id = 0;
@@ -68,11 +69,6 @@ struct Hello {
   std::string token;
   std::string mac;          // on the wire: kMacBytes bytes, or empty (no MAC field)
   std::string environment;  // EncodeFingerprint() of this process (roll_call/consistency.h)
-};
-
-// Process 0's first frame on a connection.
-struct Challenge {
-  Nonce nonce{};
 };
 
 // What process 0 decides for the whole job and "go" carries to every process.
@@ -102,30 +98,16 @@ struct Reply {
 // EncodeHello writes `hello.mac` (when set) as the last field, never the token.
 std::string EncodeHello(const Hello& hello);
 std::string EncodeReply(const Reply& reply);
-std::string EncodeChallenge(const Challenge& challenge);
-std::string EncodeOpening();
-// Whether `frame` (a whole frame) is an opening of this protocol version.
-bool IsOpening(std::string_view frame);
 
 // The hello frame a process sends in answer to `nonce`: with a MAC keyed by
 // `hello.token` when it has one (any `hello.mac` given is replaced), with no
 // MAC field when it has none.
 std::string EncodeSignedHello(Hello hello, const Nonce& nonce);
 
-// The bytes a hello's MAC covers, after the nonce: `frame` (a whole hello
-// frame) with its MAC field cut out and the header's length lowered to match;
-// `frame` as is when it has no MAC field. kInvalidArgument when `frame` is not
-// a well-formed frame of fields.
-Result<std::string> HelloMacInput(std::string_view frame);
-
-// HMAC-SHA-256 under `token` over nonce || mac_input, as kMacBytes bytes.
-std::string HelloMac(std::string_view token, const Nonce& nonce, std::string_view mac_input);
-
 // Decode one whole frame (header included, nothing after it). kInvalidArgument
 // for anything malformed, kFailedPrecondition for another protocol version.
 Result<Hello> DecodeHello(std::string_view frame);
 Result<Reply> DecodeReply(std::string_view frame);
-Result<Challenge> DecodeChallenge(std::string_view frame);
 
 }  // namespace kdist
 

@@ -215,7 +215,7 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
                   ", but nothing answered before the deadline (no challenge came)";
     return retry;
   }
-  Result<Challenge> nonce = DecodeChallenge(challenge);
+  Result<Challenge> nonce = DecodeChallenge(challenge, "roll call");
   if (!nonce.ok()) {
     fd.CloseWithReset();
     return {Attempt::kEnded, {},

@@ -35,7 +35,7 @@ RollCall::Verdict OfferSigned(RollCall& call, uint64_t connection, const Hello& 
                               const Nonce& signed_for = TestNonce(1)) {
   const std::string frame = EncodeSignedHello(hello, signed_for);
   Result<Hello> received = DecodeHello(frame);
-  Result<std::string> covered = HelloMacInput(frame);
+  Result<std::string> covered = FrameMacInput(frame);
   if (!received.ok() || !covered.ok()) return {Outcome::kFailed, Internal("cannot decode")};
   return call.Offer(connection, *received, RollCall::Arrival{sent, *covered});
 }
@@ -208,10 +208,10 @@ TEST(RollCall, RefusalsShowNeitherTokenNorMac) {
   const std::string frame = EncodeSignedHello(wrong, TestNonce(1));
   Result<Hello> received = DecodeHello(frame);
   KDIST_ASSERT_OK(received);
-  Result<std::string> covered = HelloMacInput(frame);
+  Result<std::string> covered = FrameMacInput(frame);
   KDIST_ASSERT_OK(covered);
   const Status refused = call.Offer(1, *received, {TestNonce(1), *covered}).status;
-  const std::string expected_mac = HelloMac("right-secret", TestNonce(1), *covered);
+  const std::string expected_mac = FrameMac("right-secret", TestNonce(1), *covered);
   const std::string timed_out = call.TimedOut("1 s", "[::]:5000").message();
   for (const std::string& text : {refused.message(), timed_out}) {
     EXPECT_EQ(text.find("secret"), std::string::npos) << text;

@@ -256,7 +256,7 @@ TEST(Worker, TheTokenNeverLeavesTheProcessOnlyAMacOverTheChallenge) {
   Result<Hello> received = DecodeHello(fake.frame());
   KDIST_ASSERT_OK(received);
   EXPECT_EQ(received->token, std::string());
-  Result<std::string> covered = HelloMacInput(fake.frame());
+  Result<std::string> covered = FrameMacInput(fake.frame());
   KDIST_ASSERT_OK(covered);
   const std::string nonce_bytes(reinterpret_cast<const char*>(nonce.data()), nonce.size());
   EXPECT_EQ(received->mac,

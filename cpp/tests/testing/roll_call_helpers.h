@@ -120,7 +120,7 @@ class RawClient {
   Result<Challenge> ReadChallenge(std::chrono::milliseconds timeout) {
     const std::string frame = ReadFrame(timeout);
     if (frame.empty()) return Unavailable("no challenge");
-    return DecodeChallenge(frame);
+    return DecodeChallenge(frame, "roll call");
   }
   // The next reply that is not a progress line (nor the challenge, for a
   // client that sent its hello without reading it).
@@ -128,7 +128,7 @@ class RawClient {
     while (true) {
       const std::string frame = ReadFrame(timeout);
       if (frame.empty()) return Unavailable("no verdict");
-      if (DecodeChallenge(frame).ok()) continue;
+      if (DecodeChallenge(frame, "roll call").ok()) continue;
       Result<Reply> reply = DecodeReply(frame);
       if (!reply.ok() || reply->type != FrameType::kStatus) return reply;
     }
