@@ -128,19 +128,19 @@ void BindRendezvous(nb::module_& m) {
               "The previous attempt's process count; 0 in the first.")
       .def_ro("exit_status", &NodeReply::exit_status);
 
-  nb::class_<RendezvousAttempt>(m, "RendezvousAttempt",
+  nb::class_<AttemptRow>(m, "AttemptRow",
                                 "One attempt of a `kdist launch --nodes` job, as its "
                                 "rendezvous saw it.")
-      .def_ro("attempt", &RendezvousAttempt::attempt)
-      .def_ro("nodes", &RendezvousAttempt::nodes, "The node names, by rank.")
-      .def_ro("processes", &RendezvousAttempt::processes)
-      .def_ro("started_seconds", &RendezvousAttempt::started_seconds,
+      .def_ro("attempt", &AttemptRow::attempt)
+      .def_ro("nodes", &AttemptRow::nodes, "The node names, by rank.")
+      .def_ro("processes", &AttemptRow::processes)
+      .def_ro("started_seconds", &AttemptRow::started_seconds,
               "Since the rendezvous started.")
-      .def_ro("ended_seconds", &RendezvousAttempt::ended_seconds, "-1 while it runs.")
-      .def_ro("ended", &RendezvousAttempt::ended,
+      .def_ro("ended_seconds", &AttemptRow::ended_seconds, "-1 while it runs.")
+      .def_ro("ended", &AttemptRow::ended,
               "'finished', 'failed: ...', 'node lost: ...', 'drained: ...', 'grown: ...'.")
-      .def_ro("exit_status", &RendezvousAttempt::exit_status)
-      .def_ro("counted", &RendezvousAttempt::counted, "Against --max-restarts.");
+      .def_ro("exit_status", &AttemptRow::exit_status)
+      .def_ro("counted", &AttemptRow::counted, "Against --max-restarts.");
 
   nb::class_<PyServer>(m, "RendezvousServer",
                        "The nodes' rendezvous: admits agents, forms each attempt, ends the job. "

@@ -47,7 +47,8 @@ bool SameReply(const NodeReply& a, const NodeReply& b) {
 
 bool SameReport(const NodeReport& a, const NodeReport& b) {
   return a.sequence == b.sequence && a.attempt == b.attempt && a.exit_status == b.exit_status &&
-         a.failure == b.failure && a.coordinator_port == b.coordinator_port &&
+         a.failure.SamePoint(b.failure) && a.failure.Text() == b.failure.Text() &&
+         a.failure.pid == b.failure.pid && a.failure.exit_status == b.failure.exit_status && a.coordinator_port == b.coordinator_port &&
          a.drain == b.drain && a.mac == b.mac;
 }
 

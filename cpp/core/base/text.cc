@@ -1,5 +1,6 @@
 #include "base/text.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kdist {
@@ -107,6 +108,23 @@ std::string SafeText(std::string_view text, std::string_view allowed) {
     if (!IsAlnum(c) && allowed.find(c) == std::string_view::npos) return Quote(text);
   }
   return std::string(text);
+}
+
+std::string AlignedTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (row.size() > widths.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += row[i];
+      if (i + 1 < row.size()) out += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace kdist

@@ -33,6 +33,10 @@ std::vector<std::string_view> Split(std::string_view text, char separator);
 
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 
+// Rows as a table, one line each ("\n"-terminated), every column as wide as its widest
+// cell and two spaces apart; the last column is not padded.
+std::string AlignedTable(const std::vector<std::vector<std::string>>& rows);
+
 // ASCII lower-case and upper-case copies.
 std::string Lower(std::string_view text);
 std::string Upper(std::string_view text);

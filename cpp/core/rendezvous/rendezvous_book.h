@@ -1,6 +1,11 @@
 // The nodes' rendezvous's decisions, apart from any socket and any clock: which
 // agents are admitted, when the job forms, who runs what in each attempt, and
 // what comes after an attempt. Time is passed in (`now`, a monotonic instant).
+// One class, its concerns in one file each: admission (rendezvous_admission.cc),
+// forming an attempt (rendezvous_forming.cc), an attempt's end and the restart
+// rule, kept by the job's ledger (rendezvous_attempts.cc, job/attempt_ledger.h),
+// a machine lost, drained or added (rendezvous_elastic.cc), and what they share
+// (rendezvous_book.cc).
 //
 // Admission, in order, for each hello (a refusal goes to that agent only and
 // never disturbs the others or a running job):
@@ -31,8 +36,7 @@
 // status 0; a node lost (its connection closed or its host unreachable) -> the
 // next attempt without it, at once, while at least MIN nodes remain (survivors
 // keep their order, so node 0 stays the rendezvous's machine); it does not count
-// against --max-restarts, the thrash guard does: more than `max_reforms` re-forms
-// within `reform_window` end the job with status 1, naming each cause. Fewer
+// against --max-restarts, the thrash guard does (job/attempt_ledger.h). Fewer
 // than MIN remain -> gathering again (returning or new nodes are admitted) for up
 // to `join_timeout`, then the end with 75 naming each lost node, its host and
 // since when. A node drained (its agent's drain notice, sent when it received
@@ -44,10 +48,11 @@
 // `scale_up_after`, every node is told to stop the attempt at one agreed step
 // (kStop); once all reported, the next attempt runs with it (not counted; the
 // thrash guard counts it). A node that comes back takes its last rank when that
-// rank is within the new roster (never node 0's), else it comes last. A failure -> the same nodes again while restarts are left, unless
-// the first failure is the same as the previous attempt's (then the end, status
-// 1); otherwise the end with the first failure's status. The first failure is the
-// first report received that names one (its text), else the first failed report.
+// rank is within the new roster (never node 0's), else it comes last. A failure
+// -> the same nodes again, as the ledger's one restart rule says (the same
+// failure at the same point twice: status 1; no restart left: the failure's
+// status). The first failure is the first report received that names one (a
+// JobFailure of its own), else the first failed report.
 #ifndef KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 #define KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 
@@ -63,6 +68,8 @@
 #include "base/hmac_sha256.h"
 #include "base/status.h"
 #include "config/policies.h"
+#include "job/attempt_ledger.h"
+#include "job/job_failure.h"
 #include "rendezvous/rendezvous_wire.h"
 #include "roll_call/consistency.h"
 
@@ -80,11 +87,8 @@ struct RendezvousOptions {
   int64_t processes_per_node = 1;  // 0: the first admitted agent's (`kdist rendezvous serve`)
   Nanos last_call = std::chrono::seconds(30);
   Nanos join_timeout = std::chrono::seconds(300);
-  int64_t max_restarts = 0;
-  // The thrash guard: more than this many re-forms (a node lost) within
-  // `reform_window` end the job with status 1.
-  int64_t max_reforms = 4;
-  Nanos reform_window = std::chrono::minutes(10);
+  // --max-restarts and the thrash guard (job/attempt_ledger.h).
+  LedgerOptions ledger;
   // Growth: a node admitted while the job runs with fewer than MAX waits this long (for
   // others to arrive with it), then the attempt stops at one agreed step and the next
   // runs with it. nullopt (`--scale-up-after never`): a running job admits nobody.
@@ -93,21 +97,6 @@ struct RendezvousOptions {
   // Environment entries whose difference refuses a node; the others are notes.
   std::vector<std::string> must_match = {"jax", "jaxlib", "device platform", "local devices"};
   ConsistencyPolicy consistency = ConsistencyPolicy::kWarn;
-};
-
-// One attempt of the job as the rendezvous saw it (a row of its table, and of
-// attempts.json in --log-dir).
-struct RendezvousAttempt {
-  int64_t attempt = 0;
-  std::vector<std::string> nodes;  // by rank
-  int64_t processes = 0;
-  double started_seconds = 0;  // since the rendezvous started
-  double ended_seconds = -1;   // -1: still running
-  // "finished"; "failed: <the first failure>"; "node lost: ..."; "drained: ...";
-  // "grown: ... joined" (several joined by "; "); "" while running.
-  std::string ended;
-  int64_t exit_status = 0;  // a failure's
-  bool counted = true;      // against --max-restarts (a lost, drained or grown one's is not)
 };
 
 // What the rendezvous answers on one connection.
@@ -158,9 +147,9 @@ class RendezvousBook {
   std::vector<std::string> NodeNames() const;
   // The line the server prints every few seconds while gathering.
   std::string ProgressLine(Nanos now) const;
-  // One table of the attempts: attempt, nodes, processes, how each ended.
-  std::string AttemptTable() const;
-  const std::vector<RendezvousAttempt>& Attempts() const { return attempts_; }
+  // One table of the attempts (AttemptLedger::Table), and its rows.
+  std::string AttemptTable() const { return ledger_.Table(); }
+  const std::vector<AttemptRow>& Attempts() const { return ledger_.rows(); }
   // The nonce of the agent on `connection` (its replies are signed over it).
   std::optional<Nonce> AgentNonce(uint64_t connection) const;
   const RendezvousOptions& options() const { return options_; }
@@ -188,24 +177,49 @@ class RendezvousBook {
     int64_t attempt = 0;
     Nanos since{0};
   };
-  using AttemptRecord = RendezvousAttempt;
-
+  // Admission (rendezvous_admission.cc): each check returns the refusal, if any.
   NodeMessage Refuse(uint64_t connection, StatusCode code, std::string message) const;
   std::string Describe(const NodeHello& hello, const std::string& peer) const;
-  std::string JoinedList() const;
+  std::optional<std::string> TokenRefusal(const NodeHello& hello, const Arrival& arrival) const;
+  std::optional<NodeMessage> ShapeRefusal(uint64_t connection, const NodeHello& hello,
+                                          const std::string& refused);
+  std::optional<NodeMessage> NameRefusal(uint64_t connection, const NodeHello& hello,
+                                         const Arrival& arrival, const std::string& refused) const;
+  std::optional<NodeMessage> FormedRefusal(uint64_t connection, bool grows,
+                                           const std::string& refused) const;
+  std::optional<NodeMessage> EnvironmentRefusal(uint64_t connection, const NodeHello& hello,
+                                                int64_t id, const std::string& refused);
+  std::vector<NodeMessage> Admit(uint64_t connection, const NodeHello& hello,
+                                 const Arrival& arrival, int64_t id, bool grows, Nanos now);
+  // Every live node, running or joining.
+  std::vector<const Node*> LiveNodes() const;
+
+  // Forming (rendezvous_forming.cc).
   std::vector<NodeMessage> Seal();
   std::vector<NodeMessage> Rosters(const std::string& first_failure);
-  std::vector<NodeMessage> EndAll(StatusCode code, std::string message, int64_t status);
+  std::string CoordinatorHost() const;
+  std::vector<NodeMessage> GatheringTimedOut(Nanos now);
+
+  // An attempt's end (rendezvous_attempts.cc).
   std::vector<NodeMessage> AfterAttempt(Nanos now);
-  // Every lost node gone: the next attempt without them, or a new gathering.
+  void NoteFailure(const Node& node, const NodeReport& report);
+  std::vector<NodeMessage> RefuseReport(uint64_t connection, const std::string& why) const;
+
+  // Elastic (rendezvous_elastic.cc).
+  // Every lost or drained node gone and the joining ones in: the next attempt, a new
+  // gathering, or the end (the thrash guard; nobody left).
   std::vector<NodeMessage> Reform(Nanos now);
+  // The lost and drained nodes out of the roster (the drained told to end with 143); the
+  // re-form's cause ("node lost: ...; drained: ...; grown: ... joined").
+  std::string RemoveLeavers(std::vector<NodeMessage>& out);
+  std::vector<NodeMessage> GatherAgain(const std::string& cause, Nanos now);
   std::string LostText(Nanos now) const;
   // A drain notice: every node still running the attempt is told to stop it at one agreed
   // step (kStop); while gathering, the node leaves at once (kEnd, 143).
-  std::vector<NodeMessage> Drain(Node& node, Nanos now);
-  std::string NodeText(const Node& node) const;
-  double SecondsSinceStart(Nanos at) const;
-  NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
+  std::vector<NodeMessage> Drain(Node& node);
+  std::vector<NodeMessage> DrainWhileGathering(Node& node);
+  std::vector<NodeMessage> ReportOfJoining(std::vector<Node>::iterator node,
+                                           const NodeReport& report, std::string_view frame);
   // Growth: the running attempt stops at one agreed step once the first joining node
   // waited `scale_up_after`.
   std::vector<NodeMessage> Grow(Nanos now);
@@ -214,33 +228,36 @@ class RendezvousBook {
   std::vector<std::string> AdmitJoining();
   // kStop (at one agreed step, because `why`) to every node still running the attempt.
   std::vector<NodeMessage> StopRunningNodes(const std::string& why) const;
+
+  // Shared (rendezvous_book.cc).
+  std::vector<NodeMessage> EndAll(StatusCode code, std::string message, int64_t status);
+  NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
+  std::string NodeText(const Node& node) const;
+  std::string JoinedList() const;
   Node* NodeOn(uint64_t connection);
+  void Forget(std::vector<Node>& nodes, uint64_t connection);
 
   RendezvousOptions options_;
-  Nanos job_start_;  // the rendezvous's start: the table's times count from it
-  Nanos now_{0};     // the time of the event being decided (each public call sets it)
-  Nanos start_;  // of the gathering in progress (the first, or one after a loss)
+  AttemptLedger ledger_;  // the attempts, the restart rule and the thrash guard
+  Nanos now_{0};  // the time of the event being decided (each public call sets it)
+  Nanos start_;   // of the gathering in progress (the first, or one after a loss)
   Nanos last_join_{0};
   Phase phase_ = Phase::kGathering;
   int64_t attempt_ = 0;
   int64_t exit_status_ = 0;
   int64_t next_id_ = 0;
-  std::vector<Node> nodes_;  // admission order while gathering, rank order after
+  std::vector<Node> nodes_;    // admission order while gathering, rank order after
   std::vector<Node> joining_;  // admitted while the job runs: in the next attempt
   bool growing_ = false;       // the running attempt was told to stop for them
   int64_t regather_first_id_ = 0;  // the first node admitted in a gathering after a loss
   std::map<std::string, int64_t> last_rank_;  // each node name's rank in its last roster
   std::optional<ConsistencyCheck> consistency_;
   std::string consistency_notes_;
-  // The attempt in progress: its first failure and its status.
-  std::string first_failure_;
-  int64_t first_failure_status_ = 0;
-  bool first_failure_named_ = false;  // from a report's own text, not a generic one
-  std::string previous_failure_;
-  int64_t counted_restarts_ = 0;  // against --max-restarts
-  std::vector<LostNode> lost_;    // since the last attempt that ran with MIN or more
-  std::vector<std::pair<Nanos, std::string>> reforms_;  // within the window: when, why
-  std::vector<AttemptRecord> attempts_;
+  // The attempt in progress: its first failure (kNone until one is reported), and whether
+  // a node named it as its own (not only "its processes ended").
+  JobFailure first_failure_;
+  bool first_failure_named_ = false;
+  std::vector<LostNode> lost_;  // since the last attempt that ran with MIN or more
 };
 
 }  // namespace kdist

@@ -60,7 +60,7 @@ int64_t RendezvousServer::exit_status() const {
   return exit_status_;
 }
 
-std::vector<RendezvousAttempt> RendezvousServer::Attempts() const {
+std::vector<AttemptRow> RendezvousServer::Attempts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return attempts_;
 }

@@ -69,7 +69,7 @@ class RendezvousServer {
   // After the end: the job's exit status and the attempts' table.
   int64_t exit_status() const;
   std::string AttemptTable() const;
-  std::vector<RendezvousAttempt> Attempts() const;
+  std::vector<AttemptRow> Attempts() const;
 
  private:
   struct Connection {
@@ -111,7 +111,7 @@ class RendezvousServer {
   bool ended_ = false;
   int64_t exit_status_ = 0;
   std::string table_;
-  std::vector<RendezvousAttempt> attempts_;
+  std::vector<AttemptRow> attempts_;
 };
 
 }  // namespace kdist

@@ -30,9 +30,18 @@ enum RendezvousTag : uint8_t {
   kTagNodes = 20,
   kTagFirstFailure = 21,
   kTagExitStatus = 22,
-  kTagFailure = 23,
+  kTagFailureWhat = 23,
   kTagDrain = 24,
   kTagPreviousProcesses = 25,
+  // A report's JobFailure (job/job_failure.h), besides its `what` (tag 23).
+  kTagFailureKind = 26,
+  kTagFailureProcess = 27,
+  kTagFailureNode = 28,
+  kTagFailureHost = 29,
+  kTagFailurePid = 30,
+  kTagFailureStatus = 31,
+  kTagFailureHow = 32,
+  kTagFailureStep = 33,
 };
 
 constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, kTagPid,
@@ -42,13 +51,27 @@ constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kT
                                kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
                                kTagCoordinatorPort, kTagNodes, kTagFirstFailure,
                                kTagExitStatus, kTagPreviousProcesses, kTagMac};
-constexpr TagSet kReportTags = {kTagSequence, kTagAttempt, kTagExitStatus, kTagFailure,
-                                kTagCoordinatorPort, kTagDrain, kTagMac};
+constexpr TagSet kReportTags = {kTagSequence,      kTagAttempt,        kTagExitStatus,
+                                kTagCoordinatorPort, kTagDrain,        kTagMac,
+                                kTagFailureKind,   kTagFailureProcess, kTagFailureNode,
+                                kTagFailureHost,   kTagFailurePid,     kTagFailureStatus,
+                                kTagFailureHow,    kTagFailureWhat,    kTagFailureStep};
 
 constexpr std::string_view kChannel = "nodes' rendezvous";
 
 std::string_view NonceBytes(const Nonce& nonce) {
   return {reinterpret_cast<const char*>(nonce.data()), nonce.size()};
+}
+
+Status ReadFailureKind(const Field& f, FailureKind& out) {
+  int64_t kind = 0;
+  KDIST_RETURN_IF_ERROR(ReadInteger(f, "failure kind", kind));
+  if (kind < static_cast<int64_t>(FailureKind::kNone) ||
+      kind > static_cast<int64_t>(FailureKind::kNodeEnded)) {
+    return InvalidArgument("field failure kind is " + std::to_string(kind) + "; expected 0-4");
+  }
+  out = static_cast<FailureKind>(kind);
+  return Status::Ok();
 }
 
 Status ReadMac(const Field& f, std::string& out) {
@@ -158,7 +181,18 @@ std::string EncodeNodeReport(const NodeReport& report) {
   w.Integer(kTagSequence, report.sequence);
   w.Integer(kTagAttempt, report.attempt);
   w.Integer(kTagExitStatus, report.exit_status);
-  if (!report.failure.empty()) w.String(kTagFailure, report.failure, kMaxMessageBytes);
+  if (report.failure.failed()) {
+    const JobFailure& f = report.failure;
+    w.Integer(kTagFailureKind, static_cast<int64_t>(f.kind));
+    w.Integer(kTagFailureProcess, f.process_id);
+    w.String(kTagFailureNode, f.node, kMaxNodeNameBytes);
+    w.String(kTagFailureHost, f.host, kMaxHostBytes);
+    w.Integer(kTagFailurePid, f.pid);
+    w.Integer(kTagFailureStatus, f.exit_status);
+    w.String(kTagFailureHow, f.ended_how, kMaxNodeNameBytes);
+    w.String(kTagFailureWhat, f.what, kMaxMessageBytes);
+    w.Integer(kTagFailureStep, f.step);
+  }
   w.Integer(kTagCoordinatorPort, report.coordinator_port);
   if (report.drain) w.Integer(kTagDrain, 1);
   if (!report.mac.empty()) w.String(kTagMac, report.mac, kMacBytes);
@@ -340,7 +374,19 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
       case kTagSequence: return ReadInteger(f, "sequence", report.sequence);
       case kTagAttempt: return ReadInteger(f, "attempt", report.attempt);
       case kTagExitStatus: return ReadInteger(f, "exit_status", report.exit_status);
-      case kTagFailure: return ReadString(f, kMaxMessageBytes, "failure", report.failure);
+      case kTagFailureKind: return ReadFailureKind(f, report.failure.kind);
+      case kTagFailureProcess: return ReadInteger(f, "failure process", report.failure.process_id);
+      case kTagFailureNode:
+        return ReadString(f, kMaxNodeNameBytes, "failure node", report.failure.node);
+      case kTagFailureHost: return ReadString(f, kMaxHostBytes, "failure host", report.failure.host);
+      case kTagFailurePid: return ReadInteger(f, "failure pid", report.failure.pid);
+      case kTagFailureStatus:
+        return ReadInteger(f, "failure status", report.failure.exit_status);
+      case kTagFailureHow:
+        return ReadString(f, kMaxNodeNameBytes, "failure how", report.failure.ended_how);
+      case kTagFailureWhat:
+        return ReadString(f, kMaxMessageBytes, "failure", report.failure.what);
+      case kTagFailureStep: return ReadInteger(f, "failure step", report.failure.step);
       case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", report.coordinator_port);
       case kTagDrain: {
         int64_t drain = 0;

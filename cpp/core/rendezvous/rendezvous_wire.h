@@ -41,6 +41,7 @@
 #include "base/hmac_sha256.h"
 #include "base/status.h"
 #include "base/wire.h"
+#include "job/job_failure.h"
 #include "base/frame_mac.h"
 
 namespace kdist {
@@ -112,9 +113,9 @@ struct NodeReport {
   int64_t sequence = 2;
   int64_t attempt = 0;
   int64_t exit_status = 0;        // this machine's processes' status (0: all passed)
-  // The first failure as this machine's processes saw it ("process 3 (node b, host h):
-  // ValueError: ..."), "" when none failed here.
-  std::string failure;
+  // The failure that began on this machine (kind kNone when none did here: all passed,
+  // or its processes were ended because of another's), as a structure.
+  JobFailure failure;
   int64_t coordinator_port = 0;   // a fresh free port here, for the next attempt if node 0
   // A drain notice, not the attempt's end: this machine is leaving (its agent received
   // SIGTERM); the rendezvous stops the attempt at one agreed step and goes on without it.

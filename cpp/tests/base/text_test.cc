@@ -48,5 +48,19 @@ TEST(Text, RelayTextQuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(RelayText("differ:\n  jax: \"1\""), std::string("differ:\n  jax: \"1\""));
 }
 
+TEST(Text, SafeTextQuotesOnlyWhatIsNotAName) {
+  EXPECT_EQ(SafeText("node-1.a_b"), "node-1.a_b");
+  EXPECT_EQ(SafeText("a b"), "\"a b\"");
+  EXPECT_EQ(SafeText(""), "\"\"");
+  EXPECT_EQ(SafeText("a:b", ":"), "a:b");
+}
+
+TEST(Text, AlignedTablePadsEveryColumnButTheLast) {
+  EXPECT_EQ(AlignedTable({{"a", "bb", "c"}, {"ccc", "d", "eeee"}}),
+            "a    bb  c\n"
+            "ccc  d   eeee\n");
+  EXPECT_EQ(AlignedTable({}), "");
+}
+
 }  // namespace
 }  // namespace kdist

@@ -71,8 +71,8 @@ TEST(NodeHello, SignedVerifiesOnlyUnderTheSameTokenAndNonce) {
   EXPECT_TRUE(NodeFrameVerifies(frame, hello->mac, "s3cret", NonceOf(1)));
   EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "other", NonceOf(1)));
   EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "s3cret", NonceOf(2)));  // replayed elsewhere
-  EXPECT_FALSE(NodeFrameVerifies(frame, "", "s3cret", NonceOf(1)));
-  EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "", NonceOf(1)));
+  EXPECT_FALSE(NodeFrameVerifies(frame, {}, "s3cret", NonceOf(1)));
+  EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, {}, NonceOf(1)));
 }
 
 TEST(NodeHello, AChangedFieldNoLongerVerifies) {
@@ -86,11 +86,11 @@ TEST(NodeHello, AChangedFieldNoLongerVerifies) {
 }
 
 TEST(NodeHello, WithoutATokenCarriesNoMacAndVerifiesOnlyWithout) {
-  const std::string frame = EncodeSignedNodeHello(SampleHello(), "", NonceOf(1));
+  const std::string frame = EncodeSignedNodeHello(SampleHello(), {}, NonceOf(1));
   Result<NodeHello> hello = DecodeNodeHello(frame);
   KDIST_ASSERT_OK(hello);
   EXPECT_TRUE(hello->mac.empty());
-  EXPECT_TRUE(NodeFrameVerifies(frame, hello->mac, "", NonceOf(1)));
+  EXPECT_TRUE(NodeFrameVerifies(frame, hello->mac, {}, NonceOf(1)));
   EXPECT_FALSE(NodeFrameVerifies(frame, hello->mac, "s3cret", NonceOf(1)));
 }
 
@@ -209,16 +209,48 @@ TEST(NodeReport, RoundTripsAndVerifies) {
   in.sequence = 2;
   in.attempt = 3;
   in.exit_status = 1;
-  in.failure = "process 2 (node node-b, host box-b): KeyError: 'x'";
+  in.failure.kind = FailureKind::kProcess;
+  in.failure.process_id = 2;
+  in.failure.node = "node-b";
+  in.failure.host = "box-b";
+  in.failure.pid = 4242;
+  in.failure.exit_status = 1;
+  in.failure.ended_how = "exit 1";
+  in.failure.what = "KeyError: 'x'";
   in.coordinator_port = 42000;
   const std::string frame = EncodeSignedNodeReport(in, "s3cret", NonceOf(3));
   Result<NodeReport> out = DecodeNodeReport(frame);
   KDIST_ASSERT_OK(out);
   EXPECT_EQ(out->attempt, 3);
   EXPECT_EQ(out->exit_status, 1);
-  EXPECT_EQ(out->failure, in.failure);
+  EXPECT_EQ(out->failure.Text(), in.failure.Text());
+  EXPECT_TRUE(out->failure.SamePoint(in.failure));
+  EXPECT_EQ(out->failure.pid, 4242);
   EXPECT_EQ(out->coordinator_port, 42000);
   EXPECT_TRUE(NodeFrameVerifies(frame, out->mac, "s3cret", NonceOf(3)));
+}
+
+TEST(NodeReport, WithoutAFailureCarriesNone) {
+  NodeReport in;
+  in.exit_status = 143;
+  in.coordinator_port = 42000;
+  Result<NodeReport> out = DecodeNodeReport(EncodeNodeReport(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_FALSE(out->failure.failed());
+  EXPECT_EQ(out->exit_status, 143);
+}
+
+TEST(NodeReport, AnUnknownFailureKindIsRefused) {
+  NodeReport in;
+  in.failure.kind = FailureKind::kProcess;
+  std::string frame = EncodeNodeReport(in);
+  // The kind field (tag 26, an 8-byte integer) holds 1; make it 9.
+  const std::string kind_field = std::string("\x1a\x00\x08", 3) + std::string(7, '\0') + "\x01";
+  const size_t at = frame.find(kind_field);
+  ASSERT_NE(at, std::string::npos);
+  frame[at + kind_field.size() - 1] = 9;
+  KDIST_EXPECT_ERROR(DecodeNodeReport(frame), StatusCode::kInvalidArgument,
+                     "field failure kind is 9; expected 0-4");
 }
 
 TEST(NodeReply, ARosterCarriesThePreviousProcessCount) {

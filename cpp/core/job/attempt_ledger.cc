@@ -1,0 +1,134 @@
+#include "job/attempt_ledger.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/text.h"
+
+namespace kdist {
+namespace {
+
+std::string SecondsText(Nanos value) {
+  const int64_t whole = std::chrono::duration_cast<std::chrono::seconds>(value).count();
+  return std::to_string(std::max<int64_t>(whole, 0)) + " s";
+}
+
+std::string TenthsText(double seconds) {
+  if (seconds < 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", seconds);
+  return text;
+}
+
+}  // namespace
+
+AttemptLedger::AttemptLedger(LedgerOptions options, Nanos start)
+    : options_(std::move(options)), start_(start) {}
+
+double AttemptLedger::SecondsSinceStart(Nanos at) const {
+  return std::chrono::duration<double>(at - start_).count();
+}
+
+AttemptRow* AttemptLedger::Running() {
+  if (rows_.empty() || rows_.back().ended_seconds >= 0) return nullptr;
+  return &rows_.back();
+}
+
+void AttemptLedger::Begin(int64_t port, std::vector<std::string> nodes, int64_t processes,
+                          Nanos now) {
+  AttemptRow row;
+  row.attempt = static_cast<int64_t>(rows_.size());
+  row.port = port;
+  row.nodes = std::move(nodes);
+  row.processes = processes;
+  row.started_seconds = SecondsSinceStart(now);
+  rows_.push_back(std::move(row));
+}
+
+LedgerDecision AttemptLedger::Finished(Nanos now) {
+  if (AttemptRow* row = Running()) {
+    row->ended_seconds = SecondsSinceStart(now);
+    row->ended = "finished";
+  }
+  return {false, 0, ""};
+}
+
+LedgerDecision AttemptLedger::Failed(const JobFailure& failure, Nanos now) {
+  AttemptRow* row = Running();
+  if (row != nullptr) {
+    row->ended_seconds = SecondsSinceStart(now);
+    row->ended = failure.Text();
+    row->exit_status = failure.exit_status;
+  }
+  const int64_t number = attempt();
+  if (previous_.failed() && failure.SamePoint(previous_)) {
+    return {false, 1,
+            "attempt " + std::to_string(number) + " failed as attempt " +
+                std::to_string(number - 1) + " did, at the same point (" + failure.Text() +
+                "); not restarting again"};
+  }
+  if (counted_restarts_ >= options_.max_restarts) {
+    return {false, failure.exit_status,
+            "the job failed and no restart is left (--max-restarts " +
+                std::to_string(options_.max_restarts) + "): " + failure.Text()};
+  }
+  ++counted_restarts_;
+  previous_ = failure;
+  return {true, 0,
+          "attempt " + std::to_string(number) + " " + failure.Summary() +
+              "; starting the job again (attempt " + std::to_string(number + 1) + " of at most " +
+              std::to_string(options_.max_restarts + 1) + ")"};
+}
+
+LedgerDecision AttemptLedger::Reformed(const std::string& cause, Nanos now) {
+  if (AttemptRow* row = Running()) {
+    row->ended_seconds = SecondsSinceStart(now);
+    row->ended = cause;
+    row->exit_status = 0;
+    row->counted = false;
+  }
+  previous_ = JobFailure{};  // a program's failure is compared with the same shape's only
+  reforms_.erase(std::remove_if(reforms_.begin(), reforms_.end(),
+                                [&](const auto& r) { return now - r.first >= options_.reform_window; }),
+                 reforms_.end());
+  reforms_.emplace_back(now, "attempt " + std::to_string(attempt()) + ": " + cause);
+  if (static_cast<int64_t>(reforms_.size()) <= options_.max_reforms) {
+    return {true, 0, cause};
+  }
+  std::vector<std::string> all;
+  for (const auto& r : reforms_) all.push_back(r.second);
+  return {false, 1,
+          "the job re-formed " + std::to_string(reforms_.size()) + " times within " +
+              SecondsText(options_.reform_window) + " (more than " +
+              std::to_string(options_.max_reforms) + ": the thrash guard ends it): " +
+              Join(all, "; ")};
+}
+
+LedgerDecision AttemptLedger::Ended(const std::string& how, int64_t exit_status, Nanos now) {
+  if (AttemptRow* row = Running()) {
+    row->ended_seconds = SecondsSinceStart(now);
+    row->ended = how;
+    row->exit_status = exit_status;
+  }
+  return {false, exit_status, how};
+}
+
+void AttemptLedger::AddToLastEnd(const std::string& text) {
+  if (!rows_.empty()) rows_.back().ended += text;
+}
+
+std::string AttemptLedger::Table() const {
+  std::vector<std::vector<std::string>> rows = {
+      {"attempt", "port", "status", "start", "end", "nodes", "processes", "counted", "ended"}};
+  for (const AttemptRow& row : rows_) {
+    const bool running = row.ended_seconds < 0;
+    rows.push_back({std::to_string(row.attempt), std::to_string(row.port),
+                    running ? "-" : std::to_string(row.exit_status),
+                    TenthsText(row.started_seconds), TenthsText(row.ended_seconds),
+                    row.nodes.empty() ? "-" : Join(row.nodes, ","), std::to_string(row.processes),
+                    row.counted ? "yes" : "no", running ? "running" : row.ended});
+  }
+  return AlignedTable(rows);
+}
+
+}  // namespace kdist

@@ -1,0 +1,96 @@
+// The attempts of one job and the one restart rule, for `kdist launch -n` (one
+// machine) and `kdist launch --nodes` (the rendezvous's book keeps one): each
+// attempt's row, whether the job goes on after it, and the table and records
+// that show them. Pure: the time of each event is passed in.
+//
+// What follows an attempt:
+//   - every process passed: the end, status 0;
+//   - a failure (Failed): it counts against `max_restarts`; the same failure at
+//     the same point as the attempt before (JobFailure::SamePoint) ends the job
+//     with status 1; no restart left ends it with the failure's status;
+//     otherwise the job starts again;
+//   - a re-form (Reformed: a machine lost, drained or added): it does not count
+//     against `max_restarts` and the next failure is compared with none; the
+//     thrash guard ends the job with status 1 when more than `max_reforms`
+//     re-forms fall within `reform_window`, naming each;
+//   - an end the starter decided (Ended: a signal to it, its timeout, a command
+//     that cannot start, too few machines): the end, with that status.
+#ifndef KDIST_JOB_ATTEMPT_LEDGER_H_
+#define KDIST_JOB_ATTEMPT_LEDGER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "job/job_failure.h"
+
+namespace kdist {
+
+struct LedgerOptions {
+  int64_t max_restarts = 0;  // --max-restarts
+  // The thrash guard: more than this many re-forms within `reform_window` end the job.
+  int64_t max_reforms = 4;
+  Nanos reform_window = std::chrono::minutes(10);
+};
+
+// One attempt: a row of the table and of attempts.json.
+struct AttemptRow {
+  int64_t attempt = 0;
+  int64_t port = 0;                // the coordinator's
+  std::vector<std::string> nodes;  // by rank ("" on one machine: none named)
+  int64_t processes = 0;
+  double started_seconds = 0;  // since the job started
+  double ended_seconds = -1;   // -1: still running
+  // "finished"; a failure's Text() ("failed (exit 1): process 1 ..."); "node lost: ...";
+  // "drained: ..."; "grown: ... joined"; how the starter ended it; "" while running.
+  std::string ended;
+  int64_t exit_status = 0;
+  bool counted = true;  // against --max-restarts (a re-form's is not)
+};
+
+// What comes after an attempt.
+struct LedgerDecision {
+  bool again = false;       // start another attempt
+  int64_t exit_status = 0;  // when not again: the job's
+  std::string message;      // why it ends, or why it goes on ("" when it finished)
+};
+
+class AttemptLedger {
+ public:
+  AttemptLedger(LedgerOptions options, Nanos start);
+
+  // An attempt starts (its number is the row count so far).
+  void Begin(int64_t port, std::vector<std::string> nodes, int64_t processes, Nanos now);
+  // The running attempt ended so (each returns what follows).
+  LedgerDecision Finished(Nanos now);
+  LedgerDecision Failed(const JobFailure& failure, Nanos now);
+  LedgerDecision Reformed(const std::string& cause, Nanos now);
+  LedgerDecision Ended(const std::string& how, int64_t exit_status, Nanos now);
+  // More words about the last attempt's end ("; fewer than MIN nodes came back").
+  void AddToLastEnd(const std::string& text);
+
+  int64_t attempt() const { return static_cast<int64_t>(rows_.size()) - 1; }
+  int64_t counted_restarts() const { return counted_restarts_; }
+  const std::vector<AttemptRow>& rows() const { return rows_; }
+  const LedgerOptions& options() const { return options_; }
+  // attempt, port, status, start, end, nodes, processes, counted, ended: one line each.
+  std::string Table() const;
+
+ private:
+  AttemptRow* Running();
+  double SecondsSinceStart(Nanos at) const;
+
+  LedgerOptions options_;
+  Nanos start_;
+  std::vector<AttemptRow> rows_;
+  int64_t counted_restarts_ = 0;
+  JobFailure previous_;  // the failure of the attempt before, when it failed (same shape)
+  std::vector<std::pair<Nanos, std::string>> reforms_;  // within the window: when, why
+};
+
+}  // namespace kdist
+
+#endif  // KDIST_JOB_ATTEMPT_LEDGER_H_
