@@ -127,4 +127,16 @@ std::string AlignedTable(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+std::string HexText(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (char c : bytes) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xf];
+  }
+  return out;
+}
+
 }  // namespace kdist

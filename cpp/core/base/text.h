@@ -22,6 +22,9 @@ std::string RelayText(std::string_view text, size_t max_chars = 8192);
 // `allowed`; otherwise Quote(text). For names that come off the wire.
 std::string SafeText(std::string_view text, std::string_view allowed = "._-");
 
+// Each byte of `bytes` as two lower-case hex digits: "\x01\xab" gives "01ab".
+std::string HexText(std::string_view bytes);
+
 // strerror(error) in lower case, e.g. "connection refused".
 std::string ErrorText(int error);
 

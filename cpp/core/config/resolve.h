@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "config/cluster_spec.h"
 #include "config/clusters/detection.h"
+#include "net/keepalive.h"
 
 namespace kdist {
 
@@ -60,7 +61,8 @@ inline constexpr std::string_view kEnvStallTimeout = "KDIST_STALL_TIMEOUT";
 inline constexpr std::string_view kEnvRestartCount = "KDIST_RESTART_COUNT";
 inline constexpr int64_t kDefaultHeartbeatTimeoutSeconds = 100;  // JAX's own default
 inline constexpr int64_t kDefaultShutdownTimeoutSeconds = 300;   // JAX's own default
-inline constexpr double kDefaultUnreachableTimeoutSeconds = 20.0;
+inline constexpr double kDefaultUnreachableTimeoutSeconds =
+    std::chrono::duration<double>(kDefaultUnreachableTimeout).count();  // net/keepalive.h
 inline constexpr int64_t kMaxJaxTimeoutSeconds = 1000000;
 inline constexpr size_t kMaxRollCallTokenBytes = 1024;
 

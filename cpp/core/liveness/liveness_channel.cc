@@ -30,13 +30,7 @@ void WriteLineToStderr(const std::string& line) {
 }
 
 std::string HexOf(const Nonce& nonce) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t byte : nonce) {
-    out += kHex[byte >> 4];
-    out += kHex[byte & 0xf];
-  }
-  return out;
+  return HexText(std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()));
 }
 
 }  // namespace

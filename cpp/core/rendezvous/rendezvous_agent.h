@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "base/wire.h"
+#include "net/keepalive.h"
 #include "net/socket.h"
 #include "rendezvous/rendezvous_wire.h"
 
@@ -30,7 +31,7 @@ struct RendezvousAgentOptions {
   Nanos max_retry = std::chrono::seconds(1);
   // A rendezvous host that vanishes (no FIN, no RST) is lost after this long without
   // an answer: TCP keepalive sized as the liveness channel's (LivenessOptionsFor).
-  Nanos unreachable_timeout = std::chrono::seconds(20);
+  Nanos unreachable_timeout = kDefaultUnreachableTimeout;
 };
 
 class RendezvousAgent {

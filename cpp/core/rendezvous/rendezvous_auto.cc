@@ -1,35 +1,29 @@
 #include "rendezvous/rendezvous_auto.h"
 
 #include <string>
-#include <vector>
 
 #include "base/scalars.h"
 #include "base/text.h"
-#include "config/clusters/slurm_hostlist.h"
+#include "config/clusters/slurm.h"
 
 namespace kdist {
 
 Result<Address> AutoRendezvous(const Environment& env) {
-  const std::string* job_id = Lookup(env, "SLURM_JOB_ID");
-  const std::string* nodelist = Lookup(env, "SLURM_JOB_NODELIST");
-  if (nodelist == nullptr) nodelist = Lookup(env, "SLURM_NODELIST");
-  if (job_id == nullptr || nodelist == nullptr) {
+  Result<std::optional<SlurmAllocation>> slurm = ReadSlurmAllocation(env);
+  if (!slurm.ok()) return InvalidArgument("--rendezvous auto: " + slurm.status().message());
+  if (!slurm->has_value() || (*slurm)->first_host.empty()) {
     return NotFound(
         "--rendezvous auto: no scheduler allocation found (it reads Slurm's SLURM_JOB_ID and "
         "SLURM_JOB_NODELIST); give --rendezvous HOST:PORT");
   }
-  Result<uint64_t> number = ParseDigits(*job_id);
+  const SlurmAllocation& allocation = **slurm;
+  Result<uint64_t> number = ParseDigits(allocation.job_id);
   if (!number.ok()) {
-    return InvalidArgument("--rendezvous auto: SLURM_JOB_ID=" + Quote(*job_id) +
+    return InvalidArgument("--rendezvous auto: SLURM_JOB_ID=" + Quote(allocation.job_id) +
                            " is not a job id; expected a non-negative integer");
   }
-  Result<std::vector<std::string>> hosts = ExpandHostList(*nodelist);
-  if (!hosts.ok() || hosts->empty()) {
-    return InvalidArgument("--rendezvous auto: SLURM_JOB_NODELIST=" + Quote(*nodelist) +
-                           " lists no host" +
-                           (hosts.ok() ? std::string() : " (" + hosts.status().message() + ")"));
-  }
-  return HostPort(hosts->front(), static_cast<uint16_t>(kRendezvousPortBase + *number % 4096));
+  return HostPort(allocation.first_host,
+                  static_cast<uint16_t>(kRendezvousPortBase + *number % 4096));
 }
 
 }  // namespace kdist

@@ -29,6 +29,7 @@
 #include "base/wire.h"
 #include "net/event_poller.h"
 #include "net/poll_thread.h"
+#include "net/keepalive.h"
 #include "net/socket.h"
 #include "rendezvous/rendezvous_book.h"
 
@@ -41,7 +42,7 @@ struct RendezvousServerOptions {
   int64_t max_unadmitted = 64;
   Nanos end_flush = std::chrono::seconds(5);  // after the end: time for the last frames to leave
   // An agent's host that vanishes is lost after this long without an answer (keepalive).
-  Nanos unreachable_timeout = std::chrono::seconds(20);
+  Nanos unreachable_timeout = kDefaultUnreachableTimeout;
 };
 
 class RendezvousServer {

@@ -5,6 +5,7 @@
 
 #include "base/hmac_sha256.h"
 #include "base/scalars.h"
+#include "base/text.h"
 
 namespace kdist {
 namespace {
@@ -35,14 +36,7 @@ bool IsOwnId(std::string_view code) { return !code.empty() && code.front() == '=
 
 // The code a run of digits gets when it is not the process's own id.
 std::string CodeOf(std::string_view run) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const Sha256Digest digest = ComputeSha256(run);
-  std::string code;
-  for (size_t i = 0; i < 4; ++i) {
-    code += kHex[digest[i] >> 4];
-    code += kHex[digest[i] & 0xf];
-  }
-  return code;
+  return HexText(DigestBytes(ComputeSha256(run)).substr(0, 4));
 }
 
 // The text behind an own-id code of process `id` ("=4" in process 3: "0003"); ""

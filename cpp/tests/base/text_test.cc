@@ -55,6 +55,11 @@ TEST(Text, SafeTextQuotesOnlyWhatIsNotAName) {
   EXPECT_EQ(SafeText("a:b", ":"), "a:b");
 }
 
+TEST(Text, HexTextWritesTwoDigitsABytes) {
+  EXPECT_EQ(HexText(std::string("\x01\xab\x00", 3)), "01ab00");
+  EXPECT_EQ(HexText(""), "");
+}
+
 TEST(Text, AlignedTablePadsEveryColumnButTheLast) {
   EXPECT_EQ(AlignedTable({{"a", "bb", "c"}, {"ccc", "d", "eeee"}}),
             "a    bb  c\n"

@@ -159,4 +159,26 @@ Detector SlurmDetector() {
           &Detect};
 }
 
+Result<std::optional<SlurmAllocation>> ReadSlurmAllocation(const Environment& env) {
+  const std::string* job_id = Lookup(env, "SLURM_JOB_ID");
+  if (job_id == nullptr) return std::optional<SlurmAllocation>();
+  SlurmAllocation allocation;
+  allocation.job_id = *job_id;
+  if (const std::string* name = Lookup(env, "SLURMD_NODENAME")) allocation.node_name = *name;
+  allocation.nodelist_variable = "SLURM_JOB_NODELIST";
+  const std::string* nodelist = Lookup(env, "SLURM_JOB_NODELIST");
+  if (nodelist == nullptr) {
+    allocation.nodelist_variable = "SLURM_NODELIST";
+    nodelist = Lookup(env, "SLURM_NODELIST");
+  }
+  if (nodelist == nullptr) return std::optional<SlurmAllocation>(std::move(allocation));
+  Result<std::vector<std::string>> hosts = ExpandHostList(*nodelist);
+  if (!hosts.ok() || hosts->empty()) {
+    return InvalidArgument(allocation.nodelist_variable + "=" + Quote(*nodelist) + " lists no host" +
+                           (hosts.ok() ? std::string() : " (" + hosts.status().message() + ")"));
+  }
+  allocation.first_host = hosts->front();
+  return std::optional<SlurmAllocation>(std::move(allocation));
+}
+
 }  // namespace kdist

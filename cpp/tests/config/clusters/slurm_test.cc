@@ -166,5 +166,21 @@ TEST(Slurm, SlurmPartialOrMalformedStep) {
                      "SLURM_STEP_TASKS_PER_NODE=\"4(x2\"");
 }
 
+TEST(SlurmAllocation, IsReadOnlyUnderSlurm) {
+  Result<std::optional<SlurmAllocation>> none = ReadSlurmAllocation({});
+  KDIST_ASSERT_OK(none);
+  EXPECT_FALSE(none->has_value());
+  Result<std::optional<SlurmAllocation>> got = ReadSlurmAllocation(
+      {{"SLURM_JOB_ID", "12"}, {"SLURM_NODELIST", "gpu[07-08]"}, {"SLURMD_NODENAME", "gpu08"}});
+  KDIST_ASSERT_OK(got);
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->job_id, "12");
+  EXPECT_EQ((*got)->first_host, "gpu07");
+  EXPECT_EQ((*got)->nodelist_variable, "SLURM_NODELIST");
+  EXPECT_EQ((*got)->node_name, "gpu08");
+  KDIST_EXPECT_ERROR(ReadSlurmAllocation({{"SLURM_JOB_ID", "12"}, {"SLURM_JOB_NODELIST", "a[1-"}}),
+                     StatusCode::kInvalidArgument, "SLURM_JOB_NODELIST=\"a[1-\" lists no host");
+}
+
 }  // namespace
 }  // namespace kdist
