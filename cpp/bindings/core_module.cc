@@ -7,6 +7,7 @@
 #include <nanobind/nanobind.h>
 
 #include "config_bindings.h"
+#include "job_bindings.h"
 #include "liveness_bindings.h"
 #include "network_bindings.h"
 #include "rendezvous_bindings.h"
@@ -21,5 +22,6 @@ NB_MODULE(_core, m) {
   kdist::bindings::BindNetwork(m);
   kdist::bindings::BindStop(m);
   kdist::bindings::BindLiveness(m);
+  kdist::bindings::BindJob(m);
   kdist::bindings::BindRendezvous(m);
 }

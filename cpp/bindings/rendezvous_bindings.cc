@@ -1,11 +1,5 @@
 #include "rendezvous_bindings.h"
 
-#include <nanobind/stl/map.h>
-#include <nanobind/stl/pair.h>
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/tuple.h>
-#include <nanobind/stl/vector.h>
-
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -15,10 +9,12 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "casters.h"
 #include "errors.h"
+#include "net/local_address.h"
 #include "net/socket.h"
+#include "rendezvous/node_settings.h"
 #include "rendezvous/rendezvous_agent.h"
-#include "rendezvous/rendezvous_auto.h"
 #include "rendezvous/rendezvous_book.h"
 #include "rendezvous/rendezvous_server.h"
 #include "roll_call/consistency.h"
@@ -51,14 +47,6 @@ void RaiseAgentError(const Status& status) {
   }
 }
 
-Endpoint EndpointOrRaise(const std::string& ip, int64_t port) {
-  if (port < 0 || port > 65535) {
-    RaiseIfError(InvalidArgument("rendezvous port " + std::to_string(port) +
-                                 ": expected 0-65535"));
-  }
-  return ValueOrRaise(EndpointFromLiteral(ip, static_cast<uint16_t>(port)));
-}
-
 class PyServer {
  public:
   PyServer(RendezvousServerOptions options)
@@ -69,11 +57,89 @@ class PyServer {
 
 class PyAgent {
  public:
-  PyAgent(RendezvousAgentOptions options)
-      : agent_(std::make_unique<RendezvousAgent>(std::move(options), clock_, PrintLine)) {}
+  PyAgent(RendezvousAgentOptions options, NodeSettings settings)
+      : agent_(std::make_unique<RendezvousAgent>(std::move(options), clock_, PrintLine)),
+        settings_(std::move(settings)) {}
   RealClock clock_;
   std::unique_ptr<RendezvousAgent> agent_;
+  NodeSettings settings_;
 };
+
+// How long the agent waits for its rendezvous's host name to resolve.
+constexpr double kLookupSeconds = 10.0;
+
+NodeSettings ResolveNodeSettingsPy(const NodeRequest& request,
+                                   const std::map<std::string, std::string>& environment) {
+  Result<NodeSettings> settings = Internal("unset");
+  {
+    nb::gil_scoped_release release;
+    RealClock clock;
+    const HostLookup lookup = [&clock](const std::string& host) {
+      return HostAddresses(host, SecondsToNanos(kLookupSeconds), clock);
+    };
+    settings = ResolveNodeSettings(request, Environment(environment.begin(), environment.end()),
+                                   lookup);
+  }
+  RaiseIfError(settings.status(), "ConfigError");
+  return std::move(settings).value();
+}
+
+std::optional<double> OptionalSeconds(const std::optional<Nanos>& value) {
+  if (!value.has_value()) return std::nullopt;
+  return NanosToSeconds(*value);
+}
+
+void BindSettings(nb::module_& m) {
+  nb::class_<NodeRequest>(m, "NodeRequest",
+                          "What `kdist launch --nodes` or `kdist rendezvous serve` was given; "
+                          "None: not given (resolve_node_settings fills it in).")
+      .def(nb::init<>())
+      .def_rw("rendezvous", &NodeRequest::rendezvous, "HOST:PORT or 'auto'; serve: its bind address.")
+      .def_rw("serve_only", &NodeRequest::serve_only)
+      .def_rw("host_name", &NodeRequest::host_name, "This machine's host name.")
+      .def_rw("job_id", &NodeRequest::job_id)
+      .def_rw("node_name", &NodeRequest::node_name)
+      .def_rw("token", &NodeRequest::token, "--token-file's contents.")
+      .def_rw("token_source", &NodeRequest::token_source)
+      .def_rw("min_nodes", &NodeRequest::min_nodes)
+      .def_rw("max_nodes", &NodeRequest::max_nodes)
+      .def_rw("processes_per_node", &NodeRequest::processes_per_node)
+      .def_rw("last_call", &NodeRequest::last_call)
+      .def_rw("join_timeout", &NodeRequest::join_timeout)
+      .def_rw("max_restarts", &NodeRequest::max_restarts)
+      .def_rw("scale_up_after", &NodeRequest::scale_up_after, "Seconds as text, or 'never'.");
+
+  nb::class_<NodeSettings>(m, "NodeSettings",
+                           "A machine's agent's settings, resolved once; each keeps its source "
+                           "in `sources`. The token is never shown.")
+      .def_prop_ro("rendezvous", [](const NodeSettings& s) { return s.rendezvous.value; })
+      .def_ro("ip", &NodeSettings::ip)
+      .def_ro("port", &NodeSettings::port)
+      .def_ro("loopback", &NodeSettings::loopback,
+              "Only agents on this machine can reach the rendezvous.")
+      .def_prop_ro("has_token", [](const NodeSettings& s) { return !s.token.value.empty(); })
+      .def_prop_ro("job_id", [](const NodeSettings& s) { return s.job_id.value; })
+      .def_prop_ro("node_name", [](const NodeSettings& s) { return s.node_name.value; })
+      .def_prop_ro("unreachable_timeout",
+                   [](const NodeSettings& s) { return NanosToSeconds(s.unreachable_timeout.value); })
+      .def_prop_ro("scale_up_after",
+                   [](const NodeSettings& s) { return OptionalSeconds(s.scale_up_after.value); },
+                   "Seconds; None: never.")
+      .def_ro("min_nodes", &NodeSettings::min_nodes)
+      .def_ro("max_nodes", &NodeSettings::max_nodes)
+      .def_ro("processes_per_node", &NodeSettings::processes_per_node)
+      .def_prop_ro("last_call", [](const NodeSettings& s) { return NanosToSeconds(s.last_call.value); })
+      .def_prop_ro("join_timeout",
+                   [](const NodeSettings& s) { return NanosToSeconds(s.join_timeout.value); })
+      .def_ro("max_restarts", &NodeSettings::max_restarts)
+      .def_prop_ro("sources", &NodeSettings::Sources)
+      .def("attempt_token", &AttemptToken, nb::arg("attempt"),
+           "The roll call's token of that attempt's processes (never the job's token).");
+  m.def("resolve_node_settings", &ResolveNodeSettingsPy, nb::arg("request"),
+        nb::arg("environment"),
+        "Resolves and checks a machine's agent's settings (the rendezvous's host looked up "
+        "within 10 s, GIL released); ConfigError naming the setting, its source and the fix.");
+}
 
 const char* KindName(NodeReplyKind kind) {
   switch (kind) {
@@ -93,17 +159,7 @@ void BindRendezvous(nb::module_& m) {
   m.attr("EXIT_NOT_ENOUGH_NODES") = kExitNotEnoughNodes;
   m.attr("EXIT_LOST_RENDEZVOUS") = kExitLostRendezvous;
   m.attr("EXIT_DRAINED") = kExitDrained;
-  m.def(
-      "auto_rendezvous",
-      [](const std::map<std::string, std::string>& environment) {
-        Result<Address> address = AutoRendezvous(Environment(environment.begin(), environment.end()));
-        RaiseIfError(address.status(), "ConfigError");
-        return address->ToString();
-      },
-      nb::arg("environment"),
-      "`--rendezvous auto`: HOST:PORT of the nodes' rendezvous under Slurm (the allocation's "
-      "first host, a port from the job id below JAX's); ConfigError saying what to give "
-      "otherwise.");
+  BindSettings(m);
 
   nb::class_<NodeReply>(m, "NodeReply", "What the nodes' rendezvous told this machine's agent.")
       .def_prop_ro("kind", [](const NodeReply& r) { return std::string(KindName(r.kind)); },
@@ -128,59 +184,23 @@ void BindRendezvous(nb::module_& m) {
               "The previous attempt's process count; 0 in the first.")
       .def_ro("exit_status", &NodeReply::exit_status);
 
-  nb::class_<AttemptRow>(m, "AttemptRow",
-                                "One attempt of a `kdist launch --nodes` job, as its "
-                                "rendezvous saw it.")
-      .def_ro("attempt", &AttemptRow::attempt)
-      .def_ro("nodes", &AttemptRow::nodes, "The node names, by rank.")
-      .def_ro("processes", &AttemptRow::processes)
-      .def_ro("started_seconds", &AttemptRow::started_seconds,
-              "Since the rendezvous started.")
-      .def_ro("ended_seconds", &AttemptRow::ended_seconds, "-1 while it runs.")
-      .def_ro("ended", &AttemptRow::ended,
-              "'finished', 'failed: ...', 'node lost: ...', 'drained: ...', 'grown: ...'.")
-      .def_ro("exit_status", &AttemptRow::exit_status)
-      .def_ro("counted", &AttemptRow::counted, "Against --max-restarts.");
-
   nb::class_<PyServer>(m, "RendezvousServer",
                        "The nodes' rendezvous: admits agents, forms each attempt, ends the job. "
                        "Its lines go to stderr.")
       .def(
           "__init__",
-          [](PyServer* self, const std::string& job_id, int64_t min_nodes, int64_t max_nodes,
-             int64_t processes_per_node, double last_call, double join_timeout,
-             int64_t max_restarts, const std::string& token, double progress_every,
-             double unreachable_timeout, double scale_up_after) {
-            RendezvousServerOptions o;
-            o.book.job_id = job_id;
-            o.book.min_nodes = min_nodes;
-            o.book.max_nodes = max_nodes;
-            o.book.processes_per_node = processes_per_node;
-            o.book.last_call = SecondsToNanos(last_call);
-            o.book.join_timeout = SecondsToNanos(join_timeout);
-            o.book.max_restarts = max_restarts;
-            o.book.token = token;
-            o.progress_every = SecondsToNanos(progress_every);
-            o.unreachable_timeout = SecondsToNanos(unreachable_timeout);
-            if (scale_up_after < 0) {
-              o.book.scale_up_after = std::nullopt;  // never
-            } else {
-              o.book.scale_up_after = SecondsToNanos(scale_up_after);
-            }
-            new (self) PyServer(std::move(o));
+          [](PyServer* self, const NodeSettings& settings) {
+            new (self) PyServer(ServerOptionsFor(settings));
           },
-          nb::arg("job_id"), nb::arg("min_nodes"), nb::arg("max_nodes"),
-          nb::arg("processes_per_node"), nb::arg("last_call"), nb::arg("join_timeout"),
-          nb::arg("max_restarts"), nb::arg("token"), nb::arg("progress_every") = 5.0,
-          nb::arg("unreachable_timeout") = 20.0, nb::arg("scale_up_after") = 30.0)
+          nb::arg("settings"))
       .def(
           "listen",
-          [](PyServer& s, const std::string& ip, int64_t port) {
-            RaiseIfError(s.server_->Listen(EndpointOrRaise(ip, port)));
+          [](PyServer& s, const NodeSettings& settings) {
+            RaiseIfError(s.server_->Listen(ValueOrRaise(EndpointFromLiteral(settings.ip, settings.port))));
           },
-          nb::arg("ip"), nb::arg("port"),
-          "Binds ip:port: PortInUseError when taken; KdistError (EADDRNOTAVAIL) when the "
-          "address is not this machine's.")
+          nb::arg("settings"),
+          "Binds the settings' rendezvous address: PortInUseError when taken; KdistError "
+          "(EADDRNOTAVAIL) when the address is not this machine's.")
       .def_prop_ro("port", [](const PyServer& s) { return s.server_->port(); })
       .def("start", [](PyServer& s) { RaiseIfError(s.server_->Start()); })
       .def(
@@ -197,31 +217,23 @@ void BindRendezvous(nb::module_& m) {
   nb::class_<PyAgent>(m, "RendezvousAgent", "This machine's side of the nodes' rendezvous.")
       .def(
           "__init__",
-          [](PyAgent* self, const std::string& ip, int64_t port, const std::string& where,
-             const std::string& token, double join_timeout, double unreachable_timeout) {
-            RendezvousAgentOptions o;
-            o.rendezvous = EndpointOrRaise(ip, port);
-            o.where = where;
-            o.token = token;
-            o.join_timeout = SecondsToNanos(join_timeout);
-            o.unreachable_timeout = SecondsToNanos(unreachable_timeout);
-            new (self) PyAgent(std::move(o));
+          [](PyAgent* self, const NodeSettings& settings) {
+            new (self) PyAgent(ValueOrRaise(AgentOptionsFor(settings)), settings);
           },
-          nb::arg("ip"), nb::arg("port"), nb::arg("where"), nb::arg("token"),
-          nb::arg("join_timeout"), nb::arg("unreachable_timeout") = 20.0)
+          nb::arg("settings"))
       .def(
           "join",
-          [](PyAgent& a, const std::string& job_id, const std::string& node_name,
-             const std::string& host, int64_t pid, int64_t processes_per_node, int64_t min_nodes,
-             int64_t max_nodes, int64_t coordinator_port, const EnvironmentEntries& environment) {
+          [](PyAgent& a, const std::string& host, int64_t pid, int64_t coordinator_port,
+             const EnvironmentEntries& environment) {
+            const NodeSettings& s = a.settings_;
             NodeHello hello;
-            hello.job_id = job_id;
-            hello.node_name = node_name;
+            hello.job_id = s.job_id.value;
+            hello.node_name = s.node_name.value;
             hello.host = host;
             hello.pid = pid;
-            hello.processes_per_node = processes_per_node;
-            hello.min_nodes = min_nodes;
-            hello.max_nodes = max_nodes;
+            hello.processes_per_node = s.processes_per_node;
+            hello.min_nodes = s.min_nodes;
+            hello.max_nodes = s.max_nodes;
             hello.coordinator_port = coordinator_port;
             Fingerprint fingerprint;
             for (const auto& [name, value, must_match] : environment) {
@@ -236,9 +248,7 @@ void BindRendezvous(nb::module_& m) {
             }
             RaiseAgentError(status);
           },
-          nb::arg("job_id"), nb::arg("node_name"), nb::arg("host"), nb::arg("pid"),
-          nb::arg("processes_per_node"), nb::arg("min_nodes"), nb::arg("max_nodes"),
-          nb::arg("coordinator_port"), nb::arg("environment"),
+          nb::arg("host"), nb::arg("pid"), nb::arg("coordinator_port"), nb::arg("environment"),
           "Connects (retrying to the join timeout), proves the token and is admitted; "
           "RendezvousTimeoutError, CoordinatorUnreachableError or RendezvousError otherwise.")
       .def(
@@ -257,13 +267,13 @@ void BindRendezvous(nb::module_& m) {
           "CoordinatorUnreachableError when the rendezvous is lost.")
       .def(
           "report",
-          [](PyAgent& a, int64_t attempt, int64_t exit_status, const std::string& failure,
-             int64_t coordinator_port, bool drain) {
+          [](PyAgent& a, int64_t attempt, int64_t exit_status,
+             const std::optional<JobFailure>& failure, int64_t coordinator_port, bool drain) {
             NodeReport r;
             r.drain = drain;
             r.attempt = attempt;
             r.exit_status = exit_status;
-            r.failure = failure;
+            if (failure.has_value()) r.failure = *failure;
             r.coordinator_port = coordinator_port;
             Status status;
             {

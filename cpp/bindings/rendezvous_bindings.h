@@ -7,8 +7,9 @@
 
 namespace kdist::bindings {
 
-// Binds RendezvousServer, RendezvousAgent, NodeReply and the agents' exit
-// statuses (EXIT_NOT_ENOUGH_NODES, EXIT_LOST_RENDEZVOUS) into `m`.
+// Binds NodeRequest, NodeSettings and resolve_node_settings, RendezvousServer,
+// RendezvousAgent, NodeReply and the agents' exit statuses (EXIT_NOT_ENOUGH_NODES,
+// EXIT_LOST_RENDEZVOUS, EXIT_DRAINED) into `m`.
 void BindRendezvous(nanobind::module_& m);
 
 }  // namespace kdist::bindings

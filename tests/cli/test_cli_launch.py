@@ -429,7 +429,8 @@ def test_log_dir_keeps_every_line_of_every_process_and_attempt(
     )  # fmt: skip
     assert launcher.wait(timeout=120) == 0, launcher.describe()
     files = sorted(str(p.relative_to(logs)) for p in logs.rglob("*") if p.is_file())
-    assert files == [f"attempt-{a}/process-{i}.log" for a in (0, 1) for i in (0, 1, 2)], files
+    expected = [f"attempt-{a}/process-{i}.log" for a in (0, 1) for i in (0, 1, 2)]
+    assert files == [*expected, "attempts.json"], files  # the attempts table, for machines
     for attempt in (0, 1):
         for process_id in (0, 1, 2):
             text = (logs / f"attempt-{attempt}" / f"process-{process_id}.log").read_text()

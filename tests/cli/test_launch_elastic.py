@@ -107,9 +107,12 @@ def test_a_straggler_of_an_older_attempt_is_refused_and_the_new_attempt_goes_on(
     before its roll call and woken once attempt 1's process 0 serves the coordinator port:
     process 0 refuses it (its token is another attempt's), it exits non-zero, and attempt
     1's two processes form their job and finish. The tokens are the agent's own
-    (kdist._agent.node.attempt_token), as it gives them to each attempt's processes."""
-    from kdist._agent.node import attempt_token
-
+    (NodeSettings.attempt_token), as it gives them to each attempt's processes."""
+    request = _core.NodeRequest()
+    request.rendezvous = "127.0.0.1:1"
+    request.job_id = "t44"
+    request.token = "the job's token, 16 bytes or more"
+    settings = _core.resolve_node_settings(request, {})
     port = _core.free_port()
 
     def env(process_id: int, attempt: int) -> dict[str, str]:
@@ -118,7 +121,7 @@ def test_a_straggler_of_an_older_attempt_is_refused_and_the_new_attempt_goes_on(
             KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
             KERAS_DISTRIBUTION_NUM_PROCESSES="2",
             KERAS_DISTRIBUTION_PROCESS_ID=str(process_id),
-            KDIST_ROLL_CALL_TOKEN=attempt_token("the job's token", "t44", attempt),
+            KDIST_ROLL_CALL_TOKEN=settings.attempt_token(attempt),
             KDIST_RESTART_COUNT=str(attempt),
             KDIST_INIT_TIMEOUT="90",
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import cpp_include_graph
 import pytest
+from cpp_include_graph import wing_of as wing_of_path
 
 CORE = cpp_include_graph.checkout_core()
 SCRIPT = Path(cpp_include_graph.__file__)
@@ -62,11 +63,17 @@ def test_the_real_core_keeps_its_wings() -> None:
         "liveness",
         "roll_call",
         "rendezvous",
+        "job",
     }
     assert "config/clusters/slurm.cc" in graph.files
     arrows = graph.arrows()
     assert arrows[("liveness", "roll_call")] == 0
     assert arrows[("stop", "roll_call")] == 0
+    # The nodes' rendezvous borrows nothing from the channel and only the environment
+    # comparison from the roll call: what they share lives in base/ and net/.
+    assert arrows[("rendezvous", "liveness")] == 0
+    borrowed = {i.target for i in graph.includes if wing_of_path(i.source) == "rendezvous"}
+    assert {t for t in borrowed if t and t.startswith("roll_call/")} == {"roll_call/consistency.h"}
     # Every wing but base includes something below it, so the floors are real.
     assert {source for source, _ in arrows} == set(graph.wings) - {"base"}
 

@@ -57,7 +57,7 @@ LedgerDecision AttemptLedger::Failed(const JobFailure& failure, Nanos now) {
   AttemptRow* row = Running();
   if (row != nullptr) {
     row->ended_seconds = SecondsSinceStart(now);
-    row->ended = failure.Text();
+    row->ended = failure.Record();
     row->exit_status = failure.exit_status;
   }
   const int64_t number = attempt();

@@ -44,7 +44,7 @@ struct AttemptRow {
   int64_t processes = 0;
   double started_seconds = 0;  // since the job started
   double ended_seconds = -1;   // -1: still running
-  // "finished"; a failure's Text() ("failed (exit 1): process 1 ..."); "node lost: ...";
+  // "finished"; a failure's Record() ("failed (exit 1): process 1 ..."); "node lost: ...";
   // "drained: ..."; "grown: ... joined"; how the starter ended it; "" while running.
   std::string ended;
   int64_t exit_status = 0;

@@ -33,11 +33,10 @@ std::string JobFailure::Summary() const {
 std::string JobFailure::Text() const {
   switch (kind) {
     case FailureKind::kNone: return "finished";
-    case FailureKind::kProcess:
-      return Summary() + ": " + Where() + (what.empty() ? "" : ": " + what);
+    case FailureKind::kProcess: return Where() + (what.empty() ? "" : ": " + what);
     case FailureKind::kNodeEnded:
-      return Summary() + ": node " + SafeText(node) + "'s processes ended" +
-             (what.empty() ? "" : " (" + what + ")");
+      return "node " + SafeText(node) + "'s processes ended with status " +
+             std::to_string(exit_status) + (what.empty() ? "" : " (" + what + ")");
     case FailureKind::kStopped:
       return (step >= 0 ? "every process stopped at step " + std::to_string(step)
                         : std::string("the job stopped at once")) +
@@ -45,6 +44,13 @@ std::string JobFailure::Text() const {
     case FailureKind::kStalled: return "the job stalled" + (what.empty() ? "" : ": " + what);
   }
   return what;
+}
+
+std::string JobFailure::Record() const {
+  if (kind == FailureKind::kProcess || kind == FailureKind::kNodeEnded) {
+    return Summary() + ": " + Text();
+  }
+  return Text();
 }
 
 bool JobFailure::SamePoint(const JobFailure& other) const {

@@ -36,12 +36,16 @@ struct JobFailure {
   bool failed() const { return kind != FailureKind::kNone; }
   // "process 1 (node b, host h, pid 9)": the parts that are known.
   std::string Where() const;
-  // One line: "failed (exit 1): process 1 (host h, pid 9): RuntimeError: boom",
-  // "every process stopped at step 42: process 1 (host h, pid 9) asked to stop (SIGTERM)",
-  // "the job stalled: ...", "failed (status 3): node b's processes ended".
+  // One line, what the agents print as the job's first failure: "process 1 (host h,
+  // pid 9): RuntimeError: boom", "every process stopped at step 42: process 1 (host h,
+  // pid 9) asked to stop (SIGTERM)", "the job stalled: ...", "node b's processes ended
+  // with status 3".
   std::string Text() const;
   // A few words: "failed (exit 1)", "stopped at step 42", "stalled".
   std::string Summary() const;
+  // How the attempt ended, for its row: "failed (exit 1): process 1 (...): ..." for a
+  // failure, Text() for a stop or a stall.
+  std::string Record() const;
   // Whether `other` is the same failure at the same point: the same kind, process,
   // node, line and step (host and pid differ between attempts).
   bool SamePoint(const JobFailure& other) const;

@@ -19,6 +19,8 @@ JobFailure Raised(int64_t process_id, const std::string& what) {
 
 TEST(JobFailure, AProcessFailureNamesWhereAndWhat) {
   EXPECT_EQ(Raised(1, "RuntimeError: boom").Text(),
+            "process 1 (host box, pid 901): RuntimeError: boom");
+  EXPECT_EQ(Raised(1, "RuntimeError: boom").Record(),
             "failed (exit 1): process 1 (host box, pid 901): RuntimeError: boom");
   JobFailure on_node = Raised(3, "KeyError: 'x'");
   on_node.node = "b";
@@ -37,6 +39,7 @@ TEST(JobFailure, AStopNamesTheStepAndWhoAsked) {
   stop.what = "SIGTERM";
   EXPECT_EQ(stop.Text(), "every process stopped at step 42: process 1 (host h, pid 9) asked to stop (SIGTERM)");
   EXPECT_EQ(stop.Summary(), "stopped at step 42");
+  EXPECT_EQ(stop.Record(), stop.Text());
   stop.step = -1;
   EXPECT_EQ(stop.Text(), "the job stopped at once: process 1 (host h, pid 9) asked to stop (SIGTERM)");
 }
@@ -46,7 +49,8 @@ TEST(JobFailure, ANodeWhoseProcessesEndedSaysItsStatus) {
   ended.kind = FailureKind::kNodeEnded;
   ended.node = "c";
   ended.exit_status = 3;
-  EXPECT_EQ(ended.Text(), "failed (status 3): node c's processes ended");
+  EXPECT_EQ(ended.Text(), "node c's processes ended with status 3");
+  EXPECT_EQ(ended.Record(), "failed (status 3): node c's processes ended with status 3");
 }
 
 TEST(JobFailure, TheSamePointIgnoresHostAndPid) {

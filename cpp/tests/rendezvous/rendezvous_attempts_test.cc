@@ -44,8 +44,7 @@ TEST(RendezvousAttempts, AFailureRestartsOnTheSameNodesWithAFreshPortAndNamesThe
   ASSERT_EQ(rosters.size(), 2u);
   EXPECT_EQ(rosters[0].reply.attempt, 1);
   EXPECT_EQ(rosters[0].reply.coordinator_port, 42001);  // node 0's new offer
-  EXPECT_EQ(rosters[0].reply.first_failure,
-            "failed (exit 1): process 3 (node b, host box-b): ValueError: boom");
+  EXPECT_EQ(rosters[0].reply.first_failure, "process 3 (node b, host box-b): ValueError: boom");
   EXPECT_EQ(book.attempt(), 1);
 }
 
@@ -79,7 +78,7 @@ TEST(RendezvousAttempts, ANamedFailureWinsOverAnEarlierConsequence) {
                                   seconds(4)),
                            NodeReplyKind::kEnd);
   ASSERT_EQ(ends.size(), 2u);
-  EXPECT_EQ(ends[0].reply.first_failure, "failed (exit 7): process 1 (node b, host box-b): ValueError");
+  EXPECT_EQ(ends[0].reply.first_failure, "process 1 (node b, host box-b): ValueError");
   EXPECT_EQ(ends[0].reply.exit_status, 7);
 }
 

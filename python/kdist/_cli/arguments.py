@@ -98,21 +98,6 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
 
 
-SCALE_UP_AFTER_DEFAULT = 30.0  # seconds: long enough for machines arriving together to join once
-
-
-def scale_up_after(text: str) -> float | None:
-    """`--scale-up-after S|never`: seconds, or None for never.
-
-    Example:
-        >>> scale_up_after("never") is None, scale_up_after("45")
-        (True, 45.0)
-    """
-    if text == "never":
-        return None
-    return seconds(text)
-
-
 def node_range(text: str) -> tuple[int, int]:
     """`--nodes MIN[:MAX]`: (MIN, MAX), 1 <= MIN <= MAX; MAX defaults to MIN.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
+import socket
 import sys
 from pathlib import Path
 
@@ -13,7 +13,16 @@ _DESCRIPTION = """\
 Serve the nodes' rendezvous of `kdist launch --nodes MIN[:MAX] --rendezvous HOST:PORT`
 on this machine, which runs none of the job's processes: the agents join it, it forms
 each attempt and ends the job. It exits with the job's status (75 when fewer than MIN
-machines joined within --join-timeout) and prints one table of the attempts.
+machines joined within --join-timeout) and prints one table of the attempts. Its
+settings resolve as the agents' do (the unreachable window from KDIST_UNREACHABLE_TIMEOUT,
+the token from --token-file or KDIST_ROLL_CALL_TOKEN), and it says each with its source.
+"""
+
+_EPILOG = """\
+example:
+  kdist rendezvous serve --port 29400 --nodes 2:4 --token-file token
+  (and on every machine: kdist launch --nodes 2:4 --rendezvous THIS_HOST:29400
+   --token-file token -n 8 -- python train.py)
 """
 
 
@@ -26,58 +35,121 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="rendezvous_action", metavar="ACTION", required=True)
-    serve = actions.add_parser("serve", help="serve it until the job ends")
-    serve.add_argument("--port", type=arguments.port, required=True, metavar="P")
-    serve.add_argument(
-        "--host", default="::", metavar="IP", help="the address to bind (default: every one)"
+    serve = actions.add_parser(
+        "serve",
+        help="serve it until the job ends",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--nodes", type=arguments.node_range, required=True, metavar="MIN:MAX")
-    serve.add_argument("--job-id", default="", metavar="ID")
-    serve.add_argument("--last-call", type=arguments.seconds, default=30.0, metavar="S")
-    serve.add_argument("--join-timeout", type=arguments.seconds, default=300.0, metavar="S")
-    serve.add_argument("--max-restarts", type=arguments.non_negative_int, default=0, metavar="N")
-    serve.add_argument(
-        "--scale-up-after",
-        type=arguments.scale_up_after,
-        default=arguments.SCALE_UP_AFTER_DEFAULT,
-        metavar="S|never",
-    )
-    serve.add_argument("--token-file", type=Path, metavar="F")
+    _add_serve_options(serve)
     serve.set_defaults(run=lambda args: _serve(args, serve))
 
 
-def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from kdist import _core
+def _add_serve_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--port",
+        type=arguments.port,
+        required=True,
+        metavar="P",
+        help="the port to serve on: the PORT of every agent's --rendezvous HOST:PORT",
+    )
+    serve.add_argument(
+        "--host",
+        default="::",
+        metavar="IP",
+        help="the address to bind (default: every address of this machine)",
+    )
+    serve.add_argument(
+        "--nodes",
+        type=arguments.node_range,
+        required=True,
+        metavar="MIN[:MAX]",
+        help="the job's --nodes, as every agent gives it",
+    )
+    serve.add_argument("--job-id", metavar="ID", help="the job's --job-id (default: none)")
+    serve.add_argument(
+        "--last-call",
+        type=arguments.seconds,
+        metavar="S",
+        help="with MIN machines in, form the job when no other joined for S seconds (default: 30)",
+    )
+    serve.add_argument(
+        "--join-timeout",
+        type=arguments.seconds,
+        metavar="S",
+        help="bound of every wait for MIN machines (default: 300); then every agent exits 75",
+    )
+    serve.add_argument(
+        "--max-restarts",
+        type=arguments.non_negative_int,
+        default=0,
+        metavar="N",
+        help="start the job again after a failure at most N times (default: 0)",
+    )
+    serve.add_argument(
+        "--scale-up-after",
+        metavar="S|never",
+        help="a machine arriving while the job runs: after S seconds the job stops at one "
+        "agreed step and goes on with it (default: 30); never: a running job admits nobody",
+    )
+    serve.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="F",
+        help="the job's token (else KDIST_ROLL_CALL_TOKEN); required off loopback",
+    )
+    serve.add_argument(
+        "--log-dir",
+        type=Path,
+        metavar="DIR",
+        help="write the job's attempts to DIR/attempts.json when it ends",
+    )
 
-    token = os.environ.get("KDIST_ROLL_CALL_TOKEN", "")
+
+def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import os
+
+    from kdist import _core, _errors
+    from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
+    from kdist._local_job.environment import host_port
+
+    request = _core.NodeRequest()
+    request.rendezvous = host_port(args.host, args.port)
+    request.serve_only = True
+    request.host_name = socket.gethostname()
+    request.job_id = args.job_id
+    request.min_nodes, request.max_nodes = args.nodes
+    request.last_call = args.last_call
+    request.join_timeout = args.join_timeout
+    request.max_restarts = args.max_restarts
+    request.scale_up_after = args.scale_up_after
     if args.token_file is not None:
         try:
-            token = arguments.token_file(args.token_file)
+            request.token = arguments.token_file(args.token_file)
         except ValueError as error:
             parser.error(str(error))
-    if not token and not _core.is_loopback_address(args.host):
-        parser.error(
-            "a rendezvous off loopback needs the job's token: KDIST_ROLL_CALL_TOKEN or "
-            "--token-file F, the same on every machine"
-        )
-    min_nodes, max_nodes = args.nodes
-    server = _core.RendezvousServer(
-        args.job_id,
-        min_nodes,
-        max_nodes,
-        0,
-        args.last_call,
-        args.join_timeout,
-        args.max_restarts,
-        token,
-        scale_up_after=-1.0 if args.scale_up_after is None else args.scale_up_after,
-    )
-    server.listen(args.host, args.port)
+        request.token_source = f"--token-file {args.token_file}"
+    try:
+        settings = _core.resolve_node_settings(request, dict(os.environ))
+    except _errors.ConfigError as error:
+        parser.error(str(error))
+    server = _core.RendezvousServer(settings)
+    server.listen(settings)
     server.start()
-    print(f"kdist: serving the nodes' rendezvous on port {server.port}", file=sys.stderr)
+    sources = settings.sources
+    print(
+        f"kdist: serving the nodes' rendezvous on {host_port(settings.ip, server.port)} "
+        f"(job id {settings.job_id!r}, --nodes {settings.min_nodes}:{settings.max_nodes}; "
+        f"an agent is lost after {settings.unreachable_timeout:g} s without an answer, "
+        f"{sources['unreachable_timeout']})",
+        file=sys.stderr,
+    )
     try:
         while not server.wait(1.0):
             pass
     except KeyboardInterrupt:
         server.stop()
+    if args.log_dir is not None:
+        write_attempts(args.log_dir / ATTEMPTS_FILE, server.attempts, int(server.exit_status))
     return int(server.exit_status)

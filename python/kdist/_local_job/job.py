@@ -100,17 +100,6 @@ class Job:
                 return how.format(who=who, message=r.get("message"), step=r.get("step"))
         return None
 
-    def describe_failure(self, process: Process) -> str:
-        """ "process 1 (host h, pid 9): ValueError: boom": the process, and what kdist
-        recorded as its failure (else the exception its traceback names)."""
-        message = process.raised
-        for record in self.records(FAILURE_EVENTS):
-            if record.get("process_id") == process.process_id and record.get("message"):
-                message = str(record["message"])
-                break
-        where = f"process {process.process_id} (host {socket.gethostname()}, pid {process.pid})"
-        return where + (f": {message}" if message else "")
-
     def first_failure(self) -> Process | None:
         """The process kdist named first, else the first to exit with a non-zero status."""
         blamed = self.blamed
