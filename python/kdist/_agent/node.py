@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kdist import _errors
+from kdist._local_job import compile_cache
 from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.environment import child_environment, host_port, without_job_variables
 from kdist._local_job.gpu_split import CUDA_VISIBLE_DEVICES
 from kdist._local_job.job import Job
 from kdist._local_job.output import Output
+from kdist._local_job.warm import SparePool
 
 if TYPE_CHECKING:
     from kdist._core import NodeReply, RendezvousAgent, RendezvousServer
@@ -81,6 +83,10 @@ class NodeOptions:
     unreachable_timeout: float = 20.0
     # A machine arriving while the job runs joins it after this long; None: never.
     scale_up_after: float | None = 30.0
+    # Warm spares (kdist._local_job.warm): one per local process, made while this agent
+    # waits for the others to join and again as soon as one is used; False: cold starts.
+    warm: bool = True
+    preload: tuple[str, ...] = ()  # modules the spares import besides the default ones
     # This machine's environment fingerprint, (name, value, must_match) entries
     # (kdist._start.environment_fingerprint, collected by the command line).
     environment: tuple[tuple[str, str, bool], ...] = ()
@@ -173,6 +179,10 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
             return EXIT_REFUSED
         drain = _Drain()
         previous = signal.signal(signal.SIGTERM, drain.handler)
+        cache = compile_cache.plan(os.environ, options.log_dir)
+        if cache.folder is None and "cannot" in cache.said:
+            note(cache.said)
+        spares = _spare_pool(command, options, cache.variables, note)
         try:
             status = _follow(
                 command,
@@ -183,9 +193,14 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
                 output=output,
                 note=note,
                 drain=drain,
+                spares=spares,
+                cache_variables=cache.variables,
             )
         finally:
             signal.signal(signal.SIGTERM, previous)
+            if spares is not None:
+                spares.close()
+            cache.close()
         if server is not None and status == int(_core.EXIT_DRAINED) and not server.wait(0.0):
             # The job goes on without this machine's processes, not without its rendezvous.
             note("this machine was drained; it serves the nodes' rendezvous until the job ends")
@@ -200,6 +215,33 @@ def run_node(command: Sequence[str], options: NodeOptions) -> int:
                 _write_attempts(options.log_dir / ATTEMPTS_FILE, server, note)
         if agent_log is not None:
             agent_log.close()
+
+
+def _spare_pool(
+    command: Sequence[str],
+    options: NodeOptions,
+    cache_variables: Mapping[str, str],
+    note: Callable[[str], None],
+) -> SparePool | None:
+    """This machine's warm spares, started now (while the others join), or None."""
+    if not options.warm or not sys.platform.startswith("linux"):
+        return None
+    spares = SparePool(options.preload, note=note)
+    base = without_job_variables(os.environ)
+    for local in range(options.processes_per_node):
+        # The attempt's own values (ids, coordinator, restart count) are not in a spare's
+        # environment: any stand-in does.
+        env = child_environment(
+            base,
+            process_id=local,
+            num_processes=options.processes_per_node,
+            port=1,
+            devices_per_process=options.devices_per_process,
+        )
+        env.update(cache_variables)
+        spares.expect(local, command, env)
+    spares.maintain()
+    return spares
 
 
 def default_node_name(environ: Mapping[str, str], host: str) -> str:
@@ -293,6 +335,8 @@ def _follow(
     output: Output,
     note: Callable[[str], None],
     drain: _Drain,
+    spares: SparePool | None = None,
+    cache_variables: Mapping[str, str] | None = None,
 ) -> int:
     """From admission to the end: each roster run here, each end reported."""
     from kdist import _core
@@ -311,6 +355,8 @@ def _follow(
             except _errors.KdistError as error:
                 note(f"{error}; leaving with status {drained_status}")
                 return drained_status
+        if spares is not None:
+            spares.maintain()  # between attempts too: a spare that died is replaced
         try:
             # Short waits, so that a SIGTERM is seen at once (the handler runs between them).
             reply = agent.next(_WATCH_SECONDS)
@@ -351,6 +397,8 @@ def _follow(
             note=note,
             agent=agent,
             drain=drain,
+            spares=spares,
+            cache_variables=cache_variables or {},
         )
         if lost:
             note(
@@ -377,6 +425,8 @@ def _run_attempt(
     note: Callable[[str], None],
     agent: RendezvousAgent,
     drain: _Drain,
+    spares: SparePool | None = None,
+    cache_variables: Mapping[str, str] | None = None,
 ) -> tuple[int, str, bool]:
     """This machine's processes of one attempt: (status, first failure here, lost)."""
 
@@ -394,6 +444,7 @@ def _run_attempt(
             devices_per_process=options.devices_per_process,
             host=roster.coordinator_host,
         )
+        env.update(cache_variables or {})
         env[RESTART_COUNT_VARIABLE] = str(roster.attempt)
         if roster.previous_processes > 0:
             env[PREVIOUS_NUM_PROCESSES_VARIABLE] = str(roster.previous_processes)
@@ -443,10 +494,15 @@ def _run_attempt(
 
     def started(job: Job) -> None:
         watcher.start()  # after the last fork (job.start's fork-to-exec hook)
+        warm = [str(p.process_id) for p in job.processes if p.warm]
+        memory = None if spares is None else spares.last_memory_mib
         note(
             f"attempt {roster.attempt}: node {roster.node_rank} of {num_nodes} ({node_name}), "
             f"processes {first_id}-{first_id + n - 1} (pids "
-            f"{', '.join(str(p.pid) for p in job.processes)}), coordinator "
+            f"{', '.join(str(p.pid) for p in job.processes)}"
+            + (f"; warm: {', '.join(warm)}" if warm else "")
+            + (f" (spares of about {memory:.0f} MiB each)" if warm and memory else "")
+            + "), coordinator "
             f"{host_port(roster.coordinator_host, roster.coordinator_port)}"
         )
 
@@ -461,6 +517,7 @@ def _run_attempt(
         hooks=Hooks(started=started),
         log_files=log_files,
         first_id=first_id,
+        spares=spares,
     )
     drain.received = received
     if drain.requested.is_set():

@@ -24,17 +24,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Container, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from kdist._cli import arguments
+from kdist._local_job import compile_cache
 from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.environment import environments
 from kdist._local_job.gpu_split import CUDA_VISIBLE_DEVICES, GpuSplitError, job_gpus, split_gpus
 from kdist._local_job.job import SETTLE_SECONDS, Job
 from kdist._local_job.output import Output, shortened, table
 from kdist._local_job.process import Process
+from kdist._local_job.warm import SparePool
 
 EXIT_USAGE = 2  # as argparse: refused before any process starts
 UNREACHABLE_TIMEOUT_VARIABLE = "KDIST_UNREACHABLE_TIMEOUT"
@@ -162,6 +164,21 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "2,5-7; all); they still reach --log-dir, and a failed process's last lines are "
         "still printed",
     )
+    parser.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="start every attempt's processes cold: no warm spares (by default each local "
+        "process of a `python PROGRAM` / `python -m MODULE` job has a spare interpreter that "
+        "has imported JAX, Keras and kdist and waits to run its next attempt)",
+    )
+    parser.add_argument(
+        "--preload",
+        type=arguments.module_names,
+        default=[],
+        metavar="MODULES",
+        help="comma-separated modules the warm spares import besides JAX, jaxlib, Keras "
+        "(KERAS_BACKEND=jax) and kdist, e.g. orbax.checkpoint,my_model",
+    )
     nodes = parser.add_argument_group(
         "several machines (the same command on every machine; docs/configuration.md, "
         '"Several machines without a scheduler")'
@@ -264,6 +281,8 @@ def _run_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         max_restarts=args.max_restarts,
         log_dir=args.log_dir,
         quiet_processes=args.quiet_processes,
+        warm=not args.no_warm,
+        preload=args.preload,
     )
 
 
@@ -324,6 +343,8 @@ def _run_nodes(
             grace=args.grace,
             unreachable_timeout=unreachable_timeout,
             scale_up_after=args.scale_up_after,
+            warm=not args.no_warm,
+            preload=tuple(args.preload),
             environment=tuple(
                 (e.name, e.value, e.must_match)
                 # The program's script and arguments, not the agent's (--node-name differs).
@@ -360,6 +381,8 @@ def launch(
     quiet_processes: Container[int] = (),
     out: BinaryIO | None = None,
     err: BinaryIO | None = None,
+    warm: bool = True,
+    preload: Sequence[str] = (),
 ) -> int:
     """Runs `command` as `num_processes` processes of one job on 127.0.0.1.
 
@@ -394,6 +417,14 @@ def launch(
         out: Where the processes' stdout lines go. Defaults to stdout.
         err: Where their stderr lines and the launcher's notes go. Defaults
             to stderr.
+        warm: With restarts, keep a warm spare per process for the next attempt
+            (kdist._local_job.warm): a `python PROGRAM` / `python -m MODULE` command
+            then restarts without the interpreter's start and the heavy imports.
+            Defaults to True (`--no-warm`: False).
+        preload: Modules the spares import besides the default ones (`--preload`).
+
+    Unless JAX's cache variables are set, every attempt shares one persistent
+    compilation cache (in `log_dir` when given, else a folder removed at the end).
 
     After the first non-zero exit the others get SETTLE_SECONDS to leave by
     themselves (kdist's liveness channel ends them at once), then SIGTERM and,
@@ -437,6 +468,13 @@ def launch(
         gpus,
     )
     attempts: list[AttemptRecord] = []
+    cache = compile_cache.plan(os.environ, log_dir)
+    if cache.folder is None and "cannot" in cache.said:
+        output.note(cache.said)
+    options.cache_variables = cache.variables
+    # Spares only where an attempt can follow (on Linux: they ask to die with the launcher).
+    if warm and max_restarts and sys.platform.startswith("linux"):
+        options.spares = SparePool(preload, note=output.note)
     try:
         for number in range(max_restarts + 1):
             if number:
@@ -444,6 +482,8 @@ def launch(
                     f"attempt {number - 1} {attempts[-1].ended}; starting the job again "
                     f"(attempt {number} of at most {max_restarts + 1})"
                 )
+            if options.spares is not None:
+                options.spares.keep = number < max_restarts  # no spare after the last
             attempt = AttemptRecord(number, port or _free_port())
             attempts.append(attempt)
             _run_attempt(command, attempt, options, output, received)
@@ -453,6 +493,9 @@ def launch(
             output.note("attempts:\n" + _attempt_table(attempts))
         return attempts[-1].status
     finally:
+        if options.spares is not None:
+            options.spares.close()
+        cache.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
@@ -470,6 +513,9 @@ class _JobOptions:
     timeout: float | None
     ends_at: float | None  # the monotonic time at which the timeout stops the job
     gpus: list[str] | None  # each process's CUDA_VISIBLE_DEVICES, by id; None: left alone
+    # JAX's compilation cache variables (kdist._local_job.compile_cache), the same for all.
+    cache_variables: dict[str, str] = field(default_factory=dict)
+    spares: SparePool | None = None  # warm spares for the next attempt; None: cold starts
 
 
 def _gpus_per_process(num_processes: int, devices_per_process: int | None) -> list[str] | None:
@@ -499,6 +545,7 @@ def _run_attempt(
         devices_per_process=options.devices_per_process,
     )
     for i, env in enumerate(envs):
+        env.update(options.cache_variables)
         env[RESTART_COUNT_VARIABLE] = str(attempt.number)
         if options.gpus is not None:
             env[CUDA_VISIBLE_DEVICES] = options.gpus[i]
@@ -513,8 +560,9 @@ def _run_attempt(
         count = options.num_processes
         output.note(
             f"started {count} process{'es' if count != 1 else ''} "
-            f"(pids {', '.join(str(p.pid) for p in job.processes)}), coordinator "
-            f"127.0.0.1:{attempt.port}"
+            f"(pids {', '.join(str(p.pid) for p in job.processes)}"
+            + _warm_words(job, options.spares)
+            + f"), coordinator 127.0.0.1:{attempt.port}"
             + (f", attempt {attempt.number}" if attempt.number else "")
             + (f", logs in {log_files[0].parent}" if log_files else "")
             + (
@@ -553,6 +601,7 @@ def _run_attempt(
         hooks=Hooks(started=started, failed=failed, signalled=signalled, deadline=deadline),
         quiet=options.quiet_processes,
         log_files=log_files,
+        spares=options.spares,
     )
     try:
         end = run.run()
@@ -560,6 +609,16 @@ def _run_attempt(
     finally:
         attempt.seconds = run.seconds
         shutil.rmtree(records, ignore_errors=True)
+
+
+def _warm_words(job: Job, spares: SparePool | None) -> str:
+    """ "; warm: 0, 1 (spares of about 262 MiB each)" when processes started warm."""
+    warm = [str(p.process_id) for p in job.processes if p.warm]
+    if not warm:
+        return ""
+    memory = None if spares is None else spares.last_memory_mib
+    size = f" (spares of about {memory:.0f} MiB each)" if memory is not None else ""
+    return f"; warm: {', '.join(warm)}{size}"
 
 
 def _record_end(
