@@ -67,8 +67,9 @@ def describe(main_globals: dict[str, object], sibling: object) -> dict[str, obje
         "recursion_limit": sys.getrecursionlimit(),
         "flags": list(sys.flags),
         "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
-        "jax_backends": "started" if "jax._src.xla_bridge" in sys.modules
-        and sys.modules["jax._src.xla_bridge"]._backends else "none",
+        "jax_backends": "started"
+        if "jax._src.xla_bridge" in sys.modules and sys.modules["jax._src.xla_bridge"]._backends
+        else "none",
     }
 
 

@@ -2,9 +2,9 @@
 process of an attempt when it is activated (`kdist._local_job.warm` starts and hands out
 the spares).
 
-The spare is started as `PYTHON -c "__import__('kdist._local_job.spare', fromlist=['serve'])
-.serve()" FD PARENT NICE LOG MODULES` (binding no name in `__main__`), in its own process group, with stdin from /dev/null and its
-stdout and stderr on the pipes that will become the attempt's. It asks to die with its
+The spare is started as `PYTHON -c CODE FD PARENT NICE LOG MODULES` (CODE: warm.SPARE_CODE,
+which binds no name in `__main__`), in its own process group, with stdin from /dev/null and
+its stdout and stderr on the pipes that will become the attempt's. It asks to die with its
 parent, keeps what a fresh interpreter has (signal dispositions, hooks, `__main__`), sends
 its own output to LOG while it imports MODULES (so nothing it prints reaches the program's
 lines), says "ready" on the socket FD, and blocks reading its activation from it: the
@@ -19,6 +19,7 @@ CUDA_VISIBLE_DEVICES are the attempt's, read after the activation.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import json
@@ -64,10 +65,8 @@ def _die_by_sigint_after_finalization() -> None:
     """Registered first, so it runs last of the atexit handlers."""
     if _interrupted[0]:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -140,10 +139,8 @@ def _receive(channel: socket.socket) -> dict[str, Any] | None:
 
 def _restore_streams(saved: tuple[int, int]) -> None:
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
     for fd, copy in zip((1, 2), saved, strict=True):
         os.dup2(copy, fd)
         os.close(copy)
@@ -262,7 +259,7 @@ def serve() -> None:
     except BaseException as error:  # an uncaught exception, as the interpreter shows it
         tb = _without_own_frames(error.__traceback__)
         error = error.with_traceback(tb)
-        sys.last_exc = error
+        setattr(sys, "last_exc", error)  # noqa: B010 (Python 3.12's name; 3.11 has none)
         sys.last_type, sys.last_value, sys.last_traceback = type(error), error, tb
         if isinstance(error, KeyboardInterrupt):
             _interrupted[0] = True
@@ -275,7 +272,7 @@ def _print_uncaught(error: BaseException, tb: TracebackType | None) -> None:
     shows it)."""
     try:
         sys.excepthook(type(error), error, tb)
-    except BaseException as hook_error:  # noqa: BLE001 (printed, as CPython does)
+    except BaseException as hook_error:
         sys.stderr.write("Error in sys.excepthook:\n")
         sys.__excepthook__(type(hook_error), hook_error, hook_error.__traceback__)
         sys.stderr.write("\nOriginal exception was:\n")

@@ -100,7 +100,7 @@ def same_interpreter(found: str, interpreter: str) -> bool:
         return False
 
 
-def python_program(
+def python_program(  # noqa: PLR0911 (one return per way a command is refused)
     command: Sequence[str],
     env: Mapping[str, str],
     interpreter: str = sys.executable,
@@ -297,6 +297,66 @@ def read_states() -> list[dict[str, Any]]:
         if isinstance(launcher, int) and Path(f"/proc/{launcher}").exists():
             states.append(state)
     return states
+
+
+def machine_report(environ: Mapping[str, str]) -> dict[str, Any]:
+    """What `kdist doctor` says of warm starts on this machine: for each running launcher
+    with spares (`read_states`), whether its next attempt would start warm, with the
+    spares' memory; and what a launcher started from `environ` would preload.
+
+    Example:
+        >>> from kdist._local_job.warm import machine_report
+        >>> report = machine_report({})
+        >>> report["preload"][:2], isinstance(report["summary"], list)
+        (['jax', 'jaxlib'], True)
+    """
+    launchers: list[dict[str, Any]] = []
+    for state in read_states():
+        spares = [s for s in state.get("spares", []) if isinstance(s, dict)]
+        ready = sorted(int(s["local_process"]) for s in spares if s.get("ready"))
+        importing = sorted(int(s["local_process"]) for s in spares if not s.get("ready"))
+        wanted = sorted(int(i) for i in state.get("wanted", []))
+        memory = [float(s["memory_mib"]) for s in spares if s.get("memory_mib") is not None]
+        command = next((list(s.get("command", [])) for s in spares), [])
+        launchers.append(
+            {
+                "launcher_pid": state.get("launcher_pid"),
+                "command": command,
+                "ready": ready,
+                "importing": importing,
+                "next_attempt_warm": bool(wanted) and ready == wanted,
+                "memory_mib": max(memory) if memory else None,
+            }
+        )
+    preload = default_preload(environ)
+    summary = []
+    for found in launchers:
+        size = ""
+        if found["memory_mib"] is not None:
+            size = f", about {found['memory_mib']:.0f} MiB each (resident)"
+        still = ", ".join(str(i) for i in found["importing"])
+        ready = ", ".join(str(i) for i in found["ready"]) or "none"
+        summary.append(
+            f"kdist launch pid {found['launcher_pid']} ({' '.join(found['command'])}): the next "
+            f"attempt starts {'warm' if found['next_attempt_warm'] else 'cold for some processes'}"
+            f"; spares ready for local processes {ready}"
+            + size
+            + (f"; still importing: {still}" if still else "")
+        )
+    if not launchers:
+        summary.append("no kdist launch with warm spares runs on this machine")
+    summary.append(
+        f"a restart (and a --nodes attempt) of `python PROGRAM` / `python -m MODULE` run by "
+        f"{sys.executable} starts warm; its spares import {', '.join(preload)}"
+        + ("" if "keras" in preload else " (Keras only with KERAS_BACKEND=jax)")
+        + "; other commands, and --no-warm, start cold"
+    )
+    return {
+        "interpreter": sys.executable,
+        "preload": preload,
+        "launchers": launchers,
+        "summary": summary,
+    }
 
 
 class SparePool:
