@@ -4,7 +4,9 @@ test_launch_warm.py): one JSON line on stdout, then it ends as its attempt says.
 Run as `python tests/programs/warm_probe.py ARGS` or `python -m warm_pkg.probe ARGS` (from
 tests/programs). On attempt A (KDIST_RESTART_COUNT) it ends as ENDINGS[A] says: 0 a
 warm-up that fails (so that the launcher starts the next attempt), then exit 3, death by
-SIGTERM, an uncaught exception, exit 0.
+SIGTERM, an uncaught exception, exit 0 (WARM_PROBE_ENDINGS, comma-separated, chooses
+others). WARM_PROBE_WAIT_FOR=FILE: attempt 0 waits until FILE exists (bounded) before it
+ends. WARM_PROBE_COMPILE=1: it first compiles and runs a jitted function named `probe`.
 """
 
 import ctypes
@@ -13,10 +15,11 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import warm_sibling  # a sibling module: found through sys.path[0], the script's folder
 
-ENDINGS = ["warm-up", "exit 3", "SIGTERM", "raise", "exit 0"]
+ENDINGS = os.environ.get("WARM_PROBE_ENDINGS", "warm-up,exit 3,SIGTERM,raise,exit 0").split(",")
 
 
 def handler_name(handler: object) -> str:
@@ -73,7 +76,22 @@ def describe(main_globals: dict[str, object], sibling: object) -> dict[str, obje
     }
 
 
+def compile_probe() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    def probe(x: object) -> object:
+        return jnp.sin(x) * 2 + 1
+
+    print(float(jax.jit(probe)(jnp.ones(4)).sum()), flush=True)
+
+
 def end(attempt: int) -> None:
+    wait_for = os.environ.get("WARM_PROBE_WAIT_FOR")
+    if wait_for and attempt == 0:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(wait_for) and time.monotonic() < deadline:
+            time.sleep(0.05)
     ending = ENDINGS[min(attempt, len(ENDINGS) - 1)]
     print(f"ending: {ending}", flush=True)
     print("a line on stderr", file=sys.stderr, flush=True)
@@ -88,5 +106,7 @@ def end(attempt: int) -> None:
 
 
 if __name__ == "__main__":
+    if os.environ.get("WARM_PROBE_COMPILE") == "1":
+        compile_probe()
     print(json.dumps(describe(globals(), warm_sibling)), flush=True)
     end(int(os.environ["KDIST_RESTART_COUNT"]))

@@ -499,11 +499,10 @@ def _run_attempt(
         note(
             f"attempt {roster.attempt}: node {roster.node_rank} of {num_nodes} ({node_name}), "
             f"processes {first_id}-{first_id + n - 1} (pids "
-            f"{', '.join(str(p.pid) for p in job.processes)}"
+            f"{', '.join(str(p.pid) for p in job.processes)}), coordinator "
+            f"{host_port(roster.coordinator_host, roster.coordinator_port)}"
             + (f"; warm: {', '.join(warm)}" if warm else "")
             + (f" (spares of about {memory:.0f} MiB each)" if warm and memory else "")
-            + "), coordinator "
-            f"{host_port(roster.coordinator_host, roster.coordinator_port)}"
         )
 
     records = Path(tempfile.mkdtemp(prefix="kdist-node-"))

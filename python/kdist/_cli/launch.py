@@ -560,9 +560,8 @@ def _run_attempt(
         count = options.num_processes
         output.note(
             f"started {count} process{'es' if count != 1 else ''} "
-            f"(pids {', '.join(str(p.pid) for p in job.processes)}"
-            + _warm_words(job, options.spares)
-            + f"), coordinator 127.0.0.1:{attempt.port}"
+            f"(pids {', '.join(str(p.pid) for p in job.processes)}), coordinator "
+            f"127.0.0.1:{attempt.port}"
             + (f", attempt {attempt.number}" if attempt.number else "")
             + (f", logs in {log_files[0].parent}" if log_files else "")
             + (
@@ -571,6 +570,7 @@ def _run_attempt(
                 if options.gpus is not None
                 else ""
             )
+            + _warm_words(job, options.spares)
         )
 
     def failed(job: Job, process: Process) -> None:
