@@ -32,14 +32,6 @@ def handler_name(handler: object) -> str:
     return repr(handler)
 
 
-def autogroup_nice() -> str:
-    try:
-        with open("/proc/self/autogroup") as stream:
-            return stream.read().split()[-1]
-    except OSError:
-        return "none"
-
-
 def describe(main_globals: dict[str, object], sibling: object) -> dict[str, object]:
     libc = ctypes.CDLL(None, use_errno=True)
     death = ctypes.c_int(0)
@@ -73,7 +65,6 @@ def describe(main_globals: dict[str, object], sibling: object) -> dict[str, obje
         "own_session": os.getsid(0) == os.getpid(),
         "parent": os.getppid(),
         "nice": os.getpriority(os.PRIO_PROCESS, 0),
-        "autogroup_nice": autogroup_nice(),
         "main_thread": threading.current_thread() is threading.main_thread(),
         "hooks": [sys.excepthook is sys.__excepthook__, sys.displayhook is sys.__displayhook__],
         "recursion_limit": sys.getrecursionlimit(),

@@ -64,13 +64,7 @@ with that status (128+N for signal N); a summary names the first failure, or
 how kdist stopped the job, above it the first failed process's last lines (its
 traceback). With --max-restarts the whole job is started again after a failure
 or a stop (not after success, a signal to the launcher or --timeout), and a last
-table has one row per attempt. A later attempt of a `python PROGRAM` or `python -m
-MODULE` command starts in warm spares: one interpreter per process, made during the
-attempt before, that has imported JAX, Keras (KERAS_BACKEND=jax) and kdist and runs the
-program exactly as a cold start would (--no-warm: cold; the start line says which
-processes started warm and the spares' memory). Unless JAX's cache variables are set,
-every attempt shares one persistent compilation cache (in --log-dir when given, else a
-folder removed at the end).
+table has one row per attempt.
 
 On a machine with G NVIDIA GPUs (/dev/nvidiaN, or the CUDA_VISIBLE_DEVICES list
 the launcher was given) each process gets G/N of them through

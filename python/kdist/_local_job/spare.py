@@ -54,7 +54,6 @@ class _Fresh:
     gc_threshold: tuple[int, ...] = ()
     gc_enabled: bool = True
     nice: int = 0
-    autogroup: int | None = None  # the session's autogroup nice (None: no autogroups)
 
 
 # Set when the program's uncaught exception was a KeyboardInterrupt: the interpreter then
@@ -88,7 +87,6 @@ def _keep_fresh() -> _Fresh:
     fresh.gc_threshold = gc.get_threshold()
     fresh.gc_enabled = gc.isenabled()
     fresh.nice = os.getpriority(os.PRIO_PROCESS, 0)
-    fresh.autogroup = _autogroup_nice()
     return fresh
 
 
@@ -116,32 +114,11 @@ def _put_back(fresh: _Fresh) -> None:
         gc.disable()
 
 
-_AUTOGROUP = "/proc/self/autogroup"  # the session's CPU share (CONFIG_SCHED_AUTOGROUP)
-
-
-def _autogroup_nice() -> int | None:
-    """This session's autogroup nice ("/autogroup-12 nice 0"), None without autogroups."""
-    try:
-        with open(_AUTOGROUP) as stream:
-            return int(stream.read().split()[-1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _set_autogroup_nice(nice: int) -> None:
-    """With autogroups, a thread's nice weighs only inside its session's group: the spare's
-    own session (its own group) gets the lower priority too."""
-    with open(_AUTOGROUP, "w") as stream:
-        stream.write(str(nice))
-
-
-def _renice_every_thread(nice: int, autogroup: int | None) -> None:
-    """Every thread of this process, and its session's autogroup, back to the priority a
-    fresh interpreter had (threads made while the spare imported took its lower one)."""
+def _renice_every_thread(nice: int) -> None:
+    """Every thread of this process back to `nice` (threads made while the spare imported
+    took its lower priority)."""
     for tid in os.listdir("/proc/self/task"):
         os.setpriority(os.PRIO_PROCESS, int(tid), nice)
-    if autogroup is not None:
-        _set_autogroup_nice(autogroup)
 
 
 def _send(channel: socket.socket, word: str, detail: str = "") -> None:
@@ -217,7 +194,7 @@ def _activate(
     os.environ.clear()
     os.environ.update(environment)
     if niced:
-        _renice_every_thread(fresh.nice, fresh.autogroup)
+        _renice_every_thread(fresh.nice)
     kind, target, args = activation["kind"], activation["target"], activation["args"]
     sys.orig_argv[:] = activation["command"]
     if kind == "module":
@@ -255,9 +232,6 @@ def serve() -> None:
     niced = int(nice) > 0
     if niced:  # a lower priority while importing; every thread is put back on activation
         os.setpriority(os.PRIO_PROCESS, 0, min(19, fresh.nice + int(nice)))
-        if fresh.autogroup is not None:
-            with contextlib.suppress(OSError):
-                _set_autogroup_nice(min(19, fresh.autogroup + int(nice)))
     for name in filter(None, modules.split(",")):
         try:
             importlib.import_module(name)
