@@ -117,12 +117,19 @@ def _parts(report: dict[str, object]) -> dict[str, float]:
     }
 
 
-def recovery_once(window: float | None, port: int) -> dict[str, float]:
+def recovery_once(
+    window: float | None,
+    port: int,
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, float]:
+    """One cut; `args` and `env`: the agents' extra arguments and variables
+    (benchmarks/restart.py's contenders)."""
     with tempfile.TemporaryDirectory() as tmp, netns.hosts(3) as hosts:
         folder = Path(tmp)
-        env = _env(folder / "backup", window, "0.2")
+        agent_env = {**_env(folder / "backup", window, "0.2"), **(env or {})}
         outs = [folder / f"agent-{i}.out" for i in range(3)]
-        procs = [_agent(hosts, i, port, outs[i], env) for i in range(3)]
+        procs = [_agent(hosts, i, port, outs[i], agent_env, *(args or [])) for i in range(3)]
         _wait_for(outs[0], "step 10\n", procs)
         cut = time.time()
         hosts[2].set_link(False)

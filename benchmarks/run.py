@@ -19,6 +19,7 @@ from benchmarks import (
     keras_first_step,
     liveness,
     misconfig,
+    restart,
     rollcall,
     spawn_ready,
     stopping,
@@ -46,6 +47,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "stopping": stopping.measure,
     "testing": testing_cost.measure,
     "elastic": elastic.measure,  # root: network namespaces (skipped otherwise)
+    "restart": restart.measure,  # warm spares and the compile cache; --nodes parts: root
 }
 
 

@@ -102,6 +102,9 @@ def test_a_host_cut_mid_training_the_two_others_finish_from_the_last_backup(
     assert "lost the nodes' rendezvous" in done[2].stderr
     assert "node lost: node host2" in done[0].stderr
     assert "not counted against --max-restarts" in done[0].stderr  # the attempts' table
+    for i in (0, 1):  # the survivors' next attempt starts in their warm spares (issue 54)
+        line = next(x for x in done[i].stderr.splitlines() if f"attempt 1: node {i} of 2" in x)
+        assert "; warm: " in line, done[i].stderr
     table = json.loads((logs / "attempts.json").read_text())
     assert table["exit_status"] == 0
     (lost, finished) = table["attempts"]

@@ -144,11 +144,12 @@ def test_under_kdist_launch_a_sigterm_mid_epoch_is_restarted_and_ends_as_uninter
     tmp_path: Path, reference: Any, dist: str
 ) -> None:
     """The launcher does the restart: `kdist launch -n 2 --devices-per-process 2
-    --max-restarts 2`, SIGTERM to one of its processes at a random batch of the middle
+    --max-restarts 1`, SIGTERM to one of its processes at a random batch of the middle
     epoch. Attempt 0 stops at one agreed step (every process exits 143), attempt 1
-    (restart_count 1, without the program's seed) resumes at that step, trains each
-    remaining batch once and ends with the uninterrupted run's weights and optimizer
-    state, bit for bit; the launcher exits 0 with one row per attempt."""
+    (restart_count 1, without the program's seed) starts warm (each process in the spare
+    made during attempt 0: issue 54), resumes at that step, trains each remaining batch
+    once and ends with the uninterrupted run's weights and optimizer state, bit for bit;
+    the launcher exits 0 with one row per attempt."""
     expected = reference(dist)
     backup_dir, logs = tmp_path / "backup", tmp_path / "logs"
     env = clean_env(
@@ -164,7 +165,7 @@ def test_under_kdist_launch_a_sigterm_mid_epoch_is_restarted_and_ends_as_uninter
     )
     target = random.randint(STEPS_PER_EPOCH + 1, 2 * STEPS_PER_EPOCH - 2)
     victim = random.randrange(2)
-    args = ["-n", "2", "--devices-per-process", "2", "--max-restarts", "2"]
+    args = ["-n", "2", "--devices-per-process", "2", "--max-restarts", "1"]
     launcher = Launcher([*args, "--log-dir", str(logs), "--", sys.executable, SCRIPT], env)
     try:
         launcher.wait_for(lambda: f"[0] step {target}" in launcher.stdout, timeout=JOB_SECONDS)
@@ -175,6 +176,8 @@ def test_under_kdist_launch_a_sigterm_mid_epoch_is_restarted_and_ends_as_uninter
 
     rows = attempt_rows(launcher)
     assert [row[:1] + row[2:3] for row in rows] == [["0", "143"], ["1", "0"]], launcher.describe()
+    started = [line for line in launcher.stderr if "started 2 processes" in line]
+    assert "warm" not in started[0] and "; warm: 0, 1 (spares" in started[1], launcher.describe()
     first = [logged_report(logs, 0, pid) for pid in (0, 1)]
     stopped = {report["stopped_step"] for report in first}
     assert len(stopped) == 1, first

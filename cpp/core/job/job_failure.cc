@@ -55,7 +55,7 @@ std::string JobFailure::Record() const {
 
 bool JobFailure::SamePoint(const JobFailure& other) const {
   return kind == other.kind && process_id == other.process_id && node == other.node &&
-         what == other.what && step == other.step;
+         exit_status == other.exit_status && what == other.what && step == other.step;
 }
 
 }  // namespace kdist

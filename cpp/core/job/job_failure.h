@@ -47,7 +47,7 @@ struct JobFailure {
   // failure, Text() for a stop or a stall.
   std::string Record() const;
   // Whether `other` is the same failure at the same point: the same kind, process,
-  // node, line and step (host and pid differ between attempts).
+  // node, exit status, line and step (host and pid differ between attempts).
   bool SamePoint(const JobFailure& other) const;
 };
 

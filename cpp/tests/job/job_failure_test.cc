@@ -61,6 +61,9 @@ TEST(JobFailure, TheSamePointIgnoresHostAndPid) {
   EXPECT_TRUE(first.SamePoint(again));
   EXPECT_FALSE(first.SamePoint(Raised(2, "RuntimeError: boom")));
   EXPECT_FALSE(first.SamePoint(Raised(1, "RuntimeError: boom (attempt 1)")));
+  JobFailure other_status = first;
+  other_status.exit_status = 3;
+  EXPECT_FALSE(first.SamePoint(other_status));
   JobFailure stopped = first;
   stopped.kind = FailureKind::kStopped;
   EXPECT_FALSE(first.SamePoint(stopped));

@@ -16,15 +16,17 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kdist import _errors
 from kdist._agent.agent_log import AgentLog
 from kdist._agent.follow import Follower
 from kdist._agent.job_rendezvous import EmbeddedRendezvous, JobRendezvous
+from kdist._local_job import compile_cache
 from kdist._local_job.output import Output
-from kdist._local_job.share import MachineOptions
+from kdist._local_job.share import MachineOptions, Share, expect_spares
+from kdist._local_job.warm import SparePool
 
 if TYPE_CHECKING:
     from kdist._core import NodeRequest, NodeSettings
@@ -41,6 +43,10 @@ class LocalOptions:
     # This machine's environment fingerprint, (name, value, must_match) entries
     # (kdist._start.environment_fingerprint, collected by the command line).
     environment: tuple[tuple[str, str, bool], ...] = ()
+    # Warm spares (kdist._local_job.warm): one per local process, made while this agent
+    # waits for the others to join and again as soon as one is used; False: cold starts.
+    warm: bool = True
+    preload: tuple[str, ...] = ()  # modules the spares import besides the default ones
 
 
 def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) -> int:
@@ -55,12 +61,20 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
             log.note(f"refused before joining: {error}")
             return EXIT_USAGE
         _say_settings(settings, log)
+        cache = compile_cache.plan(os.environ, local.machine.log_dir)
+        if cache.folder is None and "cannot" in cache.said:
+            log.note(cache.said)
+        local = replace(local, machine=replace(local.machine, job_variables=cache.variables))
+        spares = _spare_pool(command, settings, local, log)
         rendezvous = EmbeddedRendezvous(settings, log, local.machine.log_dir)
         status = EXIT_REFUSED
         try:
-            status = _join_and_follow(command, rendezvous, settings, local, log)
+            status = _join_and_follow(command, rendezvous, settings, local, log, spares=spares)
         finally:
             rendezvous.close(status)
+            if spares is not None:
+                spares.close()
+            cache.close()
         return status
     finally:
         log.close()
@@ -72,6 +86,8 @@ def _join_and_follow(
     settings: NodeSettings,
     local: LocalOptions,
     log: AgentLog,
+    *,
+    spares: SparePool | None,
 ) -> int:
     from kdist import _core
 
@@ -88,12 +104,27 @@ def _join_and_follow(
     except _errors.RendezvousError as error:
         log.note(str(error))
         return EXIT_REFUSED
-    follower = Follower(command, rendezvous, settings, local.machine, log)
+    follower = Follower(command, rendezvous, settings, local.machine, log, spares)
     previous = signal.signal(signal.SIGTERM, follower.drain.handler)
     try:
         return follower.follow()
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _spare_pool(
+    command: Sequence[str], settings: NodeSettings, local: LocalOptions, log: AgentLog
+) -> SparePool | None:
+    """This machine's warm spares, started now, while the others join (so the first start
+    gains too), or None."""
+    if not local.warm or not sys.platform.startswith("linux"):
+        return None
+    spares = SparePool(local.preload, note=log.note)
+    n = settings.processes_per_node
+    # An attempt like the first: a spare keeps none of the attempt's own values.
+    like = Share(attempt=0, first_id=0, count=n, num_processes=n, coordinator_port=1)
+    expect_spares(spares, command, like, local.machine)
+    return spares
 
 
 def _say_settings(settings: NodeSettings, log: AgentLog) -> None:

@@ -22,7 +22,8 @@ from kdist._local_job.attempt import Hooks
 from kdist._local_job.blame import Outcome
 from kdist._local_job.environment import host_port
 from kdist._local_job.job import Job
-from kdist._local_job.share import MachineOptions, NodePlace, Share, run_share
+from kdist._local_job.share import MachineOptions, NodePlace, Share, run_share, warm_words
+from kdist._local_job.warm import SparePool
 
 if TYPE_CHECKING:
     from kdist._core import NodeReply, NodeSettings
@@ -55,6 +56,7 @@ class Follower:
     settings: NodeSettings
     machine: MachineOptions
     log: AgentLog
+    spares: SparePool | None = None  # warm spares, one per local process; None: cold
     drain: Drain = field(default_factory=Drain)
     last_attempt: int = 0
 
@@ -68,6 +70,8 @@ class Follower:
         while True:
             if not self._tell_drain(self.last_attempt):
                 return int(_core.EXIT_DRAINED)
+            if self.spares is not None:
+                self.spares.maintain()  # between attempts too: a spare that died is replaced
             try:
                 reply = self.rendezvous.next(WATCH_SECONDS)
             except (_errors.CoordinatorUnreachableError, _errors.RendezvousTimeoutError) as error:
@@ -155,6 +159,7 @@ class Follower:
                 f"attempt {share.attempt}: node {roster.node_rank} of {len(roster.nodes)} "
                 f"({self.settings.node_name}), processes {ids.start}-{ids.stop - 1} (pids "
                 f"{pids}), coordinator {host_port(share.coordinator_host, share.coordinator_port)}"
+                + warm_words(job, self.spares)
             )
 
         self.drain.received = watch.received
@@ -168,6 +173,7 @@ class Follower:
                 self.log.output,
                 watch.received,
                 hooks=Hooks(started=started),
+                spares=self.spares,
             )
         finally:
             self.drain.received = None

@@ -98,6 +98,22 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
 
 
+def module_names(text: str) -> list[str]:
+    """`--preload MODULES`: comma-separated dotted module names.
+
+    Example:
+        >>> module_names("orbax.checkpoint, my_model")
+        ['orbax.checkpoint', 'my_model']
+    """
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    bad = [n for n in names if not all(part.isidentifier() for part in n.split("."))]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated module names (e.g. orbax.checkpoint,my_model), got {text!r}"
+        )
+    return names
+
+
 def node_range(text: str) -> tuple[int, int]:
     """`--nodes MIN[:MAX]`: (MIN, MAX), 1 <= MIN <= MAX; MAX defaults to MIN.
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from kdist import _core
 from kdist._local_job.gpu_split import divisors, job_gpus, split_gpus
+from kdist._local_job.warm import machine_report
 from kdist._start import collectives, environment_fingerprint
 from kdist._start.accelerators import find_accelerators, tpu_chip_nodes
 from kdist._start.environment_fingerprint import Entry as EnvironmentEntry
@@ -151,6 +152,9 @@ class Report:
     # or why there is none; and what this host's name resolves to (Gloo's own choice).
     collectives: Collectives | None
     devices: dict[str, object] | None  # None: JAX was not asked
+    # Warm starts on this machine: each running launcher's spares and whether its next
+    # attempt starts warm; what a launcher started here would preload.
+    warm: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -224,6 +228,7 @@ def collect(
         probe=probed,
         collectives=found,
         devices=devices,
+        warm=machine_report(environment),
     )
 
 
@@ -255,7 +260,8 @@ def json_report(report: Report) -> dict[str, Any]:
     Returns:
         A dict with "kdist_version", "jax_version", "jax_tested" (where that version
         stands against those the suite runs), "ok", "error", "config",
-        "detectors", "scheduler", "accelerators", "probe" and "devices".
+        "detectors", "scheduler", "accelerators", "probe", "devices" and "warm"
+        (kdist._local_job.warm.machine_report).
 
     Example:
         >>> from kdist._cli.doctor_report import collect, json_report
@@ -341,6 +347,7 @@ def json_report(report: Report) -> dict[str, Any]:
         },
         "collectives": _collectives_json(report.collectives),
         "devices": report.devices,
+        "warm": report.warm,
     }
 
 
@@ -464,6 +471,11 @@ def render(report: Report) -> str:
             f"using {_format_ids(spec.local_device_ids)}{hint}"
         )
     lines.append("")
+
+    if report.warm is not None:
+        lines.append("warm start (kdist launch's spare interpreters):")
+        lines.extend("  " + line for line in report.warm["summary"])
+        lines.append("")
 
     lines.append("accelerators (without importing JAX):")
     lines.extend("  " + line for line in report.accelerators["summary"])

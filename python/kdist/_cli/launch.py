@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from kdist._cli.launch_arguments import build_launch_parser
 from kdist._cli.machine_gpus import EXIT_USAGE, gpus_per_process
+from kdist._local_job import compile_cache
 from kdist._local_job.attempt import End, Hooks
 from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
 from kdist._local_job.blame import cannot_run
@@ -37,7 +39,8 @@ from kdist._local_job.gpu_split import GpuSplitError
 from kdist._local_job.job import SETTLE_SECONDS, Job
 from kdist._local_job.output import Output
 from kdist._local_job.process import Process
-from kdist._local_job.share import MachineOptions, Share, ShareEnd, run_share
+from kdist._local_job.share import MachineOptions, Share, ShareEnd, run_share, warm_words
+from kdist._local_job.warm import SparePool
 
 if TYPE_CHECKING:
     from kdist._core import AttemptLedger, LedgerDecision
@@ -77,6 +80,8 @@ def _run_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         max_restarts=args.max_restarts,
         log_dir=args.log_dir,
         quiet_processes=args.quiet_processes,
+        warm=not args.no_warm,
+        preload=args.preload,
     )
 
 
@@ -94,6 +99,8 @@ def launch(
     quiet_processes: Container[int] = (),
     out: BinaryIO | None = None,
     err: BinaryIO | None = None,
+    warm: bool = True,
+    preload: Sequence[str] = (),
 ) -> int:
     """Runs `command` as `num_processes` processes of one job on 127.0.0.1.
 
@@ -129,6 +136,14 @@ def launch(
         out: Where the processes' stdout lines go. Defaults to stdout.
         err: Where their stderr lines and the launcher's notes go. Defaults
             to stderr.
+        warm: With restarts, keep a warm spare per process for the next attempt
+            (kdist._local_job.warm): a `python PROGRAM` / `python -m MODULE` command
+            then restarts without the interpreter's start and the heavy imports.
+            Defaults to True (`--no-warm`: False).
+        preload: Modules the spares import besides the default ones (`--preload`).
+
+    Unless JAX's cache variables are set, every attempt shares one persistent
+    compilation cache (in `log_dir` when given, else a folder removed at the end).
 
     Returns:
         The job's status: 0 when every process of the last attempt exited with 0; 1
@@ -148,21 +163,28 @@ def launch(
     except GpuSplitError as error:
         output.note(f"refused before starting any process: {error}")
         return EXIT_USAGE
+    cache = compile_cache.plan(os.environ, log_dir)
+    if cache.folder is None and "cannot" in cache.said:
+        output.note(cache.said)
     options = MachineOptions(
-        devices_per_process, gpus, grace, log_dir, stall_timeout, quiet_processes
+        devices_per_process, gpus, grace, log_dir, stall_timeout, quiet_processes, cache.variables
     )
     from kdist import _core
 
     ledger = _core.AttemptLedger(max_restarts)
     ends_at = None if timeout is None else time.monotonic() + timeout
-    with _forwarded_signals() as received:
-        status = _run_attempts(
-            command,
-            _Job(num_processes, port, timeout, ends_at, max_restarts, options),
-            ledger,
-            output,
-            received,
-        )
+    job = _Job(num_processes, port, timeout, ends_at, max_restarts, options)
+    # Spares only where an attempt can follow (on Linux: they ask to die with the launcher).
+    spares = None
+    if warm and max_restarts and sys.platform.startswith("linux"):
+        spares = SparePool(preload, note=output.note)
+    try:
+        with _forwarded_signals() as received:
+            status = _run_attempts(command, job, ledger, output, received, spares=spares)
+    finally:
+        if spares is not None:
+            spares.close()
+        cache.close()
     if len(ledger.rows) > 1 or max_restarts:
         table = ledger.table.rstrip("\n").splitlines()
         output.note("attempts:\n" + "\n".join("  " + line for line in table))
@@ -189,6 +211,8 @@ def _run_attempts(
     ledger: AttemptLedger,
     output: Output,
     received: list[int],
+    *,
+    spares: SparePool | None,
 ) -> int:
     """Runs attempts until the ledger says the job ends; returns its status."""
     while True:
@@ -200,14 +224,17 @@ def _run_attempts(
             coordinator_port=job.port or _free_port(),
         )
         ledger.begin(share.coordinator_port, share.count)
+        if spares is not None:
+            spares.keep = share.attempt < job.max_restarts  # no spare after the last
         ended = run_share(
             command,
             share,
             job.options,
             output,
             received,
-            hooks=_notes(share, job, output),
+            hooks=_notes(share, job, output, spares),
             deadline=job.ends_at,
+            spares=spares,
         )
         decision = _decide(ledger, ended, command, output)
         if decision.again or (job.max_restarts and ended.run.end is End.FAILED):
@@ -241,7 +268,7 @@ def _decide(
     return ledger.failed(outcome.failure)
 
 
-def _notes(share: Share, job: _Job, output: Output) -> Hooks:
+def _notes(share: Share, job: _Job, output: Output, spares: SparePool | None) -> Hooks:
     """The launcher's notes at an attempt's turning points."""
 
     def started(running: Job) -> None:
@@ -260,6 +287,7 @@ def _notes(share: Share, job: _Job, output: Output) -> Hooks:
                 if gpus is not None
                 else ""
             )
+            + warm_words(running, spares)
         )
 
     def failed(running: Job, process: Process) -> None:

@@ -60,6 +60,7 @@ def build_launch_parser(
     )
     _add_process_options(parser)
     _add_attempt_options(parser)
+    _add_warm_options(parser)
     _add_node_options(parser)
     parser.add_argument(
         "command",
@@ -143,6 +144,25 @@ def _add_attempt_options(parser: argparse.ArgumentParser) -> None:
         help="keep these processes' lines off the console (e.g. 1- : every process but 0; "
         "2,5-7; all); they still reach --log-dir, and a failed process's last lines are "
         "still printed",
+    )
+
+
+def _add_warm_options(parser: argparse.ArgumentParser) -> None:
+    """Warm restarts: a spare interpreter per process, ready for the next attempt."""
+    parser.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="start every attempt's processes cold: no warm spares (by default each local "
+        "process of a `python PROGRAM` / `python -m MODULE` job has a spare interpreter that "
+        "has imported JAX, Keras and kdist and waits to run its next attempt)",
+    )
+    parser.add_argument(
+        "--preload",
+        type=arguments.module_names,
+        default=[],
+        metavar="MODULES",
+        help="comma-separated modules the warm spares import besides JAX, jaxlib, Keras "
+        "(KERAS_BACKEND=jax) and kdist, e.g. orbax.checkpoint,my_model",
     )
 
 

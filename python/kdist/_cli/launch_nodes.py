@@ -66,4 +66,5 @@ def run_nodes(
     # The program's script and arguments, not the agent's (--node-name differs).
     fingerprint = environment_fingerprint.collect(argv=list(command))
     environment = tuple((e.name, e.value, e.must_match) for e in fingerprint)
-    return run_node(command, request, LocalOptions(machine, environment))
+    local = LocalOptions(machine, environment, warm=not args.no_warm, preload=tuple(args.preload))
+    return run_node(command, request, local)

@@ -26,6 +26,7 @@ from pathlib import Path
 from kdist._local_job.job import POLL_SECONDS, SETTLE_SECONDS, Job, start
 from kdist._local_job.output import Output
 from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process
+from kdist._local_job.warm import SparePool
 
 
 class End(enum.Enum):
@@ -79,6 +80,9 @@ class Attempt:
     quiet: Container[int] = ()
     log_files: Sequence[Path] | None = None
     first_id: int = 0  # the job-wide id of envs[0] (a machine's share of a larger job)
+    # Warm spares: process i runs in local process i's when one is ready (job.start), and
+    # the pool replaces what was used or died while the attempt runs.
+    spares: SparePool | None = None
     # What run() found.
     end: End = End.PASSED
     failed: Process | None = None  # the first process to exit non-zero
@@ -110,6 +114,7 @@ class Attempt:
                     quiet=self.quiet,
                     log_files=self.log_files,
                     first_id=self.first_id,
+                    spares=self.spares,
                 )
             except OSError as error:
                 self.error, self.end = error, End.CANNOT_START
@@ -126,6 +131,8 @@ class Attempt:
     def _watch(self) -> End:
         job, hooks = self.job, self.hooks
         while True:
+            if self.spares is not None:
+                self.spares.maintain()  # a new spare as soon as one was used or died
             if self.received:
                 self.signum = self.received[0]
                 if hooks.signalled is not None:

@@ -26,6 +26,7 @@ from kdist._local_job.process import (
     VerdictEvent,
     die_with_parent_hook,
 )
+from kdist._local_job.warm import SparePool
 
 POLL_SECONDS = 0.05
 _READER_JOIN_SECONDS = 5.0
@@ -173,6 +174,7 @@ def start(
     quiet: Container[int] = (),
     log_files: Sequence[Path] | None = None,
     first_id: int = 0,
+    spares: SparePool | None = None,
 ) -> list[Process]:
     """Starts one process of `command` per environment, then the threads that copy
     their output (threads only after the last fork, so the fork-to-exec hook runs in
@@ -195,6 +197,9 @@ def start(
             fork and exec (Python code runs there: only for a parent without other
             threads). False: the program asks for it itself once it runs
             (`process.die_with_parent`), as kdist.testing's child does.
+        spares: When given, process i runs in local process i's warm spare when it has a
+            ready one for this command and environment (kdist._local_job.warm), else it
+            starts cold, as without.
 
     Returns:
         The started processes, in process-id order.
@@ -207,17 +212,21 @@ def start(
             path.parent.mkdir(parents=True, exist_ok=True)
             logs.append(path.open("wb"))
         for index, env in enumerate(envs):
-            popen = subprocess.Popen(
-                list(command),
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
-            )
+            popen = None if spares is None else spares.take(index, command, env)
+            warm = popen is not None
+            if popen is None:
+                popen = subprocess.Popen(
+                    list(command),
+                    env=dict(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    preexec_fn=hook,  # noqa: PLW1509 (no thread exists yet: see the docstring)
+                )
             verdict = env.get(VERDICT_FILE_VARIABLE)
             process = Process(first_id + index, popen, Path(verdict) if verdict else None)
+            process.warm = warm
             process.log = logs[index] if logs else None
             processes.append(process)
     except BaseException:

@@ -142,6 +142,7 @@ class Process:
     exited_at: float | None = None  # time.monotonic() when it was seen to exit
     last_error: str = ""  # its last non-empty stderr line
     signalled: bool = False  # it was stopped (signalled while still running)
+    warm: bool = False  # it runs in a warm spare (kdist._local_job.warm), not a cold start
     # Its last lines of output, both streams in arrival order, without the prefix.
     tail: collections.deque[str] = field(
         default_factory=lambda: collections.deque(maxlen=TAIL_LINES)

@@ -15,14 +15,16 @@ import os
 import shutil
 import tempfile
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.blame import Outcome, blame, print_end
 from kdist._local_job.environment import child_environment, without_job_variables
 from kdist._local_job.gpu_split import CUDA_VISIBLE_DEVICES
+from kdist._local_job.job import Job
 from kdist._local_job.output import Output
+from kdist._local_job.warm import SparePool
 
 # Each process's variables, besides KERAS_DISTRIBUTION_*.
 RESTART_COUNT_VARIABLE = "KDIST_RESTART_COUNT"  # the attempt, 0 first
@@ -49,6 +51,9 @@ class MachineOptions:
     log_dir: Path | None = None
     stall_timeout: float | None = None  # KDIST_STALL_TIMEOUT for every process
     quiet: Container[int] = ()  # job-wide ids whose lines stay off the console
+    # Variables every process of every attempt gets, the same for all (JAX's compilation
+    # cache: kdist._local_job.compile_cache).
+    job_variables: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ def share_environments(
             devices_per_process=options.devices_per_process,
             host=share.coordinator_host,
         )
+        env.update(options.job_variables)
         env[RESTART_COUNT_VARIABLE] = str(share.attempt)
         if options.gpus is not None:
             env[CUDA_VISIBLE_DEVICES] = options.gpus[local]
@@ -138,6 +144,27 @@ def share_log_files(share: Share, options: MachineOptions) -> list[Path] | None:
     return [folder / f"process-{i}.log" for i in share.process_ids]
 
 
+def expect_spares(
+    spares: SparePool, command: Sequence[str], share: Share, options: MachineOptions
+) -> None:
+    """Tells the pool what this machine's processes will run, so that each has a spare
+    ready: the environments of `share` (an attempt like the next; a spare keeps none of
+    the attempt's own variables, kdist._local_job.warm.spare_environment)."""
+    for local, env in enumerate(share_environments(share, options, os.environ)):
+        spares.expect(local, command, env)
+    spares.maintain()
+
+
+def warm_words(job: Job, spares: SparePool | None) -> str:
+    """ "; warm: 0, 1 (spares of about 262 MiB each)" when processes started warm."""
+    warm = [str(p.process_id) for p in job.processes if p.warm]
+    if not warm:
+        return ""
+    memory = None if spares is None else spares.last_memory_mib
+    size = f" (spares of about {memory:.0f} MiB each)" if memory is not None else ""
+    return f"; warm: {', '.join(warm)}{size}"
+
+
 @dataclass
 class ShareEnd:
     """How this machine's share of an attempt ended."""
@@ -155,6 +182,7 @@ def run_share(
     *,
     hooks: Hooks | None = None,
     deadline: float | None = None,
+    spares: SparePool | None = None,
 ) -> ShareEnd:
     """Starts this machine's processes of the attempt, watches them to one end, stops what
     is left, and blames (kdist._local_job.blame); after a failure, prints the first
@@ -169,6 +197,8 @@ def run_share(
         received: The signals the starter received (the attempt forwards them).
         hooks: What the starter does at the attempt's turning points.
         deadline: A monotonic time at which the attempt is stopped; None: no limit.
+        spares: Warm spares (kdist._local_job.warm): local process i runs in its spare
+            when one is ready; None: every process starts cold.
     """
     records = Path(tempfile.mkdtemp(prefix="kdist-attempt-"))
     try:
@@ -184,6 +214,7 @@ def run_share(
             quiet=options.quiet,
             log_files=share_log_files(share, options),
             first_id=share.first_id,
+            spares=spares,
         )
         run.run()
         name = share.node.name if share.node is not None else ""

@@ -1,0 +1,1 @@
+"""A package for `python -m warm_pkg.probe` (tests/cli/test_launch_warm.py)."""

@@ -1,0 +1,3 @@
+"""A sibling module of warm_pkg.probe (imported relatively)."""
+
+WORD = "package sibling"
