@@ -48,7 +48,7 @@ def _env(backup_dir: Path, window: float | None, step_sleep: str) -> dict[str, s
     env.update(
         JAX_PLATFORMS="cpu",
         JAX_NUM_CPU_DEVICES="1",
-        KDIST_ROLL_CALL_TOKEN="bench",
+        KDIST_ROLL_CALL_TOKEN="benchmark-token-0123456789",
         KERAS_BACKEND="jax",
         KERAS_HOME="/tmp/kdist-bench-keras-home",
         BACKUP_DIR=str(backup_dir),

@@ -63,7 +63,7 @@ def by_agents(hosts: list[netns.Host], port: int) -> float:
         procs.append(
             subprocess.Popen(
                 host.command(args),
-                env=_env(KDIST_ROLL_CALL_TOKEN="bench"),
+                env=_env(KDIST_ROLL_CALL_TOKEN="benchmark-token-0123456789"),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,

@@ -348,6 +348,38 @@ def test_a_job_that_always_fails_exhausts_its_restarts_with_one_row_per_attempt(
         assert f"(this is attempt {number})" in line, line
 
 
+def test_the_same_failure_twice_ends_the_job_with_one_whatever_restarts_are_left(
+    tmp_path: Path, launchers: list[Launcher]
+) -> None:
+    """The one restart rule of -n and --nodes (the job's ledger): attempt 1 failing as
+    attempt 0 did, at the same point (process, exit status, error line), ends the job with
+    status 1 although --max-restarts 3 would allow two more; attempts.json says so."""
+    logs = tmp_path / "logs"
+    launcher = start(
+        launchers,
+        [
+            "-n", "2", "--max-restarts", "3", "--log-dir", str(logs),
+            "--", sys.executable, RESTART_CHILD, "same_failure",
+        ],
+        clean_env(2),
+    )  # fmt: skip
+    assert launcher.wait(timeout=180) == 1, launcher.describe()
+    assert sum("kdist launch: started 2 processes" in line for line in launcher.stderr) == 2
+    assert any(
+        "attempt 1 failed as attempt 0 did, at the same point" in line
+        and "RuntimeError: fails the same way on every attempt" in line
+        and "not restarting again" in line
+        for line in launcher.stderr
+    ), launcher.describe()
+    rows = attempt_rows(launcher)
+    assert [(row[0], row[2]) for row in rows] == [("0", "1"), ("1", "1")], launcher.describe()
+    recorded = json.loads((logs / "attempts.json").read_text())
+    assert recorded["exit_status"] == 1
+    assert [a["attempt"] for a in recorded["attempts"]] == [0, 1]
+    assert all(a["counted"] and a["processes"] == 2 for a in recorded["attempts"])
+    assert recorded["attempts"][0]["ended"].startswith("failed (exit 1): process 1 (host ")
+
+
 def test_no_restart_by_default_nor_after_success(launchers: list[Launcher]) -> None:
     once = start(
         launchers,

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from helpers import netns
+from helpers.agents import NODE_JOB, agent_args
 from helpers.support import PROGRAMS, Running, Spawned, clean_env, json_objects
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
@@ -27,25 +27,21 @@ PORT = 29437
 _BOUND = 300.0  # bounds every wait; nothing is timed against it
 _UNREACHABLE = "5"  # KDIST_UNREACHABLE_TIMEOUT: the liveness channel's and the rendezvous's
 KERAS = str(PROGRAMS / "keras_backup.py")
-NODE_JOB = str(PROGRAMS / "node_job.py")
 EPOCHS = 3
 STEPS_PER_EPOCH = 16  # keras_backup.py: ROWS 64 per process, batches of 4 per process
 SAVE_FREQ = 4
 
 
 def _agent(rendezvous: str, index: int, nodes: str, program: str, *extra: str) -> list[str]:
-    return [
-        sys.executable, "-m", "kdist", "launch", "--nodes", nodes, "--rendezvous", rendezvous,
-        "-n", "1", "--devices-per-process", "1", "--node-name", f"host{index}",
-        "--job-id", "t44", "--last-call", "10", "--grace", "10", *extra,
-        "--", sys.executable, program,
-    ]  # fmt: skip
-
+    return agent_args(
+        rendezvous, f"host{index}", "--grace", "10", *extra,
+        nodes=nodes, job_id="t44", last_call="10", program=program,
+    )  # fmt: skip
 
 def _keras_env(backup_dir: Path, step_sleep: str = "0.2") -> dict[str, str]:
     return clean_env(
         1,
-        KDIST_ROLL_CALL_TOKEN="elastic-token",
+        KDIST_ROLL_CALL_TOKEN="elastic-token-0123456789",
         KDIST_UNREACHABLE_TIMEOUT=_UNREACHABLE,
         KDIST_INIT_TIMEOUT="120",
         KERAS_BACKEND="jax",
@@ -135,7 +131,7 @@ def test_fewer_than_min_left_ends_with_75_naming_the_lost_node(tmp_path: Path) -
         rendezvous = f"{hosts[0].address}:{PORT + 1}"
         env = clean_env(
             1,
-            KDIST_ROLL_CALL_TOKEN="elastic-token",
+            KDIST_ROLL_CALL_TOKEN="elastic-token-0123456789",
             KDIST_UNREACHABLE_TIMEOUT=_UNREACHABLE,
             NODE_JOB_SLEEP="600",
         )

@@ -4,7 +4,6 @@ required off loopback, a real JAX collective across the hosts."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -13,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from helpers import netns
-from helpers.support import PROGRAMS, Spawned, clean_env, wait_until_gone
+from helpers.agents import agent_args, node_job_reports
+from helpers.support import Spawned, clean_env, wait_until_gone
 
 pytestmark = pytest.mark.multiprocess
 
@@ -25,28 +25,15 @@ PORT = 29431
 _BOUND = 180.0
 
 
-def _reports(text: str) -> list[dict[str, object]]:
-    return [
-        json.loads(line.split("NODE_JOB ", 1)[1])
-        for line in text.splitlines()
-        if "NODE_JOB " in line
-    ]
-
-
 def test_three_hosts_form_with_the_rendezvous_host_last_and_run_a_collective(
     tmp_path: Path,
 ) -> None:
     with netns.hosts(3) as hosts, Spawned(tmp_path) as spawned:
         rendezvous = f"{hosts[0].address}:{PORT}"
-        env = clean_env(1, KDIST_ROLL_CALL_TOKEN="nodes-token")
+        env = clean_env(1, KDIST_ROLL_CALL_TOKEN="nodes-token-0123456789")
         agents = {}
         for index in (2, 1, 0):  # the rendezvous's host last
-            args = [
-                sys.executable, "-m", "kdist", "launch", "--nodes", "3",
-                "--rendezvous", rendezvous, "-n", "1", "--devices-per-process", "1",
-                "--node-name", f"host{index}", "--job-id", "t43", "--last-call", "2",
-                "--join-timeout", "120", "--", sys.executable, str(PROGRAMS / "node_job.py"),
-            ]  # fmt: skip
+            args = agent_args(rendezvous, f"host{index}", "--join-timeout", "120", nodes="3")
             if index == 0:  # the others wait for the rendezvous, saying so
                 assert agents[2].wait_for_stderr("waiting for the nodes' rendezvous", _BOUND)
             agents[index] = spawned.start(hosts[index].command(args), env)
@@ -55,7 +42,7 @@ def test_three_hosts_form_with_the_rendezvous_host_last_and_run_a_collective(
         assert d.returncode == 0, f"host{i}: {d.stderr}"
     assert "serving the nodes' rendezvous" in done[0].stderr
     assert "waiting for the nodes' rendezvous" in done[2].stderr  # it started first
-    by_host = {i: _reports(d.stdout) for i, d in done.items()}
+    by_host = {i: node_job_reports(d.stdout) for i, d in done.items()}
     assert by_host[0][0]["process_id"] == 0  # node 0: the rendezvous's host
     for reports in by_host.values():
         (report,) = reports
@@ -83,15 +70,12 @@ def test_an_agent_without_a_token_refuses_to_start_off_loopback(tmp_path: Path) 
 def test_the_rendezvous_host_vanishing_ends_the_other_agent_with_69(tmp_path: Path) -> None:
     with netns.hosts(2) as hosts, Spawned(tmp_path) as spawned:
         rendezvous = f"{hosts[0].address}:{PORT}"
-        env = clean_env(1, KDIST_ROLL_CALL_TOKEN="nodes-token", NODE_JOB_SLEEP="600")
+        env = clean_env(1, KDIST_ROLL_CALL_TOKEN="nodes-token-0123456789", NODE_JOB_SLEEP="600")
         agents = []
         for index in (0, 1):
-            args = [
-                sys.executable, "-m", "kdist", "launch", "--nodes", "2",
-                "--rendezvous", rendezvous, "-n", "1", "--devices-per-process", "1",
-                "--node-name", f"host{index}", "--last-call", "2", "--grace", "5",
-                "--join-timeout", "60", "--", sys.executable, str(PROGRAMS / "node_job.py"),
-            ]  # fmt: skip
+            args = agent_args(
+                rendezvous, f"host{index}", "--grace", "5", "--join-timeout", "60"
+            )
             agents.append(spawned.start(hosts[index].command(args), env))
         deadline = time.monotonic() + _BOUND  # until both processes ran their collective
         while not all("NODE_JOB" in a.stdout() for a in agents):

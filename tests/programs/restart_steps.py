@@ -2,7 +2,8 @@
 then does what argv[1] says on that attempt.
 
 - "fail_first": process 1 raises on attempt 0; every process exits 0 on later attempts.
-- "always_fail": process 1 raises on every attempt.
+- "always_fail": process 1 raises on every attempt (a different line on each).
+- "same_failure": process 1 raises the same error on every attempt.
 - "stop_then_finish": a kdist job; on attempt 0 every process steps (kdist.should_stop)
   until the test signals one of them, on later attempts it exits 0 at once.
 """
@@ -33,6 +34,10 @@ elif mode == "always_fail":
     if process_id == 1:
         time.sleep(0.2)
         raise RuntimeError(f"fails on every attempt (this is attempt {attempt})")
+elif mode == "same_failure":
+    if process_id == 1:
+        time.sleep(0.2)
+        raise RuntimeError("fails the same way on every attempt")
 elif mode == "stop_then_finish":
     import kdist
 

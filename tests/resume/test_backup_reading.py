@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 import kdist
 from helpers.support import NEEDS_KERAS, NEEDS_ORBAX, REPOSITORY, clean_env, run_python
@@ -141,21 +140,3 @@ def test_the_page_s_plain_orbax_example_reads_a_backup_as_written(
             np.testing.assert_array_equal(
                 exported[variable.path], np.asarray(variable.value), variable.path
             )
-
-
-@pytest.mark.parametrize("name", ["load_backup", "BackupAndRestore"])
-def test_the_docstring_example_runs(name: str, tmp_path: Path) -> None:
-    result = run_python(
-        "import doctest, kdist\n"
-        "finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()\n"
-        f"tests = finder.find(getattr(kdist, {name!r}), {name!r}, module=False, globs={{}})\n"
-        "for test in tests:\n"
-        "    runner.run(test)\n"
-        "failed, attempted = runner.summarize(verbose=False)\n"
-        "assert failed == 0 and attempted > 0, (failed, attempted)\n"
-        "print('ok')\n",
-        env=clean_env(1, KERAS_BACKEND="jax", KERAS_HOME=str(tmp_path / "keras_home")),
-        timeout=180,
-    )
-    assert result.returncode == 0, result.describe()
-    assert result.stdout.strip().endswith("ok")

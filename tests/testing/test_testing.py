@@ -25,7 +25,7 @@ import pytest
 
 import kdist
 import kdist.testing
-from helpers.support import TESTS, alive, clean_env, run_python, wait_until_gone
+from helpers.support import TESTS, alive, clean_env, wait_until_gone
 from kdist.testing import JobFailed, JobTimeout, run_job
 
 # Seconds for a job whose function does little: the processes' start on two busy cores.
@@ -425,21 +425,3 @@ def test_a_function_of_a_script_run_as_main_runs_in_every_process(tmp_path: Path
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines()[-1] == "[40, 41]"
-
-
-@pytest.mark.multiprocess
-def test_the_docstring_examples_run() -> None:
-    result = run_python(
-        "import doctest, kdist.testing\n"
-        "finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()\n"
-        "for obj, name in ((kdist.testing, 'kdist.testing'), "
-        "(kdist.testing.run_job, 'run_job')):\n"
-        "    for test in finder.find(obj, name, module=False, globs={}):\n"
-        "        runner.run(test)\n"
-        "failed, attempted = runner.summarize(verbose=False)\n"
-        "assert failed == 0 and attempted >= 4, (failed, attempted)\n"
-        "print('ok')\n",
-        timeout=JOB_TIMEOUT * 2,
-    )
-    assert result.returncode == 0, result.describe()
-    assert result.stdout.strip().endswith("ok")

@@ -266,7 +266,7 @@ def json_report(report: Report) -> dict[str, Any]:
     Example:
         >>> from kdist._cli.doctor_report import collect, json_report
         >>> sorted(json_report(collect(probe=False)))[:3]
-        ['accelerators', 'config', 'detectors']
+        ['accelerators', 'collectives', 'config']
     """
     spec = report.spec
     config = (

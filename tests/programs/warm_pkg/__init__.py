@@ -1,1 +1,1 @@
-"""A package for `python -m warm_pkg.probe` (tests/cli/test_launch_warm.py)."""
+"""A package for `python -m warm_pkg.probe` (tests/local_job/test_warm.py)."""

@@ -5,7 +5,6 @@ hosts are not used here)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.agents import agent_args, node_job_reports
 from helpers.support import PROGRAMS, Finished, Spawned, clean_env, has_ipv6_loopback
 from kdist import _core
 
@@ -32,21 +32,11 @@ def _agent(
     program: str = "node_job.py",
     rendezvous_host: str = "127.0.0.1",
 ):  # type: ignore[no-untyped-def]
-    args = [
-        sys.executable, "-m", "kdist", "launch", "--nodes", nodes,
-        "--rendezvous", f"{rendezvous_host}:{port}", "-n", "1", "--devices-per-process", "1",
-        "--node-name", name, "--job-id", "t43", "--last-call", "2", "--grace", "5",
-        *extra, "--", sys.executable, str(PROGRAMS / program),
-    ]  # fmt: skip
+    args = agent_args(
+        f"{rendezvous_host}:{port}", name, "--grace", "5", *extra,
+        nodes=nodes, program=str(PROGRAMS / program),
+    )  # fmt: skip
     return spawned.start(args, env or clean_env(1))
-
-
-def _reports(text: str) -> list[dict[str, object]]:
-    return [
-        json.loads(line.split("NODE_JOB ", 1)[1])
-        for line in text.splitlines()
-        if "NODE_JOB " in line
-    ]
 
 
 def _two_nodes(tmp_path: Path, port: int, **options: str) -> tuple[Finished, Finished]:
@@ -64,7 +54,7 @@ def _two_nodes(tmp_path: Path, port: int, **options: str) -> tuple[Finished, Fin
 
 def _gathered(*done: Finished) -> list[dict[str, object]]:
     """The two processes' reports: ids 0 and 1, each of which gathered both ids."""
-    reports = [r for d in done for r in _reports(d.stdout)]
+    reports = [r for d in done for r in node_job_reports(d.stdout)]
     assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
     assert all(r["gathered"] == [0, 1] for r in reports), reports
     return reports
@@ -92,7 +82,7 @@ def test_two_agents_form_a_job_in_either_order_and_run_a_collective(tmp_path: Pa
     for done in (done_a, done_b):
         for line in done.stdout.splitlines():
             if "NODE_JOB " in line:
-                assert line.startswith(f"[{_reports(line)[0]['process_id']}] "), line
+                assert line.startswith(f"[{node_job_reports(line)[0]['process_id']}] "), line
     assert "serving the nodes' rendezvous" in done_b.stderr
     assert "ended with status 0" in done_b.stderr  # the rendezvous's table of attempts
 
@@ -198,7 +188,7 @@ def test_a_failure_is_named_by_every_agent_and_the_same_failure_twice_ends_it(
     # Each attempt's processes share a roll call token of their own: none from attempt 0
     # could join attempt 1.
     tokens: dict[str, set[object]] = {}
-    for r in _reports(done_a.stdout) + _reports(done_b.stdout):
+    for r in node_job_reports(done_a.stdout) + node_job_reports(done_b.stdout):
         variables = r["variables"]
         assert isinstance(variables, dict)
         tokens.setdefault(str(variables["KDIST_RESTART_COUNT"]), set()).add(r["token"])
@@ -240,7 +230,7 @@ def test_rendezvous_auto_reads_the_slurm_allocation(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert re.search(r"--rendezvous auto: localhost:\d+ \(the scheduler's first host\), "
                      r"job id '4242'", done.stderr), done.stderr
-    assert sorted(r["process_id"] for r in _reports(done.stdout)) == [0, 1]  # type: ignore[type-var]
+    assert sorted(r["process_id"] for r in node_job_reports(done.stdout)) == [0, 1]  # type: ignore[type-var]
 
 
 def test_rendezvous_auto_without_a_scheduler_says_what_to_give(tmp_path: Path) -> None:
@@ -267,6 +257,6 @@ def test_rendezvous_serve_forms_a_job_on_a_machine_that_trains_nothing(tmp_path:
     assert done.returncode == 0, done.stderr
     assert done_a.returncode == 0 and done_b.returncode == 0, done_a.stderr + done_b.stderr
     assert "not this machine's" not in done_a.stderr  # the port was taken: the server's
-    reports = _reports(done_a.stdout) + _reports(done_b.stdout)
+    reports = node_job_reports(done_a.stdout) + node_job_reports(done_b.stdout)
     assert sorted(r["process_id"] for r in reports) == [0, 1]  # type: ignore[type-var]
     assert "its attempts:" in done.stderr
