@@ -335,11 +335,11 @@ def machine_report(environ: Mapping[str, str]) -> dict[str, Any]:
         if found["memory_mib"] is not None:
             size = f", about {found['memory_mib']:.0f} MiB each (resident)"
         still = ", ".join(str(i) for i in found["importing"])
-        ready = ", ".join(str(i) for i in found["ready"]) or "none"
+        ready_ids = ", ".join(str(i) for i in found["ready"]) or "none"
         summary.append(
             f"kdist launch pid {found['launcher_pid']} ({' '.join(found['command'])}): the next "
             f"attempt starts {'warm' if found['next_attempt_warm'] else 'cold for some processes'}"
-            f"; spares ready for local processes {ready}"
+            f"; spares ready for local processes {ready_ids}"
             + size
             + (f"; still importing: {still}" if still else "")
         )
