@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "net/socket.h"
+#include "roll_call/coordinator_port.h"  // BindCoordinatorPort
 #include "roll_call/roll_call_options.h"
 #include "roll_call/roll_call_wire.h"
 
@@ -29,15 +30,6 @@ struct RollCallSummary {
   std::string listened_on;     // "[::]:5000"
   std::string consistency_notes;  // the environment differences let pass (also sent in "go")
 };
-
-// Binds the coordinator port as JAX will (listener on every interface,
-// SO_REUSEADDR, never SO_REUSEPORT), or only `bind_at` when set (JAX's
-// coordinator_bind_address; its port is then the one bound). A taken port
-// is kAlreadyExists naming the port and, where /proc allows, the pid and
-// command holding it.
-Result<Listener> BindCoordinatorPort(uint16_t port, const RollCallOptions& options,
-                                     Clock& clock,
-                                     const std::optional<Endpoint>& bind_at = std::nullopt);
 
 // Runs the roll call on a bound listener, which is closed before the
 // verdict is sent. `own` is process 0's hello; `shared` is what "go" carries.

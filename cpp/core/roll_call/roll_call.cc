@@ -63,89 +63,103 @@ std::string RollCall::Self() const {
   return "process 0 (host " + SafeText(own_.host) + ", pid " + std::to_string(own_.pid) + ")";
 }
 
-RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello,
-                                  const Arrival& arrival) {
-  const std::string who = DescribeProcess(hello);
-
-  if (!own_.token.empty() || !hello.mac.empty()) {
-    const bool proven =
-        !own_.token.empty() && !hello.mac.empty() && !arrival.mac_input.empty() &&
-        MacEqual(FrameMac(own_.token, arrival.nonce, arrival.mac_input), hello.mac);
-    if (!proven) {
-      std::string why;
-      if (own_.token.empty()) {
-        why = "it has a KDIST_ROLL_CALL_TOKEN (its hello carries a MAC) but " + Self() +
-              " has none set";
-      } else if (hello.mac.empty()) {
-        why = "it sent no KDIST_ROLL_CALL_TOKEN proof (its hello carries no MAC) but " + Self() +
-              " requires one";
-      } else {
-        why = "its KDIST_ROLL_CALL_TOKEN does not match the one of " + Self() +
-              " (its hello's MAC does not verify against the challenge process 0 sent on its "
-              "connection)";
-      }
-      const std::string note = "refused " + who + ": wrong KDIST_ROLL_CALL_TOKEN";
-      if (notes_.size() < kMaxNotes) notes_.push_back(note); else ++unnoted_;
-      return {Outcome::kRefused,
-              FailedPrecondition("the roll call refused " + who + ": " + why +
-                                 "; set the same KDIST_ROLL_CALL_TOKEN in every process of the "
-                                 "job, or in none")};
-    }
+std::optional<RollCall::Verdict> RollCall::TokenRefusal(const std::string& who,
+                                                        const Hello& hello,
+                                                        const Arrival& arrival) {
+  if (own_.token.empty() && hello.mac.empty()) return std::nullopt;
+  const bool proven = !own_.token.empty() && !hello.mac.empty() && !arrival.mac_input.empty() &&
+                      MacEqual(FrameMac(own_.token, arrival.nonce, arrival.mac_input), hello.mac);
+  if (proven) return std::nullopt;
+  std::string why;
+  if (own_.token.empty()) {
+    why = "it has a KDIST_ROLL_CALL_TOKEN (its hello carries a MAC) but " + Self() +
+          " has none set";
+  } else if (hello.mac.empty()) {
+    why = "it sent no KDIST_ROLL_CALL_TOKEN proof (its hello carries no MAC) but " + Self() +
+          " requires one";
+  } else {
+    why = "its KDIST_ROLL_CALL_TOKEN does not match the one of " + Self() +
+          " (its hello's MAC does not verify against the challenge process 0 sent on its "
+          "connection)";
   }
+  const std::string note = "refused " + who + ": wrong KDIST_ROLL_CALL_TOKEN";
+  if (notes_.size() < kMaxNotes) notes_.push_back(note); else ++unnoted_;
+  return Verdict{Outcome::kRefused,
+                 FailedPrecondition("the roll call refused " + who + ": " + why +
+                                    "; set the same KDIST_ROLL_CALL_TOKEN in every process of the "
+                                    "job, or in none")};
+}
 
+std::optional<RollCall::Verdict> RollCall::SettingDisagreement(const std::string& who,
+                                                               const Hello& hello) const {
   if (hello.num_processes != own_.num_processes) {
-    return {Outcome::kFailed,
-            FailedPrecondition(
-                "the processes disagree on num_processes: " + who + " has num_processes=" +
-                std::to_string(hello.num_processes) + From(hello.num_processes_source) + " but " +
-                Self() + " has num_processes=" + std::to_string(own_.num_processes) +
-                From(own_.num_processes_source) +
-                "; start every process of the job with the same num_processes")};
+    return Verdict{Outcome::kFailed,
+                   FailedPrecondition(
+                       "the processes disagree on num_processes: " + who + " has num_processes=" +
+                       std::to_string(hello.num_processes) + From(hello.num_processes_source) +
+                       " but " + Self() + " has num_processes=" +
+                       std::to_string(own_.num_processes) + From(own_.num_processes_source) +
+                       "; start every process of the job with the same num_processes")};
   }
   if (hello.coordinator != own_.coordinator) {
-    return {Outcome::kFailed,
-            FailedPrecondition(
-                "the processes disagree on the coordinator address: " + who + " has " +
-                SafeText(hello.coordinator, "._-:[]%") + From(hello.coordinator_source) +
-                " but " + Self() + " has " + SafeText(own_.coordinator, "._-:[]%") +
-                From(own_.coordinator_source) +
-                "; give every process the same coordinator address (the first of the job "
-                "addresses), written the same way")};
+    return Verdict{Outcome::kFailed,
+                   FailedPrecondition(
+                       "the processes disagree on the coordinator address: " + who + " has " +
+                       SafeText(hello.coordinator, "._-:[]%") + From(hello.coordinator_source) +
+                       " but " + Self() + " has " + SafeText(own_.coordinator, "._-:[]%") +
+                       From(own_.coordinator_source) +
+                       "; give every process the same coordinator address (the first of the "
+                       "job addresses), written the same way")};
   }
   if (hello.fingerprint != own_.fingerprint) {
-    return {Outcome::kFailed,
-            FailedPrecondition("the processes were configured differently: " + who +
-                               " has configuration fingerprint " + SafeText(hello.fingerprint) +
-                               " but " + Self() + " has " + SafeText(own_.fingerprint) +
-                               "; check that every process runs the same kdist version with "
-                               "the same job settings (KDIST_HEARTBEAT_TIMEOUT and "
-                               "KDIST_SHUTDOWN_TIMEOUT included)")};
+    return Verdict{Outcome::kFailed,
+                   FailedPrecondition("the processes were configured differently: " + who +
+                                      " has configuration fingerprint " +
+                                      SafeText(hello.fingerprint) + " but " + Self() + " has " +
+                                      SafeText(own_.fingerprint) +
+                                      "; check that every process runs the same kdist version "
+                                      "with the same job settings (KDIST_HEARTBEAT_TIMEOUT and "
+                                      "KDIST_SHUTDOWN_TIMEOUT included)")};
   }
+  return std::nullopt;
+}
+
+std::optional<RollCall::Verdict> RollCall::IdConflict(uint64_t connection, const std::string& who,
+                                                      const Hello& hello) const {
   if (hello.process_id < 0 || hello.process_id >= own_.num_processes) {
-    return {Outcome::kFailed,
-            FailedPrecondition("process id " + std::to_string(hello.process_id) + " of " + who +
-                               " is outside " + Ids(own_.num_processes) + " for num_processes=" +
-                               std::to_string(own_.num_processes) +
-                               "; give every process its own id in that range")};
+    return Verdict{Outcome::kFailed,
+                   FailedPrecondition("process id " + std::to_string(hello.process_id) + " of " +
+                                      who + " is outside " + Ids(own_.num_processes) +
+                                      " for num_processes=" + std::to_string(own_.num_processes) +
+                                      "; give every process its own id in that range")};
   }
   const std::string fix = "; give every process its own id in " + Ids(own_.num_processes) +
                           " (process_id= or KERAS_DISTRIBUTION_PROCESS_ID)";
   if (hello.process_id == own_.process_id) {
-    return {Outcome::kFailed,
-            FailedPrecondition("process id " + std::to_string(hello.process_id) +
-                               " is claimed twice: by " + Self() +
-                               ", the coordinator, and by the process on host " +
-                               SafeText(hello.host) + ", pid " + std::to_string(hello.pid) + fix)};
+    return Verdict{Outcome::kFailed,
+                   FailedPrecondition("process id " + std::to_string(hello.process_id) +
+                                      " is claimed twice: by " + Self() +
+                                      ", the coordinator, and by the process on host " +
+                                      SafeText(hello.host) + ", pid " +
+                                      std::to_string(hello.pid) + fix)};
   }
   const auto present = members_.find(hello.process_id);
-  if (present != members_.end() && present->second.connection != connection) {
-    const Hello& first = present->second.hello;
-    return {Outcome::kFailed,
-            FailedPrecondition("process id " + std::to_string(hello.process_id) +
-                               " is claimed twice: by the process on host " + SafeText(first.host) +
-                               ", pid " + std::to_string(first.pid) + ", and by the process on host " +
-                               SafeText(hello.host) + ", pid " + std::to_string(hello.pid) + fix)};
-  }
+  if (present == members_.end() || present->second.connection == connection) return std::nullopt;
+  const Hello& first = present->second.hello;
+  return Verdict{Outcome::kFailed,
+                 FailedPrecondition("process id " + std::to_string(hello.process_id) +
+                                    " is claimed twice: by the process on host " +
+                                    SafeText(first.host) + ", pid " + std::to_string(first.pid) +
+                                    ", and by the process on host " + SafeText(hello.host) +
+                                    ", pid " + std::to_string(hello.pid) + fix)};
+}
+
+RollCall::Verdict RollCall::Offer(uint64_t connection, const Hello& hello,
+                                  const Arrival& arrival) {
+  const std::string who = DescribeProcess(hello);
+  if (std::optional<Verdict> no = TokenRefusal(who, hello, arrival)) return *no;
+  if (std::optional<Verdict> no = SettingDisagreement(who, hello)) return *no;
+  if (std::optional<Verdict> no = IdConflict(connection, who, hello)) return *no;
   Result<Fingerprint> environment = DecodeFingerprint(hello.environment);
   if (!environment.ok()) {
     return {Outcome::kRefused,

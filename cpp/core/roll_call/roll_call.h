@@ -96,6 +96,12 @@ class RollCall {
  private:
   std::string Self() const;  // process 0 described
   std::string Notes() const;
+  // Offer's checks, in order; each returns the verdict when the hello fails it.
+  std::optional<Verdict> TokenRefusal(const std::string& who, const Hello& hello,
+                                      const Arrival& arrival);
+  std::optional<Verdict> SettingDisagreement(const std::string& who, const Hello& hello) const;
+  std::optional<Verdict> IdConflict(uint64_t connection, const std::string& who,
+                                    const Hello& hello) const;
 
   std::string HostOf(int64_t process_id) const;
   // "missing process ids [1, 3-5]", with " on hosts node-[1,3-5]" where known.

@@ -98,7 +98,15 @@ class Worker {
   Nanos Now() { return waiter_.clock().Now(); }
   std::string Line();
   Attempt TryOnce(const Endpoint& endpoint);
+  // One connection's conversation: the opening and the challenge (Greet), the hello
+  // (SendHello: `sent` false when the deadline came first), the verdict (AwaitVerdict).
+  // Greet and SendHello return the attempt's outcome when the conversation is over.
   Attempt Converse(Fd fd, const Endpoint& endpoint);
+  std::optional<Attempt> Greet(Fd& fd, const Endpoint& endpoint, FrameAssembler& in,
+                               Nanos deadline, Nonce& nonce);
+  std::optional<Attempt> SendHello(Fd& fd, Nanos deadline, bool& sent);
+  Attempt AwaitVerdict(Fd& fd, const Endpoint& endpoint, FrameAssembler& in, Nanos deadline,
+                       bool sent);
   // The stream from process 0 is not kdist's roll call.
   Attempt NotKdist(Fd& fd, const Endpoint& endpoint, const Status& why);
   // One wait (until `deadline`) and read of what process 0 sends next, into
@@ -186,8 +194,19 @@ Worker::Received Worker::Receive(Fd& fd, FrameAssembler& in, Nanos deadline,
 
 Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
   connected_ = true;
-  Attempt retry;
   const Nanos deadline = Now() + waiter_.Remaining();
+  FrameAssembler in;
+  Nonce nonce{};
+  if (std::optional<Attempt> over = Greet(fd, endpoint, in, deadline, nonce)) return *over;
+  hello_ = EncodeSignedHello(own_, nonce);
+  bool sent = false;
+  if (std::optional<Attempt> over = SendHello(fd, deadline, sent)) return *over;
+  return AwaitVerdict(fd, endpoint, in, deadline, sent);
+}
+
+std::optional<Attempt> Worker::Greet(Fd& fd, const Endpoint& endpoint, FrameAssembler& in,
+                                     Nanos deadline, Nonce& nonce) {
+  Attempt retry;
   // Open with this side's version: a process 0 of another version refuses it
   // at once. 12 bytes on a fresh connection: one write takes them all.
   const std::string opening = EncodeOpening();
@@ -199,7 +218,6 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
                                                         : std::string("the socket took part of it"));
     return retry;
   }
-  FrameAssembler in;
   // Read process 0's challenge: the hello's MAC covers its nonce.
   std::string challenge;
   while (challenge.empty()) {
@@ -215,36 +233,46 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
                   ", but nothing answered before the deadline (no challenge came)";
     return retry;
   }
-  Result<Challenge> nonce = DecodeChallenge(challenge, "roll call");
-  if (!nonce.ok()) {
+  Result<Challenge> decoded = DecodeChallenge(challenge, "roll call");
+  if (!decoded.ok()) {
     fd.CloseWithReset();
-    return {Attempt::kEnded, {},
-            FailedPrecondition("process 0 at " + endpoint.ToString() +
-                               " opened with a frame this process cannot read as its challenge: " +
-                               nonce.status().message()),
-            ""};
+    return Attempt{Attempt::kEnded, {},
+                   FailedPrecondition("process 0 at " + endpoint.ToString() +
+                                      " opened with a frame this process cannot read as its "
+                                      "challenge: " + decoded.status().message()),
+                   ""};
   }
-  hello_ = EncodeSignedHello(own_, nonce->nonce);
-  // Send the hello.
-  size_t sent = 0;
-  while (sent < hello_.size()) {
-    const Io io = WriteSome(fd.get(), std::string_view(hello_).substr(sent));
+  nonce = decoded->nonce;
+  return std::nullopt;
+}
+
+std::optional<Attempt> Worker::SendHello(Fd& fd, Nanos deadline, bool& sent) {
+  size_t written = 0;
+  while (written < hello_.size()) {
+    const Io io = WriteSome(fd.get(), std::string_view(hello_).substr(written));
     if (io.state == IoState::kError) {
       connected_ = false;
+      Attempt retry;
       retry.error = "sending the hello failed: " + ErrorText(io.error);
       return retry;
     }
     if (io.state == IoState::kDone) {
-      sent += io.bytes;
+      written += io.bytes;
       continue;
     }
     Result<short> ready = WaitFor(fd.get(), POLLOUT, deadline);
-    if (!ready.ok()) return {Attempt::kEnded, {}, ready.status(), ""};
+    if (!ready.ok()) return Attempt{Attempt::kEnded, {}, ready.status(), ""};
     if (*ready == 0) break;
   }
+  sent = written == hello_.size();
+  return std::nullopt;
+}
+
+Attempt Worker::AwaitVerdict(Fd& fd, const Endpoint& endpoint, FrameAssembler& in,
+                             Nanos deadline, bool sent) {
   // Wait for the verdict, relaying process 0's progress lines.
   bool answered = false;  // process 0 acknowledges a hello at once
-  while (sent == hello_.size()) {
+  while (sent) {
     const Received received = Receive(fd, in, deadline, endpoint, "verdict");
     if (received.ended) return *received.ended;
     if (received.deadline) break;
@@ -278,7 +306,8 @@ Attempt Worker::Converse(Fd fd, const Endpoint& endpoint) {
     // Something accepted the connection but never spoke kdist's protocol: the
     // coordinator was not reached (a proxy, a half-open path, a stalled host).
     connected_ = false;
-    retry.error = "connected to " + endpoint.ToString() + (sent == hello_.size() ? " and sent the hello" : "") +
+    Attempt retry;
+    retry.error = "connected to " + endpoint.ToString() + (sent ? " and sent the hello" : "") +
                   ", but nothing answered before the deadline";
     return retry;
   }

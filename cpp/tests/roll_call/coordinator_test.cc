@@ -587,29 +587,5 @@ TEST(Coordinator, AThousandWorkersOnOneCoordinator) {
   EXPECT_EQ(coordinator.Join()->members.size(), static_cast<size_t>(kWorkers));
 }
 
-TEST(Coordinator, BindsOnlyTheBindAddressWhenGiven) {
-  RealClock clock;
-  RollCallOptions options = FastOptions(milliseconds(1000));
-  Result<Endpoint> bind_at = EndpointFromLiteral("127.0.0.1", 0);
-  KDIST_ASSERT_OK(bind_at);
-  // The coordinator's own port (12345) is not what is bound: the bind address's is.
-  Result<Listener> listener = BindCoordinatorPort(12345, options, clock, *bind_at);
-  KDIST_ASSERT_OK(listener);
-  EXPECT_TRUE(listener->port != 12345);
-  EXPECT_EQ(listener->bound, "127.0.0.1:" + std::to_string(listener->port));
-}
-
-TEST(Coordinator, ATakenBindAddressNamesThePort) {
-  RealClock clock;
-  RollCallOptions options = FastOptions(milliseconds(1000));
-  Result<Listener> holder = ListenOnAllInterfaces(0, 4);
-  KDIST_ASSERT_OK(holder);
-  Result<Endpoint> bind_at = EndpointFromLiteral("127.0.0.1", holder->port);
-  KDIST_ASSERT_OK(bind_at);
-  KDIST_EXPECT_ERROR(BindCoordinatorPort(1, options, clock, *bind_at),
-                     StatusCode::kAlreadyExists,
-                     "process 0 cannot use coordinator port " + std::to_string(holder->port));
-}
-
 }  // namespace
 }  // namespace kdist

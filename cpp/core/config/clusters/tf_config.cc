@@ -230,6 +230,76 @@ std::optional<int64_t> AsInteger(const Json* value) {
   return std::nullopt;
 }
 
+// The job's processes: the chief (if any) first, then the workers, in list order.
+struct Tasks {
+  std::vector<std::string> addresses;
+  size_t chiefs = 0;
+  size_t workers = 0;
+};
+
+// The cluster's chief and worker addresses; the reason (after "TF_CONFIG=... ") otherwise.
+Result<Tasks> ReadTasks(const Json& cluster) {
+  Tasks tasks;
+  for (const std::string_view job : {std::string_view("chief"), std::string_view("worker")}) {
+    const Json* list = Member(cluster, std::string(job));
+    if (list == nullptr) continue;
+    if (!list->is_array()) {
+      return InvalidArgument("has cluster." + std::string(job) + " of type " + KindName(*list) +
+                             "; expected a list of \"host:port\" strings");
+    }
+    size_t i = 0;
+    for (const Json& item : *list) {
+      const std::string where = "cluster." + std::string(job) + "[" + std::to_string(i++) + "]";
+      if (!item.is_string()) {
+        return InvalidArgument("has " + where + " of type " + KindName(item) +
+                               "; expected a \"host:port\" string");
+      }
+      Result<Address> address = ParseAddress(Text(item));
+      if (!address.ok()) {
+        return InvalidArgument("has " + where + "=" + Quote(Text(item)) + ", which " +
+                               address.status().message());
+      }
+      tasks.addresses.push_back(address->ToString());
+    }
+    (job == "chief" ? tasks.chiefs : tasks.workers) = list->size();
+  }
+  for (auto member = cluster.begin(); member != cluster.end(); ++member) {
+    if (member.key() != "chief" && member.key() != "worker") {
+      return InvalidArgument(
+          "has cluster." + member.key() +
+          ": kdist runs the \"chief\" and \"worker\" tasks as one JAX job; parameter "
+          "servers, evaluators and other task types are not part of it");
+    }
+  }
+  if (tasks.chiefs > 1) {
+    return InvalidArgument("lists " + std::to_string(tasks.chiefs) + " chiefs; expected at most one");
+  }
+  if (tasks.addresses.empty()) return InvalidArgument("lists no \"chief\" or \"worker\" tasks");
+  return tasks;
+}
+
+// This process's id among `tasks`, and its task as text; the reason otherwise.
+Result<std::pair<int64_t, std::string>> ReadOwnTask(const Json& task, const Tasks& tasks) {
+  const Json* type = Member(task, "type");
+  const Json* index = Member(task, "index");
+  if (type == nullptr || !type->is_string() ||
+      (Text(*type) != "chief" && Text(*type) != "worker")) {
+    return InvalidArgument("has a task type that is not \"chief\" or \"worker\"; this process "
+                           "must be one of the job's tasks");
+  }
+  const std::string& type_name = Text(*type);
+  const std::optional<int64_t> i = AsInteger(index);
+  const size_t of_type = type_name == "chief" ? tasks.chiefs : tasks.workers;
+  if (!i || *i < 0 || static_cast<size_t>(*i) >= of_type) {
+    return InvalidArgument("has a task index that is not an integer in [0, " +
+                           std::to_string(of_type) + ") (the number of \"" + type_name +
+                           "\" tasks in the cluster)");
+  }
+  const int64_t process_id = (type_name == "worker" ? static_cast<int64_t>(tasks.chiefs) : 0) + *i;
+  return std::make_pair(process_id, "{\"type\": \"" + type_name + "\", \"index\": " +
+                                        std::to_string(*i) + "}");
+}
+
 DetectResult Detect(const Environment& env) {
   constexpr std::string_view kName = "tf_config";
   const std::string* text = Lookup(env, "TF_CONFIG");
@@ -252,70 +322,19 @@ DetectResult Detect(const Environment& env) {
   if (task == nullptr || !task->is_object()) {
     return bad("has no \"task\" object; expected \"task\": {\"type\": \"worker\", \"index\": 0}");
   }
-
-  // Processes: the chief (if any) first, then the workers, in list order.
-  std::vector<std::string> addresses;
-  size_t chiefs = 0, workers = 0;
-  for (const std::string_view job : {std::string_view("chief"), std::string_view("worker")}) {
-    const Json* list = Member(*cluster, std::string(job));
-    if (list == nullptr) continue;
-    if (!list->is_array()) {
-      return bad("has cluster." + std::string(job) + " of type " + KindName(*list) +
-                 "; expected a list of \"host:port\" strings");
-    }
-    size_t i = 0;
-    for (const Json& item : *list) {
-      const std::string where = "cluster." + std::string(job) + "[" + std::to_string(i++) + "]";
-      if (!item.is_string()) {
-        return bad("has " + where + " of type " + KindName(item) +
-                   "; expected a \"host:port\" string");
-      }
-      Result<Address> address = ParseAddress(Text(item));
-      if (!address.ok()) {
-        return bad("has " + where + "=" + Quote(Text(item)) + ", which " +
-                   address.status().message());
-      }
-      addresses.push_back(address->ToString());
-    }
-    (job == "chief" ? chiefs : workers) = list->size();
-  }
-  for (auto member = cluster->begin(); member != cluster->end(); ++member) {
-    if (member.key() != "chief" && member.key() != "worker") {
-      return bad("has cluster." + member.key() +
-                 ": kdist runs the \"chief\" and \"worker\" tasks as one JAX job; parameter "
-                 "servers, evaluators and other task types are not part of it");
-    }
-  }
-  if (chiefs > 1) return bad("lists " + std::to_string(chiefs) + " chiefs; expected at most one");
-  if (addresses.empty()) return bad("lists no \"chief\" or \"worker\" tasks");
-
-  const Json* type = Member(*task, "type");
-  const Json* index = Member(*task, "index");
-  if (type == nullptr || !type->is_string() ||
-      (Text(*type) != "chief" && Text(*type) != "worker")) {
-    return bad("has a task type that is not \"chief\" or \"worker\"; this process must be one of "
-               "the job's tasks");
-  }
-  const std::string& type_name = Text(*type);
-  const std::optional<int64_t> i = AsInteger(index);
-  const size_t of_type = type_name == "chief" ? chiefs : workers;
-  if (!i || *i < 0 || static_cast<size_t>(*i) >= of_type) {
-    return bad("has a task index that is not an integer in [0, " + std::to_string(of_type) +
-               ") (the number of \"" + type_name + "\" tasks in the cluster)");
-  }
-  const int64_t process_id = (type_name == "worker" ? static_cast<int64_t>(chiefs) : 0) + *i;
-  const std::string task_text = "{\"type\": \"" + type_name + "\", \"index\": " +
-                                std::to_string(*i) + "}";
-
+  Result<Tasks> tasks = ReadTasks(*cluster);
+  if (!tasks.ok()) return bad(tasks.status().message());
+  Result<std::pair<int64_t, std::string>> own = ReadOwnTask(*task, *tasks);
+  if (!own.ok()) return bad(own.status().message());
+  const std::string joined = Join(tasks->addresses, ",");
   Detection d;
   d.detector = std::string(kName);
-  d.job_addresses = DetectedValue{Join(addresses, ","), "TF_CONFIG cluster",
-                                  "TF_CONFIG cluster " + Quote(Join(addresses, ","))};
-  d.num_processes = DetectedValue{std::to_string(addresses.size()), "TF_CONFIG cluster",
-                                  "TF_CONFIG cluster (" + std::to_string(chiefs) + " chief, " +
-                                      std::to_string(workers) + " workers)"};
-  d.process_id = DetectedValue{std::to_string(process_id), "TF_CONFIG task",
-                               "TF_CONFIG task " + task_text};
+  d.job_addresses = DetectedValue{joined, "TF_CONFIG cluster", "TF_CONFIG cluster " + Quote(joined)};
+  d.num_processes = DetectedValue{std::to_string(tasks->addresses.size()), "TF_CONFIG cluster",
+                                  "TF_CONFIG cluster (" + std::to_string(tasks->chiefs) +
+                                      " chief, " + std::to_string(tasks->workers) + " workers)"};
+  d.process_id = DetectedValue{std::to_string(own->first), "TF_CONFIG task",
+                               "TF_CONFIG task " + own->second};
   return std::optional<Detection>(std::move(d));
 }
 
