@@ -4,6 +4,7 @@
 
 #include "base/scalars.h"
 #include "base/text.h"
+#include "config/raw_setting.h"
 
 namespace kdist {
 namespace {
@@ -88,6 +89,69 @@ Result<LocalDeviceSetting> ParseLocalDeviceSetting(std::string_view text) {
     setting.ids.push_back(*id);
   }
   return setting;
+}
+
+Status ResolveLocalDevices(const Environment& env, const std::optional<Detection>& detection,
+                           ClusterSpec& spec) {
+  std::optional<Raw> raw = Pick(std::nullopt, "", env, kEnvLocalDeviceIds);
+  const std::optional<Raw> jax_raw = Pick(std::nullopt, "", env, kEnvJaxLocalDeviceIds);
+  std::optional<LocalDeviceSetting> setting;
+  if (raw) {
+    Result<LocalDeviceSetting> parsed = ParseLocalDeviceSetting(raw->text);
+    if (!parsed.ok()) return Invalid(*raw, parsed.status().message());
+    setting = *parsed;
+  }
+  if (jax_raw) {
+    Result<LocalDeviceSetting> parsed = ParseLocalDeviceSetting(jax_raw->text);
+    const std::string expected =
+        "expected device ids separated by commas, such as \"0,1\" (JAX's format)";
+    if (!parsed.ok()) return Invalid(*jax_raw, parsed.status().message() + "; " + expected);
+    if (parsed->kind != LocalDeviceSetting::Kind::kList) {
+      return Invalid(*jax_raw, expected + "; \"all\" and \"auto\" are values of " +
+                                   std::string(kEnvLocalDeviceIds));
+    }
+    // JAX reads its variable whenever no ids are passed, so kdist's "all" or
+    // "auto" could not win over it: refuse the contradiction.
+    if (setting && setting->kind != LocalDeviceSetting::Kind::kList) {
+      return InvalidArgument(
+          Describe(*raw) + " contradicts " + Describe(*jax_raw) +
+          ", which JAX applies whenever no device ids are passed; unset " +
+          std::string(kEnvJaxLocalDeviceIds) + ", or give the ids in " +
+          std::string(kEnvLocalDeviceIds));
+    }
+    if (!setting) {
+      raw = jax_raw;
+      setting = *parsed;
+    }
+  }
+  const bool apply_suggestion = setting && setting->kind == LocalDeviceSetting::Kind::kAuto;
+
+  Result<LocalDeviceSuggestion> suggestion = SuggestLocalDevices(detection, env);
+  if (!suggestion.ok()) {
+    // Only fatal when asked to apply it.
+    if (apply_suggestion) return suggestion.status();
+    suggestion = LocalDeviceSuggestion{std::nullopt, "", suggestion.status().message()};
+  }
+  spec.suggested_local_device_ids = suggestion->ids;
+  spec.local_devices_reason = suggestion->reason;
+
+  const bool distributed = spec.coordinator().has_value();
+  spec.local_device_ids = {std::nullopt, "default"};
+  if (!setting) return Status::Ok();
+  spec.local_device_ids.source = raw->source;
+  if (setting->kind == LocalDeviceSetting::Kind::kList) {
+    if (!distributed) {
+      return Invalid(*raw,
+                     "local device ids apply to a job started through jax.distributed (one "
+                     "with a coordinator address); for a single process, limit its devices "
+                     "with CUDA_VISIBLE_DEVICES instead");
+    }
+    spec.local_device_ids.value = setting->ids;
+  } else if (apply_suggestion && distributed && suggestion->ids) {
+    spec.local_device_ids = {suggestion->ids, suggestion->source};
+    spec.local_devices_suggestion_applied = true;
+  }
+  return Status::Ok();
 }
 
 }  // namespace kdist

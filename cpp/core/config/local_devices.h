@@ -18,6 +18,7 @@
 
 #include "base/environment.h"
 #include "base/status.h"
+#include "config/cluster_spec.h"
 #include "config/clusters/detection.h"
 
 namespace kdist {
@@ -55,6 +56,12 @@ struct LocalDeviceSetting {
 // Parses KDIST_LOCAL_DEVICE_IDS's text; failure is kInvalidArgument with a
 // reason to be placed after the variable's name.
 Result<LocalDeviceSetting> ParseLocalDeviceSetting(std::string_view text);
+
+// The local device ids of `spec` (KDIST_LOCAL_DEVICE_IDS, else JAX_LOCAL_DEVICE_IDS)
+// against the detected scheduler's suggestion, which "auto" applies; resolve's step for
+// them, once the job's coordinator is known. kInvalidArgument naming the variable.
+Status ResolveLocalDevices(const Environment& env, const std::optional<Detection>& detection,
+                           ClusterSpec& spec);
 
 }  // namespace kdist
 
