@@ -126,7 +126,7 @@ std::string AttemptLedger::Table() const {
                     running ? "-" : std::to_string(row.exit_status),
                     TenthsText(row.started_seconds), TenthsText(row.ended_seconds),
                     row.nodes.empty() ? "-" : Join(row.nodes, ","), std::to_string(row.processes),
-                    row.counted ? "yes" : "no", running ? "running" : row.ended});
+                    row.counted ? "yes" : "not counted against --max-restarts", running ? "running" : row.ended});
   }
   return AlignedTable(rows);
 }
