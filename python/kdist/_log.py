@@ -5,10 +5,13 @@ nothing: what it says at INFO ("roll call complete ...") stays quiet unless the 
 shows it. A wait is different. A process that waits for the others (the roll call, process
 0's JAX service, the job's end) says so even when the program configured no logging at all:
 a first line after FIRST_SECONDS, then one every REPEAT_SECONDS, each naming who waits, for
-what, what the last attempt said and how much of the deadline is spent. Without any logging
-configuration they go to stderr, as `kdist: <line>`; once the program configures logging
-(a handler on the root logger or on the `kdist` logger, or a level on the `kdist` logger)
-they are INFO records of the `kdist` logger, and its configuration decides:
+what, what the last attempt said and how much of the deadline is spent; and so does a
+line that says where a job resumed or stopped (kdist.BackupAndRestore). Such a line reaches
+the user whatever configured the root logger (the program, or a library: absl's
+`logging.basicConfig()`, run when JAX or Orbax is imported, leaves the root at WARNING): it
+is an INFO record of the `kdist` logger when that record would be shown, else `kdist: <line>`
+on stderr. Only the `kdist` logger's own configuration (a level or a handler on it) decides
+otherwise:
 
     logging.getLogger("kdist").setLevel(logging.WARNING)   # no progress lines at all
 """
@@ -43,10 +46,25 @@ def configured_by_program(logger: logging.Logger = LOGGER) -> bool:
     return False
 
 
+def configured_for_kdist(logger: logging.Logger = LOGGER) -> bool:
+    """Whether the program configured kdist's own logger: a level or a handler on it (or on
+    a logger between it and the root), not only the root logger, which libraries configure
+    too (absl's basicConfig under JAX and Orbax)."""
+    node: logging.Logger | None = logger
+    while node is not None and node is not logging.root:
+        if node.level != logging.NOTSET or node.handlers:
+            return True
+        if not node.propagate:
+            return False
+        node = node.parent
+    return False
+
+
 def say(line: str) -> None:
-    """One line a user must see: a kdist INFO record when the program configured logging,
-    else `kdist: <line>` on stderr (unless logging was disabled with `logging.disable`)."""
-    if configured_by_program():
+    """One line a user must see: a kdist INFO record when the program configured kdist's
+    logger, or configured logging so that the record is shown; else `kdist: <line>` on
+    stderr (unless logging was disabled with `logging.disable`)."""
+    if configured_for_kdist() or (configured_by_program() and LOGGER.isEnabledFor(logging.INFO)):
         LOGGER.info("%s", line)
         return
     if logging.root.manager.disable >= logging.INFO:

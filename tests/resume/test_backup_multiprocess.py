@@ -184,6 +184,11 @@ def test_under_kdist_launch_a_sigterm_mid_epoch_is_restarted_and_ends_as_uninter
     step = stopped.pop()
     assert target <= step < EPOCHS * STEPS_PER_EPOCH, (target, step)
     assert f"every process stopped at step {step}" in " ".join(rows[0]), launcher.describe()
+    # Where the job stopped and where it went on from, on the console although the program
+    # imports Orbax (absl configures the root logger at WARNING): issue 60.
+    errors = "\n".join(launcher.stderr)
+    assert f"BackupAndRestore saved step {step} to {backup_dir} at the agreed stop" in errors
+    assert f"BackupAndRestore resumes from {backup_dir}" in errors, launcher.describe()
     for report in first:
         assert (report["restart_count"], report["restored_step"]) == (0, None)
         assert report["iterations"] == step

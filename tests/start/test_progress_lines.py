@@ -6,12 +6,13 @@ never come (process 0), with Python's logging left as a fresh interpreter has it
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.support import Spawned, clean_env, free_port
+from helpers.support import Spawned, clean_env, free_port, run_python
 
 # The default cadence: a first line after 5 s, so "within about 10 s" leaves room for a
 # busy machine (the bound only ends the wait; nothing is timed).
@@ -96,7 +97,6 @@ def test_configured_by_program_reads_levels_and_handlers() -> None:
     "configuration",
     [
         "logging.getLogger('kdist').setLevel(logging.ERROR)",
-        "logging.basicConfig(level=logging.WARNING)",
         "logging.disable(logging.INFO)",
     ],
 )
@@ -114,6 +114,32 @@ def test_a_program_that_quiets_kdist_sees_none_of_it(tmp_path: Path, configurati
         quiet = spawned.start(program(prelude), job_env(1, 2, free_port()))
         assert control.wait_for_stderr("kdist: process 1 of 2: waiting", FIRST_LINE_BOUND_SECONDS)
         assert not quiet.wait_for_stderr("waiting", 1.0), quiet.stderr()
+
+
+@pytest.mark.parametrize(
+    "configuration",
+    [
+        "import orbax.checkpoint",  # absl's logging.basicConfig(): a root handler, at WARNING
+        "logging.basicConfig(level=logging.WARNING)",
+    ],
+)
+def test_a_root_logger_at_warning_does_not_hide_kdists_lines(configuration: str) -> None:
+    """Importing Orbax (absl configures the root logger) or a program's own basicConfig at
+    WARNING would drop kdist's INFO records: the lines a user must see (where a job resumed,
+    the agreed stop) go to stderr instead. Only kdist's own logger quiets them."""
+    if configuration.startswith("import orbax") and importlib.util.find_spec("orbax") is None:
+        pytest.skip("orbax-checkpoint is not installed (pip install 'kdist[backup]')")
+    result = run_python(
+        f"import logging\n{configuration}\nimport kdist._log\n"
+        "assert logging.root.handlers, 'the root logger is configured'\n"
+        "kdist._log.say('BackupAndRestore resumes from /b (a job of 2 processes): step 12')\n"
+        "logging.getLogger('kdist').setLevel(logging.WARNING)\n"
+        "kdist._log.say('quieted by the program')\n",
+        env=clean_env(1),
+    )
+    assert result.returncode == 0, result.describe()
+    assert "kdist: BackupAndRestore resumes from /b" in result.stderr, result.describe()
+    assert "quieted by the program" not in result.stderr
 
 
 @pytest.mark.multiprocess

@@ -1,5 +1,7 @@
 #include "base/clock.h"
 
+#include <ctime>
+
 #include <cmath>
 #include <thread>
 
@@ -31,6 +33,15 @@ int64_t WallClockMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::string WallClockTime(int64_t unix_millis) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_millis / 1000);
+  std::tm parts{};
+  if (localtime_r(&seconds, &parts) == nullptr) return "an unknown time";
+  char buffer[16];
+  if (std::strftime(buffer, sizeof buffer, "%H:%M:%S", &parts) == 0) return "an unknown time";
+  return buffer;
 }
 
 }  // namespace kdist

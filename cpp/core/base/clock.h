@@ -8,6 +8,7 @@
 #define KDIST_BASE_CLOCK_H_
 
 #include <chrono>
+#include <string>
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +24,8 @@ double NanosToSeconds(Nanos value);
 // The wall clock (system_clock) in milliseconds since the Unix epoch, for the
 // lines that say when something happened; never for a deadline.
 int64_t WallClockMillis();
+// A wall-clock time as the local "HH:MM:SS" ("an unknown time" when it cannot be).
+std::string WallClockTime(int64_t unix_millis);
 
 class Clock {
  public:

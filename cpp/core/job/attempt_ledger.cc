@@ -20,6 +20,13 @@ std::string TenthsText(double seconds) {
   return text;
 }
 
+// "21:14:03 (12.5 s)" when the wall clock is known, else "12.5 s".
+std::string WhenText(double seconds, int64_t unix_millis) {
+  if (seconds < 0) return "-";
+  if (unix_millis <= 0) return TenthsText(seconds);
+  return WallClockTime(unix_millis) + " (" + TenthsText(seconds) + ")";
+}
+
 }  // namespace
 
 AttemptLedger::AttemptLedger(LedgerOptions options, Nanos start)
@@ -27,6 +34,17 @@ AttemptLedger::AttemptLedger(LedgerOptions options, Nanos start)
 
 double AttemptLedger::SecondsSinceStart(Nanos at) const {
   return std::chrono::duration<double>(at - start_).count();
+}
+
+int64_t AttemptLedger::WallMillis(Nanos at) const {
+  if (options_.wall_start_unix_millis <= 0) return 0;
+  return options_.wall_start_unix_millis +
+         std::chrono::duration_cast<std::chrono::milliseconds>(at - start_).count();
+}
+
+void AttemptLedger::End(AttemptRow& row, Nanos now) const {
+  row.ended_seconds = SecondsSinceStart(now);
+  row.ended_unix_millis = WallMillis(now);
 }
 
 AttemptRow* AttemptLedger::Running() {
@@ -42,12 +60,13 @@ void AttemptLedger::Begin(int64_t port, std::vector<std::string> nodes, int64_t 
   row.nodes = std::move(nodes);
   row.processes = processes;
   row.started_seconds = SecondsSinceStart(now);
+  row.started_unix_millis = WallMillis(now);
   rows_.push_back(std::move(row));
 }
 
 LedgerDecision AttemptLedger::Finished(Nanos now) {
   if (AttemptRow* row = Running()) {
-    row->ended_seconds = SecondsSinceStart(now);
+    End(*row, now);
     row->ended = "finished";
   }
   return {false, 0, ""};
@@ -56,7 +75,7 @@ LedgerDecision AttemptLedger::Finished(Nanos now) {
 LedgerDecision AttemptLedger::Failed(const JobFailure& failure, Nanos now) {
   AttemptRow* row = Running();
   if (row != nullptr) {
-    row->ended_seconds = SecondsSinceStart(now);
+    End(*row, now);
     row->ended = failure.Record();
     row->exit_status = failure.exit_status;
   }
@@ -82,7 +101,7 @@ LedgerDecision AttemptLedger::Failed(const JobFailure& failure, Nanos now) {
 
 LedgerDecision AttemptLedger::Reformed(const std::string& cause, Nanos now) {
   if (AttemptRow* row = Running()) {
-    row->ended_seconds = SecondsSinceStart(now);
+    End(*row, now);
     row->ended = cause;
     row->exit_status = 0;
     row->counted = false;
@@ -106,7 +125,7 @@ LedgerDecision AttemptLedger::Reformed(const std::string& cause, Nanos now) {
 
 LedgerDecision AttemptLedger::Ended(const std::string& how, int64_t exit_status, Nanos now) {
   if (AttemptRow* row = Running()) {
-    row->ended_seconds = SecondsSinceStart(now);
+    End(*row, now);
     row->ended = how;
     row->exit_status = exit_status;
   }
@@ -124,7 +143,8 @@ std::string AttemptLedger::Table() const {
     const bool running = row.ended_seconds < 0;
     rows.push_back({std::to_string(row.attempt), std::to_string(row.port),
                     running ? "-" : std::to_string(row.exit_status),
-                    TenthsText(row.started_seconds), TenthsText(row.ended_seconds),
+                    WhenText(row.started_seconds, row.started_unix_millis),
+                    WhenText(row.ended_seconds, row.ended_unix_millis),
                     row.nodes.empty() ? "-" : Join(row.nodes, ","), std::to_string(row.processes),
                     row.counted ? "yes" : "not counted against --max-restarts", running ? "running" : row.ended});
   }

@@ -34,6 +34,9 @@ struct LedgerOptions {
   // The thrash guard: more than this many re-forms within `reform_window` end the job.
   int64_t max_reforms = 4;
   Nanos reform_window = std::chrono::minutes(10);
+  // The wall-clock time of the ledger's start (Unix milliseconds; 0: unknown): rows then
+  // carry wall-clock times too, and the table shows them.
+  int64_t wall_start_unix_millis = 0;
 };
 
 // One attempt: a row of the table and of attempts.json.
@@ -44,6 +47,8 @@ struct AttemptRow {
   int64_t processes = 0;
   double started_seconds = 0;  // since the job started
   double ended_seconds = -1;   // -1: still running
+  int64_t started_unix_millis = 0;  // wall clock; 0: unknown
+  int64_t ended_unix_millis = 0;    // wall clock; 0: unknown or still running
   // "finished"; a failure's Record() ("failed (exit 1): process 1 ..."); "node lost: ...";
   // "drained: ..."; "grown: ... joined"; how the starter ended it; "" while running.
   std::string ended;
@@ -82,6 +87,8 @@ class AttemptLedger {
  private:
   AttemptRow* Running();
   double SecondsSinceStart(Nanos at) const;
+  int64_t WallMillis(Nanos at) const;  // 0 when the wall clock is unknown
+  void End(AttemptRow& row, Nanos now) const;
 
   LedgerOptions options_;
   Nanos start_;

@@ -20,15 +20,6 @@ std::string WithHost(const std::string& host, int64_t pid) {
 }
 
 // "20:01:07", this machine's local time of `unix_millis`.
-std::string WallClockTime(int64_t unix_millis) {
-  const std::time_t seconds = static_cast<std::time_t>(unix_millis / 1000);
-  std::tm parts{};
-  if (localtime_r(&seconds, &parts) == nullptr) return "an unknown time";
-  char buffer[16];
-  if (std::strftime(buffer, sizeof buffer, "%H:%M:%S", &parts) == 0) return "an unknown time";
-  return buffer;
-}
-
 // "process 2 (host node-2, pid 977, address 10.0.0.3) is unreachable since
 // 20:01:07 (no answer from its host for 20 s; KDIST_UNREACHABLE_TIMEOUT)".
 std::string DescribeUnreachable(const LiveNotice& notice) {

@@ -55,6 +55,7 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                    refused + "its hello is frame " + std::to_string(hello.sequence) +
                        " of its connection; expected the first")};
   }
+  if (hello.purpose == NodePurpose::kStop) return StopJob(connection, hello, arrival);
   // 2. The job's shape; 3. the node's name.
   if (std::optional<NodeMessage> no = ShapeRefusal(connection, hello, refused)) return {*no};
   if (std::optional<NodeMessage> no = NameRefusal(connection, hello, arrival, refused)) {
@@ -73,6 +74,54 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
   }
   ++next_id_;
   return Admit(connection, hello, arrival, id, grows, now);
+}
+
+std::vector<NodeMessage> RendezvousBook::StopJob(uint64_t connection, const NodeHello& hello,
+                                                 const Arrival& arrival) {
+  const std::string who = "kdist stop (host " + SafeText(hello.host) + ", pid " +
+                          std::to_string(hello.pid) + ", at " + arrival.peer_host + ")";
+  if (hello.job_id != options_.job_id) {
+    return {Refuse(connection, StatusCode::kFailedPrecondition,
+                   "the nodes' rendezvous refused " + who + ": it names job id " +
+                       Quote(hello.job_id) + "; this rendezvous forms job id " +
+                       Quote(options_.job_id) + "; give kdist stop the job's --job-id")};
+  }
+  NodeMessage answer;
+  answer.connection = connection;
+  answer.reply.kind = NodeReplyKind::kEnd;
+  answer.reply.attempt = attempt_;
+  if (phase_ == Phase::kEnded) {
+    answer.reply.message = "the job had already ended, with status " + std::to_string(exit_status_);
+    return {answer};
+  }
+  stopped_by_ = who;
+  std::vector<NodeMessage> out;
+  if (phase_ == Phase::kGathering) {
+    out = EndAll(StatusCode::kOk, "the job was stopped by " + who + " while it gathered",
+                 kExitDrained);
+    if (formed()) ledger_.AddToLastEnd("; then stopped by " + who);
+    answer.reply.message = "the job had not formed: its " + std::to_string(out.size()) +
+                           " agents leave with " + std::to_string(kExitDrained);
+  } else {
+    for (Node& node : nodes_) node.draining = true;
+    for (const Node& node : joining_) {
+      out.push_back(EndOne(node, StatusCode::kOk, "the job was stopped by " + who, kExitDrained));
+    }
+    joining_.clear();
+    for (NodeMessage& m : StopRunningNodes("the job is stopped by " + who + ": attempt " +
+                                           std::to_string(attempt_) +
+                                           " stops at one agreed step, then every agent "
+                                           "leaves with 143")) {
+      out.push_back(std::move(m));
+    }
+    answer.reply.message = "attempt " + std::to_string(attempt_) + " of job " +
+                           Quote(options_.job_id) + " stops at one agreed step on its " +
+                           std::to_string(nodes_.size()) +
+                           " nodes, every process saving there; then every agent leaves with " +
+                           std::to_string(kExitDrained);
+  }
+  out.push_back(std::move(answer));
+  return out;
 }
 
 std::optional<std::string> RendezvousBook::TokenRefusal(const NodeHello& hello,

@@ -38,6 +38,15 @@ RendezvousAgent::RendezvousAgent(RendezvousAgentOptions options, Clock& clock, L
     : options_(std::move(options)), clock_(clock), log_(std::move(log)) {}
 
 Status RendezvousAgent::Join(NodeHello hello) {
+  KDIST_ASSIGN_OR_RETURN(const NodeReply reply, Ask(std::move(hello)));
+  if (reply.kind != NodeReplyKind::kAdmitted) {
+    return FailedPrecondition("the nodes' rendezvous at " + options_.where +
+                              " did not admit this agent: " + reply.message);
+  }
+  return Status::Ok();
+}
+
+Result<NodeReply> RendezvousAgent::Ask(NodeHello hello) {
   const Nanos start = clock_.Now();
   const Nanos until = start + options_.join_timeout;
   Nanos retry = options_.first_retry;
@@ -59,7 +68,7 @@ Status RendezvousAgent::Join(NodeHello hello) {
     }
     last_error = fd.status().message();
     if (clock_.Now() >= next_line) {
-      log_("kdist agent: waiting for the nodes' rendezvous at " + options_.where + " (" +
+      log_("waiting for the nodes' rendezvous at " + options_.where + " (" +
            last_error + "); " + Seconds(clock_.Now() - start) + " of " +
            Seconds(options_.join_timeout) + " (--join-timeout)");
       next_line = clock_.Now() + options_.progress_every;
@@ -95,9 +104,10 @@ Status RendezvousAgent::Join(NodeHello hello) {
       return reply.status();
     }
     if (reply->kind == NodeReplyKind::kAdmitted) {
-      log_("kdist agent: " + reply->message);
-      return Status::Ok();
+      log_(reply->message);
+      return reply;
     }
+    if (reply->kind == NodeReplyKind::kEnd) return reply;  // the answer to a request
     if (reply->kind == NodeReplyKind::kRefused) return Status(reply->code, reply->message);
     // kWaiting before the admission: keep reading.
   }

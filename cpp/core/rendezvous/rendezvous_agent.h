@@ -46,6 +46,9 @@ class RendezvousAgent {
   // kInvalidArgument with the rendezvous's refusal otherwise (a refusal is
   // believed unsigned: it only ends this agent).
   Status Join(NodeHello hello);
+  // The same conversation for a hello that asks without joining (`kdist stop`): the
+  // rendezvous's answer (kEnd, its message), or the refusal as a status.
+  Result<NodeReply> Ask(NodeHello hello);
   // The next reply (kWaiting, kRoster or kEnd), waiting at most `timeout`:
   // kDeadlineExceeded when none came, kUnavailable when the rendezvous is lost
   // (closed, reset, or a frame that does not verify).

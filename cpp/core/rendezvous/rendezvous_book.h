@@ -94,6 +94,8 @@ struct RendezvousOptions {
   // runs with it. nullopt (`--scale-up-after never`): a running job admits nobody.
   std::optional<Nanos> scale_up_after = std::chrono::seconds(30);
   std::string token;  // "" only on loopback (the caller's rule)
+  // The job's run (NodeReply::run_id): the same in every attempt, another in any other job.
+  std::string run_id;
   // Environment entries whose difference refuses a node; the others are notes.
   std::vector<std::string> must_match = {"jax", "jaxlib", "device platform", "local devices"};
   ConsistencyPolicy consistency = ConsistencyPolicy::kWarn;
@@ -136,6 +138,11 @@ class RendezvousBook {
   std::vector<NodeMessage> Leave(uint64_t connection, Nanos now);
   // The time-driven decisions: the job forms, or times out (kEnd, 75, to all).
   std::vector<NodeMessage> Tick(Nanos now);
+  // The rendezvous's own machine leaves (its agent drained or gone) while the job still
+  // gathers: every agent is told it lost the rendezvous (kEnd, 69, naming `why`). Once the
+  // job has formed, nothing (the rendezvous goes on serving it).
+  std::vector<NodeMessage> Abandon(const std::string& why, Nanos now);
+  bool formed() const { return !ledger_.rows().empty(); }
   // When Tick next has something to decide (for the server's wait); nullopt
   // when nothing is timed.
   std::optional<Nanos> NextDeadline() const;
@@ -189,6 +196,10 @@ class RendezvousBook {
                                            const std::string& refused) const;
   std::optional<NodeMessage> EnvironmentRefusal(uint64_t connection, const NodeHello& hello,
                                                 int64_t id, const std::string& refused);
+  // `kdist stop`: every node stops the attempt at one agreed step and leaves with 143
+  // (while gathering: at once); the asker is answered and is no node.
+  std::vector<NodeMessage> StopJob(uint64_t connection, const NodeHello& hello,
+                                   const Arrival& arrival);
   std::vector<NodeMessage> Admit(uint64_t connection, const NodeHello& hello,
                                  const Arrival& arrival, int64_t id, bool grows, Nanos now);
   // Every live node, running or joining.
@@ -258,6 +269,7 @@ class RendezvousBook {
   JobFailure first_failure_;
   bool first_failure_named_ = false;
   std::vector<LostNode> lost_;  // since the last attempt that ran with MIN or more
+  std::string stopped_by_;      // `kdist stop` asked the job to stop: who
 };
 
 }  // namespace kdist

@@ -64,9 +64,11 @@ std::string RendezvousBook::RemoveLeavers(std::vector<NodeMessage>& out) {
       continue;
     }
     drained_names.push_back(text);
+    const std::string why = stopped_by_.empty() ? text + " was drained"
+                                                : "the job was stopped by " + stopped_by_;
     out.push_back(EndOne(node, StatusCode::kOk,
-                         text + " was drained: it leaves the job after attempt " +
-                             std::to_string(attempt_) + ", which stopped at one agreed step",
+                         why + ": it leaves the job after attempt " + std::to_string(attempt_) +
+                             ", which stopped at one agreed step",
                          kExitDrained));
   }
   nodes_ = std::move(survivors);
@@ -74,7 +76,11 @@ std::string RendezvousBook::RemoveLeavers(std::vector<NodeMessage>& out) {
   const std::vector<std::string> grown_names = AdmitJoining();
   std::vector<std::string> causes;
   if (!lost_names.empty()) causes.push_back("node lost: " + Join(lost_names, ", "));
-  if (!drained_names.empty()) causes.push_back("drained: " + Join(drained_names, ", "));
+  if (!drained_names.empty() && !stopped_by_.empty()) {
+    causes.push_back("stopped by " + stopped_by_);
+  } else if (!drained_names.empty()) {
+    causes.push_back("drained: " + Join(drained_names, ", "));
+  }
   if (!grown_names.empty()) causes.push_back("grown: " + Join(grown_names, ", ") + " joined");
   return Join(causes, "; ");
 }
@@ -126,6 +132,15 @@ std::vector<NodeMessage> RendezvousBook::GatherAgain(const std::string& cause, N
     out.push_back(std::move(m));
   }
   return out;
+}
+
+std::vector<NodeMessage> RendezvousBook::Abandon(const std::string& why, Nanos now) {
+  now_ = now;
+  if (phase_ != Phase::kGathering || formed()) return {};
+  return EndAll(StatusCode::kUnavailable,
+                "the nodes' rendezvous ended while the job gathered: " + why +
+                    "; start every agent again (with one --rendezvous address they all reach)",
+                kExitLostRendezvous);
 }
 
 std::string RendezvousBook::LostText(Nanos now) const {

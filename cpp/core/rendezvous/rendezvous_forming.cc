@@ -160,6 +160,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     m.reply.coordinator_port = zero.next_port;
     m.reply.nodes = roster;
     m.reply.previous_processes = previous_processes;
+    m.reply.run_id = options_.run_id;
     m.reply.first_failure = first_failure;
     m.reply.message = consistency_notes_;
     out.push_back(std::move(m));

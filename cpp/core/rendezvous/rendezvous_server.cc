@@ -6,6 +6,8 @@
 #include "base/text.h"
 #include "net/keepalive.h"
 #include "base/challenge.h"
+#include "base/hmac_sha256.h"
+#include "net/port_owner.h"
 
 namespace kdist {
 namespace {
@@ -16,8 +18,28 @@ constexpr size_t kReadChunk = 4096;
 
 }  // namespace
 
+namespace {
+
+// A fresh run id: 16 random bytes in hex ("" when the kernel has none to give).
+std::string FreshRunId() {
+  Result<Nonce> nonce = FreshNonce();
+  if (!nonce.ok()) return "";
+  return HexText(std::string_view(reinterpret_cast<const char*>(nonce->data()), nonce->size()));
+}
+
+// The options with the job's run id drawn and the ledger's wall clock set, when not given.
+RendezvousServerOptions Completed(RendezvousServerOptions options) {
+  if (options.book.run_id.empty()) options.book.run_id = FreshRunId();
+  if (options.book.ledger.wall_start_unix_millis == 0) {
+    options.book.ledger.wall_start_unix_millis = WallClockMillis();
+  }
+  return options;
+}
+
+}  // namespace
+
 RendezvousServer::RendezvousServer(RendezvousServerOptions options, Clock& clock, Log log)
-    : options_(std::move(options)),
+    : options_(Completed(std::move(options))),
       clock_(clock),
       log_(std::move(log)),
       book_(options_.book, clock.Now()) {}
@@ -25,7 +47,13 @@ RendezvousServer::RendezvousServer(RendezvousServerOptions options, Clock& clock
 RendezvousServer::~RendezvousServer() { Stop(); }
 
 Status RendezvousServer::Listen(const Endpoint& where) {
-  KDIST_ASSIGN_OR_RETURN(listener_, ListenOn(where, 128));
+  Result<Listener> listener = ListenOn(where, 128);
+  if (!listener.ok() && listener.status().code() == StatusCode::kAlreadyExists) {
+    const std::string owner =
+        DescribePortOwner(FindPortOwner(where.port(), clock_, std::chrono::milliseconds(300)));
+    return AlreadyExists(listener.status().message() + (owner.empty() ? "" : ", " + owner));
+  }
+  KDIST_ASSIGN_OR_RETURN(listener_, std::move(listener));
   port_ = listener_.port;
   return Status::Ok();
 }
@@ -48,6 +76,14 @@ void RendezvousServer::Stop() {
     attempts_ = book_.Attempts();
   }
   ended_cv_.notify_all();
+}
+
+void RendezvousServer::Abandon(std::string why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abandon_ = std::move(why);
+  }
+  thread_.Wake();
 }
 
 bool RendezvousServer::Wait(Nanos timeout) {
@@ -101,6 +137,13 @@ void RendezvousServer::Loop() {
       }
     }
     Deliver(book_.Tick(now));
+    std::optional<std::string> abandon;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      abandon.swap(abandon_);
+    }
+    if (abandon) Deliver(book_.Abandon(*abandon, now));
+    formed_ = book_.formed();
     // Connections that never sent their hello in time.
     std::vector<uint64_t> late;
     for (const auto& [key, c] : connections_) {
@@ -111,7 +154,7 @@ void RendezvousServer::Loop() {
     for (uint64_t key : late) Drop(key, now, false);
     if (book_.phase() == RendezvousBook::Phase::kGathering && now >= next_progress) {
       const std::string line = book_.ProgressLine(now);
-      log_("kdist rendezvous: " + line);
+      if (options_.log_progress) log_(line);
       std::vector<NodeMessage> waiting;
       for (const auto& [key, c] : connections_) {
         if (!c.admitted) continue;
@@ -136,8 +179,11 @@ void RendezvousServer::Loop() {
     c.fd.Close();
   }
   connections_.clear();
+  // The port is free the moment the rendezvous ends: a new one may serve it at once.
+  poller_->Remove(listener_.fd.get());
+  listener_.fd.Close();
   if (book_.phase() == RendezvousBook::Phase::kEnded) {
-    log_("kdist rendezvous: the job ended with status " + std::to_string(book_.exit_status()) +
+    log_("the job ended with status " + std::to_string(book_.exit_status()) +
          "; its attempts:\n" + book_.AttemptTable());
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -161,7 +207,7 @@ void RendezvousServer::AcceptAll(Nanos now) {
     }
     Result<Nonce> nonce = FreshNonce();
     if (!nonce.ok()) {
-      log_("kdist rendezvous: dropped a connection: " + nonce.status().message());
+      log_("dropped a connection: " + nonce.status().message());
       a.fd.CloseWithReset();
       continue;
     }
@@ -214,7 +260,7 @@ void RendezvousServer::HandleFrame(uint64_t key, const std::string& frame, Nanos
   if (header->type == kFrameNodeHello && !c.admitted && !c.knows_agent_nonce) {
     Result<NodeHello> hello = DecodeNodeHello(frame);
     if (!hello.ok()) {
-      log_("kdist rendezvous: dropped a connection from " + c.peer + ": " +
+      log_("dropped a connection from " + c.peer + ": " +
            hello.status().message());
       Drop(key, now, false);
       return;
@@ -231,9 +277,9 @@ void RendezvousServer::HandleFrame(uint64_t key, const std::string& frame, Nanos
       if (m.connection != key) continue;
       if (m.reply.kind == NodeReplyKind::kAdmitted) {
         c.admitted = true;
-        log_("kdist rendezvous: " + m.reply.message);
+        log_(m.reply.message);
       } else if (m.reply.kind == NodeReplyKind::kRefused) {
-        log_("kdist rendezvous: " + m.reply.message);
+        log_(m.reply.message);
       }
     }
     Deliver(out);
@@ -262,7 +308,7 @@ void RendezvousServer::Deliver(const std::vector<NodeMessage>& messages) {
     if (m.reply.kind == NodeReplyKind::kRefused && !c.admitted) c.closing = true;
     if (m.reply.kind == NodeReplyKind::kEnd) c.closing = true;
     if (m.reply.kind == NodeReplyKind::kRoster) {
-      log_("kdist rendezvous: attempt " + std::to_string(m.reply.attempt) + ": node " +
+      log_("attempt " + std::to_string(m.reply.attempt) + ": node " +
            std::to_string(m.reply.node_rank) + " is " + m.reply.nodes[m.reply.node_rank].name +
            " (processes " + std::to_string(m.reply.node_rank * m.reply.processes_per_node) + "-" +
            std::to_string((m.reply.node_rank + 1) * m.reply.processes_per_node - 1) +
@@ -302,7 +348,7 @@ void RendezvousServer::Drop(uint64_t key, Nanos now, bool tell_book) {
   it->second.fd.CloseWithReset();
   connections_.erase(it);
   if (tell_book && admitted) {
-    log_("kdist rendezvous: the agent at " + peer + " left");
+    log_("the agent at " + peer + " left");
     Deliver(book_.Leave(key, now));
   }
 }

@@ -16,11 +16,13 @@
 #ifndef KDIST_RENDEZVOUS_RENDEZVOUS_SERVER_H_
 #define KDIST_RENDEZVOUS_RENDEZVOUS_SERVER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 
@@ -37,7 +39,10 @@ namespace kdist {
 
 struct RendezvousServerOptions {
   RendezvousOptions book;
-  Nanos progress_every = std::chrono::seconds(5);  // the waiting line, to the log and the agents
+  Nanos progress_every = std::chrono::seconds(5);  // the waiting line, to the agents
+  // Whether the waiting line also goes to the log (`kdist rendezvous serve`: yes; in an
+  // agent: no, its own agent prints the line the agents get).
+  bool log_progress = true;
   Nanos hello_timeout = std::chrono::seconds(10);  // a connection's time to send its hello
   int64_t max_unadmitted = 64;
   Nanos end_flush = std::chrono::seconds(5);  // after the end: time for the last frames to leave
@@ -66,6 +71,13 @@ class RendezvousServer {
   bool Wait(Nanos timeout);
   // Ends the thread (the agents see the rendezvous lost); idempotent.
   void Stop();
+  // The rendezvous's own machine is leaving (any thread): while the job still gathers,
+  // every agent is told, naming `why`, and the server ends; once it formed, nothing.
+  void Abandon(std::string why);
+  // Whether the job has formed (its first attempt started); any thread.
+  bool formed() const { return formed_.load(); }
+  // The job's run id (drawn at construction unless the options gave one).
+  const std::string& run_id() const { return options_.book.run_id; }
 
   // After the end: the job's exit status and the attempts' table.
   int64_t exit_status() const;
@@ -107,6 +119,8 @@ class RendezvousServer {
   PollThread thread_;
   std::map<uint64_t, Connection> connections_;
   uint64_t next_key_ = 2;  // 0: the listener, 1: the wake pipe
+  std::atomic<bool> formed_{false};
+  std::optional<std::string> abandon_;  // under mutex_: Abandon's reason, for the loop
   mutable std::mutex mutex_;
   std::condition_variable ended_cv_;
   bool ended_ = false;

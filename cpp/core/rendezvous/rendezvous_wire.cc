@@ -42,15 +42,20 @@ enum RendezvousTag : uint8_t {
   kTagFailureStatus = 31,
   kTagFailureHow = 32,
   kTagFailureStep = 33,
+  kTagPurpose = 34,
+  kTagRunId = 35,
 };
+
+constexpr size_t kMaxRunIdBytes = 64;
 
 constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, kTagPid,
                                kTagProcessesPerNode, kTagMinNodes, kTagMaxNodes,
-                               kTagCoordinatorPort, kTagEnvironment, kTagNonce, kTagMac};
+                               kTagCoordinatorPort, kTagEnvironment, kTagNonce, kTagPurpose,
+                               kTagMac};
 constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kTagAttempt,
                                kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
                                kTagCoordinatorPort, kTagNodes, kTagFirstFailure,
-                               kTagExitStatus, kTagPreviousProcesses, kTagMac};
+                               kTagExitStatus, kTagPreviousProcesses, kTagRunId, kTagMac};
 constexpr TagSet kReportTags = {kTagSequence,      kTagAttempt,        kTagExitStatus,
                                 kTagCoordinatorPort, kTagDrain,        kTagMac,
                                 kTagFailureKind,   kTagFailureProcess, kTagFailureNode,
@@ -143,6 +148,7 @@ std::string EncodeNodeHello(const NodeHello& hello) {
   w.Integer(kTagCoordinatorPort, hello.coordinator_port);
   w.String(kTagEnvironment, hello.environment, kMaxNodeEnvironmentBytes);
   w.String(kTagNonce, NonceBytes(hello.nonce), kNonceBytes);
+  if (hello.purpose != NodePurpose::kJoin) w.Integer(kTagPurpose, static_cast<int64_t>(hello.purpose));
   if (!hello.mac.empty()) w.String(kTagMac, hello.mac, kMacBytes);
   return w.Frame(kFrameNodeHello);
 }
@@ -161,6 +167,7 @@ std::string EncodeNodeReply(const NodeReply& reply) {
     w.Integer(kTagCoordinatorPort, reply.coordinator_port);
     w.String(kTagNodes, EncodeNodeList(reply.nodes), kMaxNodeListBytes);
     if (reply.previous_processes > 0) w.Integer(kTagPreviousProcesses, reply.previous_processes);
+    if (!reply.run_id.empty()) w.String(kTagRunId, reply.run_id, kMaxRunIdBytes);
   }
   if (reply.kind == NodeReplyKind::kRoster || reply.kind == NodeReplyKind::kEnd) {
     if (!reply.first_failure.empty()) {
@@ -250,6 +257,17 @@ Result<NodeHello> DecodeNodeHello(std::string_view frame) {
         }
         for (size_t i = 0; i < kNonceBytes; ++i) hello.nonce[i] = static_cast<uint8_t>(f.value[i]);
         return Status::Ok();
+      case kTagPurpose: {
+        int64_t purpose = 0;
+        KDIST_RETURN_IF_ERROR(ReadInteger(f, "purpose", purpose));
+        if (purpose != static_cast<int64_t>(NodePurpose::kJoin) &&
+            purpose != static_cast<int64_t>(NodePurpose::kStop)) {
+          return InvalidArgument("field purpose is " + std::to_string(purpose) +
+                                 "; expected 0 (join) or 1 (stop)");
+        }
+        hello.purpose = static_cast<NodePurpose>(purpose);
+        return Status::Ok();
+      }
       case kTagMac: return ReadMac(f, hello.mac);
       default: return Status::Ok();
     }
@@ -281,6 +299,7 @@ NodeReply OnlyItsKindsFields(NodeReply reply) {
     reply.coordinator_host.clear();
     reply.coordinator_port = 0;
     reply.nodes.clear();
+    reply.run_id.clear();
   }
   if (!roster || reply.previous_processes < 0) reply.previous_processes = 0;
   if (!roster && !end && !stop) reply.attempt = 0;
@@ -316,6 +335,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       case kTagExitStatus: return ReadInteger(f, "exit_status", reply.exit_status);
       case kTagPreviousProcesses:
         return ReadInteger(f, "previous_processes", reply.previous_processes);
+      case kTagRunId: return ReadString(f, kMaxRunIdBytes, "run_id", reply.run_id);
       case kTagMac: return ReadMac(f, reply.mac);
       default: return Status::Ok();
     }

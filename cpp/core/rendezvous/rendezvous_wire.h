@@ -56,6 +56,13 @@ inline constexpr size_t kMaxNodeEnvironmentBytes = 8192;
 // connection that has not been admitted.
 inline constexpr size_t kMaxNodeHelloFrameBytes = 12 * 1024;
 
+// Why a connection says hello: to join the job (an agent), or to ask the job something
+// without joining it (`kdist stop`: stop the whole job at one agreed step).
+enum class NodePurpose : int64_t {
+  kJoin = 0,
+  kStop = 1,
+};
+
 // What an agent says of its machine when it joins.
 struct NodeHello {
   int64_t sequence = 1;
@@ -69,6 +76,7 @@ struct NodeHello {
   int64_t coordinator_port = 0;      // a free port on this machine, for attempt 0 if it is node 0
   std::string environment;           // EncodeFingerprint() of this machine (roll_call/consistency.h)
   Nonce nonce{};                     // what the rendezvous's frames to this agent are signed over
+  NodePurpose purpose = NodePurpose::kJoin;  // on the wire only when not kJoin
   std::string mac;                   // on the wire: kMacBytes bytes, or empty (no MAC field)
 };
 
@@ -101,6 +109,9 @@ struct NodeReply {
   int64_t coordinator_port = 0;       // a fresh port of node 0's, this attempt's
   std::vector<RosterNode> nodes;      // by rank
   int64_t previous_processes = 0;     // the previous attempt's process count; 0 in the first
+  // The job's run: random, drawn when the rendezvous starts, the same in every attempt of
+  // this job and different in any other job (KDIST_RUN_ID: whose backup folder is whose).
+  std::string run_id;
   // kRoster after a failed attempt, kEnd: the job-wide first failure of the last attempt.
   std::string first_failure;
   // kEnd: the exit status every agent leaves with.

@@ -117,5 +117,19 @@ TEST(AttemptLedger, AnEndTheStarterDecidedIsFinal) {
   EXPECT_EQ(ledger.rows().back().ended, "stopped by the launcher's SIGTERM");
 }
 
+TEST(AttemptLedger, RowsCarryWallClockTimesWhenTheStartIsKnown) {
+  LedgerOptions o;
+  o.wall_start_unix_millis = 1'700'000'000'000;
+  AttemptLedger ledger(o, seconds(100));
+  ledger.Begin(5000, {}, 2, seconds(102));
+  (void)ledger.Finished(seconds(105));
+  const AttemptRow& row = ledger.rows().back();
+  EXPECT_EQ(row.started_unix_millis, 1'700'000'002'000);
+  EXPECT_EQ(row.ended_unix_millis, 1'700'000'005'000);
+  EXPECT_NE(ledger.Table().find(WallClockTime(row.started_unix_millis) + " (2.0 s)"),
+            std::string::npos)
+      << ledger.Table();
+}
+
 }  // namespace
 }  // namespace kdist

@@ -146,5 +146,61 @@ TEST(RendezvousAdmission, ABadNodeNameIsRefused) {
   EXPECT_NE(out[0].reply.message.find("--node-name"), std::string::npos);
 }
 
+std::vector<NodeMessage> AskToStop(RendezvousBook& book, uint64_t connection,
+                                   const std::string& job_id, Nanos now) {
+  Agent asker = MakeAgent(connection, "stopper", "10.0.0.9");
+  asker.hello.job_id = job_id;
+  asker.hello.purpose = NodePurpose::kStop;
+  asker.own_shape = true;  // a stop request carries no job shape
+  return Join(book, asker, now);
+}
+
+TEST(RendezvousAdmission, KdistStopForAnotherJobIsRefusedAndChangesNothing) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  const std::vector<NodeMessage> out = AskToStop(book, 9, "another", seconds(2));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reply.kind, NodeReplyKind::kRefused);
+  EXPECT_NE(out[0].reply.message.find("give kdist stop the job's --job-id"), std::string::npos);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kGathering);
+}
+
+TEST(RendezvousAdmission, KdistStopWhileGatheringEndsEveryAgentWith143) {
+  RendezvousBook book(Options(3, 3), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  (void)Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(2));
+  const std::vector<NodeMessage> out = AskToStop(book, 9, "job", seconds(3));
+  const auto ends = OfKind(out, NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 3u);  // a, b and the asker
+  for (const NodeMessage& m : ends) {
+    if (m.connection == 9) {
+      EXPECT_NE(m.reply.message.find("the job had not formed"), std::string::npos);
+    } else {
+      EXPECT_EQ(m.reply.exit_status, kExitDrained);
+    }
+  }
+  EXPECT_EQ(book.exit_status(), kExitDrained);
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kEnded);
+}
+
+TEST(RendezvousAdmission, EveryRosterCarriesTheJobsRun) {
+  RendezvousOptions options = Options(2, 2);
+  options.run_id = "0123abcd";
+  RendezvousBook book(options, Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  const auto rosters = OfKind(Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(2)),
+                              NodeReplyKind::kRoster);
+  ASSERT_EQ(rosters.size(), 2u);
+  for (const NodeMessage& m : rosters) EXPECT_EQ(m.reply.run_id, "0123abcd");
+}
+
+TEST(RendezvousAdmission, AbandonedOnlyWhileGathering) {
+  RendezvousBook book(Options(2, 2), Nanos(0));
+  (void)Join(book, MakeAgent(1, "a", "10.0.0.1"), seconds(1));
+  (void)Join(book, MakeAgent(2, "b", "10.0.0.2"), seconds(2));  // formed
+  EXPECT_TRUE(book.Abandon("its machine left", seconds(3)).empty());
+  EXPECT_EQ(book.phase(), RendezvousBook::Phase::kRunning);
+}
+
 }  // namespace
 }  // namespace kdist

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <future>
 #include <mutex>
 #include <thread>
@@ -232,6 +234,87 @@ TEST(RendezvousServer, AConnectionThatDoesNotSpeakTheProtocolIsDroppedAlone) {
   Result<NodeReply> roster = JoinAndWait(a, Hello("a", 1, 1));
   KDIST_ASSERT_OK(roster);
   EXPECT_EQ(roster->kind, NodeReplyKind::kRoster);
+}
+
+TEST(RendezvousServer, KdistStopStopsEveryNodeAtOneStepAndEachLeavesWith143) {
+  Fixture f;
+  const uint16_t port = f.Start(ServerOptions(2, 2));
+  RealClock clock_a, clock_b, clock_s;
+  Lines log_a, log_b, log_s;
+  RendezvousAgent a(AgentOptions(port), clock_a, log_a.Sink());
+  RendezvousAgent b(AgentOptions(port), clock_b, log_b.Sink());
+  auto roster_a = std::async(std::launch::async, [&] { return JoinAndWait(a, Hello("a", 2, 2)); });
+  auto roster_b = std::async(std::launch::async, [&] { return JoinAndWait(b, Hello("b", 2, 2)); });
+  Result<NodeReply> ra = roster_a.get();
+  KDIST_ASSERT_OK(ra);
+  KDIST_ASSERT_OK(roster_b.get());
+  EXPECT_EQ(ra->run_id.size(), 32u);  // the job's run, drawn by the server
+  EXPECT_EQ(ra->run_id, f.server->run_id());
+  EXPECT_TRUE(f.server->formed());
+
+  RendezvousAgent asker(AgentOptions(port), clock_s, log_s.Sink());
+  NodeHello stop = Hello("kdist-stop", 0, 0);
+  stop.purpose = NodePurpose::kStop;
+  Result<NodeReply> answer = asker.Ask(stop);
+  KDIST_ASSERT_OK(answer);
+  EXPECT_EQ(answer->kind, NodeReplyKind::kEnd);
+  EXPECT_NE(answer->message.find("stops at one agreed step on its 2 nodes"), std::string::npos)
+      << answer->message;
+  for (RendezvousAgent* agent : {&a, &b}) {
+    Result<NodeReply> told = agent->Next(seconds(30));
+    KDIST_ASSERT_OK(told);
+    EXPECT_EQ(told->kind, NodeReplyKind::kStop);
+    NodeReport report;
+    report.attempt = 0;
+    report.exit_status = 143;  // its processes stopped at the agreed step
+    report.coordinator_port = 45001;
+    KDIST_ASSERT_OK(agent->SendReport(report));
+  }
+  for (RendezvousAgent* agent : {&a, &b}) {
+    Result<NodeReply> end = agent->Next(seconds(30));
+    KDIST_ASSERT_OK(end);
+    EXPECT_EQ(end->kind, NodeReplyKind::kEnd);
+    EXPECT_EQ(end->exit_status, kExitDrained);
+    EXPECT_NE(end->message.find("the job was stopped by kdist stop (host box-kdist-stop"),
+              std::string::npos)
+        << end->message;
+  }
+  ASSERT_TRUE(f.server->Wait(seconds(30)));
+  EXPECT_EQ(f.server->exit_status(), kExitDrained);
+  EXPECT_NE(f.server->AttemptTable().find("stopped by kdist stop"), std::string::npos)
+      << f.server->AttemptTable();
+}
+
+TEST(RendezvousServer, AbandonedWhileGatheringEveryAgentIsToldAndThePortIsFreed) {
+  Fixture f;
+  const uint16_t port = f.Start(ServerOptions(2, 2));
+  RealClock clock_a;
+  Lines log_a;
+  RendezvousAgent a(AgentOptions(port), clock_a, log_a.Sink());
+  KDIST_ASSERT_OK(a.Join(Hello("a", 2, 2)));
+  f.server->Abandon("the agent of node b, its machine, received SIGTERM");
+  Result<NodeReply> end = a.Next(seconds(30));
+  while (end.ok() && end->kind == NodeReplyKind::kWaiting) end = a.Next(seconds(30));
+  KDIST_ASSERT_OK(end);
+  EXPECT_EQ(end->kind, NodeReplyKind::kEnd);
+  EXPECT_EQ(end->exit_status, kExitLostRendezvous);
+  EXPECT_NE(end->message.find("ended while the job gathered: the agent of node b"),
+            std::string::npos)
+      << end->message;
+  ASSERT_TRUE(f.server->Wait(seconds(30)));
+  f.server->Stop();
+  // The port is free again: a new rendezvous can bind it.
+  RendezvousServer again(ServerOptions(2, 2), f.clock, f.lines.Sink());
+  const Status rebound = again.Listen(*EndpointFromLiteral("127.0.0.1", port));
+  EXPECT_TRUE(rebound.ok()) << rebound.message();
+}
+
+TEST(RendezvousServer, ATakenPortNamesItsHolder) {
+  Fixture f;
+  const uint16_t port = f.Start(ServerOptions(2, 2));
+  RendezvousServer second(ServerOptions(2, 2), f.clock, f.lines.Sink());
+  KDIST_EXPECT_ERROR(second.Listen(*EndpointFromLiteral("127.0.0.1", port)),
+                     StatusCode::kAlreadyExists, "held by pid " + std::to_string(getpid()));
 }
 
 }  // namespace

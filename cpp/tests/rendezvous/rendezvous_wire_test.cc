@@ -332,5 +332,34 @@ TEST(RendezvousWire, DecodersSurviveAnyInput) {
   }
 }
 
+TEST(NodeHello, APurposeRoundTripsAndAJoinCarriesNone) {
+  NodeHello hello;
+  hello.job_id = "job";
+  const std::string join = EncodeNodeHello(hello);
+  hello.purpose = NodePurpose::kStop;
+  const std::string stop = EncodeNodeHello(hello);
+  EXPECT_LT(join.size(), stop.size());  // the field only when not a join
+  Result<NodeHello> out = DecodeNodeHello(stop);
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->purpose, NodePurpose::kStop);
+  out = DecodeNodeHello(join);
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->purpose, NodePurpose::kJoin);
+}
+
+TEST(NodeReply, ARosterCarriesTheRunAndNoOtherKindDoes) {
+  NodeReply roster = SampleRoster();
+  roster.run_id = "feedface";
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(roster));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->run_id, "feedface");
+  NodeReply end;
+  end.kind = NodeReplyKind::kEnd;
+  end.run_id = "feedface";
+  out = DecodeNodeReply(EncodeNodeReply(end));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->run_id, "");
+}
+
 }  // namespace
 }  // namespace kdist

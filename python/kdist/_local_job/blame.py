@@ -118,10 +118,10 @@ def print_end(job: Job, outcome: Outcome) -> None:
                 f"the last lines of process {outcome.first.process_id}:\n"
                 + "\n".join(f"  {line}" for line in lines)
             )
-        what = outcome.failure.what
+        line = outcome.first.error_line  # kdist's own verdict line, else its exception
         job.output.note(
             f"process {outcome.first.process_id} failed first ({outcome.first.ended_how()})"
-            + (f": {what}" if what else "")
+            + (f": {line}" if line else "")
         )
     job.output.note("summary:\n" + job.summary())
 
