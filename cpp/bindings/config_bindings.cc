@@ -60,6 +60,7 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
         std::pair{"num_nodes", &spec.num_nodes.source},
         std::pair{"local_process_id", &spec.local_process_id.source},
         std::pair{"job_id", &spec.job_id.source},
+        std::pair{"run_id", &spec.run_id.source},
         std::pair{"previous_num_processes", &spec.previous_num_processes.source}}) {
     if (!source->empty() && *source != "default") sources[name] = *source;
   }
@@ -216,6 +217,9 @@ void BindConfig(nb::module_& m) {
       .def_prop_ro("job_id", [](const ClusterSpec& s) { return s.job_id.value; },
                    "The job's id given to `kdist launch --nodes --job-id` (KDIST_JOB_ID); "
                    "'' otherwise.")
+      .def_prop_ro("run_id", [](const ClusterSpec& s) { return s.run_id.value; },
+                   "The job's run, the same in every attempt of one job (KDIST_RUN_ID, set by "
+                   "`kdist launch`); '' otherwise.")
       .def_prop_ro("restart_count", [](const ClusterSpec& s) { return s.restart_count.value; },
                    "How many times this job was started again: KDIST_RESTART_COUNT, else the "
                    "detected scheduler's (SLURM_RESTART_COUNT after a requeue or preemption, "

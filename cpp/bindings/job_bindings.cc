@@ -17,7 +17,11 @@ namespace {
 // The ledger with the clock its events are timed by.
 class PyLedger {
  public:
-  explicit PyLedger(LedgerOptions options) : ledger_(std::move(options), clock_.Now()) {}
+  explicit PyLedger(LedgerOptions options) : ledger_(WithWallClock(std::move(options)), clock_.Now()) {}
+  static LedgerOptions WithWallClock(LedgerOptions options) {
+    options.wall_start_unix_millis = WallClockMillis();
+    return options;
+  }
   Nanos Now() { return clock_.Now(); }
   RealClock clock_;
   AttemptLedger ledger_;
@@ -60,6 +64,9 @@ void BindJob(nb::module_& m) {
       .def_ro("processes", &AttemptRow::processes)
       .def_ro("started_seconds", &AttemptRow::started_seconds, "Since the job started.")
       .def_ro("ended_seconds", &AttemptRow::ended_seconds, "-1 while it runs.")
+      .def_ro("started_unix_millis", &AttemptRow::started_unix_millis, "Wall clock; 0: unknown.")
+      .def_ro("ended_unix_millis", &AttemptRow::ended_unix_millis,
+              "Wall clock; 0: unknown or still running.")
       .def_ro("ended", &AttemptRow::ended,
               "'finished', a failure's text, 'node lost: ...', 'drained: ...', 'grown: ...'.")
       .def_ro("exit_status", &AttemptRow::exit_status)

@@ -1,6 +1,7 @@
 #include "rendezvous_bindings.h"
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,10 +28,32 @@ namespace {
 using EnvironmentEntries = std::vector<std::tuple<std::string, std::string, bool>>;
 
 // The core's lines, printed as written (stderr, whole lines, from any thread).
-void PrintLine(const std::string& line) {
-  std::string text = line + "\n";
-  std::fputs(text.c_str(), stderr);
-  std::fflush(stderr);
+// The core's lines printed as written, with `prefix` (stderr, whole lines, any thread).
+std::function<void(const std::string&)> Printer(std::string prefix) {
+  return [prefix = std::move(prefix)](const std::string& line) {
+    std::string text = prefix + line + "\n";
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+  };
+}
+
+using LogCallback = nb::typed<nb::callable, void(std::string)>;
+
+// The core's lines handed to a Python callable (the agent's log: one prefix, agent.log),
+// from any thread: the GIL taken for the call; an exception in it is printed, not raised.
+std::function<void(const std::string&)> ToPython(std::optional<LogCallback> log,
+                                                  std::string prefix) {
+  if (!log.has_value()) return Printer(std::move(prefix));
+  auto callable = std::make_shared<nb::object>(std::move(*log));
+  return [callable](const std::string& line) {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire acquire;
+    try {
+      (*callable)(line);
+    } catch (nb::python_error& error) {
+      error.discard_as_unraisable("kdist's rendezvous log");
+    }
+  };
 }
 
 // The exception for an agent's failed status: a wait that ran out is
@@ -49,16 +72,17 @@ void RaiseAgentError(const Status& status) {
 
 class PyServer {
  public:
-  PyServer(RendezvousServerOptions options)
-      : server_(std::make_unique<RendezvousServer>(std::move(options), clock_, PrintLine)) {}
+  PyServer(RendezvousServerOptions options, std::function<void(const std::string&)> log)
+      : server_(std::make_unique<RendezvousServer>(std::move(options), clock_, std::move(log))) {}
   RealClock clock_;
   std::unique_ptr<RendezvousServer> server_;
 };
 
 class PyAgent {
  public:
-  PyAgent(RendezvousAgentOptions options, NodeSettings settings)
-      : agent_(std::make_unique<RendezvousAgent>(std::move(options), clock_, PrintLine)),
+  PyAgent(RendezvousAgentOptions options, NodeSettings settings,
+          std::function<void(const std::string&)> log)
+      : agent_(std::make_unique<RendezvousAgent>(std::move(options), clock_, std::move(log))),
         settings_(std::move(settings)) {}
   RealClock clock_;
   std::unique_ptr<RendezvousAgent> agent_;
@@ -182,6 +206,7 @@ void BindRendezvous(nb::module_& m) {
       .def_ro("first_failure", &NodeReply::first_failure)
       .def_ro("previous_processes", &NodeReply::previous_processes,
               "The previous attempt's process count; 0 in the first.")
+      .def_ro("run_id", &NodeReply::run_id, "The job's run: the same in every attempt.")
       .def_ro("exit_status", &NodeReply::exit_status);
 
   nb::class_<PyServer>(m, "RendezvousServer",
@@ -189,10 +214,17 @@ void BindRendezvous(nb::module_& m) {
                        "Its lines go to stderr.")
       .def(
           "__init__",
-          [](PyServer* self, const NodeSettings& settings) {
-            new (self) PyServer(ServerOptionsFor(settings));
+          [](PyServer* self, const NodeSettings& settings, std::optional<LogCallback> log,
+             bool log_progress) {
+            RendezvousServerOptions options = ServerOptionsFor(settings);
+            options.log_progress = log_progress;
+            new (self) PyServer(std::move(options), ToPython(std::move(log), "kdist rendezvous: "));
           },
-          nb::arg("settings"))
+          nb::arg("settings"), nb::arg("log") = nb::none(), nb::arg("log_progress") = true,
+          "The rendezvous of `settings`; its lines go to `log` (a callable taking one line, "
+          "called from its thread) or, without one, to stderr as `kdist rendezvous: <line>`; "
+          "`log_progress`: whether the waiting line goes there too (an agent prints the one "
+          "it is sent).")
       .def(
           "listen",
           [](PyServer& s, const NodeSettings& settings) {
@@ -209,6 +241,14 @@ void BindRendezvous(nb::module_& m) {
           "Waits at most `timeout` seconds for the job to end; True when it has.")
       .def("stop", [](PyServer& s) { s.server_->Stop(); },
            nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "abandon", [](PyServer& s, const std::string& why) { s.server_->Abandon(why); },
+          nb::arg("why"),
+          "This machine leaves: while the job gathers, every agent is told (69, naming `why`) "
+          "and the rendezvous ends; once it formed, nothing.")
+      .def_prop_ro("formed", [](const PyServer& s) { return s.server_->formed(); },
+                   "Whether the job's first attempt started.")
+      .def_prop_ro("run_id", [](const PyServer& s) { return s.server_->run_id(); })
       .def_prop_ro("exit_status", [](const PyServer& s) { return s.server_->exit_status(); })
       .def_prop_ro("attempt_table", [](const PyServer& s) { return s.server_->AttemptTable(); })
       .def_prop_ro("attempts", [](const PyServer& s) { return s.server_->Attempts(); },
@@ -217,10 +257,35 @@ void BindRendezvous(nb::module_& m) {
   nb::class_<PyAgent>(m, "RendezvousAgent", "This machine's side of the nodes' rendezvous.")
       .def(
           "__init__",
-          [](PyAgent* self, const NodeSettings& settings) {
-            new (self) PyAgent(ValueOrRaise(AgentOptionsFor(settings)), settings);
+          [](PyAgent* self, const NodeSettings& settings, std::optional<LogCallback> log) {
+            new (self) PyAgent(ValueOrRaise(AgentOptionsFor(settings)), settings,
+                               ToPython(std::move(log), "kdist agent: "));
           },
-          nb::arg("settings"))
+          nb::arg("settings"), nb::arg("log") = nb::none(),
+          "This machine's side of the rendezvous of `settings`; its lines go to `log` (or to "
+          "stderr as `kdist agent: <line>`).")
+      .def(
+          "ask_stop",
+          [](PyAgent& a, const std::string& host, int64_t pid) {
+            NodeHello hello;
+            hello.job_id = a.settings_.job_id.value;
+            hello.node_name = "kdist-stop";
+            hello.host = host;
+            hello.pid = pid;
+            hello.purpose = NodePurpose::kStop;
+            hello.environment = EncodeFingerprint({});
+            Result<NodeReply> answer = Internal("unset");
+            {
+              nb::gil_scoped_release release;
+              answer = a.agent_->Ask(std::move(hello));
+            }
+            RaiseAgentError(answer.status());
+            return answer->message;
+          },
+          nb::arg("host"), nb::arg("pid"),
+          "`kdist stop`: asks the job's rendezvous to stop the job at one agreed step (every "
+          "agent then leaves with 143); its answer. RendezvousTimeoutError, "
+          "CoordinatorUnreachableError or RendezvousError when it cannot.")
       .def(
           "join",
           [](PyAgent& a, const std::string& host, int64_t pid, int64_t coordinator_port,

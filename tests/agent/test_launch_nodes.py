@@ -142,23 +142,25 @@ def test_a_wrong_token_is_refused_and_the_job_runs_on(tmp_path: Path) -> None:
 def test_a_mismatched_environment_and_a_duplicate_name_are_refused_and_the_job_runs_on(
     tmp_path: Path,
 ) -> None:
-    """An agent whose machine shows 2 local devices (the job's show 1) is refused for its
-    environment, naming the difference, while the first node waits; then, while the job
-    runs, a second live agent named "a" is refused naming both addresses. Both exit 1,
-    and the job forms, runs and ends with 0, undisturbed."""
+    """An agent whose processes would see 2 local devices (--devices-per-process 2; the
+    job's see 1) is refused at admission for its environment, naming the difference whole
+    (the processes' devices are compared, not the agent's own: issue 60), while the first
+    node waits; then, while the job runs, a second live agent named "a" is refused naming
+    both addresses. Both exit 1, and the job forms, runs and ends with 0, undisturbed."""
     port = _core.free_port()
     running = clean_env(1, NODE_JOB_SLEEP="6")
     with Spawned(tmp_path) as spawned:
         a = _agent(spawned, port, "a", env=running)
         assert a.wait_for_stderr("serving the nodes' rendezvous", _BOUND), a.stderr()
-        other = _agent(spawned, port, "c", env=clean_env(2)).finish(_BOUND)
+        other = _agent(spawned, port, "c", "--devices-per-process", "2").finish(_BOUND)
         b = _agent(spawned, port, "b", env=running)
         assert a.wait_for_stderr("attempt 0: node 0 of 2", _BOUND), a.stderr()
         twin = _agent(spawned, port, "a", env=clean_env(1)).finish(_BOUND)
         done_a, done_b = a.finish(_BOUND), b.finish(_BOUND)
     assert other.returncode == 1, other.stderr
     assert "its environment cannot work with the job's nodes" in other.stderr
-    assert "local devices" in other.stderr
+    assert re.search(r"local devices\b.*\b2\b", other.stderr), other.stderr  # the whole row
+    assert re.search(r"local devices\b.*\b1\b", other.stderr), other.stderr
     assert twin.returncode == 1, twin.stderr
     assert "node name a is already held by the live agent at 127.0.0.1" in twin.stderr
     for done in (other, twin):

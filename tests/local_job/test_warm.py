@@ -28,7 +28,12 @@ pytestmark = pytest.mark.launcher
 _BOUND = 120.0  # bounds every launch; nothing is timed against it
 # The values that differ between any two launches: the coordinator's port, the attempt's
 # folders, the launcher's pid.
-_MASKED = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KDIST_VERDICT_FILE", "JAX_COMPILATION_CACHE_DIR")
+_MASKED = (
+    "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+    "KDIST_VERDICT_FILE",
+    "JAX_COMPILATION_CACHE_DIR",
+    "KDIST_RUN_ID",  # each launch its own run
+)
 
 
 def _launch(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,8 @@ nodes, then one JSON line with what it was given.
 
 NODE_JOB_FAIL=<process id>: that process raises after the collective (every attempt).
 NODE_JOB_SLEEP=<seconds>: every process sleeps that long after the collective.
+NODE_JOB_STEPS=1: every process then steps (kdist.should_stop each 50 ms, for at most 120 s)
+until the job agrees to stop, and prints the step ("NODE_JOB_STOPPED <step>").
 """
 
 import hashlib
@@ -53,3 +55,11 @@ if os.environ.get("NODE_JOB_SLEEP"):
     time.sleep(float(os.environ["NODE_JOB_SLEEP"]))
 if os.environ.get("NODE_JOB_FAIL") == str(spec.process_id):
     raise ValueError("node job failed on purpose")
+if os.environ.get("NODE_JOB_STEPS"):
+    deadline = time.monotonic() + 120
+    step = 0
+    while not kdist.should_stop(step):
+        assert time.monotonic() < deadline, "never asked to stop"
+        time.sleep(0.05)
+        step += 1
+    print(f"NODE_JOB_STOPPED {step}", flush=True)

@@ -67,6 +67,9 @@ struct ClusterSpec {
   Sourced<std::optional<int64_t>> num_nodes;
   Sourced<std::optional<int64_t>> local_process_id;
   Sourced<std::string> job_id;
+  // The job's run (KDIST_RUN_ID, drawn by `kdist launch` or the nodes' rendezvous, the same
+  // in every attempt of one job, another in any other); "" ("default") when not set.
+  Sourced<std::string> run_id;
   // The previous attempt's process count (KDIST_PREVIOUS_NUM_PROCESSES, set by
   // `kdist launch --nodes` from its second attempt on; config/node_place.h),
   // nullopt ("default") in a first attempt or without it. Not part of the

@@ -35,10 +35,13 @@ Status ResolveNodePlace(const Environment& env, ClusterSpec& spec) {
   KDIST_ASSIGN_OR_RETURN(spec.previous_num_processes,
                          Whole(Pick(std::nullopt, "", env, kEnvPreviousNumProcesses), 1,
                                "the process count of the job's previous attempt"));
-  const std::string* job_id = Lookup(env, kEnvJobId);
-  spec.job_id = job_id != nullptr && !job_id->empty()
-                    ? Sourced<std::string>{*job_id, std::string(kEnvJobId)}
-                    : Sourced<std::string>{"", "default"};
+  for (const auto& [field, name] : {std::pair{&spec.job_id, kEnvJobId},
+                                    std::pair{&spec.run_id, kEnvRunId}}) {
+    const std::string* value = Lookup(env, name);
+    *field = value != nullptr && !value->empty()
+                 ? Sourced<std::string>{*value, std::string(name)}
+                 : Sourced<std::string>{"", "default"};
+  }
   if (spec.node_rank.value && spec.num_nodes.value &&
       *spec.node_rank.value >= *spec.num_nodes.value) {
     return InvalidArgument(

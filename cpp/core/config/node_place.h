@@ -22,11 +22,13 @@ inline constexpr std::string_view kEnvNodeRank = "KDIST_NODE_RANK";
 inline constexpr std::string_view kEnvNumNodes = "KDIST_NUM_NODES";
 inline constexpr std::string_view kEnvLocalProcessId = "KDIST_LOCAL_PROCESS_ID";
 inline constexpr std::string_view kEnvJobId = "KDIST_JOB_ID";
+// The job's run: which job, among every run, a process belongs to (whose backup folder).
+inline constexpr std::string_view kEnvRunId = "KDIST_RUN_ID";
 // The process count of the job's previous attempt, set from the second attempt on
 // (the job may have gone on at another size: elastic).
 inline constexpr std::string_view kEnvPreviousNumProcesses = "KDIST_PREVIOUS_NUM_PROCESSES";
 
-// Fills spec.node_rank, num_nodes, local_process_id, job_id and
+// Fills spec.node_rank, num_nodes, local_process_id, job_id, run_id and
 // previous_num_processes. InvalidArgument
 // naming the variable for a value that is not a non-negative integer (a count
 // below 1), or a node rank not below the number of nodes.

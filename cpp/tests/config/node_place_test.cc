@@ -80,5 +80,16 @@ TEST(NodePlace, ResolveFillsItAndTheFingerprintIgnoresIt) {
   EXPECT_EQ(spec->Fingerprint(), Resolve(Request{}, plain)->Fingerprint());
 }
 
+TEST(NodePlace, TheRunIdIsReadWithItsSourceOnlyWhenSet) {
+  ClusterSpec spec;
+  KDIST_ASSERT_OK(ResolveNodePlace({{"KDIST_RUN_ID", "f00d"}}, spec));
+  EXPECT_EQ(spec.run_id.value, "f00d");
+  EXPECT_EQ(spec.run_id.source, "KDIST_RUN_ID");
+  ClusterSpec none;
+  KDIST_ASSERT_OK(ResolveNodePlace({}, none));
+  EXPECT_EQ(none.run_id.value, "");
+  EXPECT_EQ(none.run_id.source, "default");
+}
+
 }  // namespace
 }  // namespace kdist

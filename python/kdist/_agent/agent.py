@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_REFUSED = 1
+_LEAVE_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def _join_and_follow(
             socket.gethostname(), os.getpid(), _core.free_port(), list(local.environment)
         )
     except _errors.RendezvousTimeoutError as error:
-        log.note(str(error))
+        log.note(str(error) + _loopback_hint(settings))
         return int(_core.EXIT_NOT_ENOUGH_NODES)
     except _errors.CoordinatorUnreachableError as error:
         log.note(str(error))
@@ -105,11 +106,14 @@ def _join_and_follow(
         log.note(str(error))
         return EXIT_REFUSED
     follower = Follower(command, rendezvous, settings, local.machine, log, spares)
-    previous = signal.signal(signal.SIGTERM, follower.drain.handler)
+    follower.loopback_hint = _loopback_hint(settings)
+    # SIGTERM and Ctrl-C alike: this machine leaves (before the job formed: at once).
+    previous = {s: signal.signal(s, follower.drain.handler) for s in _LEAVE_SIGNALS}
     try:
         return follower.follow()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _spare_pool(
@@ -125,6 +129,19 @@ def _spare_pool(
     like = Share(attempt=0, first_id=0, count=n, num_processes=n, coordinator_port=1)
     expect_spares(spares, command, like, local.machine)
     return spares
+
+
+def _loopback_hint(settings: NodeSettings) -> str:
+    """What a wait for machines that never come says of a loopback rendezvous: the likely
+    cause ("" for any other address)."""
+    if not settings.loopback:
+        return ""
+    return (
+        f"; --rendezvous {settings.rendezvous} is a loopback address: only agents on this "
+        "machine can join it (an agent on another machine given the same address serves a "
+        "rendezvous of its own there). To run on several machines, give every machine one "
+        "address of the rendezvous's machine that they all reach"
+    )
 
 
 def _say_settings(settings: NodeSettings, log: AgentLog) -> None:
@@ -145,3 +162,8 @@ def _say_settings(settings: NodeSettings, log: AgentLog) -> None:
         + ("never" if scale is None else f"{scale:g} s")
         + f" ({sources['scale_up_after']})"
     )
+    if settings.loopback:
+        log.note(
+            f"--rendezvous {settings.rendezvous} is a loopback address: only agents on this "
+            "machine can join this job; for several machines give an address they all reach"
+        )

@@ -58,6 +58,7 @@ class Follower:
     log: AgentLog
     spares: SparePool | None = None  # warm spares, one per local process; None: cold
     drain: Drain = field(default_factory=Drain)
+    loopback_hint: str = ""  # what a 75 adds when the rendezvous is loopback
     last_attempt: int = 0
 
     def follow(self) -> int:
@@ -97,7 +98,8 @@ class Follower:
             self.log.note(reply.message)
             return None
         if reply.kind == "end":
-            self.log.note(f"{reply.message}; exit status {reply.exit_status}")
+            hint = self.loopback_hint if reply.exit_status == _core.EXIT_NOT_ENOUGH_NODES else ""
+            self.log.note(f"{reply.message}{hint}; exit status {reply.exit_status}")
             return int(reply.exit_status)
         if reply.kind != "roster":
             return None  # a stop of an attempt that already ended here
@@ -194,6 +196,7 @@ class Follower:
                 roster.node_rank, len(roster.nodes), self.settings.job_id, self.settings.node_name
             ),
             roll_call_token=self.settings.attempt_token(roster.attempt),
+            run_id=roster.run_id,
         )
 
 
@@ -229,7 +232,8 @@ class _Watch:
                 reply = follower.rendezvous.next(WATCH_SECONDS)
             except _errors.RendezvousTimeoutError:
                 continue
-            except _errors.KdistError:
+            except _errors.KdistError as error:
+                follower.log.note(f"{error}: stopping this machine's processes (SIGTERM)")
                 self._lose()
                 return
             if reply.kind == "stop" and reply.attempt == self.attempt:

@@ -64,8 +64,9 @@ class EmbeddedRendezvous:
 
         self._log = log
         self._log_dir = log_dir
+        self._settings = settings
         self._server = _serve_if_here(settings, log)
-        self._agent: RendezvousAgent = _core.RendezvousAgent(settings)
+        self._agent: RendezvousAgent = _core.RendezvousAgent(settings, log=log.note)
 
     def join(
         self, host: str, pid: int, coordinator_port: int, environment: list[tuple[str, str, bool]]
@@ -86,36 +87,53 @@ class EmbeddedRendezvous:
         self._agent.report(attempt, exit_status, failure, coordinator_port, drain=drain)
 
     def close(self, status: int) -> None:
-        from kdist import _core
-
         self._agent.close()
         server = self._server
         if server is None:
             return
+        if not server.wait(0.0) and not server.formed:
+            # Nothing runs yet: the others are told at once that this machine's rendezvous is
+            # gone, and the port is free for the next start (never an empty rendezvous kept).
+            server.abandon(
+                f"node {self._settings.node_name}'s agent, on the rendezvous's machine, left "
+                f"with status {status} before the job formed"
+            )
+            server.wait(10.0)
+        self._serve_on_if_running(server, status)
+        server.wait(10.0)
+        server.stop()
+        if self._log_dir is not None:
+            path = self._log_dir / ATTEMPTS_FILE
+            write_attempts(path, server.attempts, int(server.exit_status))
+            self._log.note(f"the job's attempts: {path}")
+
+    def _serve_on_if_running(self, server: RendezvousServer, status: int) -> None:
+        """A drained machine leaves the job's processes, not its rendezvous: it serves it
+        until the job ends."""
+        from kdist import _core
+
         if status == int(_core.EXIT_DRAINED) and not server.wait(0.0):
-            # The job goes on without this machine's processes, not without its rendezvous.
             self._log.note(
                 "this machine was drained; it serves the nodes' rendezvous until the job ends"
             )
             while not server.wait(1.0):
                 pass
-        server.wait(10.0)
-        server.stop()
-        if self._log_dir is not None:
-            write_attempts(self._log_dir / ATTEMPTS_FILE, server.attempts, int(server.exit_status))
-            self._log.note(f"the job's attempts: {self._log_dir / ATTEMPTS_FILE}")
 
 
 def _serve_if_here(settings: NodeSettings, log: AgentLog) -> RendezvousServer | None:
     """The rendezvous, when this machine owns its address (checked by binding it)."""
     from kdist import _core
 
-    server = _core.RendezvousServer(settings)
+    # Its lines are this agent's (one prefix, agent.log); the waiting line is the one the
+    # agents are sent, which this agent prints itself.
+    server = _core.RendezvousServer(
+        settings, log=lambda line: log.note(f"rendezvous: {line}"), log_progress=False
+    )
     where = host_port(settings.ip, settings.port)
     try:
         server.listen(settings)
-    except _errors.PortInUseError:
-        log.note(f"the rendezvous port {where} is taken here: another agent serves it")
+    except _errors.PortInUseError as error:
+        log.note(f"the rendezvous port {where} is taken here ({error}): joining whoever serves it")
         return None
     except _errors.KdistError as error:
         log.note(f"the rendezvous {where} is not this machine's ({error}): joining it")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
 import signal
 import sys
 import time
@@ -173,7 +174,7 @@ def launch(
 
     ledger = _core.AttemptLedger(max_restarts)
     ends_at = None if timeout is None else time.monotonic() + timeout
-    job = _Job(num_processes, port, timeout, ends_at, max_restarts, options)
+    job = _Job(num_processes, port, secrets.token_hex(16), timeout, ends_at, max_restarts, options)
     # Spares only where an attempt can follow (on Linux: they ask to die with the launcher).
     spares = None
     if warm and max_restarts and sys.platform.startswith("linux"):
@@ -199,6 +200,7 @@ class _Job:
 
     num_processes: int
     port: int | None  # the coordinator's, the same every attempt; None: a fresh one each
+    run_id: str  # the job's run (KDIST_RUN_ID): the same in every attempt
     timeout: float | None
     ends_at: float | None  # the monotonic time at which the timeout stops the job
     max_restarts: int
@@ -222,6 +224,7 @@ def _run_attempts(
             count=job.num_processes,
             num_processes=job.num_processes,
             coordinator_port=job.port or _free_port(),
+            run_id=job.run_id,
         )
         ledger.begin(share.coordinator_port, share.count)
         if spares is not None:

@@ -11,7 +11,9 @@ from pathlib import Path
 from kdist._cli import arguments
 
 _DESCRIPTION = """\
-Start COMMAND as N processes of one job on this machine. Each process gets
+Start COMMAND as N processes of one job on this machine (with --nodes, N on each of
+several machines: one agent per machine, the same command on each; see the options of
+"several machines" below). Each process gets
 KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT, KERAS_DISTRIBUTION_NUM_PROCESSES=N
 and KERAS_DISTRIBUTION_PROCESS_ID=<its id>, so kdist.initialize() needs no
 arguments. Every line a process writes is prefixed with its id ("[1] ...").
@@ -79,7 +81,7 @@ def _add_process_options(parser: argparse.ArgumentParser) -> None:
         type=arguments.positive_int,
         required=True,
         metavar="N",
-        help="number of processes to start",
+        help="number of processes to start on this machine (with --nodes: on each machine)",
     )
     parser.add_argument(
         "--devices-per-process",

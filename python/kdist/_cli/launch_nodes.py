@@ -5,6 +5,7 @@ line (kdist._agent). What the agent's settings are is the core's to resolve
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from kdist._cli import arguments
 from kdist._cli.machine_gpus import EXIT_USAGE, gpus_per_process
 from kdist._local_job.gpu_split import GpuSplitError
-from kdist._local_job.share import MachineOptions
+from kdist._local_job.share import MachineOptions, Share, share_environments
 
 
 def run_nodes(
@@ -63,8 +64,14 @@ def run_nodes(
         stall_timeout=args.stall_timeout,
         quiet=args.quiet_processes,
     )
-    # The program's script and arguments, not the agent's (--node-name differs).
-    fingerprint = environment_fingerprint.collect(argv=list(command))
+    # What this machine's processes will be: their environment (their devices: JAX's CPU
+    # backend with --devices-per-process, their block of GPUs) and the program's script and
+    # arguments, not the agent's (--node-name differs). The compile cache's folder is
+    # this machine's own: not part of it.
+    like = Share(attempt=0, first_id=0, count=args.num_processes,
+                 num_processes=args.num_processes, coordinator_port=1)  # fmt: skip
+    processes_environ = share_environments(like, machine, os.environ)[0]
+    fingerprint = environment_fingerprint.collect(processes_environ, argv=list(command))
     environment = tuple((e.name, e.value, e.must_match) for e in fingerprint)
     local = LocalOptions(machine, environment, warm=not args.no_warm, preload=tuple(args.preload))
     return run_node(command, request, local)

@@ -9,10 +9,12 @@ rules: arguments.py).
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from kdist._cli import bench, doctor, launch, rendezvous
+from kdist._cli import bench, doctor, launch, rendezvous, stop
 
 _DESCRIPTION = """\
 kdist: start multi-process JAX jobs fast, checked and explained.
@@ -39,18 +41,70 @@ def build_parser() -> argparse.ArgumentParser:
         >>> build_parser().parse_args(["launch", "-n", "2", "--", "true"]).num_processes
         2
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kdist",
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print kdist's version and exit")
-    commands = parser.add_subparsers(dest="command_name", metavar="COMMAND", title="commands")
+    commands = parser.add_subparsers(
+        dest="command_name", metavar="COMMAND", title="commands", parser_class=_Parser
+    )
 
-    for command in (doctor, launch, rendezvous, bench):
+    for command in (doctor, launch, stop, rendezvous, bench):
         command.add_parser(commands)
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """kdist's parsers take long options whole: `--rend` is not `--rendezvous` (a prefix
+    that means one flag today would mean another once a flag is added)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
+def _options_of(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
+    """Every command's long options (the parser's own under ""), subcommands included."""
+    found: dict[str, set[str]] = {}
+
+    def walk(node: argparse.ArgumentParser, name: str) -> None:
+        found[name] = {o for a in node._actions for o in a.option_strings if o.startswith("--")}
+        for action in node._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}".strip())
+
+    walk(parser, "")
+    return found
+
+
+def misspelled_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The message for a long option the command does not have, with the ones it likely
+    meant; None when every option before `--` is known.
+
+    Example:
+        >>> misspelled_option(build_parser(), ["launch", "--rendevous", "h:1", "-n", "1"])
+        "kdist launch: unknown option --rendevous; did you mean --rendezvous?"
+    """
+    options = _options_of(parser)
+    command = ""
+    for token in argv:
+        if token == "--":
+            break
+        if f"{command} {token}".strip() in options:
+            command = f"{command} {token}".strip()
+            continue
+        name = token.split("=", 1)[0]
+        if not name.startswith("--") or name in options[command] or name in options[""]:
+            continue
+        close = difflib.get_close_matches(name, sorted(options[command]), n=2, cutoff=0.6)
+        suggestion = "; did you mean " + " or ".join(close) + "?" if close else ""
+        known = f"; `kdist {command} --help` lists them" if not close else ""
+        return f"kdist {command}: unknown option {name}{suggestion}{known}".replace("  ", " ")
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     parser = build_parser()
+    wrong = misspelled_option(parser, sys.argv[1:] if argv is None else argv)
+    if wrong is not None:
+        print(wrong, file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.version:
         from kdist._version import __version__

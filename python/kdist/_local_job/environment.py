@@ -74,6 +74,7 @@ KDIST_JOB_VARIABLES = frozenset(
         "KDIST_LOCAL_PROCESS_ID",
         "KDIST_JOB_ID",
         "KDIST_VERDICT_FILE",
+        "KDIST_RUN_ID",
     }
 )
 

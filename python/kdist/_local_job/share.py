@@ -36,6 +36,9 @@ NUM_NODES_VARIABLE = "KDIST_NUM_NODES"
 LOCAL_PROCESS_ID_VARIABLE = "KDIST_LOCAL_PROCESS_ID"
 JOB_ID_VARIABLE = "KDIST_JOB_ID"
 ROLL_CALL_TOKEN_VARIABLE = "KDIST_ROLL_CALL_TOKEN"  # the attempt's own, never the job's
+# The job's run: drawn once by its starter (kdist launch -n) or its rendezvous (--nodes), the
+# same in every attempt and another in any other job (a backup folder's lease names it).
+RUN_ID_VARIABLE = "KDIST_RUN_ID"
 STALL_TIMEOUT_VARIABLE = "KDIST_STALL_TIMEOUT"
 
 
@@ -79,6 +82,7 @@ class Share:
     previous_processes: int = 0  # the previous attempt's count; 0: none or the same job
     node: NodePlace | None = None  # None: the whole job runs on this machine
     roll_call_token: str | None = None  # this attempt's; None: the caller's environment's
+    run_id: str = ""  # the job's run (KDIST_RUN_ID); "": none
 
     @property
     def process_ids(self) -> range:
@@ -117,6 +121,8 @@ def share_environments(
             env[STALL_TIMEOUT_VARIABLE] = repr(options.stall_timeout)
         if share.roll_call_token is not None:
             env[ROLL_CALL_TOKEN_VARIABLE] = share.roll_call_token
+        if share.run_id:
+            env[RUN_ID_VARIABLE] = share.run_id
         if share.previous_processes > 0:
             env[PREVIOUS_NUM_PROCESSES_VARIABLE] = str(share.previous_processes)
         if share.node is not None:

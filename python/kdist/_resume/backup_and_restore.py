@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kdist import _jax_backend, _log
+from kdist import _jax_backend, _log, _state
 from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import import_keras
 from kdist._resume import (
@@ -37,6 +37,7 @@ from kdist._resume import (
     background,
     choosing,
     host_state,
+    lease,
     reading,
     snapshot,
     storage,
@@ -203,6 +204,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             delete_checkpoint=delete_checkpoint,
         )
         self._every = every  # save every N steps; None: at epoch ends or only at a stop
+        self._lease: lease.LeaseHolder | None = None  # process 0's, while it trains
         self.restored_step: int | None = None
         self.stopped_step: int | None = None
         self._start(processes=1, process_id=0)
@@ -243,6 +245,9 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
         # Before the first step, in every process: the folder can take one more backup.
         storage.check_writable(self._root, _USER, one_backup_bytes=_backup_bytes(model))
         if self._process_id == 0:
+            # One job at a time in a backup folder: refused here, before any step, when
+            # another job trains with it (process 0 holds the lease while this one trains).
+            self._lease = lease.take(self._root, _this_run(), _USER)
             store.remove_unnamed(self._root)  # what a killed save left; nobody writes now
         position = self._restore(model)
         if position is None:
@@ -293,6 +298,9 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             self._save_backup(logs, epoch_done=True)
 
     def on_train_end(self, logs: Any = None) -> None:
+        if self._lease is not None:  # training is over: the folder is free for another job
+            self._lease.release()
+            self._lease = None
         model = self._model
         _SkipTrainedBatches.remove(model)
         model._initial_epoch = None  # the next fit starts where its own backup says
@@ -560,3 +568,11 @@ def _numbers(logs: Any) -> dict[str, float]:
         except (TypeError, ValueError):
             continue
     return numbers
+
+
+def _this_run() -> str:
+    """This job's name in a backup folder's lease (kdist._resume.lease.this_run)."""
+    spec = _state.active_spec()
+    if spec is None:
+        return lease.this_run("", None, "")
+    return lease.this_run(spec.run_id, spec.coordinator_address, spec.job_id)
