@@ -50,7 +50,7 @@ Status RendezvousServer::Listen(const Endpoint& where) {
   Result<Listener> listener = ListenOn(where, 128);
   if (!listener.ok() && listener.status().code() == StatusCode::kAlreadyExists) {
     const std::string owner =
-        DescribePortOwner(FindPortOwner(where.port(), clock_, std::chrono::milliseconds(300)));
+        DescribePortOwner(FindPortOwner(where.port(), clock_, std::chrono::seconds(1)));
     return AlreadyExists(listener.status().message() + (owner.empty() ? "" : ", " + owner));
   }
   KDIST_ASSIGN_OR_RETURN(listener_, std::move(listener));
@@ -143,7 +143,6 @@ void RendezvousServer::Loop() {
       abandon.swap(abandon_);
     }
     if (abandon) Deliver(book_.Abandon(*abandon, now));
-    formed_ = book_.formed();
     // Connections that never sent their hello in time.
     std::vector<uint64_t> late;
     for (const auto& [key, c] : connections_) {
@@ -308,6 +307,7 @@ void RendezvousServer::Deliver(const std::vector<NodeMessage>& messages) {
     if (m.reply.kind == NodeReplyKind::kRefused && !c.admitted) c.closing = true;
     if (m.reply.kind == NodeReplyKind::kEnd) c.closing = true;
     if (m.reply.kind == NodeReplyKind::kRoster) {
+      formed_ = true;  // before the roster leaves: an agent that has one sees it formed
       log_("attempt " + std::to_string(m.reply.attempt) + ": node " +
            std::to_string(m.reply.node_rank) + " is " + m.reply.nodes[m.reply.node_rank].name +
            " (processes " + std::to_string(m.reply.node_rank * m.reply.processes_per_node) + "-" +

@@ -100,8 +100,8 @@ def misspelled_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> s
         name = token.split("=", 1)[0]
         if not name.startswith("--") or name in options[command] or name in options[""]:
             continue
-        close = difflib.get_close_matches(name, sorted(options[command]), n=2, cutoff=0.6)
-        suggestion = "; did you mean " + " or ".join(close) + "?" if close else ""
+        close = difflib.get_close_matches(name, sorted(options[command]), n=1, cutoff=0.6)
+        suggestion = f"; did you mean {close[0]}?" if close else ""
         known = f"; `kdist {command} --help` lists them" if not close else ""
         return f"kdist {command}: unknown option {name}{suggestion}{known}".replace("  ", " ")
     return None
