@@ -91,6 +91,7 @@ ENVIRONMENT_SOURCES = {
     "consistency": "default",
     "stop_signals": "default",
     "stall_timeout": "default",
+    "tls": "default",
     "restart_count": "default",
 }
 
