@@ -255,8 +255,9 @@ def _check_user(user: tuple[UserSetting, ...], check_files: bool) -> str:
         given = ", ".join(s.describe() for s in user)
         raise ConfigError(
             f"{given} set JAX's mutual TLS only in part: it needs jax_mtls_cert_file, "
-            f"jax_mtls_key_file and jax_mtls_ca_file together, and {', '.join(missing)} "
-            "is not set. Set the others (or unset these) in every process."
+            f"jax_mtls_key_file and jax_mtls_ca_file together, and {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not set. Set the others (or unset these) "
+            "in every process."
         )
     prefix = by_keyword.get("mtls_peer_uri_prefix")
     if prefix is not None and not prefix.value.endswith("/"):
