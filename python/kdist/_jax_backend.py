@@ -247,7 +247,12 @@ def check_lifetime_keywords(wanted: dict[str, int]) -> None:
 # The first JAX whose jax.distributed.initialize takes the mtls_* keywords; named in messages.
 MTLS_JAX = "0.12"
 # JAX's options for its mutual TLS, as jax.config names them (the variables: upper case).
-MTLS_OPTIONS = ("jax_mtls_cert_file", "jax_mtls_key_file", "jax_mtls_ca_file", "jax_mtls_peer_uri_prefix")
+MTLS_OPTIONS = (
+    "jax_mtls_cert_file",
+    "jax_mtls_key_file",
+    "jax_mtls_ca_file",
+    "jax_mtls_peer_uri_prefix",
+)
 _MTLS_KEYWORDS = ("mtls_cert_file", "mtls_key_file", "mtls_ca_file", "mtls_peer_uri_prefix")
 
 
@@ -268,7 +273,9 @@ def mtls_supported() -> tuple[bool, str]:
         import jax
 
         try:
-            return _MTLS_KEYWORDS[0] in inspect.signature(jax.distributed.initialize).parameters, version
+            return _MTLS_KEYWORDS[0] in inspect.signature(
+                jax.distributed.initialize
+            ).parameters, version
         except (TypeError, ValueError):
             pass
     found = _release(version)

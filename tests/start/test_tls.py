@@ -73,7 +73,7 @@ def test_auto_with_a_token_on_jax_0_12_uses_kdist_s_certificates(
     assert (spec.tls, spec.sources["tls"], spec.has_token) == ("auto", "default", True)
     plan = tls.decide(spec)
     assert plan.mode == tls.KDIST
-    assert plan.describe() == "on: kdist's certificates for attempt 2 of job \"t57\""
+    assert plan.describe() == 'on: kdist\'s certificates for attempt 2 of job "t57"'
     assert plan.fingerprint_value() == plan.describe()
     assert plan.binding is not None
     assert re.fullmatch(r"kdist://job-[0-9a-f]{16}/attempt-2/", plan.binding.peer_uri_prefix)
@@ -111,7 +111,10 @@ def test_auto_without_a_token_and_off_are_off_without_a_word(
 
 def test_a_bad_policy_is_named_with_its_source(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KDIST_TLS", "maybe")
-    with pytest.raises(kdist.ConfigError, match=re.escape('KDIST_TLS="maybe" (from the environment): expected "off"')):
+    with pytest.raises(
+        kdist.ConfigError,
+        match=re.escape('KDIST_TLS="maybe" (from the environment): expected "off"'),
+    ):
         config.resolve("127.0.0.1:1234", 2, 0)
     with pytest.raises(kdist.ConfigError, match=re.escape('tls="yes" (argument): expected')):
         config.resolve("127.0.0.1:1234", 2, 0, tls="yes")
@@ -160,7 +163,9 @@ def test_an_old_jax_with_a_token_off_loopback_says_one_line_in_process_0(
         "off: JAX 0.10.2 has no mutual TLS for its coordination service (JAX 0.12 added it)"
     )
     (line,) = [r.getMessage() for r in caplog.records]
-    assert "JAX's coordination service at 10.0.0.1:1234 is neither encrypted nor authenticated" in line
+    assert (
+        "JAX's coordination service at 10.0.0.1:1234 is neither encrypted nor authenticated" in line
+    )
     assert "JAX 0.12 or later would fix it" in line
     caplog.clear()
     tls.decide(_spec(monkeypatch, address="10.0.0.1:1234", process_id=1))  # the others: no line
@@ -292,7 +297,9 @@ def user_files(tmp_path: Path) -> dict[str, Path]:
     files = {"ca": ca.write(tmp_path, "ca")[0]}
     made = {
         "good": certs.leaf(ca),
-        "expired": certs.leaf(ca, not_before=certs.NOW - 10 * certs.DAY, not_after=certs.NOW - certs.DAY),
+        "expired": certs.leaf(
+            ca, not_before=certs.NOW - 10 * certs.DAY, not_after=certs.NOW - certs.DAY
+        ),
         "early": certs.leaf(ca, not_before=certs.NOW + certs.DAY),
         "other": certs.leaf(other),
         "no_uri": certs.leaf(ca, uri=None),
@@ -302,9 +309,15 @@ def user_files(tmp_path: Path) -> dict[str, Path]:
     return files
 
 
-def _user(monkeypatch: pytest.MonkeyPatch, cert: Path, key: Path, ca: Path, **extra: str) -> tls.Plan:
+def _user(
+    monkeypatch: pytest.MonkeyPatch, cert: Path, key: Path, ca: Path, **extra: str
+) -> tls.Plan:
     _jax(monkeypatch, "0.12.0.1")
-    variables = {"JAX_MTLS_CERT_FILE": str(cert), "JAX_MTLS_KEY_FILE": str(key), "JAX_MTLS_CA_FILE": str(ca)}
+    variables = {
+        "JAX_MTLS_CERT_FILE": str(cert),
+        "JAX_MTLS_KEY_FILE": str(key),
+        "JAX_MTLS_CA_FILE": str(ca),
+    }
     return tls.decide(_spec(monkeypatch, token=None, **variables, **extra))
 
 
@@ -332,31 +345,65 @@ def test_the_user_s_good_certificates_win_and_are_checked(
     assert made.keywords["mtls_cert_file"] == str(user_files["good"])
 
 
-@pytest.mark.parametrize(
-    ("cert", "key", "ca", "extra", "expected"),
-    [
-        ("missing", "good_key", "ca", {}, r'JAX_MTLS_CERT_FILE=".*missing" \(from the environment\) cannot be read by this process \(No such file'),
-        ("good", "other_key", "ca", {}, r'JAX_MTLS_KEY_FILE=".*other.key" \(from the environment\) is not the key of JAX_MTLS_CERT_FILE'),
-        ("expired", "expired_key", "ca", {}, r"JAX_MTLS_CERT_FILE=.*: the certificate 'CN=test process' expired on"),
-        ("early", "early_key", "ca", {}, r"is valid only from .* Check this host's clock"),
-        ("other", "other_key", "ca", {}, r'JAX_MTLS_CERT_FILE=".*other.pem" \(from the environment\) does not chain to any certificate of JAX_MTLS_CA_FILE'),
-        ("no_uri", "no_uri_key", "ca", {"JAX_MTLS_PEER_URI_PREFIX": "spiffe://example.org/"}, r"carries no URI that starts with JAX_MTLS_PEER_URI_PREFIX"),
-        ("good", "good_key", "ca", {"JAX_MTLS_PEER_URI_PREFIX": "spiffe://example.org"}, r"JAX_MTLS_PEER_URI_PREFIX=\"spiffe://example.org\" \(from the environment\): expected a prefix that ends with '/'"),
-        ("good", "good", "ca", {}, r"JAX_MTLS_KEY_FILE=.* holds no unencrypted PEM private key"),
-    ],
-)  # fmt: skip
+_FROM_ENV = r" \(from the environment\)"
+_PREFIX = "JAX_MTLS_PEER_URI_PREFIX"
+# (certificate, key, extra variables, what the message says), by case.
+_BAD_FILES = {
+    "unreadable": (
+        "missing",
+        "good_key",
+        {},
+        rf'JAX_MTLS_CERT_FILE=".*missing"{_FROM_ENV} cannot be read by this process \(No such',
+    ),
+    "another key": (
+        "good",
+        "other_key",
+        {},
+        rf'JAX_MTLS_KEY_FILE=".*other.key"{_FROM_ENV} is not the key of JAX_MTLS_CERT_FILE',
+    ),
+    "expired": (
+        "expired",
+        "expired_key",
+        {},
+        r"JAX_MTLS_CERT_FILE=.*: the certificate 'CN=test process' expired on",
+    ),
+    "not yet valid": ("early", "early_key", {}, r"is valid only from .* Check this host's clock"),
+    "another authority": (
+        "other",
+        "other_key",
+        {},
+        rf'JAX_MTLS_CERT_FILE=".*other.pem"{_FROM_ENV} does not chain to any certificate of '
+        "JAX_MTLS_CA_FILE",
+    ),
+    "no URI": (
+        "no_uri",
+        "no_uri_key",
+        {_PREFIX: "spiffe://example.org/"},
+        f"carries no URI that starts with {_PREFIX}",
+    ),
+    "prefix without a slash": (
+        "good",
+        "good_key",
+        {_PREFIX: "spiffe://example.org"},
+        rf'{_PREFIX}="spiffe://example.org"{_FROM_ENV}: expected a prefix that ends with \'/\'',
+    ),
+    "a certificate for a key": (
+        "good",
+        "good",
+        {},
+        r"JAX_MTLS_KEY_FILE=.* holds no unencrypted PEM private key",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_FILES))
 def test_bad_user_certificates_are_named_with_their_source_before_the_start(
-    monkeypatch: pytest.MonkeyPatch,
-    user_files: dict[str, Path],
-    cert: str,
-    key: str,
-    ca: str,
-    extra: dict[str, str],
-    expected: str,
+    monkeypatch: pytest.MonkeyPatch, user_files: dict[str, Path], case: str
 ) -> None:
+    cert, key, extra, expected = _BAD_FILES[case]
     path = user_files.get(cert, user_files["ca"].parent / cert)
     with pytest.raises(kdist.ConfigError, match=expected):
-        _user(monkeypatch, path, user_files[key], user_files[ca], **extra)
+        _user(monkeypatch, path, user_files[key], user_files["ca"], **extra)
 
 
 def test_a_part_of_the_user_s_settings_is_named_with_what_is_missing(
@@ -380,7 +427,9 @@ def test_what_the_program_set_with_jax_config_is_named_as_such(
     monkeypatch.setattr(
         _jax_backend, "mtls_config", lambda: {"jax_mtls_cert_file": str(user_files["expired"])}
     )
-    with pytest.raises(kdist.ConfigError, match=r'^jax_mtls_cert_file=".*expired.pem" \(set with jax.config\): '):
+    with pytest.raises(
+        kdist.ConfigError, match=r'^jax_mtls_cert_file=".*expired.pem" \(set with jax.config\): '
+    ):
         _user(monkeypatch, user_files["good"], user_files["expired_key"], user_files["ca"])
 
 
@@ -390,7 +439,9 @@ def test_without_cryptography_the_user_s_files_are_checked_as_ssl_can(
     monkeypatch.setattr(tls, "cryptography_installed", lambda: False)
     plan = _user(monkeypatch, user_files["expired"], user_files["expired_key"], user_files["ca"])
     assert "checked in part (readable, key matches" in plan.why
-    with pytest.raises(kdist.ConfigError, match="JAX_MTLS_CERT_FILE=.* with JAX_MTLS_KEY_FILE=.*matching"):
+    with pytest.raises(
+        kdist.ConfigError, match=r"JAX_MTLS_CERT_FILE=.* with JAX_MTLS_KEY_FILE=.*matching"
+    ):
         _user(monkeypatch, user_files["good"], user_files["other_key"], user_files["ca"])
 
 
@@ -399,10 +450,17 @@ def test_the_user_s_settings_under_an_old_jax_are_ignored_saying_so(
 ) -> None:
     caplog.set_level(logging.WARNING, "kdist")
     _jax(monkeypatch, "0.10.2")
-    variables = {"JAX_MTLS_CERT_FILE": str(user_files["good"]), "JAX_MTLS_KEY_FILE": "k", "JAX_MTLS_CA_FILE": "c"}
+    variables = {
+        "JAX_MTLS_CERT_FILE": str(user_files["good"]),
+        "JAX_MTLS_KEY_FILE": "k",
+        "JAX_MTLS_CA_FILE": "c",
+    }
     assert tls.decide(_spec(monkeypatch, **variables)).mode == tls.OFF
     (line,) = [r.getMessage() for r in caplog.records]
-    assert line.startswith('JAX_MTLS_CERT_FILE="') and "is ignored: JAX 0.10.2 has no mutual TLS" in line
+    assert (
+        line.startswith('JAX_MTLS_CERT_FILE="')
+        and "is ignored: JAX 0.10.2 has no mutual TLS" in line
+    )
 
 
 # --- Where the files live -----------------------------------------------------------------
@@ -495,4 +553,7 @@ def test_bad_user_certificates_stop_initialize_before_the_roll_call(
     assert result.returncode == 0, result.describe()
     report = result.report()
     assert report["jax"] is False and float(report["seconds"]) < 15  # type: ignore[arg-type]
-    assert re.match(r'JAX_MTLS_CERT_FILE=".*expired.pem" \(from the environment\): the certificate', str(report["error"]))
+    assert re.match(
+        r'JAX_MTLS_CERT_FILE=".*expired.pem" \(from the environment\): the certificate',
+        str(report["error"]),
+    )

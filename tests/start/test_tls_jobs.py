@@ -37,7 +37,10 @@ def test_a_job_with_a_token_runs_jax_s_service_under_mutual_tls(
     assert len(set(states)) == 1
     assert states[0].startswith("on: kdist's certificates for attempt 0 of the job at 127.0.0.1:")
     err = capfd.readouterr().err
-    assert '[0] ' in err and "gRPC mTLS server credentials are used (peer_uri_prefix: \"kdist://job-" in err
+    assert (
+        "[0] " in err
+        and 'gRPC mTLS server credentials are used (peer_uri_prefix: "kdist://job-' in err
+    )
     for process in (0, 1):
         assert any(
             line.startswith(f"[{process}] ") and "gRPC mTLS client credentials are used" in line
@@ -59,13 +62,17 @@ def test_processes_with_different_tls_are_stopped_at_the_roll_call_named() -> No
         )
         for i in range(2)
     ]
-    done = run_processes([[__import__("sys").executable, str(PROGRAMS / "roll_call_report.py")]] * 2, envs, timeout=60)
+    done = run_processes(
+        [[__import__("sys").executable, str(PROGRAMS / "roll_call_report.py")]] * 2,
+        envs,
+        timeout=60,
+    )
     for finished in done:
         assert finished.returncode == 1, finished.describe()
         (report,) = finished.json_lines()
         assert report["error"] == "RendezvousError"
         message = str(report["message"])
         assert "tls: \"on: kdist's certificates for attempt 0 of the job at 127.0.0.1:" in message
-        assert "\"off: KDIST_TLS=\\\"off\\\" (from the environment)\" in process 1" in message or (
+        assert '"off: KDIST_TLS=\\"off\\" (from the environment)" in process 1' in message or (
             "off: KDIST_TLS" in message
         ), message
