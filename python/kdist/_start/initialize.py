@@ -409,9 +409,9 @@ def _tls_keywords(start: _Start) -> dict[str, object] | None:
         return None
     waited_from = time.monotonic()
     start.credentials = start.tls_making.result()
-    start.timings["tls_s"] = time.monotonic() - waited_from
     if start.credentials is None:
         return None
+    start.timings["tls_s"] = time.monotonic() - waited_from
     _logger.info("JAX's coordination service runs under mutual TLS: %s", start.tls.why)
     return start.credentials.keywords
 
@@ -487,7 +487,7 @@ def startup_timings() -> dict[str, float]:
     JAX when no roll call ran) only with a coordinator; "liveness_s" (waiting,
     after JAX started, for the liveness join that ran beside it; about 0 in
     process 0) only when the channel was set up; "tls_s" (waiting for this
-    process's TLS certificate, made beside the roll call) only with a coordinator.
+    process's TLS certificate, made beside the roll call) only under TLS.
     Phases that did not run are absent; empty before the first initialize().
     """
     return dict(_last_timings)
