@@ -37,17 +37,6 @@ Sourced<std::string> JaxVariable(const Environment& env, std::string_view name) 
   return Sourced<std::string>{*value, std::string(name)};
 }
 
-std::string HexOf(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out += kHex[c >> 4];
-    out += kHex[c & 0xf];
-  }
-  return out;
-}
-
 }  // namespace
 
 Status ResolveTlsSettings(const Request& request, const Environment& env, ClusterSpec& spec) {
@@ -76,7 +65,7 @@ Result<TlsBinding> DeriveTlsBinding(const ClusterSpec& spec) {
                                                      info, kTlsCaSeedBytes));
   const Sha256Digest job_digest = ComputeSha256(job);
   binding.peer_uri_prefix =
-      "kdist://job-" + HexOf(DigestBytes(job_digest).substr(0, 8)) + "/attempt-" + attempt + "/";
+      "kdist://job-" + HexText(DigestBytes(job_digest).substr(0, 8)) + "/attempt-" + attempt + "/";
   binding.process_uri =
       binding.peer_uri_prefix + "process-" + std::to_string(spec.process_id.value);
   binding.described = "attempt " + attempt + " of " +
