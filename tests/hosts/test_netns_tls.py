@@ -45,7 +45,7 @@ if not _jax_backend.mtls_supported()[0]:
 
 PORT = 29457
 _BOUND = 180.0
-_TOKEN = "the job's token"
+_TOKEN = "the job's token, long enough"
 
 
 def _wait_for(path: Path, agents: list[object], bound: float = _BOUND) -> str:

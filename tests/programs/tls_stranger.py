@@ -32,7 +32,6 @@ import grpc
 
 from helpers import certs
 from kdist import _core
-from kdist._agent.node import attempt_token
 from kdist._start import certificates, config
 
 given = json.loads(sys.argv[1])
@@ -51,9 +50,18 @@ channel.close()
 folder = Path(tempfile.mkdtemp(prefix="stranger-"))
 
 
+def attempt_token(attempt: int) -> str:
+    """The roll call's token of `attempt`'s processes, as the agents give it to them."""
+    request = _core.NodeRequest()
+    request.rendezvous = "127.0.0.1:1"
+    request.job_id = given["job_id"]
+    request.token = given["token"]
+    return str(_core.resolve_node_settings(request, {}).attempt_token(attempt))
+
+
 def kdist_certificate(attempt: int) -> tuple[Path, Path]:
     """A certificate of process 1 of `attempt`, made as kdist makes one."""
-    os.environ["KDIST_ROLL_CALL_TOKEN"] = attempt_token(given["token"], given["job_id"], attempt)
+    os.environ["KDIST_ROLL_CALL_TOKEN"] = attempt_token(attempt)
     os.environ["KDIST_JOB_ID"] = given["job_id"]
     os.environ["KDIST_RESTART_COUNT"] = str(attempt)
     spec = config.resolve(given["coordinator"], given["num_processes"], 1)
