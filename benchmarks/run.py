@@ -24,6 +24,7 @@ from benchmarks import (
     spawn_ready,
     stopping,
     testing_cost,
+    tls_start,
 )
 from benchmarks.harness import (
     MIN_COUNTED_RUNS,
@@ -48,6 +49,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "testing": testing_cost.measure,
     "elastic": elastic.measure,  # root: network namespaces (skipped otherwise)
     "restart": restart.measure,  # warm spares and the compile cache; --nodes parts: root
+    "tls": tls_start.measure,
 }
 
 

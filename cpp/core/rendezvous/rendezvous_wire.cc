@@ -427,6 +427,19 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
                                  {kTagExitStatus, "exit_status"},
                                  {kTagCoordinatorPort, "coordinator_port"}},
                                 "node report"));
+  if (!report.failure.failed()) {
+    // What fails is sent whole or not at all: a failure's fields without its kind
+    // would be dropped unread (a sender of an older wire, or a corrupted frame).
+    for (const uint8_t tag : {kTagFailureProcess, kTagFailureNode, kTagFailureHost,
+                              kTagFailurePid, kTagFailureStatus, kTagFailureHow,
+                              kTagFailureWhat, kTagFailureStep}) {
+      if (seen.Has(tag)) {
+        return InvalidArgument("the node report has failure fields (tag " +
+                               std::to_string(tag) +
+                               ") but no failure kind; its sender speaks another wire");
+      }
+    }
+  }
   return report;
 }
 

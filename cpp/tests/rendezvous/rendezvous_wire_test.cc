@@ -253,6 +253,21 @@ TEST(NodeReport, AnUnknownFailureKindIsRefused) {
                      "field failure kind is 9; expected 0-4");
 }
 
+TEST(NodeReport, AFailuresFieldsWithoutItsKindAreRefused) {
+  // An older wire sent the failure as a sentence (tag 23) with no kind: dropping it
+  // unread would end the attempt as if nothing had failed.
+  NodeReport in;
+  in.failure.kind = FailureKind::kProcess;
+  in.failure.what = "RuntimeError: boom";
+  std::string frame = EncodeNodeReport(in);
+  const std::string kind_field = std::string("\x1a\x00\x08", 3) + std::string(7, '\0') + "\x01";
+  const size_t at = frame.find(kind_field);
+  ASSERT_NE(at, std::string::npos);
+  frame[at + kind_field.size() - 1] = 0;
+  KDIST_EXPECT_ERROR(DecodeNodeReport(frame), StatusCode::kInvalidArgument,
+                     "has failure fields (tag 27) but no failure kind");
+}
+
 TEST(NodeReply, ARosterCarriesThePreviousProcessCount) {
   NodeReply in = SampleRoster();
   Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));

@@ -86,8 +86,8 @@ def misspelled_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> s
     meant; None when every option before `--` is known.
 
     Example:
-        >>> misspelled_option(build_parser(), ["launch", "--rendevous", "h:1", "-n", "1"])
-        "kdist launch: unknown option --rendevous; did you mean --rendezvous?"
+        >>> print(misspelled_option(build_parser(), ["launch", "--rendevous", "h:1", "-n", "1"]))
+        kdist launch: unknown option --rendevous; did you mean --rendezvous?
     """
     options = _options_of(parser)
     command = ""
