@@ -229,7 +229,7 @@ def test_a_request_from_the_only_process_that_asks_should_stop_is_an_agreed_stop
         steps = [report(r)["stopped_at"] for r in results]
         assert steps[0] == steps[1] and steps[0] is not None, described
         assert (
-            f"asked to stop (request_stop(\"time limit\")); every process stops at step "
+            f'asked to stop (request_stop("time limit")); every process stops at step '
             f"{steps[0]}" in results[0].stderr
         ), described
 
