@@ -1,98 +1,34 @@
 // The rendezvous book's two guards on a job that re-forms, at the numbers users get:
 // a re-form (a node lost, drained or grown) never spends a --max-restarts restart, and
-// the thrash guard's documented defaults (RendezvousOptions: more than 4 re-forms within
+// the thrash guard's documented defaults (LedgerOptions: more than 4 re-forms within
 // 10 minutes end the job with status 1). Only the book's public API, on its manual clock.
 #include <gtest/gtest.h>
 
 #include "rendezvous/rendezvous_book.h"
+#include "testing/rendezvous_helpers.h"
 
 namespace kdist {
 namespace {
 
 using std::chrono::seconds;
+using testing::Agent;
+using testing::Join;
+using testing::MakeAgent;
+using testing::OfKind;
+using testing::Options;
+using testing::Raised;
 
-constexpr char kToken[] = "s3cret";
-
-Nonce NonceOf(uint8_t fill) {
-  Nonce n{};
-  n.fill(fill);
-  return n;
-}
-
-// The options a test starts from: every guard left at its default.
-RendezvousOptions Options(int64_t min_nodes, int64_t max_nodes) {
-  RendezvousOptions o;
-  o.job_id = "job";
-  o.min_nodes = min_nodes;
-  o.max_nodes = max_nodes;
-  o.processes_per_node = 2;
-  o.last_call = seconds(10);
-  o.token = kToken;
-  return o;
-}
-
-// One agent as the tests drive it: its frames signed as a real agent signs them.
-struct Agent {
-  uint64_t connection = 0;
-  NodeHello hello;
-  std::string peer;
-  Nonce challenge{};
-  int64_t sequence = 1;
-};
-
-Agent MakeAgent(uint64_t connection, const std::string& name, const std::string& peer) {
-  Agent a;
-  a.connection = connection;
-  a.hello.job_id = "job";
-  a.hello.node_name = name;
-  a.hello.host = "box-" + name;
-  a.hello.pid = 100 + static_cast<int64_t>(connection);
-  a.hello.processes_per_node = 2;
-  a.hello.coordinator_port = 40000 + static_cast<int64_t>(connection);
-  a.hello.environment = EncodeFingerprint(
-      {{"jax", "0.7.0", false}, {"python", "3.13.1", false}, {"device platform", "cpu", false}});
-  a.hello.nonce = NonceOf(static_cast<uint8_t>(connection));
-  a.peer = peer;
-  a.challenge = NonceOf(static_cast<uint8_t>(100 + connection));
-  return a;
-}
-
-std::vector<NodeMessage> Join(RendezvousBook& book, Agent agent, Nanos now) {
-  agent.hello.min_nodes = book.options().min_nodes;
-  agent.hello.max_nodes = book.options().max_nodes;
-  const std::string frame = EncodeSignedNodeHello(agent.hello, kToken, agent.challenge);
-  Result<NodeHello> decoded = DecodeNodeHello(frame);
-  EXPECT_TRUE(decoded.ok());
-  RendezvousBook::Arrival arrival;
-  arrival.nonce = agent.challenge;
-  arrival.frame = frame;
-  arrival.peer_host = agent.peer;
-  arrival.local_host = "10.0.0.1";
-  return book.Offer(agent.connection, *decoded, arrival, now);
-}
-
-// A report of how `attempt` ended on `a`'s node (drain: its agent's drain notice instead).
+// A report of how `attempt` ended on `a`'s node: its status and, when it began there, its
+// failure (the shared helper's, with a fresh coordinator port per connection).
 std::vector<NodeMessage> Report(RendezvousBook& book, Agent& a, int64_t attempt, int64_t status,
-                                const std::string& failure, Nanos now, bool drain = false) {
-  NodeReport report;
-  report.sequence = ++a.sequence;
-  report.attempt = attempt;
-  report.exit_status = status;
-  report.failure = failure;
-  report.coordinator_port = 41000 + static_cast<int64_t>(a.connection);
-  report.drain = drain;
-  const std::string frame = EncodeSignedNodeReport(report, kToken, a.challenge);
-  Result<NodeReport> decoded = DecodeNodeReport(frame);
-  EXPECT_TRUE(decoded.ok());
-  return book.Report(a.connection, *decoded, frame, now);
+                                const JobFailure& failure, Nanos now) {
+  return testing::Report(book, a, attempt, status, failure,
+                         41000 + static_cast<int64_t>(a.connection), now);
 }
 
-std::vector<NodeMessage> OfKind(const std::vector<NodeMessage>& messages, NodeReplyKind kind) {
-  std::vector<NodeMessage> out;
-  for (const NodeMessage& m : messages) {
-    if (m.reply.kind == kind) out.push_back(m);
-  }
-  return out;
+std::vector<NodeMessage> Report(RendezvousBook& book, Agent& a, int64_t attempt, int64_t status,
+                                Nanos now) {
+  return Report(book, a, attempt, status, JobFailure{}, now);
 }
 
 // --- a re-form never spends a restart (--max-restarts) ---------------------------------------
@@ -106,7 +42,7 @@ struct ThreeNodesOneRestart {
   }
   static RendezvousOptions WithOneRestart() {
     RendezvousOptions options = Options(2, 3);
-    options.max_restarts = 1;
+    options.ledger.max_restarts = 1;
     return options;
   }
   RendezvousBook book;
@@ -124,10 +60,10 @@ void ExpectTheOneRestartIsLeftAfterTheReform(ThreeNodesOneRestart& job, const ch
   EXPECT_FALSE(job.book.Attempts()[0].counted);
   EXPECT_NE(job.book.Attempts()[0].ended.find(cause), std::string::npos)
       << job.book.AttemptTable();
-  EXPECT_TRUE(Report(job.book, job.b, 1, 3, "process 2 (node b): KeyError: 'x'", seconds(100))
+  EXPECT_TRUE(Report(job.book, job.b, 1, 3, Raised(2, "b", "KeyError: 'x'", 3), seconds(100))
                   .empty());
   const auto rosters =
-      OfKind(Report(job.book, job.a, 1, 1, "", seconds(101)), NodeReplyKind::kRoster);
+      OfKind(Report(job.book, job.a, 1, 1, seconds(101)), NodeReplyKind::kRoster);
   ASSERT_EQ(rosters.size(), 2u) << "a failure after a re-form with --max-restarts 1 must "
                                    "restart (attempt 2): the re-form spent the restart\n"
                                 << job.book.AttemptTable();
@@ -136,8 +72,8 @@ void ExpectTheOneRestartIsLeftAfterTheReform(ThreeNodesOneRestart& job, const ch
   ASSERT_EQ(job.book.Attempts().size(), 3u);
   EXPECT_TRUE(job.book.Attempts()[1].counted);
   // The restart is spent now: the next failure (another one) ends the job with its status.
-  (void)Report(job.book, job.b, 2, 4, "process 2 (node b): OSError: disk", seconds(200));
-  const auto ends = OfKind(Report(job.book, job.a, 2, 1, "", seconds(201)), NodeReplyKind::kEnd);
+  (void)Report(job.book, job.b, 2, 4, Raised(2, "b", "OSError: disk", 4), seconds(200));
+  const auto ends = OfKind(Report(job.book, job.a, 2, 1, seconds(201)), NodeReplyKind::kEnd);
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_EQ(ends[0].reply.exit_status, 4);
   EXPECT_NE(ends[0].reply.message.find("no restart is left (--max-restarts 1)"),
@@ -149,29 +85,28 @@ void ExpectTheOneRestartIsLeftAfterTheReform(ThreeNodesOneRestart& job, const ch
 TEST(RendezvousBookGuard, AFailureAfterALostNodesReformStillHasItsRestart) {
   ThreeNodesOneRestart job;
   EXPECT_TRUE(job.book.Leave(job.c.connection, seconds(10)).empty());
-  (void)Report(job.book, job.b, 0, 1, "", seconds(11));
+  (void)Report(job.book, job.b, 0, 1, seconds(11));
   ASSERT_EQ(
-      OfKind(Report(job.book, job.a, 0, 1, "", seconds(12)), NodeReplyKind::kRoster).size(), 2u);
+      OfKind(Report(job.book, job.a, 0, 1, seconds(12)), NodeReplyKind::kRoster).size(), 2u);
   ExpectTheOneRestartIsLeftAfterTheReform(job, "node lost: node c");
 }
 
 TEST(RendezvousBookGuard, AFailureAfterADrainedNodesReformStillHasItsRestart) {
   ThreeNodesOneRestart job;
-  ASSERT_EQ(OfKind(Report(job.book, job.c, 0, 0, "", seconds(10), /*drain=*/true),
-                   NodeReplyKind::kStop)
+  ASSERT_EQ(OfKind(testing::DrainNotice(job.book, job.c, 0, seconds(10)), NodeReplyKind::kStop)
                 .size(),
             3u);
-  (void)Report(job.book, job.c, 0, 143, "", seconds(11));
-  (void)Report(job.book, job.b, 0, 143, "", seconds(11));
+  (void)Report(job.book, job.c, 0, 143, seconds(11));
+  (void)Report(job.book, job.b, 0, 143, seconds(11));
   ASSERT_EQ(
-      OfKind(Report(job.book, job.a, 0, 143, "", seconds(12)), NodeReplyKind::kRoster).size(),
+      OfKind(Report(job.book, job.a, 0, 143, seconds(12)), NodeReplyKind::kRoster).size(),
       2u);
   ExpectTheOneRestartIsLeftAfterTheReform(job, "drained: node c");
 }
 
 TEST(RendezvousBookGuard, AFailureAfterAGrownReformStillHasItsRestart) {
   RendezvousOptions options = Options(1, 2);
-  options.max_restarts = 1;
+  options.ledger.max_restarts = 1;
   RendezvousBook book(options, Nanos(0));
   Agent a = MakeAgent(1, "a", "10.0.0.1");
   Agent b = MakeAgent(2, "b", "10.0.0.2");
@@ -179,11 +114,11 @@ TEST(RendezvousBookGuard, AFailureAfterAGrownReformStillHasItsRestart) {
   ASSERT_EQ(OfKind(book.Tick(seconds(11)), NodeReplyKind::kRoster).size(), 1u);
   (void)Join(book, b, seconds(20));
   ASSERT_EQ(OfKind(book.Tick(seconds(50)), NodeReplyKind::kStop).size(), 1u);  // 30 s later
-  ASSERT_EQ(OfKind(Report(book, a, 0, 143, "", seconds(51)), NodeReplyKind::kRoster).size(), 2u);
+  ASSERT_EQ(OfKind(Report(book, a, 0, 143, seconds(51)), NodeReplyKind::kRoster).size(), 2u);
   ASSERT_EQ(book.attempt(), 1);
   EXPECT_FALSE(book.Attempts()[0].counted);
-  (void)Report(book, b, 1, 3, "process 2 (node b): KeyError: 'x'", seconds(100));
-  const auto rosters = OfKind(Report(book, a, 1, 1, "", seconds(101)), NodeReplyKind::kRoster);
+  (void)Report(book, b, 1, 3, Raised(2, "b", "KeyError: 'x'", 3), seconds(100));
+  const auto rosters = OfKind(Report(book, a, 1, 1, seconds(101)), NodeReplyKind::kRoster);
   ASSERT_EQ(rosters.size(), 2u) << "the growth spent the restart\n" << book.AttemptTable();
   EXPECT_EQ(rosters[0].reply.attempt, 2);
 }
@@ -199,8 +134,8 @@ TEST(RendezvousBookGuard, AFailureAfterAGrownReformStillHasItsRestart) {
 class Thrashing {
  public:
   Thrashing() : book_(Options(1, 2), Nanos(0)) {
-    EXPECT_EQ(book_.options().max_reforms, 4);
-    EXPECT_EQ(std::chrono::duration_cast<seconds>(book_.options().reform_window).count(), 600);
+    EXPECT_EQ(book_.options().ledger.max_reforms, 4);
+    EXPECT_EQ(std::chrono::duration_cast<seconds>(book_.options().ledger.reform_window).count(), 600);
     (void)Join(book_, a_, seconds(1));
     (void)Join(book_, b_, seconds(2));  // MAX: the job forms
     EXPECT_EQ(book_.phase(), RendezvousBook::Phase::kRunning);
@@ -209,7 +144,7 @@ class Thrashing {
   // b's node lost at `at`; a reports its processes ended (1), with no progress.
   std::vector<NodeMessage> LoseB(Nanos at) {
     EXPECT_TRUE(book_.Leave(b_.connection, at).empty());
-    return Report(book_, a_, book_.attempt(), 1, "", at + seconds(1));
+    return Report(book_, a_, book_.attempt(), 1, at + seconds(1));
   }
 
   // b's machine back at `at` (a new connection): after 30 s the attempt stops at one
@@ -219,7 +154,7 @@ class Thrashing {
     b_ = MakeAgent(++next_connection_, name, "10.0.0.2");
     EXPECT_EQ(OfKind(Join(book_, b_, at), NodeReplyKind::kAdmitted).size(), 1u);
     EXPECT_EQ(OfKind(book_.Tick(at + seconds(30)), NodeReplyKind::kStop).size(), 1u);
-    return Report(book_, a_, book_.attempt(), 143, "", at + seconds(31));
+    return Report(book_, a_, book_.attempt(), 143, at + seconds(31));
   }
 
   RendezvousBook& book() { return book_; }
