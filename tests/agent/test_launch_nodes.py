@@ -208,7 +208,7 @@ def test_a_failure_is_named_by_every_agent_and_the_same_failure_twice_ends_it(
 
 def _pids(agent_stderr: str) -> list[int]:
     """The pids of an attempt's processes, from the agent's "attempt N: node ..." line."""
-    found = re.search(r"\(pids ([0-9, ]+)\)", agent_stderr)
+    found = re.search(r"attempt \d+: node \d+ of \d+ .*?\(pids ([0-9, ]+)\)", agent_stderr)
     assert found, agent_stderr
     return [int(pid) for pid in found.group(1).split(", ")]
 
