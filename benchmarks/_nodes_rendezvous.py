@@ -4,17 +4,19 @@ memory is its own.
 Usage: python -m benchmarks._nodes_rendezvous MIN MAX TOKEN_FILE
 
 Serves the nodes' rendezvous as `kdist rendezvous serve` does (kdist._core.
-resolve_node_settings with serve_only, then kdist._core.RendezvousServer on 127.0.0.1, an
-ephemeral port), with --last-call 30, --scale-up-after 0 (a machine added is taken at once)
-and the token read from TOKEN_FILE. Prints one JSON line once it listens: its port and its
+resolve_node_settings with serve_only, then kdist._core.RendezvousServer on 127.0.0.1, a
+free port), with --last-call 30, --scale-up-after 0 (a machine added is taken at once) and
+the token read from TOKEN_FILE. Prints one JSON line once it listens: its port and its
 resident memory before (the peak, VmHWM, reset there through /proc/self/clear_refs); then,
-when the job ends, another: its exit status, the number of attempts, and its peak memory.
+when the job ends, another: its exit status, the number of attempts, its peak memory and
+the CPU time it spent serving (user and system, every thread).
 The server's own lines go to stderr.
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import socket
 import sys
 from pathlib import Path
@@ -29,6 +31,11 @@ def _kib(field: str) -> int:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _say(**fields: object) -> None:
     print(json.dumps(fields), flush=True)
 
@@ -36,7 +43,7 @@ def _say(**fields: object) -> None:
 def main() -> None:
     min_nodes, max_nodes, token_file = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     request = _core.NodeRequest()
-    request.rendezvous = "127.0.0.1:0"
+    request.rendezvous = f"127.0.0.1:{_core.free_port()}"
     request.serve_only = True
     request.host_name = socket.gethostname()
     request.job_id = "bench"
@@ -51,6 +58,7 @@ def main() -> None:
     server.listen(settings)
     Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) starts from here
     before = _kib("VmRSS")
+    cpu_before = _cpu_s()
     server.start()
     _say(port=server.port, rss_before_kib=before)
     while not server.wait(1.0):
@@ -59,6 +67,7 @@ def main() -> None:
         exit_status=int(server.exit_status),
         attempts=len(server.attempts),
         peak_kib=_kib("VmHWM"),
+        cpu_s=_cpu_s() - cpu_before,
     )
 
 

@@ -30,7 +30,10 @@ Its figures (seconds, each until the last simulated agent was told):
   - drain_reform_s: from the stopped agents' reports to the last told the next roster;
   - grow_s: from the new agent's connect to the last agent told the next roster;
   - finish_s: from the agents' reports to the last told the end;
-  - mib: the rendezvous's peak resident memory above its start.
+  - mib: the rendezvous's peak resident memory above its start;
+  - cpu_s: the CPU time the rendezvous spent on the whole job (user and system): what the
+    figures above cost it, apart from the time it waited for a core (the load generator
+    runs on the same cores).
 Every run checks what each simulated agent was told (one roster per attempt, the same
 attempt, node count and coordinator in every roster, each rank 0 .. count-1 held once, so
 process ids are contiguous; one stop naming the attempt it runs; one end with the expected
@@ -200,7 +203,9 @@ def run_once(n: int) -> dict[str, float]:
             check(stop, "drain's stop", attempt=1)
             out["drain_s"] = stop.seconds
             drained = load.stopped()
-            check(drained, "re-forming after the drain", attempt=2, nodes=n - 2, ended=1, status=143)
+            check(
+                drained, "re-forming after the drain", attempt=2, nodes=n - 2, ended=1, status=143
+            )
             out["drain_reform_s"] = drained.seconds
             grown = load.grow()
             check(grown, "growth", attempt=3, nodes=n - 1)
@@ -216,6 +221,7 @@ def run_once(n: int) -> dict[str, float]:
                     "after 4"
                 )
             out["mib"] = (int(ended["peak_kib"]) - rendezvous.rss_before_kib) / 1024
+            out["cpu_s"] = float(ended["cpu_s"])
             del load
         finally:
             rendezvous.close()
@@ -294,6 +300,17 @@ def figures(by_count: dict[int, dict[str, list[float]]]) -> list[Figure]:
             baseline=largest,
         )
     )
+    out.append(
+        Figure(
+            "nodes_scale_cpu",
+            "Nodes' rendezvous: its CPU time for the whole job (every scenario)",
+            [
+                Series(f"{n} agents", "ms", [1000 * x for x in xs["cpu_s"]])
+                for n, xs in by_count.items()
+            ],
+            baseline=largest,
+        )
+    )
     return out
 
 
@@ -327,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps({str(n): xs for n, xs in by_count.items()}, indent=2))
         return
     print(f"the nodes' rendezvous on loopback, {args.runs} runs (medians)")
-    names = [*FIGURES, "mib"]
+    names = [*FIGURES, "mib", "cpu_s"]
     print(f"{'agents':>7} " + " ".join(f"{name.removesuffix('_s'):>12}" for name in names))
     for n, xs in by_count.items():
         print(f"{n:>7} " + " ".join(f"{statistics.median(xs[name]):12.4f}" for name in names))

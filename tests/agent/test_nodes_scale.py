@@ -34,7 +34,14 @@ class Rendezvous:
         token_file = folder / "token"
         token_file.write_text(TOKEN)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks._nodes_rendezvous", str(N // 2), str(N), str(token_file)],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks._nodes_rendezvous",
+                str(N // 2),
+                str(N),
+                str(token_file),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

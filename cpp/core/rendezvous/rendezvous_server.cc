@@ -258,6 +258,12 @@ void RendezvousServer::ReadFrom(uint64_t key, Nanos now) {
     if (frame.empty()) break;
     HandleFrame(key, frame, now);
   }
+  // An agent says something a few times a job: between frames its buffer holds nothing
+  // (memory per agent, not the largest frame it ever sent).
+  auto left = connections_.find(key);
+  if (left != connections_.end() && left->second.in.buffered() == 0) {
+    left->second.in = FrameAssembler();
+  }
 }
 
 void RendezvousServer::HandleFrame(uint64_t key, const std::string& frame, Nanos now) {
@@ -355,6 +361,7 @@ void RendezvousServer::Flush(uint64_t key) {
     }
     c.out.erase(0, io.bytes);
   }
+  if (c.out.empty()) std::string().swap(c.out);  // its capacity too, until the next reply
   if (c.watching_write != !c.out.empty()) {  // a system call only when it changes
     c.watching_write = !c.out.empty();
     (void)poller_->WatchWrite(c.fd.get(), key, c.watching_write);
