@@ -229,10 +229,12 @@ void RendezvousServer::AcceptAll(Nanos now) {
     c.challenge = *nonce;
     c.accepted = now;
     c.out = EncodeChallenge(Challenge{*nonce});
-    if (!poller_->Add(c.fd.get(), key, true).ok()) continue;
+    c.watching_write = false;
+    if (!poller_->Add(c.fd.get(), key, false).ok()) continue;
     connections_.emplace(key, std::move(c));
     ++unadmitted_;
     awaiting_hello_.emplace_back(now, key);
+    Flush(key);  // the challenge at once: a fresh socket has room for it (no wake, no epoll_ctl)
   }
 }
 

@@ -93,7 +93,7 @@ class RendezvousServer {
     Nonce challenge{};
     FrameAssembler in;
     std::string out;
-    bool watching_write = true;  // as the poller was told (a connection starts so)
+    bool watching_write = false;  // as the poller was told
     Nanos accepted{0};
     bool admitted = false;
     bool closing = false;  // close once `out` is sent
