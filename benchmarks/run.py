@@ -124,16 +124,21 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(markdown_table(figure) + "\n", flush=True)
         # Written after every group, so a failure later keeps what was measured.
-        write_results(list(figures.values()), _header(started, chosen, args.runs, args.keep))
+        write_results(list(figures.values()), _header(started, chosen, args))
     if args.json:
         print(json.dumps([f.to_json() for f in measured], indent=1))
     print(f"wrote {RESULTS / 'results.md'}", file=sys.stderr)
     return 0
 
 
-def _header(started: float, chosen: list[str], runs: int, keep: bool) -> str:
+def _header(started: float, chosen: list[str], args: argparse.Namespace) -> str:
     import importlib.metadata as md
     import os
+
+    runs, keep = args.runs, args.keep
+    flags = (f" --agents {' '.join(map(str, args.agents))}" if args.agents else "") + (
+        " --plot" if args.plot else ""
+    )
 
     return (
         "# kdist benchmark results\n\n"
@@ -142,7 +147,7 @@ def _header(started: float, chosen: list[str], runs: int, keep: bool) -> str:
         f"{platform.python_version()}, jax {md.version('jax')}, keras {md.version('keras')}, "
         f"kdist {md.version('kdist')}. {runs} counted runs per contender, interleaved, "
         "after one discarded warm-up round. Command: `python -m benchmarks.run "
-        f"--only {','.join(chosen)} --runs {runs}{' --keep' if keep else ''}`"
+        f"--only {','.join(chosen)} --runs {runs}{flags}{' --keep' if keep else ''}`"
         + (" (figures of other groups are from an earlier run)." if keep else ".")
     )
 
