@@ -57,10 +57,12 @@
 #define KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -74,6 +76,10 @@
 #include "roll_call/consistency.h"
 
 namespace kdist {
+
+// The most nodes a line names (the progress line, an admission, a refusal, a timeout):
+// then "and N more". Each agent is sent such a line, so its length must not grow with the job.
+inline constexpr size_t kListedNodes = 16;
 
 // The agents' exit statuses that the rendezvous decides or causes.
 inline constexpr int64_t kExitNotEnoughNodes = 75;   // EX_TEMPFAIL: fewer than MIN nodes joined
@@ -202,8 +208,8 @@ class RendezvousBook {
                                    const Arrival& arrival);
   std::vector<NodeMessage> Admit(uint64_t connection, const NodeHello& hello,
                                  const Arrival& arrival, int64_t id, bool grows, Nanos now);
-  // Every live node, running or joining.
-  std::vector<const Node*> LiveNodes() const;
+  // "node a" for a live node's admission number (the environment comparison's names).
+  std::function<std::string(int64_t)> NodeNamer() const;
 
   // Forming (rendezvous_forming.cc).
   std::vector<NodeMessage> Seal();
@@ -229,8 +235,8 @@ class RendezvousBook {
   // step (kStop); while gathering, the node leaves at once (kEnd, 143).
   std::vector<NodeMessage> Drain(Node& node);
   std::vector<NodeMessage> DrainWhileGathering(Node& node);
-  std::vector<NodeMessage> ReportOfJoining(std::vector<Node>::iterator node,
-                                           const NodeReport& report, std::string_view frame);
+  std::vector<NodeMessage> ReportOfJoining(Node& node, const NodeReport& report,
+                                           std::string_view frame);
   // Growth: the running attempt stops at one agreed step once the first joining node
   // waited `scale_up_after`.
   std::vector<NodeMessage> Grow(Nanos now);
@@ -244,8 +250,18 @@ class RendezvousBook {
   std::vector<NodeMessage> EndAll(StatusCode code, std::string message, int64_t status);
   NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
   std::string NodeText(const Node& node) const;
+  // The first kListedNodes nodes ("a at 10.0.0.1, ..."), then how many more.
   std::string JoinedList() const;
+  // Finding a node by its connection costs O(1), never a scan: each message would
+  // otherwise cost O(N), and a round of N messages O(N * N).
+  // The node on `connection` in nodes_ (joining false) or joining_ (true), or nullptr.
+  Node* Placed(uint64_t connection, bool joining);
+  // The node on `connection` in nodes_, unless lost.
   Node* NodeOn(uint64_t connection);
+  // places_ anew after nodes_ or joining_ changed order (O(N), once per event that does).
+  void Reindex();
+  // `node`'s name is free again (it left, was lost or drained).
+  void ReleaseName(const Node& node);
   void Forget(std::vector<Node>& nodes, uint64_t connection);
 
   RendezvousOptions options_;
@@ -270,6 +286,16 @@ class RendezvousBook {
   bool first_failure_named_ = false;
   std::vector<LostNode> lost_;  // since the last attempt that ran with MIN or more
   std::string stopped_by_;      // `kdist stop` asked the job to stop: who
+  // Where each node is: its connection -> nodes_ or joining_, and its index there.
+  struct Place {
+    bool joining = false;
+    size_t index = 0;
+  };
+  std::unordered_map<uint64_t, Place> places_;
+  // Each live node's name -> its connection (one live agent per name).
+  std::unordered_map<std::string, uint64_t> name_holders_;
+  // Nodes of the running attempt that have neither reported nor been lost.
+  int64_t unreported_ = 0;
 };
 
 }  // namespace kdist

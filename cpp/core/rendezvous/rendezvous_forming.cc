@@ -103,14 +103,8 @@ std::vector<NodeMessage> RendezvousBook::Seal() {
   auto local = std::find_if(nodes_.begin(), nodes_.end(),
                             [](const Node& n) { return n.on_rendezvous_machine; });
   if (local != nodes_.end()) std::rotate(nodes_.begin(), local, local + 1);
-  if (consistency_.has_value()) {
-    consistency_notes_ = consistency_->Differences([&](int64_t node_id) {
-      for (const Node& node : nodes_) {
-        if (node.id == node_id) return "node " + node.hello.node_name;
-      }
-      return std::string("node ?");
-    });
-  }
+  Reindex();
+  if (consistency_.has_value()) consistency_notes_ = consistency_->Differences(NodeNamer());
   return Rosters(after_loss);
 }
 
@@ -133,11 +127,10 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   const std::string coordinator_host = CoordinatorHost();
   const int64_t previous_processes =
       ledger_.rows().empty() ? 0 : ledger_.rows().back().processes;
-  std::vector<RosterNode> roster;
   std::vector<std::string> names;
+  names.reserve(nodes_.size());
   for (size_t rank = 0; rank < nodes_.size(); ++rank) {
     const Node& node = nodes_[rank];
-    roster.push_back({node.hello.node_name, node.peer_host});
     names.push_back(node.hello.node_name);
     last_rank_[node.hello.node_name] = static_cast<int64_t>(rank);
   }
@@ -146,7 +139,10 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   first_failure_ = JobFailure{};
   first_failure_named_ = false;
 
+  // Each roster says how many nodes run the attempt, not which: O(1) bytes each.
   std::vector<NodeMessage> out;
+  out.reserve(nodes_.size());
+  unreported_ = static_cast<int64_t>(nodes_.size());
   for (size_t rank = 0; rank < nodes_.size(); ++rank) {
     Node& node = nodes_[rank];
     node.reported = false;
@@ -158,7 +154,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     m.reply.processes_per_node = options_.processes_per_node;
     m.reply.coordinator_host = coordinator_host;
     m.reply.coordinator_port = zero.next_port;
-    m.reply.nodes = roster;
+    m.reply.node_count = static_cast<int64_t>(nodes_.size());
     m.reply.previous_processes = previous_processes;
     m.reply.run_id = options_.run_id;
     m.reply.first_failure = first_failure;
