@@ -42,14 +42,14 @@ bool SameReply(const NodeReply& a, const NodeReply& b) {
          a.processes_per_node == b.processes_per_node &&
          a.coordinator_host == b.coordinator_host && a.coordinator_port == b.coordinator_port &&
          SameNodes(a.nodes, b.nodes) && a.previous_processes == b.previous_processes &&
-         a.first_failure == b.first_failure && a.exit_status == b.exit_status && a.mac == b.mac;
+         a.first_failure == b.first_failure && a.ended == b.ended && a.exit_status == b.exit_status && a.mac == b.mac;
 }
 
 bool SameReport(const NodeReport& a, const NodeReport& b) {
   return a.sequence == b.sequence && a.attempt == b.attempt && a.exit_status == b.exit_status &&
          a.failure.SamePoint(b.failure) && a.failure.Text() == b.failure.Text() &&
          a.failure.pid == b.failure.pid && a.failure.exit_status == b.failure.exit_status && a.coordinator_port == b.coordinator_port &&
-         a.drain == b.drain && a.mac == b.mac;
+         a.drain == b.drain && a.progressed == b.progressed && a.mac == b.mac;
 }
 
 // The MAC field of a signed frame: its last kMacBytes bytes.

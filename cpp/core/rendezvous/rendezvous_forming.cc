@@ -105,7 +105,7 @@ std::vector<NodeMessage> RendezvousBook::Seal() {
   if (local != nodes_.end()) std::rotate(nodes_.begin(), local, local + 1);
   Reindex();
   if (consistency_.has_value()) consistency_notes_ = consistency_->Differences(NodeNamer());
-  return Rosters(after_loss);
+  return Rosters("", after_loss.empty() ? "" : EndedText(attempt_ - 1, after_loss));
 }
 
 std::string RendezvousBook::CoordinatorHost() const {
@@ -122,7 +122,8 @@ std::string RendezvousBook::CoordinatorHost() const {
   return zero.local_host;
 }
 
-std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failure) {
+std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failure,
+                                                 const std::string& ended) {
   const Node& zero = nodes_.front();
   const std::string coordinator_host = CoordinatorHost();
   const int64_t previous_processes =
@@ -138,6 +139,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
                 static_cast<int64_t>(nodes_.size()) * options_.processes_per_node, now_);
   first_failure_ = JobFailure{};
   first_failure_named_ = false;
+  progressed_ = false;
 
   // Each roster says how many nodes run the attempt, not which: O(1) bytes each.
   std::vector<NodeMessage> out;
@@ -158,6 +160,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     m.reply.previous_processes = previous_processes;
     m.reply.run_id = options_.run_id;
     m.reply.first_failure = first_failure;
+    m.reply.ended = ended;
     m.reply.message = consistency_notes_;
     out.push_back(std::move(m));
   }
