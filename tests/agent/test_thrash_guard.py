@@ -7,7 +7,9 @@ the guard's settings and every cause. The words match the event: a loss or a gro
 
 from __future__ import annotations
 
+import itertools
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers.agents import agent_args
-from helpers.support import Running, Spawned, clean_env, wait_until_gone
+from helpers.support import PROGRAMS, Running, Spawned, clean_env, json_objects, wait_until_gone
 from kdist import _core
 
 pytestmark = pytest.mark.multiprocess
@@ -60,12 +62,13 @@ def _lose_and_bring_back(
     return back
 
 
-def _job() -> tuple[str, list[str], list[str]]:
+def _job(program: str | None = None) -> tuple[str, list[str], list[str]]:
     """The rendezvous address, and agents a's and b's commands (a serves the rendezvous)."""
     rendezvous = f"127.0.0.1:{_core.free_port()}"
-    extra = ("--grace", "5", "--join-timeout", "60", *_GUARD)
-    a = agent_args(rendezvous, "a", *extra, nodes="1:2", job_id="t59")
-    b = agent_args(rendezvous, "b", *extra, nodes="1:2", job_id="t59")
+    extra = ("--grace", "10", "--join-timeout", "60", *_GUARD)
+    chosen = {} if program is None else {"program": program}
+    a = agent_args(rendezvous, "a", *extra, nodes="1:2", job_id="t59", **chosen)
+    b = agent_args(rendezvous, "b", *extra, nodes="1:2", job_id="t59", **chosen)
     return rendezvous, a, b
 
 
@@ -125,3 +128,58 @@ def test_a_job_that_never_steps_is_ended_by_the_guard_naming_it(tmp_path: Path) 
     ) in said, said
     assert re.search(r"attempt 1: node b \(host [^)]*\) joined", said), said
     assert "the job's first failure" not in said, said
+
+
+_EPOCHS = 5
+_STEPS = _EPOCHS * 16  # keras_backup.py: 16 batches an epoch at any process count
+
+
+def test_a_keras_job_that_saves_between_re_forms_finishes_and_says_its_goodput(
+    tmp_path: Path,
+) -> None:
+    # Issue 59's spot user, on loopback: b lost twice and back twice (four re-forms, three
+    # more than --max-reforms 1), every attempt saving backups (every 4 steps) between them;
+    # the job finishes every step, exit 0. Goodput: kept steps x the fault-free step time
+    # (the last attempt's median batch) / the wall time from the first agent's start.
+    env = clean_env(
+        1,
+        KDIST_INIT_TIMEOUT="120",
+        KERAS_BACKEND="jax",
+        KERAS_HOME="/tmp/kdist-test-keras-home",
+        BACKUP_DIR=str(tmp_path / "backup"),
+        BACKUP_SAVE_FREQ="4",
+        BACKUP_EPOCHS=str(_EPOCHS),
+        BACKUP_STEP_SLEEP="0.2",
+        BACKUP_NO_VALUES="1",
+    )
+    _, a_args, b_args = _job(str(PROGRAMS / "keras_backup.py"))
+    began = time.monotonic()
+    with Spawned(tmp_path) as spawned:
+        a = spawned.start(a_args, env)
+        _wait_for(a, r"serving the nodes' rendezvous", 1, [])
+        b = spawned.start(b_args, env)
+        for attempt in range(4):  # each attempt trains 7 steps (a save among them), then:
+            _wait_for(a, r"\[0\] step 7\n", attempt + 1, [b], stdout=True)
+            if attempt % 2 == 0:
+                b.kill()  # lost
+            else:
+                b = spawned.start(b_args, env)  # back: the job grows after 1 s
+        done = [x.finish(_BOUND) for x in (a, b)]
+    wall = time.monotonic() - began
+    for d in done:
+        assert d.returncode == 0, d.stderr
+    said = done[0].stderr
+    assert "thrash guard" not in said.split("\n", 1)[1], said  # its first line names it
+    assert len(re.findall(r"attempt \d ended: ", said)) == 4, said
+    final = [r for r in json_objects(done[0].stdout) if "iterations" in r][-1]
+    assert final["iterations"] == _STEPS, final
+    assert final["restart_count"] == 4, final
+    ends = final["batch_ends"]
+    assert isinstance(ends, list) and len(ends) > 3
+    step_seconds = statistics.median(later - sooner for sooner, later in itertools.pairwise(ends))
+    goodput = _STEPS * step_seconds / wall
+    print(  # the closing note's figure (pytest -s)
+        f"goodput {goodput:.2f}: {_STEPS} steps kept x {step_seconds:.3f} s fault-free step / "
+        f"{wall:.1f} s wall, four re-forms"
+    )
+    assert 0 < goodput <= 1
