@@ -103,8 +103,19 @@ def read(path: Path) -> Progress:
         return Progress()
     if not isinstance(data, dict):
         return Progress()
-    fields = Progress.__dataclass_fields__
-    return Progress(**{k: v for k, v in data.items() if k in fields})
+
+    def step(name: str) -> int | None:
+        value = data.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    saves = data.get("saves")
+    return Progress(
+        first_step=step("first_step"),
+        step=step("step"),
+        backups=data.get("backups") is True,
+        saves=saves if isinstance(saves, int) and not isinstance(saves, bool) else 0,
+        saved_step=step("saved_step"),
+    )
 
 
 def any_progress(paths: Iterable[Path]) -> bool:
