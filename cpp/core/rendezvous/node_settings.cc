@@ -1,5 +1,6 @@
 #include "rendezvous/node_settings.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "base/hmac_sha256.h"
@@ -21,6 +22,12 @@ constexpr std::string_view kMakeToken =
 Result<Sourced<std::string>> ResolveRendezvous(const NodeRequest& request, const Environment& env,
                                                Address& address) {
   const std::string flag = request.serve_only ? "kdist rendezvous serve" : "--rendezvous";
+  if (IsEtcdRendezvous(request.rendezvous)) {
+    return InvalidArgument(
+        flag + " " + Quote(request.rendezvous) +
+        ": kdist rendezvous serve binds HOST:PORT; with etcd:// no machine serves the book "
+        "alone (every agent can take it over): give the agents --rendezvous etcd://... instead");
+  }
   if (!request.serve_only && request.rendezvous == "auto") {
     KDIST_ASSIGN_OR_RETURN(address, AutoRendezvous(env));
     return Sourced<std::string>{address.ToString(),
@@ -46,7 +53,8 @@ Result<Sourced<std::string>> ResolveToken(const NodeRequest& request, const Envi
     token = spec.rendezvous_token;
   }
   if (settings.loopback) return token;
-  const std::string where = settings.rendezvous.value + " is off loopback (" + settings.ip + ")";
+  const std::string where = settings.rendezvous.value + " is off loopback" +
+                            (settings.ip.empty() ? std::string() : " (" + settings.ip + ")");
   if (token.value.empty()) {
     return InvalidArgument(settings.rendezvous.source + " " + where +
                            ": the job needs a token, the same on every machine; " +
@@ -88,10 +96,27 @@ Status ResolveNames(const NodeRequest& request, const Environment& env, NodeSett
   KDIST_ASSIGN_OR_RETURN(const std::optional<SlurmAllocation> slurm, ReadSlurmAllocation(env));
   if (request.job_id.has_value()) {
     settings.job_id = {*request.job_id, "--job-id"};
-  } else if (slurm.has_value() && request.rendezvous == "auto") {
+  } else if (slurm.has_value() &&
+             (request.rendezvous == "auto" || settings.store == RendezvousStore::kEtcd)) {
     settings.job_id = {slurm->job_id, "SLURM_JOB_ID"};
+  } else if (settings.store == RendezvousStore::kEtcd) {
+    return InvalidArgument(
+        "--rendezvous " + settings.rendezvous.value +
+        " needs a job id: give every agent of the job the same --job-id (under Slurm it is "
+        "the allocation's, SLURM_JOB_ID), so that two jobs sharing one etcd never meet");
   } else {
     settings.job_id = {"", "default"};
+  }
+  if (settings.store == RendezvousStore::kEtcd &&
+      (settings.job_id.value.empty() || !std::all_of(settings.job_id.value.begin(),
+                                                     settings.job_id.value.end(), [](char c) {
+                                                       return IsAlnum(c) || c == '.' ||
+                                                              c == '_' || c == '-';
+                                                     }))) {
+    return InvalidArgument("job id " + Quote(settings.job_id.value) + " (from " +
+                           settings.job_id.source + ") names the job's keys in etcd (" +
+                           settings.etcd.prefix + "/JOB_ID/); expected letters, digits, '.', "
+                           "'_' and '-'");
   }
   if (request.serve_only) {
     settings.node_name = {"", "default"};
@@ -102,6 +127,39 @@ Status ResolveNames(const NodeRequest& request, const Environment& env, NodeSett
   } else {
     settings.node_name = {request.host_name, "the host name"};
   }
+  return Status::Ok();
+}
+
+// What every store shares, once the rendezvous is placed: the processes' own settings, as
+// each process will resolve them (a value they would refuse is refused here, before any
+// process starts, in the same words), the token, the names and the waits.
+Result<NodeSettings> ResolveTheRest(const NodeRequest& request, const Environment& env,
+                                    NodeSettings settings) {
+  ClusterSpec spec;
+  KDIST_RETURN_IF_ERROR(ResolveJobSettings(Request{}, env, spec));
+  settings.unreachable_timeout = spec.unreachable_timeout;
+  KDIST_ASSIGN_OR_RETURN(settings.token, ResolveToken(request, env, settings));
+  KDIST_RETURN_IF_ERROR(ResolveNames(request, env, settings));
+  KDIST_ASSIGN_OR_RETURN(settings.scale_up_after, ResolveScaleUpAfter(request));
+  settings.min_nodes = request.min_nodes;
+  settings.max_nodes = request.max_nodes;
+  settings.processes_per_node = request.processes_per_node;
+  settings.last_call = SecondsOr(request.last_call, "--last-call", Nanos(kDefaultLastCall));
+  settings.join_timeout =
+      SecondsOr(request.join_timeout, "--join-timeout", Nanos(kDefaultJoinTimeout));
+  settings.max_restarts = request.max_restarts;
+  return settings;
+}
+
+// --rendezvous etcd://...: no address to look up (the agent reaches the endpoints itself,
+// and the machine that holds the book publishes its own address in etcd).
+Status ResolveEtcd(const NodeRequest& request, NodeSettings& settings) {
+  Result<EtcdPlace> place = ParseEtcdRendezvous(request.rendezvous);
+  if (!place.ok()) return InvalidArgument("--rendezvous " + place.status().message());
+  settings.store = RendezvousStore::kEtcd;
+  settings.etcd = *place;
+  settings.rendezvous = {place->ToString(), "--rendezvous"};
+  settings.loopback = place->loopback;
   return Status::Ok();
 }
 
@@ -118,6 +176,10 @@ std::map<std::string, std::string> NodeSettings::Sources() const {
 Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Environment& env,
                                          const HostLookup& lookup) {
   NodeSettings settings;
+  if (!request.serve_only && IsEtcdRendezvous(request.rendezvous)) {
+    KDIST_RETURN_IF_ERROR(ResolveEtcd(request, settings));
+    return ResolveTheRest(request, env, std::move(settings));
+  }
   Address address;
   KDIST_ASSIGN_OR_RETURN(settings.rendezvous, ResolveRendezvous(request, env, address));
   Result<std::vector<std::string>> ips = lookup(address.host);
@@ -130,22 +192,7 @@ Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Envir
   settings.ip = ips->front();
   settings.port = address.port;
   settings.loopback = IsLoopbackAddress(settings.ip);
-  // The processes' own settings, as each process will resolve them: a value they would
-  // refuse is refused here, before any process starts, in the same words.
-  ClusterSpec spec;
-  KDIST_RETURN_IF_ERROR(ResolveJobSettings(Request{}, env, spec));
-  settings.unreachable_timeout = spec.unreachable_timeout;
-  KDIST_ASSIGN_OR_RETURN(settings.token, ResolveToken(request, env, settings));
-  KDIST_RETURN_IF_ERROR(ResolveNames(request, env, settings));
-  KDIST_ASSIGN_OR_RETURN(settings.scale_up_after, ResolveScaleUpAfter(request));
-  settings.min_nodes = request.min_nodes;
-  settings.max_nodes = request.max_nodes;
-  settings.processes_per_node = request.processes_per_node;
-  settings.last_call = SecondsOr(request.last_call, "--last-call", Nanos(kDefaultLastCall));
-  settings.join_timeout =
-      SecondsOr(request.join_timeout, "--join-timeout", Nanos(kDefaultJoinTimeout));
-  settings.max_restarts = request.max_restarts;
-  return settings;
+  return ResolveTheRest(request, env, std::move(settings));
 }
 
 std::string AttemptToken(const NodeSettings& settings, int64_t attempt) {
@@ -167,6 +214,7 @@ RendezvousOptions BookOptionsFor(const NodeSettings& settings) {
   o.ledger.max_restarts = settings.max_restarts;
   o.scale_up_after = settings.scale_up_after.value;
   o.token = settings.token.value;
+  o.reconnect_window = settings.unreachable_timeout.value;
   return o;
 }
 

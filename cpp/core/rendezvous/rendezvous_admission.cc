@@ -56,8 +56,10 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                        " of its connection; expected the first")};
   }
   if (hello.purpose == NodePurpose::kStop) return StopJob(connection, hello, arrival);
-  // 2. The job's shape; 3. the node's name.
+  // 2. The job's shape; then an agent that comes back to a restored book takes its node
+  //    back (rendezvous_takeover.cc); 3. the node's name.
   if (std::optional<NodeMessage> no = ShapeRefusal(connection, hello, refused)) return {*no};
+  if (hello.purpose == NodePurpose::kRejoin) return Rejoin(connection, hello, arrival, refused);
   if (std::optional<NodeMessage> no = NameRefusal(connection, hello, arrival, refused)) {
     return {*no};
   }
@@ -222,6 +224,8 @@ std::optional<NodeMessage> RendezvousBook::EnvironmentRefusal(uint64_t connectio
                                    entry.name) != options_.must_match.end();
     }
     consistency_.emplace(std::move(reference), options_.consistency);
+    consistency_reference_id_ = id;
+    consistency_reference_ = hello.environment;
     return std::nullopt;
   }
   const std::vector<const Node*> live = LiveNodes();

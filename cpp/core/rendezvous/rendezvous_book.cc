@@ -12,6 +12,7 @@ namespace kdist {
 
 RendezvousBook::RendezvousBook(RendezvousOptions options, Nanos start)
     : options_(std::move(options)),
+      origin_(start),
       ledger_(options_.ledger, start),
       start_(start),
       last_join_(start) {}
@@ -30,7 +31,13 @@ void RendezvousBook::Forget(std::vector<Node>& nodes, uint64_t connection) {
     nodes.erase(it);
     break;
   }
-  if (nodes_.empty() && joining_.empty()) consistency_.reset();
+  if (nodes_.empty() && joining_.empty()) ResetConsistency();
+}
+
+void RendezvousBook::ResetConsistency() {
+  consistency_.reset();
+  consistency_reference_id_ = -1;
+  consistency_reference_.clear();
 }
 
 std::vector<const RendezvousBook::Node*> RendezvousBook::LiveNodes() const {
@@ -55,11 +62,18 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
                                                 int64_t status) {
   phase_ = Phase::kEnded;
   exit_status_ = status;
+  end_ = NodeReply{};
+  end_.kind = NodeReplyKind::kEnd;
+  end_.code = code;
+  end_.message = message;
+  end_.attempt = attempt_;
+  end_.exit_status = status;
+  end_.first_failure = first_failure_.failed() ? first_failure_.Text() : "";
   std::vector<NodeMessage> out;
   for (const Node* node : LiveNodes()) {
     if (node->lost) continue;
     NodeMessage m = EndOne(*node, code, message, status);
-    m.reply.first_failure = first_failure_.failed() ? first_failure_.Text() : "";
+    m.reply.first_failure = end_.first_failure;
     out.push_back(std::move(m));
   }
   return out;
