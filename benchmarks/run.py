@@ -47,6 +47,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "stopping": stopping.measure,
     "testing": testing_cost.measure,
     "elastic": elastic.measure,  # root: network namespaces (skipped otherwise)
+    "elastic_etcd": elastic.measure_no_single_point,  # root, etcd-server (issue 53)
     "restart": restart.measure,  # warm spares and the compile cache; --nodes parts: root
 }
 

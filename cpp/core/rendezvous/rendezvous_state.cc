@@ -202,6 +202,8 @@ Json RowJson(const AttemptRow& row) {
               {"processes", row.processes},
               {"started_seconds", row.started_seconds},
               {"ended_seconds", row.ended_seconds},
+              {"started_unix_millis", row.started_unix_millis},
+              {"ended_unix_millis", row.ended_unix_millis},
               {"ended", row.ended},
               {"exit_status", row.exit_status},
               {"counted", row.counted}};
@@ -215,6 +217,8 @@ Status ReadRow(const Json& json, const std::string& where, AttemptRow& row) {
   KDIST_RETURN_IF_ERROR(m.Int("processes", row.processes));
   KDIST_RETURN_IF_ERROR(m.Double("started_seconds", row.started_seconds));
   KDIST_RETURN_IF_ERROR(m.Double("ended_seconds", row.ended_seconds));
+  KDIST_RETURN_IF_ERROR(m.Int("started_unix_millis", row.started_unix_millis));
+  KDIST_RETURN_IF_ERROR(m.Int("ended_unix_millis", row.ended_unix_millis));
   KDIST_RETURN_IF_ERROR(m.String("ended", row.ended));
   KDIST_RETURN_IF_ERROR(m.Int("exit_status", row.exit_status));
   KDIST_RETURN_IF_ERROR(m.Bool("counted", row.counted));

@@ -316,7 +316,7 @@ TEST(RendezvousServer, ATakenPortNamesItsHolder) {
   RendezvousServer second(ServerOptions(2, 2), f.clock, f.lines.Sink());
   KDIST_EXPECT_ERROR(second.Listen(*EndpointFromLiteral("127.0.0.1", port)),
                      StatusCode::kAlreadyExists, "held by pid " + std::to_string(getpid()));
-
+}
 
 // The book kept in a store (`--rendezvous etcd://...`, issue 53): each change persisted
 // before its messages leave, a refused persist fences the server, and another server
