@@ -1,11 +1,14 @@
 """Runs the benchmark figures side by side and writes benchmarks/results/.
 
-Usage: python -m benchmarks.run [--only import,devices] [--runs 7]
+Usage: python -m benchmarks.run [--only import,devices] [--runs 7] [--keep] [--json]
+       python -m benchmarks.run --only nodes_scale --agents 256 1024 4096 --json --plot
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import platform
 import sys
 import time
@@ -19,11 +22,13 @@ from benchmarks import (
     keras_first_step,
     liveness,
     misconfig,
+    nodes_scale,
     restart,
     rollcall,
     spawn_ready,
     stopping,
     testing_cost,
+    tls_start,
 )
 from benchmarks.harness import (
     MIN_COUNTED_RUNS,
@@ -49,6 +54,8 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "elastic": elastic.measure,  # root: network namespaces (skipped otherwise)
     "elastic_etcd": elastic.measure_no_single_point,  # root, etcd-server (issue 53)
     "restart": restart.measure,  # warm spares and the compile cache; --nodes parts: root
+    "tls": tls_start.measure,
+    "nodes_scale": nodes_scale.measure,  # the nodes' rendezvous at 256 to 4,096 machines
 }
 
 
@@ -74,29 +81,67 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the figures of the last run (results.json) that this run does not measure",
     )
+    parser.add_argument(
+        "--agents",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="nodes_scale's simulated machine counts (default: "
+        f"{' '.join(map(str, nodes_scale.AGENT_COUNTS))})",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the measured figures as JSON (every sample) instead of tables",
+    )
+    parser.add_argument(
+        "--plot",
+        action="store_true",
+        help="also draw each scaling figure against its count (nodes_scale: "
+        "benchmarks/results/nodes_scaling.png)",
+    )
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(FIGURES))
     if unknown:
         parser.error(f"unknown figure(s) {unknown}; expected some of {sorted(FIGURES)}")
+    # Options only some groups take: each is passed to the groups whose measure() has it.
+    extra = {"agents": args.agents, "plot_scaling": args.plot or None}
+    for option, value in extra.items():
+        takers = [n for n in chosen if option in inspect.signature(FIGURES[n]).parameters]
+        if value is not None and not takers:
+            flag = "--plot" if option == "plot_scaling" else f"--{option}"
+            parser.error(f"{flag} is for nodes_scale; --only {args.only} does not measure it")
 
     started = time.time()
     # Figures by key; with --keep, those of the last run that this one does not measure stay.
     figures: dict[str, Figure] = {f.key: f for f in load_results()} if args.keep else {}
+    measured: list[Figure] = []
     for name in chosen:
         print(f"== {name}", file=sys.stderr, flush=True)
-        for figure in FIGURES[name](args.runs):
+        accepted = inspect.signature(FIGURES[name]).parameters
+        options = {k: v for k, v in extra.items() if v is not None and k in accepted}
+        for figure in FIGURES[name](args.runs, **options):
             figures[figure.key] = figure
-            print(markdown_table(figure) + "\n", flush=True)
+            measured.append(figure)
+            if not args.json:
+                print(markdown_table(figure) + "\n", flush=True)
         # Written after every group, so a failure later keeps what was measured.
-        write_results(list(figures.values()), _header(started, chosen, args.runs, args.keep))
+        write_results(list(figures.values()), _header(started, chosen, args))
+    if args.json:
+        print(json.dumps([f.to_json() for f in measured], indent=1))
     print(f"wrote {RESULTS / 'results.md'}", file=sys.stderr)
     return 0
 
 
-def _header(started: float, chosen: list[str], runs: int, keep: bool) -> str:
+def _header(started: float, chosen: list[str], args: argparse.Namespace) -> str:
     import importlib.metadata as md
     import os
+
+    runs, keep = args.runs, args.keep
+    flags = (f" --agents {' '.join(map(str, args.agents))}" if args.agents else "") + (
+        " --plot" if args.plot else ""
+    )
 
     return (
         "# kdist benchmark results\n\n"
@@ -105,7 +150,7 @@ def _header(started: float, chosen: list[str], runs: int, keep: bool) -> str:
         f"{platform.python_version()}, jax {md.version('jax')}, keras {md.version('keras')}, "
         f"kdist {md.version('kdist')}. {runs} counted runs per contender, interleaved, "
         "after one discarded warm-up round. Command: `python -m benchmarks.run "
-        f"--only {','.join(chosen)} --runs {runs}{' --keep' if keep else ''}`"
+        f"--only {','.join(chosen)} --runs {runs}{flags}{' --keep' if keep else ''}`"
         + (" (figures of other groups are from an earlier run)." if keep else ".")
     )
 

@@ -22,7 +22,7 @@ if [ -f "$digest_file" ] && [ "$(cat "$digest_file")" = "$digest" ] \
 else
   echo "demo: building and installing kdist with Keras and Orbax into $venv (a few minutes the first time)"
   rm -f "$digest_file"
-  "$venv/bin/python" -m pip install --quiet ".[keras,backup]"
+  "$venv/bin/python" -m pip install --quiet ".[keras,backup,tls]"
   echo "$digest" > "$digest_file"
 fi
 

@@ -38,7 +38,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   command -v clang++ > /dev/null || missing+=(clang libclang-rt-14-dev)
   command -v ip > /dev/null || missing+=(iproute2)
   command -v nft > /dev/null || missing+=(nftables)
-  command -v etcd > /dev/null || missing+=(etcd-server etcd-client)
+  { command -v etcd && command -v etcdctl; } > /dev/null || missing+=(etcd-server etcd-client)
   if [ ${#missing[@]} -gt 0 ]; then
     # policy-rc.d exiting 101: no package's service starts (etcd-server's would take 2379).
     policy=/usr/sbin/policy-rc.d

@@ -16,6 +16,7 @@
 #include "config/clusters/gce_metadata.h"
 #include "config/detectors.h"
 #include "config/resolve.h"
+#include "config/tls_settings.h"
 #include "errors.h"
 #include "stop/stop_signals.h"
 
@@ -61,11 +62,23 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
         std::pair{"local_process_id", &spec.local_process_id.source},
         std::pair{"job_id", &spec.job_id.source},
         std::pair{"run_id", &spec.run_id.source},
-        std::pair{"previous_num_processes", &spec.previous_num_processes.source}}) {
+        std::pair{"previous_num_processes", &spec.previous_num_processes.source},
+        // TLS (KDIST_TLS) and the user's own mTLS settings in JAX's variables: only those set,
+        // so a job that sets none keeps the sources it had.
+        std::pair{"tls", &spec.tls.source},
+        std::pair{"mtls_cert_file", &spec.mtls_cert_file.source},
+        std::pair{"mtls_key_file", &spec.mtls_key_file.source},
+        std::pair{"mtls_ca_file", &spec.mtls_ca_file.source},
+        std::pair{"mtls_peer_uri_prefix", &spec.mtls_peer_uri_prefix.source}}) {
     if (!source->empty() && *source != "default") sources[name] = *source;
   }
   if (spec.seed.value) sources["seed"] = spec.seed.source;
   return sources;
+}
+
+std::optional<std::string> Optional(const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  return value;
 }
 
 std::vector<std::string> StopSignalList(const ClusterSpec& spec) {
@@ -250,6 +263,28 @@ void BindConfig(nb::module_& m) {
                    },
                    "Seconds without reported progress after which a process ends the job "
                    "(KDIST_STALL_TIMEOUT), or None: no stall watchdog (the default).")
+      .def_prop_ro("tls", [](const ClusterSpec& s) { return std::string(TlsPolicyName(s.tls.value)); },
+                   "'auto' (default; KDIST_TLS): JAX's coordination service runs under mutual "
+                   "TLS with certificates kdist makes from the job's token where the job has a "
+                   "token and JAX can (0.12 or later); 'required': the start is refused "
+                   "without it; 'off': never with kdist's certificates.")
+      .def_prop_ro("mtls_cert_file",
+                   [](const ClusterSpec& s) { return Optional(s.mtls_cert_file.value); },
+                   "JAX_MTLS_CERT_FILE as the environment sets it (the user's own "
+                   "certificate for JAX's mTLS), or None.")
+      .def_prop_ro("mtls_key_file",
+                   [](const ClusterSpec& s) { return Optional(s.mtls_key_file.value); },
+                   "JAX_MTLS_KEY_FILE as the environment sets it, or None.")
+      .def_prop_ro("mtls_ca_file",
+                   [](const ClusterSpec& s) { return Optional(s.mtls_ca_file.value); },
+                   "JAX_MTLS_CA_FILE as the environment sets it, or None.")
+      .def_prop_ro("mtls_peer_uri_prefix",
+                   [](const ClusterSpec& s) { return Optional(s.mtls_peer_uri_prefix.value); },
+                   "JAX_MTLS_PEER_URI_PREFIX as the environment sets it, or None.")
+      .def_prop_ro("has_token",
+                   [](const ClusterSpec& s) { return !s.rendezvous_token.value.empty(); },
+                   "Whether the job has a token (KDIST_ROLL_CALL_TOKEN); the token itself "
+                   "never crosses into Python.")
       .def_prop_ro("cluster_detection",
                    [](const ClusterSpec& s) { return s.cluster_detection.value; })
       .def_prop_ro("scheduler",
@@ -287,6 +322,19 @@ void BindConfig(nb::module_& m) {
           },
           nb::arg("seed"), nb::arg("source"),
           "A copy of this spec with the job seed set, and where it came from.")
+      .def_ro("tls_state", &ClusterSpec::tls_state,
+              "After initialize(): what the start did about TLS for JAX's coordination "
+              "service, in words ('on: kdist's certificates for attempt 0 of job \"t57\"', "
+              "'on: the user's jax_mtls_* settings: ...', 'off: the job has no token "
+              "(KDIST_ROLL_CALL_TOKEN)'); '' before, and without a coordinator.")
+      .def(
+          "with_tls_state",
+          [](const ClusterSpec& s, const std::string& state) {
+            ClusterSpec copy = s;
+            copy.tls_state = state;
+            return copy;
+          },
+          nb::arg("state"), "A copy of this spec with what the start did about TLS.")
       .def_ro("compared_environment", &ClusterSpec::compared_environment,
               "This process's environment fingerprint as the roll call compared it, (name, "
               "value) pairs; empty when nothing was compared (consistency 'off', no roll "
@@ -332,7 +380,30 @@ void BindConfig(nb::module_& m) {
       .def_rw("consistency", &Request::consistency)
       .def_rw("stop_signals", &Request::stop_signals)
       .def_rw("stall_timeout", &Request::stall_timeout)
-      .def_rw("unreachable_timeout", &Request::unreachable_timeout);
+      .def_rw("unreachable_timeout", &Request::unreachable_timeout)
+      .def_rw("tls", &Request::tls);
+
+  nb::class_<TlsBinding>(m, "TlsBinding",
+                         "What kdist's TLS certificates for this process derive from the job's "
+                         "token (config/tls_settings.h).")
+      .def_prop_ro("ca_seed",
+                   [](const TlsBinding& b) { return nb::bytes(b.ca_seed.data(), b.ca_seed.size()); },
+                   "48 bytes, the same in every process of one attempt of one job: HKDF-SHA-256 "
+                   "of the token bound to the job id, attempt, coordinator and process count. "
+                   "A secret: the job's certificate authority key derives from it.")
+      .def_ro("peer_uri_prefix", &TlsBinding::peer_uri_prefix,
+              "The URI prefix every certificate of this job's attempt carries, and JAX's peer "
+              "check requires: 'kdist://job-<16 hex digits>/attempt-<n>/'.")
+      .def_ro("process_uri", &TlsBinding::process_uri,
+              "This process's URI: the prefix, then 'process-<id>'.")
+      .def_ro("described", &TlsBinding::described,
+              "The job and attempt in words: 'attempt 0 of job \"t57\"'.");
+
+  m.def(
+      "tls_binding", [](const ClusterSpec& spec) { return ValueOrRaise(DeriveTlsBinding(spec)); },
+      nb::arg("spec"),
+      "What kdist's TLS certificates for `spec`'s process derive from; raises "
+      "kdist.ConfigError when the job has no token.");
 
   m.def(
       "resolve",

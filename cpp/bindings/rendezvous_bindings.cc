@@ -254,14 +254,8 @@ void BindRendezvous(nb::module_& m) {
       .def_ro("processes_per_node", &NodeReply::processes_per_node)
       .def_ro("coordinator_host", &NodeReply::coordinator_host, "Node 0's IP.")
       .def_ro("coordinator_port", &NodeReply::coordinator_port)
-      .def_prop_ro(
-          "nodes",
-          [](const NodeReply& r) {
-            std::vector<std::pair<std::string, std::string>> out;
-            for (const RosterNode& n : r.nodes) out.emplace_back(n.name, n.address);
-            return out;
-          },
-          "(name, address) of every node, by rank.")
+      .def_ro("node_count", &NodeReply::node_count,
+              "How many nodes run the attempt (ranks 0 .. node_count - 1).")
       .def_ro("first_failure", &NodeReply::first_failure)
       .def_ro("previous_processes", &NodeReply::previous_processes,
               "The previous attempt's process count; 0 in the first.")

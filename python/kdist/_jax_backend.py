@@ -173,6 +173,7 @@ def initialize_distributed(
     *,
     lifetime_timeouts: dict[str, int] | None = None,
     coordinator_bind_address: str | None = None,
+    mtls: dict[str, Any] | None = None,
 ) -> None:
     """Calls jax.distributed.initialize with every value explicit, detection off.
 
@@ -182,16 +183,23 @@ def initialize_distributed(
     "shutdown_timeout_seconds") to whole seconds; each is passed only when
     set, after checking that this JAX takes it (see `check_lifetime_keywords`).
     `coordinator_bind_address=None` lets process 0's service bind every
-    interface on the coordinator's port.
+    interface on the coordinator's port. `mtls` maps JAX's mutual TLS keywords
+    ("mtls_cert_file", "mtls_key_file", "mtls_ca_file", "mtls_peer_uri_prefix",
+    "verify_secure_credentials") to their values (kdist._start.tls); None: JAX's own
+    configuration decides.
 
     Raises:
         RuntimeError: this JAX lacks a feature kdist needs (see check_jax_features).
+        kdist.ConfigError: `mtls` is given and this JAX has no mutual TLS.
     """
     import jax
 
     check_jax_features(jax)
     extra: dict[str, Any] = dict(lifetime_timeouts or {})
     check_lifetime_keywords(extra)
+    if mtls:
+        check_mtls_keywords(jax)
+        extra.update(mtls)
     jax.distributed.initialize(
         coordinator_address=coordinator_address,
         num_processes=num_processes,
@@ -231,6 +239,83 @@ def check_lifetime_keywords(wanted: dict[str, int]) -> None:
             f"{jax.__version__} has no keyword {', '.join(missing)}. Expected a JAX that "
             "takes it; received one without it. Unset the setting (the "
             "argument, KDIST_HEARTBEAT_TIMEOUT or KDIST_SHUTDOWN_TIMEOUT) or upgrade JAX."
+        )
+
+
+# --- Mutual TLS for the coordination service (JAX 0.12): kdist._start.tls --------------------
+
+# The first JAX whose jax.distributed.initialize takes the mtls_* keywords; named in messages.
+MTLS_JAX = "0.12"
+# JAX's options for its mutual TLS, as jax.config names them (the variables: upper case).
+MTLS_OPTIONS = (
+    "jax_mtls_cert_file",
+    "jax_mtls_key_file",
+    "jax_mtls_ca_file",
+    "jax_mtls_peer_uri_prefix",
+)
+_MTLS_KEYWORDS = ("mtls_cert_file", "mtls_key_file", "mtls_ca_file", "mtls_peer_uri_prefix")
+
+
+def mtls_supported() -> tuple[bool, str]:
+    """(whether the installed JAX has mutual TLS for its coordination service, its version).
+
+    When the program already imported JAX, the answer is the feature itself
+    (`jax.distributed.initialize` takes `mtls_cert_file`); otherwise JAX is not imported
+    (the start imports it later, beside the roll call) and its installed version says:
+    MTLS_JAX or later.
+
+    Example:
+        >>> isinstance(mtls_supported()[0], bool)
+        True
+    """
+    version = jax_version()
+    if "jax" in sys.modules:
+        import jax
+
+        try:
+            return _MTLS_KEYWORDS[0] in inspect.signature(
+                jax.distributed.initialize
+            ).parameters, version
+        except (TypeError, ValueError):
+            pass
+    found = _release(version)
+    return found is not None and found >= (_release(MTLS_JAX) or ()), version
+
+
+def mtls_config() -> dict[str, str]:
+    """JAX's mTLS options as its configuration holds them (a program may have set them with
+    `jax.config.update`), by option name, those set only; empty when JAX is not imported
+    (nothing could have set them but JAX's variables) or has no such options."""
+    module = sys.modules.get("jax")
+    if module is None:
+        return {}
+    found: dict[str, str] = {}
+    for option in MTLS_OPTIONS:
+        try:
+            value = getattr(module.config, option)
+        except AttributeError:
+            continue
+        if isinstance(value, str) and value:
+            found[option] = value
+    return found
+
+
+def check_mtls_keywords(jax: Any) -> None:
+    """Raises ConfigError when this JAX's `jax.distributed.initialize` has no mutual TLS
+    (the mtls_* keywords, JAX 0.12), naming TLS and the version that has it. Looks at the
+    signature, not the version number."""
+    try:
+        accepted = set(inspect.signature(jax.distributed.initialize).parameters)
+    except (TypeError, ValueError):
+        return  # no signature to inspect: let JAX itself judge
+    if _MTLS_KEYWORDS[0] not in accepted:
+        from kdist._errors import ConfigError
+
+        raise ConfigError(
+            f"TLS for JAX's coordination service was decided on, but jax.distributed.initialize "
+            f"of the installed JAX {jax.__version__} has no mutual TLS (its mtls_* keywords "
+            f"came with JAX {MTLS_JAX}). Install JAX {MTLS_JAX} or later on every host, or set "
+            "KDIST_TLS=off."
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from helpers.agents import agent_args, node_job_reports
-from helpers.support import PROGRAMS, Finished, Spawned, clean_env, has_ipv6_loopback
+from helpers.support import (
+    PROGRAMS,
+    Finished,
+    Spawned,
+    alive,
+    clean_env,
+    has_ipv6_loopback,
+    wait_until_gone,
+)
 from kdist import _core
 
 pytestmark = pytest.mark.multiprocess
@@ -199,24 +208,53 @@ def test_a_failure_is_named_by_every_agent_and_the_same_failure_twice_ends_it(
     assert tokens["0"] != tokens["1"], tokens
 
 
-def test_an_agent_that_loses_the_rendezvous_stops_its_processes_and_exits_69(
+def _pids(agent_stderr: str) -> list[int]:
+    """The pids of an attempt's processes, from the agent's "attempt N: node ..." line."""
+    found = re.search(r"attempt \d+: node \d+ of \d+ .*?\(pids ([0-9, ]+)\)", agent_stderr)
+    assert found, agent_stderr
+    return [int(pid) for pid in found.group(1).split(", ")]
+
+
+def test_agents_that_lose_the_rendezvous_after_the_job_formed_stop_their_processes_and_exit_69(
     tmp_path: Path,
 ) -> None:
+    """`kdist rendezvous serve` on a machine that trains nothing, killed once both
+    processes have run their collective (the job has formed) and sleep: no training
+    process dies with it, so the liveness channel has nothing to end; each agent must stop
+    its own processes because it lost the rendezvous, and leave with 69."""
     port = _core.free_port()
+    serve = [
+        sys.executable, "-m", "kdist", "rendezvous", "serve", "--host", "127.0.0.1",
+        "--port", str(port), "--nodes", "2", "--job-id", "t43", "--last-call", "2",
+    ]  # fmt: skip
     env = clean_env(1, NODE_JOB_SLEEP="600")
-    with Spawned(tmp_path) as spawned:
-        a = _agent(spawned, port, "a", env=env)
-        assert a.wait_for_stderr("serving the nodes' rendezvous", _BOUND), a.stderr()
-        b = _agent(spawned, port, "b", env=env)
-        assert b.wait_for_stderr("attempt 0: node", _BOUND), b.stderr()
-        assert a.wait_for_stderr("attempt 0: node", _BOUND), a.stderr()
-        a.kill()  # the rendezvous's machine is gone (its processes die with it)
-        started = time.monotonic()
-        done_b = b.finish(_BOUND)
-    assert done_b.returncode == 69, done_b.stderr
-    assert time.monotonic() - started < _BOUND
-    assert "lost the nodes' rendezvous" in done_b.stderr
-    assert os.path.exists(tmp_path)
+    pids: list[int] = []
+    try:
+        with Spawned(tmp_path) as spawned:
+            server = spawned.start(serve, clean_env(1))
+            assert server.wait_for_stderr("serving the nodes' rendezvous", _BOUND), server.stderr()
+            agents = [_agent(spawned, port, name, env=env) for name in ("a", "b")]
+            deadline = time.monotonic() + _BOUND
+            for agent in agents:  # its process ran the collective: the job has formed
+                while not node_job_reports(agent.stdout()):
+                    assert agent.proc.poll() is None, agent.stderr()
+                    assert time.monotonic() < deadline, agent.stderr()
+                    time.sleep(0.05)
+                pids += _pids(agent.stderr())
+            assert len(pids) == 2 and all(alive(pid) for pid in pids), pids
+            server.kill()  # SIGKILL, by its pid
+            done = [agent.finish(_BOUND) for agent in agents]
+        for finished in done:
+            assert finished.returncode == 69, finished.stderr
+            assert (
+                "lost the nodes' rendezvous: this machine's processes were stopped; leaving "
+                "with status 69"
+            ) in finished.stderr, finished.stderr
+        assert wait_until_gone(pids, timeout=10) == [], pids  # they sleep 600 s otherwise
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_rendezvous_auto_reads_the_slurm_allocation(tmp_path: Path) -> None:

@@ -108,6 +108,7 @@ def test_every_setting_shows_with_its_own_value_and_source() -> None:
         "consistency": ("KDIST_CONSISTENCY", "strict", "strict"),
         "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM", "SIGUSR1,SIGTERM"),
         "stall_timeout": ("KDIST_STALL_TIMEOUT", "45", "45 s"),
+        "tls": ("KDIST_TLS", "off", "off"),
         "restart_count": ("KDIST_RESTART_COUNT", "4", "4"),
         "node_rank": ("KDIST_NODE_RANK", "1", "1"),
         "num_nodes": ("KDIST_NUM_NODES", "5", "5"),
@@ -417,3 +418,41 @@ def test_doctor_without_jax_has_no_tested_note() -> None:
     assert text.startswith(f"kdist {report.kdist_version}, JAX not installed (not imported)\n")
     assert re.search(r"^  \* jax +not installed$", text, re.M), text
     assert _doctor.json_report(report)["jax_tested"] is None
+
+
+def test_doctor_shows_the_tls_of_jax_s_service_and_a_refusal_before_the_start(
+    tmp_path: Path,
+) -> None:
+    """With a token (and JAX 0.12): kdist's certificates, named with the job and attempt, and
+    the plan in the fingerprint; a user's certificate file that cannot be read: the refusal
+    initialize() would raise, exit status 1."""
+    job = {
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234",
+        "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+        "KERAS_DISTRIBUTION_PROCESS_ID": "1",
+        "KDIST_ROLL_CALL_TOKEN": "the job's token",
+        "KDIST_JOB_ID": "t57",
+    }
+    text = doctor("--no-probe", env=clean_env(1, **job))
+    assert text.returncode == 0, text.stderr
+    assert re.search(r"^  tls +auto +from default$", text.stdout, re.MULTILINE), text.stdout
+    if _jax_backend.mtls_supported()[0]:
+        state = "on: kdist's certificates for attempt 0 of job \"t57\""
+    else:
+        state = "off: JAX "
+    assert f"TLS of JAX's coordination service: {state}" in text.stdout
+    code, report = doctor_json("--no-probe", env=clean_env(1, **job))
+    assert code == 0 and report["tls"]["state"].startswith(state) and report["tls"]["error"] is None
+    (entry,) = [e for e in report["fingerprint"] if e["name"] == "tls"]
+    assert entry["must_match"] is True and entry["value"].startswith(state)
+    assert "the job's token" not in text.stdout
+    if not _jax_backend.mtls_supported()[0]:
+        return  # JAX ignores jax_mtls_* settings: nothing to refuse
+    missing = tmp_path / "missing.pem"
+    mtls = {"JAX_MTLS_CERT_FILE": str(missing), "JAX_MTLS_KEY_FILE": str(missing)}
+    refused = doctor("--no-probe", env=clean_env(1, **job, **mtls, JAX_MTLS_CA_FILE=str(missing)))
+    assert refused.returncode == 1
+    assert (
+        f'TLS of JAX\'s coordination service: REFUSED: JAX_MTLS_CERT_FILE="{missing}" (from the '
+        "environment) cannot be read by this process"
+    ) in refused.stdout

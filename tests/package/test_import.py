@@ -169,6 +169,38 @@ def test_only_the_jax_backend_imports_jax_and_only_the_keras_wing_imports_keras(
     assert keras and all(wing_of(m) == "_keras" for m in keras), keras
 
 
+def test_only_the_certificates_module_imports_cryptography() -> None:
+    """X.509 (the `tls` extra) is one module's, imported only when kdist makes or checks
+    certificates."""
+    package = Path(kdist.__file__).parent
+    modules = {
+        import_graph.module_name(package, path): path for path in sorted(package.rglob("*.py"))
+    }
+    assert [m for m, p in modules.items() if _imports_of(p, "cryptography")] == [
+        "_start.certificates"
+    ]
+
+
+def test_a_start_without_tls_never_imports_cryptography() -> None:
+    """`import kdist`, a single process's start, and a job's TLS plan where it is off (no
+    token) or needs no certificate of kdist's load no `cryptography`."""
+    result = run_python(
+        "import sys, json, kdist\n"
+        "loaded = {'import': 'cryptography' in sys.modules}\n"
+        "kdist.initialize(num_processes=1)\n"
+        "kdist.shutdown()\n"
+        "loaded['single'] = 'cryptography' in sys.modules\n"
+        "from kdist._start import config, tls\n"
+        "plan = tls.decide(config.resolve('10.0.0.1:1234', 2, 1))\n"
+        "loaded['no token'] = 'cryptography' in sys.modules\n"
+        "print(json.dumps({'loaded': loaded, 'plan': plan.describe()}))\n"
+    )
+    assert result.returncode == 0, result.describe()
+    report = result.report()
+    assert report["loaded"] == {"import": False, "single": False, "no token": False}
+    assert str(report["plan"]).startswith("off: ")
+
+
 def test_import_kdist_imports_neither_jax_nor_the_core() -> None:
     result = run_python(
         "import sys, json, kdist; "

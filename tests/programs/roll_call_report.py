@@ -93,6 +93,7 @@ report.update(
     process_id=kdist.cluster_spec().process_id,
     device_count=kdist.get_device_count(),
     compared=kdist.cluster_spec().compared_environment,
+    tls_state=kdist.cluster_spec().tls_state,
 )
 print(json.dumps(report), flush=True)
 kdist.shutdown()

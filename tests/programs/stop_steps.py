@@ -6,6 +6,10 @@ STOP_TEST_MODE chooses the program:
   no_protocol    the same loop without should_stop (a stop signal ends it)
   request        as agreed, and process STOP_TEST_WHO calls request_stop("time limit")
                  at step STOP_TEST_REQUEST_AT (20), before that step's should_stop
+  request_alone  process STOP_TEST_WHO asks should_stop(0), then request_stop("time limit")
+                 at once, then should_stop every step until it stops, and writes the file
+                 STOP_TEST_FLAG; the others ask nothing until that file is there (60 s at
+                 most), then should_stop every step: only the requester was armed
   drift          as agreed, process STOP_TEST_WHO runs one step behind the others
   python_handler as agreed, with a Python SIGTERM handler installed before initialize;
                  reports whether it ran and what reached_preemption_sync_point said
@@ -27,6 +31,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -98,6 +103,25 @@ if MODE.startswith("barrier"):
             message=str(error),
             seconds=time.monotonic() - started,
         )
+    sys.exit(0)
+
+if MODE == "request_alone":
+    flag = Path(os.environ["STOP_TEST_FLAG"])
+    if me == WHO:
+        kdist.should_stop(0)  # armed: the only process that is
+        kdist.request_stop("time limit")
+        step = 1
+    else:  # not at a first should_stop yet: until the requester has stopped
+        waited = time.monotonic()
+        while not flag.exists() and time.monotonic() - waited < 60:
+            time.sleep(0.01)
+        step = 0
+    while not kdist.should_stop(step) and step < 100000:
+        step += 1
+        time.sleep(STEP_SECONDS)
+    if me == WHO:
+        flag.write_text(str(step))
+    say(stopped_at=step)
     sys.exit(0)
 
 stopped_at = None

@@ -62,11 +62,13 @@ def state(model: Any) -> list[np.ndarray]:
     return [np.asarray(v.value) for v in [*model.weights, *model.optimizer.variables]]
 
 
-def crashed_with_backups(keras: Any, root: Path, crash_at: int = 10, **kwargs: Any) -> None:
+def crashed_with_backups(
+    keras: Any, root: Path, crash_at: int = 10, units: int = 16, **kwargs: Any
+) -> None:
     """A fit saving every 4 batches that crashes after `crash_at`: step-4 and step-8 kept."""
     backup = kdist.BackupAndRestore(root, save_freq=4, **kwargs)
     with pytest.raises(Crash):
-        fit(build(keras), [backup, crash_after(keras, crash_at)])
+        fit(build(keras, units=units), [backup, crash_after(keras, crash_at)])
     settled()
 
 
@@ -76,18 +78,37 @@ def said(capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -
     return capsys.readouterr().err + "".join(f"kdist: {r.getMessage()}\n" for r in caplog.records)
 
 
-def garble(backup: Path) -> list[str]:
-    """Overwrites every array file of a backup (Orbax's, under state/, other than its small
-    metadata) with other bytes of the same length: what a bad disk or a torn copy leaves.
-    Returns the files changed."""
-    changed = []
-    for path in sorted((backup / "state").rglob("*")):
-        if path.is_file() and "/d/" in path.as_posix():
-            size = path.stat().st_size
-            path.write_bytes(bytes((i * 7 + 3) % 251 for i in range(size)))
-            changed.append(path.relative_to(backup).as_posix())
-    assert changed, sorted(p.as_posix() for p in (backup / "state").rglob("*"))
-    return changed
+# The first layer's kernel of a model this wide (8 x 64 float32: 2 KiB) is more than Orbax
+# keeps inside its index nodes (OCDBT's max_inline_value_bytes, 1 KiB), which carry a
+# CRC-32C of their own: it is written as raw bytes (kdist writes without compression) that
+# nothing of Orbax's checks (a zarr shard's CRC-32C covers its index, not its chunks).
+# Changed there, only kdist's checksums can tell.
+WIDE = 64
+
+
+def garble_array_data(keras: Any, backup: Path) -> str:
+    """Overwrites the first layer's kernel in `backup` (a model `WIDE` wide's) with other
+    numbers, byte for byte in place, and nothing else: what a bad disk or a torn copy
+    leaves in the array data itself, every file the same size. Returns the file changed,
+    relative to `backup`."""
+    from kdist._resume import arrays
+
+    model = build(keras, units=WIDE)
+    kernel = model.get_layer("dense_in").kernel
+    assert model.trainable_variables[0] is kernel
+    key = arrays.key_of("trainable", 0)
+    saved = np.asarray(arrays.restore(backup, {key: kernel.value}, "the test")[key])
+    raw = saved.tobytes()  # little-endian float32, as Orbax's "bytes" codec writes them
+    holding = [
+        path
+        for path in sorted((backup / "state").rglob("*"))
+        if path.is_file() and raw in path.read_bytes()
+    ]
+    assert len(holding) == 1, holding
+    data = holding[0].read_bytes()
+    assert data.count(raw) == 1
+    holding[0].write_bytes(data.replace(raw, (saved + 1).astype(saved.dtype).tobytes()))
+    return holding[0].relative_to(backup).as_posix()
 
 
 # --- the folder, checked before the first step -------------------------------------------------
@@ -247,17 +268,32 @@ def test_keep_is_checked(
 
 
 def test_a_garbled_newest_backup_is_named_and_the_one_before_it_restored(
-    keras: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    keras: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Its array files overwritten (same sizes: Orbax would read other numbers): named with
-    its folder, step and files; step 4 restored, and training ends as the run never
+    """Its array data changed in place (same sizes, Orbax's own index untouched): Orbax
+    alone would load other numbers without a word; kdist's checksum refuses it, named with
+    its folder, step and file; step 4 restored, and training ends as the run never
     interrupted; latest.json no longer lists the damaged one."""
-    crashed_with_backups(keras, tmp_path)
-    changed = garble(tmp_path / "step-000000008")
+    from kdist._resume import checksums
+
+    crashed_with_backups(keras, tmp_path, units=WIDE)
+    changed = garble_array_data(keras, tmp_path / "step-000000008")
+    # Without kdist's checksums, the damaged backup reads (Orbax finds nothing wrong), with
+    # the changed numbers.
+    with monkeypatch.context() as unchecked:
+        unchecked.setattr(checksums, "damaged", lambda *args: [])
+        probe = build(keras, units=WIDE, seed=SEED + 1)
+        assert kdist.load_backup(probe, tmp_path) == 8
+    garbled_kernel = np.asarray(probe.get_layer("dense_in").kernel.value)
+    capsys.readouterr()
     caplog.set_level(logging.INFO, logger="kdist")
-    expected = build(keras)
+    expected = build(keras, units=WIDE)
     fit(expected, [])
-    model = build(keras, seed=SEED + 1)
+    model = build(keras, units=WIDE, seed=SEED + 1)
     backup = kdist.BackupAndRestore(tmp_path, save_freq=4, delete_checkpoint=False)
     kept: list[list[str]] = []
 
@@ -266,9 +302,15 @@ def test_a_garbled_newest_backup_is_named_and_the_one_before_it_restored(
             latest = json.loads((tmp_path / "latest.json").read_text())
             kept.append([entry["backup"] for entry in latest["kept"]])
 
-    fit(model, [backup, Kept()])
+    class Restored(keras.callbacks.Callback):  # type: ignore[misc, name-defined]
+        def on_train_begin(self, logs: Any = None) -> None:
+            restored.append(np.asarray(self.model.get_layer("dense_in").kernel.value))
+
+    restored: list[np.ndarray] = []
+    fit(model, [backup, Kept(), Restored()])
     settled()
     assert backup.restored_step == 4
+    assert not np.array_equal(restored[0], garbled_kernel)
     assert kept == [["step-000000004"]]  # the damaged one is never listed again
     for a, b in zip(state(expected), state(model), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -276,8 +318,8 @@ def test_a_garbled_newest_backup_is_named_and_the_one_before_it_restored(
     damaged = tmp_path / "step-000000008"
     assert (
         f"kdist: kdist.BackupAndRestore cannot read the backup {damaged} (step 8) whole: "
-        f"OSError: {len(changed)} of its files are not as written: {changed[0]} was changed "
-        "since it was written (its CRC-32 differs)"
+        f"OSError: 1 of its files are not as written: {changed} was changed since it was "
+        "written (its CRC-32 differs)"
     ) in text, text
     assert f"restoring the one before it, {tmp_path / 'step-000000004'}, instead" in text
 
@@ -307,19 +349,25 @@ def test_a_changed_manifest_is_not_read(keras: Any, tmp_path: Path) -> None:
 def test_when_no_backup_reads_whole_each_is_named_and_training_does_not_start(
     keras: Any, tmp_path: Path
 ) -> None:
-    crashed_with_backups(keras, tmp_path)
+    crashed_with_backups(keras, tmp_path, units=WIDE)
     for step in (8, 4):
-        garble(tmp_path / f"step-{step:09d}")
+        garble_array_data(keras, tmp_path / f"step-{step:09d}")
     steps = Steps(keras)
     with pytest.raises(kdist.BackupStorageError) as raised:
-        fit(build(keras, seed=SEED + 1), [kdist.BackupAndRestore(tmp_path), steps.callback])
+        fit(
+            build(keras, units=WIDE, seed=SEED + 1),
+            [kdist.BackupAndRestore(tmp_path), steps.callback],
+        )
     message = str(raised.value)
     assert message.startswith(
         f"kdist.BackupAndRestore: none of the 2 backups kept in {tmp_path} reads whole, so "
         "training does not start"
     ), message
-    assert f"\n  - {tmp_path / 'step-000000008'} (step 8): OSError: " in message
-    assert f"\n  - {tmp_path / 'step-000000004'} (step 4): OSError: " in message
+    for step in (8, 4):
+        assert (
+            f"\n  - {tmp_path / f'step-{step:09d}'} (step {step}): OSError: 1 of its files are "
+            "not as written: "
+        ) in message, message
     assert "Training does not start from scratch in silence" in message
     assert steps.count == 0
     assert {p.name for p in tmp_path.iterdir()} >= {"step-000000004", "step-000000008"}  # kept
@@ -341,13 +389,15 @@ def test_a_backup_of_another_model_is_refused_without_trying_an_older_one(
 def test_load_backup_falls_back_past_a_garbled_backup_without_writing(
     keras: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    crashed_with_backups(keras, tmp_path)
-    garble(tmp_path / "step-000000008")
+    crashed_with_backups(keras, tmp_path, units=WIDE)
+    garble_array_data(keras, tmp_path / "step-000000008")
     latest = (tmp_path / "latest.json").read_text()
-    model = build(keras, seed=SEED + 1)
+    model = build(keras, units=WIDE, seed=SEED + 1)
     caplog.set_level(logging.INFO, logger="kdist")
     assert kdist.load_backup(model, tmp_path) == 4
-    assert "kdist.load_backup cannot read the backup" in said(capsys, caplog)
+    text = said(capsys, caplog)
+    assert "kdist.load_backup cannot read the backup" in text, text
+    assert "was changed since it was written (its CRC-32 differs)" in text, text
     assert (tmp_path / "latest.json").read_text() == latest  # a reader writes nothing
 
 
@@ -358,8 +408,8 @@ def test_load_backup_names_a_file_given_as_the_folder(keras: Any, tmp_path: Path
 
 
 def test_load_backup_lists_every_backup_when_none_reads(keras: Any, tmp_path: Path) -> None:
-    crashed_with_backups(keras, tmp_path)
+    crashed_with_backups(keras, tmp_path, units=WIDE)
     for step in (8, 4):
-        garble(tmp_path / f"step-{step:09d}")
+        garble_array_data(keras, tmp_path / f"step-{step:09d}")
     with pytest.raises(kdist.BackupStorageError, match=r"^kdist\.load_backup: none of the 2"):
-        kdist.load_backup(build(keras), tmp_path)
+        kdist.load_backup(build(keras, units=WIDE), tmp_path)

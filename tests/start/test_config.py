@@ -479,6 +479,7 @@ OWN_VARIABLES = {
     "consistency": ("KDIST_CONSISTENCY", "strict"),
     "stop_signals": ("KDIST_STOP_SIGNALS", "SIGUSR1,SIGTERM"),
     "stall_timeout": ("KDIST_STALL_TIMEOUT", "45"),
+    "tls": ("KDIST_TLS", "required"),
     "restart_count": ("KDIST_RESTART_COUNT", "4"),
 }
 
@@ -502,6 +503,7 @@ def test_every_setting_reports_its_own_variable_and_value(monkeypatch: pytest.Mo
     assert spec.unreachable_timeout == 13
     assert (spec.on_peer_failure, spec.consistency) == ("ignore", "strict")
     assert (spec.stop_signals, spec.stall_timeout) == (["SIGUSR1", "SIGTERM"], 45)
+    assert spec.tls == "required"
     assert spec.restart_count == 4
 
 

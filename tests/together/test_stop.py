@@ -202,6 +202,38 @@ def test_a_request_right_after_the_first_should_stop_is_always_an_agreed_stop(
         assert "every process stops at step" in results[0].stderr, described
 
 
+ALONE_REPEATS = 3
+
+
+def test_a_request_from_the_only_process_that_asks_should_stop_is_an_agreed_stop(
+    tmp_path: Path,
+) -> None:
+    """Process 1 asks should_stop(0) and calls request_stop right away; process 0 has not
+    reached its first should_stop (it waits until process 1 has stopped). Only the
+    request itself can tell process 0 that the job asks should_stop (process 1's "armed"
+    comes at its channel's next board tick, 100 ms later, and process 0's own board is
+    not armed), so every run stops at one agreed step, in both processes, never "no
+    process calls kdist.should_stop(step)"."""
+    for attempt in range(ALONE_REPEATS):
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        with Spawned(folder) as spawned:
+            job = start_job(
+                spawned, 2, "request_alone", extra={"STOP_TEST_FLAG": str(folder / "stopped")}
+            )
+            results = finish(job)
+        described = [r.describe() for r in results]
+        for result in results:
+            assert "no process calls kdist.should_stop" not in result.stderr, described
+            assert result.returncode == 143, described
+        steps = [report(r)["stopped_at"] for r in results]
+        assert steps[0] == steps[1] and steps[0] is not None, described
+        assert (
+            f'asked to stop (request_stop("time limit")); every process stops at step '
+            f"{steps[0]}" in results[0].stderr
+        ), described
+
+
 def test_the_programs_handler_and_jax_s_preemption_sync_point_still_work(
     tmp_path: Path,
 ) -> None:

@@ -84,6 +84,23 @@ struct ClusterSpec {
   // not part of the fingerprint. (The field keeps its name for the bindings.)
   Sourced<std::string> rendezvous_token;
 
+  // Whether JAX's coordination service runs under mutual TLS with certificates kdist
+  // makes from the token (config/tls_settings.h): KDIST_TLS, default "auto". Not part of
+  // the fingerprint: the roll call compares what each process made of it (its
+  // environment fingerprint's "tls" entry).
+  Sourced<TlsPolicy> tls;
+  // The user's own mTLS settings in JAX's variables (JAX_MTLS_CERT_FILE, ...), paths
+  // ("" with source "default" when unset); they win over kdist's certificates. Not
+  // part of the fingerprint (each host has its own files).
+  Sourced<std::string> mtls_cert_file;
+  Sourced<std::string> mtls_key_file;
+  Sourced<std::string> mtls_ca_file;
+  Sourced<std::string> mtls_peer_uri_prefix;
+  // After initialize(): what the start did about TLS, in words ("on: kdist's
+  // certificates for attempt 0 of job \"t57\"", "off: the job has no token ..."); empty
+  // before, and for a job without a coordinator. Not part of the fingerprint.
+  std::string tls_state;
+
   // KDIST_VERDICT_FILE: where this process appends the records of how its job
   // ended (liveness/verdict_record.h), for the launcher that started it; "" for
   // none. Read once, here; a launcher sets it per process (not in the fingerprint).

@@ -6,6 +6,7 @@
 #include "base/scalars.h"
 #include "base/text.h"
 #include "config/raw_setting.h"
+#include "config/tls_settings.h"
 #include "stop/stop_signals.h"
 
 namespace kdist {
@@ -234,6 +235,7 @@ Status ResolveJobSettings(const Request& request, const Environment& env, Cluste
   KDIST_ASSIGN_OR_RETURN(spec.stall_timeout, ResolveStallTimeout(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.cluster_detection, ResolveClusterDetection(request, env));
   KDIST_ASSIGN_OR_RETURN(spec.rendezvous_token, ResolveRollCallToken(env));
+  KDIST_RETURN_IF_ERROR(ResolveTlsSettings(request, env, spec));
   spec.verdict_file = ResolveVerdictFile(env);
   return Status::Ok();
 }

@@ -1,7 +1,8 @@
 // The settings of initialize() that do not describe the cluster: the deadlines
 // (kdist's, JAX's heartbeat and shutdown, the unreachable window), the policies
 // (on_peer_failure, consistency), the stop signals and the stall watchdog, the
-// roll call (on/off, its token) and the scheduler detection mode. Each from its
+// roll call (on/off, its token), TLS for JAX's service (config/tls_settings.h) and the
+// scheduler detection mode. Each from its
 // argument, else its variable, else its default, parsed once into the spec.
 #ifndef KDIST_CONFIG_JOB_SETTINGS_H_
 #define KDIST_CONFIG_JOB_SETTINGS_H_

@@ -34,4 +34,21 @@ std::string_view ConsistencyPolicyName(ConsistencyPolicy policy) {
   return "warn";
 }
 
+Result<TlsPolicy> ParseTlsPolicy(std::string_view text) {
+  const std::string value = Lower(Trim(text));
+  if (value == "off") return TlsPolicy::kOff;
+  if (value == "auto") return TlsPolicy::kAuto;
+  if (value == "required") return TlsPolicy::kRequired;
+  return InvalidArgument("is " + Quote(text) + "; expected off, auto or required");
+}
+
+std::string_view TlsPolicyName(TlsPolicy policy) {
+  switch (policy) {
+    case TlsPolicy::kOff: return "off";
+    case TlsPolicy::kAuto: return "auto";
+    case TlsPolicy::kRequired: return "required";
+  }
+  return "auto";
+}
+
 }  // namespace kdist

@@ -1,7 +1,7 @@
 // The job's policies, as the configuration resolves them (config/resolve.h) and the
 // parts that act on them read them: what a process does when another fails
-// (the liveness channel) and how strictly the processes' environments must
-// agree (the roll call). Each is parsed once, from text, in Resolve().
+// (the liveness channel), how strictly the processes' environments must
+// agree (the roll call) and whether JAX's service runs under TLS. Each is parsed once, from text, in Resolve().
 #ifndef KDIST_CONFIG_POLICIES_H_
 #define KDIST_CONFIG_POLICIES_H_
 
@@ -22,6 +22,14 @@ std::string_view PeerFailurePolicyName(PeerFailurePolicy policy);
 enum class ConsistencyPolicy { kStrict, kWarn, kOff };
 Result<ConsistencyPolicy> ParseConsistencyPolicy(std::string_view text);  // case-insensitive
 std::string_view ConsistencyPolicyName(ConsistencyPolicy policy);
+
+// tls / KDIST_TLS: whether JAX's coordination service runs under mutual TLS with
+// certificates kdist makes from the job's token (config/tls_settings.h): "off" (never),
+// "auto" (the default: where the job has a token and JAX can), "required" (refuse to
+// start without it).
+enum class TlsPolicy { kOff, kAuto, kRequired };
+Result<TlsPolicy> ParseTlsPolicy(std::string_view text);  // case-insensitive
+std::string_view TlsPolicyName(TlsPolicy policy);
 
 }  // namespace kdist
 

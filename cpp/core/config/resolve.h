@@ -87,6 +87,7 @@ struct Request {
   std::optional<std::string> stop_signals;
   std::optional<std::string> stall_timeout;
   std::optional<std::string> unreachable_timeout;
+  std::optional<std::string> tls;
 };
 
 // The values cluster_detection accepts, in the order they are listed:

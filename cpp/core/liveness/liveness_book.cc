@@ -63,7 +63,12 @@ LiveNotice LostConnectionNotice(const LiveMember& peer, const ConnectionEnd& end
     notice.message = "no answer from its host for " +
                      FormatTimeout(std::chrono::milliseconds(window)) +
                      " (its connection timed out)";
-    notice.since_unix_millis = end.at_unix_millis - window;
+    // Since the host went silent: its last word as the kernel saw it, else (unknown, or
+    // further back than the window plus a probe's worth, which a gap cannot be) the window.
+    const bool heard = end.last_heard_unix_millis > 0 &&
+                       end.last_heard_unix_millis <= end.at_unix_millis &&
+                       end.at_unix_millis - end.last_heard_unix_millis <= 2 * window;
+    notice.since_unix_millis = heard ? end.last_heard_unix_millis : end.at_unix_millis - window;
     notice.address = peer.address;
   }
   return notice;

@@ -46,6 +46,9 @@ struct ConnectionEnd {
   int error = 0;
   int64_t at_unix_millis = 0;
   std::chrono::nanoseconds unreachable_timeout{0};
+  // When the peer was last heard from (the kernel's word: SinceLastHeard), 0: unknown
+  // (then the window before `at_unix_millis` stands for it).
+  int64_t last_heard_unix_millis = 0;
 };
 
 // What an ended connection says about its peer.

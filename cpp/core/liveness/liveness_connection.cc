@@ -16,6 +16,15 @@ LivenessOptions LivenessOptionsFor(Nanos unreachable_timeout) {
   return options;
 }
 
+ConnectionEnd EndOf(int fd, int error, const LivenessOptions& options) {
+  ConnectionEnd end{error, WallClockMillis(), options.keepalive.unreachable_timeout};
+  if (const std::optional<Nanos> since = SinceLastHeard(fd)) {
+    end.last_heard_unix_millis =
+        end.at_unix_millis - std::chrono::duration_cast<std::chrono::milliseconds>(*since).count();
+  }
+  return end;
+}
+
 Status SendAll(int fd, std::string_view bytes, Nanos bound, Clock& clock) {
   const Nanos deadline = clock.Now() + bound;
   while (!bytes.empty()) {

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "base/wire.h"
+#include "liveness/liveness_book.h"
 #include "liveness/liveness_wire.h"
 #include "net/keepalive.h"
 
@@ -45,6 +46,10 @@ using NoticeHandler = std::function<void(const LiveNotice&)>;
 // The options of a channel whose peers' hosts are lost after `unreachable_timeout`
 // of silence: the keepalive sized from it (KeepaliveFor), the other waits as default.
 LivenessOptions LivenessOptionsFor(Nanos unreachable_timeout);
+
+// How the connection on `fd` ended (ReadFrames' `error`), now, with the window and when its
+// peer was last heard from.
+ConnectionEnd EndOf(int fd, int error, const LivenessOptions& options);
 
 // Writes all of `bytes` to the non-blocking socket `fd`, waiting for room at
 // most `bound` in all. kUnavailable when the send fails, kDeadlineExceeded

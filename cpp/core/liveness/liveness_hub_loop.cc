@@ -69,6 +69,7 @@ void LivenessHub::ReadFrom(Peers::iterator it, std::vector<LiveNotice>& local) {
   }, &error);
   if (open) return;
   const int64_t id = p.process_id;
+  const ConnectionEnd end = EndOf(p.fd.get(), error, options_);
   poller_->Remove(p.fd.get());
   if (told) {
     p.fd.Close();  // a reset could discard the notice before it is read
@@ -79,9 +80,7 @@ void LivenessHub::ReadFrom(Peers::iterator it, std::vector<LiveNotice>& local) {
   peers_.erase(it);
   changed_.notify_all();  // ReportFailure may wait for the last one to leave
   if (id >= 0) {
-    BroadcastAndQueue(book_.OnClosed(id, ConnectionEnd{error, WallClockMillis(),
-                                                       options_.keepalive.unreachable_timeout}),
-                      local);
+    BroadcastAndQueue(book_.OnClosed(id, end), local);
     OnGone(id, local);
   }
 }

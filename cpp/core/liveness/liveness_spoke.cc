@@ -269,9 +269,8 @@ void LivenessSpoke::Run() {
     const bool open = ReadFrames(fd_.get(), in_, read, &error);
     if (open) continue;
     if (!all_done && !thread_.stopping() && on_notice_) {
-      on_notice_(LostConnectionNotice(
-          coordinator_, ConnectionEnd{error, WallClockMillis(), options_.keepalive.unreachable_timeout},
-          "its liveness connection closed without a finish message"));
+      on_notice_(LostConnectionNotice(coordinator_, EndOf(fd_.get(), error, options_),
+                                      "its liveness connection closed without a finish message"));
     }
     break;
   }

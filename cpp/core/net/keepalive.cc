@@ -46,4 +46,14 @@ void SetKeepalive(int fd, const Keepalive& keepalive) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+std::optional<Nanos> SinceLastHeard(int fd) {
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) != 0 || size < sizeof info) {
+    return std::nullopt;
+  }
+  const uint32_t millis = std::min(info.tcpi_last_data_recv, info.tcpi_last_ack_recv);
+  return std::chrono::milliseconds(millis);
+}
+
 }  // namespace kdist

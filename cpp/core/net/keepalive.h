@@ -7,6 +7,7 @@
 #define KDIST_NET_KEEPALIVE_H_
 
 #include <chrono>
+#include <optional>
 
 #include "base/clock.h"
 
@@ -41,6 +42,11 @@ Keepalive KeepaliveFor(Nanos unreachable_timeout);
 // Keepalive and TCP_USER_TIMEOUT on a connected socket (best effort), and
 // TCP_NODELAY: a message leaves at once.
 void SetKeepalive(int fd, const Keepalive& keepalive);
+
+// How long ago the peer of a TCP connection was last heard from (its last data or ACK,
+// keepalive's answers included), from the kernel's TCP_INFO; nullopt when it cannot tell.
+// Read when the kernel gave the peer's host up, it says when the host went silent.
+std::optional<Nanos> SinceLastHeard(int fd);
 
 }  // namespace kdist
 

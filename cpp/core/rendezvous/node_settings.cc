@@ -222,6 +222,8 @@ RendezvousServerOptions ServerOptionsFor(const NodeSettings& settings) {
   RendezvousServerOptions o;
   o.book = BookOptionsFor(settings);
   o.unreachable_timeout = settings.unreachable_timeout.value;
+  // Every agent of the job may connect at once: none is reset for want of room.
+  o.max_unadmitted = std::max<int64_t>(o.max_unadmitted, settings.max_nodes);
   return o;
 }
 

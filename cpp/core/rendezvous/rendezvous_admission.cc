@@ -2,6 +2,9 @@
 // name, whether the job can take a node now, its environment — and a refusal goes to
 // that agent only, never disturbing the others or a running job.
 #include <algorithm>
+#include <functional>
+#include <memory>
+#include <unordered_map>
 #include <utility>
 
 #include "base/text.h"
@@ -108,8 +111,10 @@ std::vector<NodeMessage> RendezvousBook::StopJob(uint64_t connection, const Node
     for (Node& node : nodes_) node.draining = true;
     for (const Node& node : joining_) {
       out.push_back(EndOne(node, StatusCode::kOk, "the job was stopped by " + who, kExitDrained));
+      ReleaseName(node);
     }
     joining_.clear();
+    Reindex();
     for (NodeMessage& m : StopRunningNodes("the job is stopped by " + who + ": attempt " +
                                            std::to_string(attempt_) +
                                            " stops at one agreed step, then every agent "
@@ -183,15 +188,15 @@ std::optional<NodeMessage> RendezvousBook::NameRefusal(uint64_t connection,
                       " is not made of letters, digits, '.', '_' and '-' (at most " +
                       std::to_string(kMaxNodeNameBytes) + " bytes); give it --node-name");
   }
-  for (const Node* node : LiveNodes()) {
-    if (node->hello.node_name != hello.node_name || node->lost) continue;
-    return Refuse(connection, StatusCode::kAlreadyExists,
-                  refused + "node name " + hello.node_name + " is already held by the live agent at " +
-                      node->peer_host + " (pid " + std::to_string(node->hello.pid) +
-                      "); this agent is at " + arrival.peer_host +
-                      "; give each machine its own --node-name");
-  }
-  return std::nullopt;
+  const auto holder = name_holders_.find(hello.node_name);
+  if (holder == name_holders_.end()) return std::nullopt;
+  const auto place = places_.find(holder->second);
+  const Node& node = (place->second.joining ? joining_ : nodes_)[place->second.index];
+  return Refuse(connection, StatusCode::kAlreadyExists,
+                refused + "node name " + hello.node_name + " is already held by the live agent at " +
+                    node.peer_host + " (pid " + std::to_string(node.hello.pid) +
+                    "); this agent is at " + arrival.peer_host +
+                    "; give each machine its own --node-name");
 }
 
 std::optional<NodeMessage> RendezvousBook::FormedRefusal(uint64_t connection, bool grows,
@@ -228,18 +233,31 @@ std::optional<NodeMessage> RendezvousBook::EnvironmentRefusal(uint64_t connectio
     consistency_reference_ = hello.environment;
     return std::nullopt;
   }
-  const std::vector<const Node*> live = LiveNodes();
+  // The names are looked up only when a difference refuses the node.
+  const std::function<std::string(int64_t)> named = NodeNamer();
   const auto node_named = [&](int64_t node_id) {
-    for (const Node* node : live) {
-      if (node->id == node_id) return "node " + node->hello.node_name;
-    }
-    return node_id == id ? "node " + hello.node_name : std::string("node ?");
+    return node_id == id ? "node " + hello.node_name : named(node_id);
   };
   Status status = consistency_->Add(id, *theirs, node_named);
   if (status.ok()) return std::nullopt;
   consistency_->Remove(id);
   return Refuse(connection, StatusCode::kFailedPrecondition,
                 refused + "its environment cannot work with the job's nodes: " + status.message());
+}
+
+std::function<std::string(int64_t)> RendezvousBook::NodeNamer() const {
+  // Built at the first name asked (O(N) once), so that naming every node of a table costs
+  // O(N), not a scan per name.
+  auto names = std::make_shared<std::unordered_map<int64_t, std::string>>();
+  return [this, names](int64_t node_id) {
+    if (names->empty()) {
+      for (const std::vector<Node>* nodes : {&nodes_, &joining_}) {
+        for (const Node& node : *nodes) (*names)[node.id] = "node " + node.hello.node_name;
+      }
+    }
+    const auto it = names->find(node_id);
+    return it != names->end() ? it->second : std::string("node ?");
+  };
 }
 
 std::vector<NodeMessage> RendezvousBook::Admit(uint64_t connection, const NodeHello& hello,
@@ -254,11 +272,16 @@ std::vector<NodeMessage> RendezvousBook::Admit(uint64_t connection, const NodeHe
   node.challenge = arrival.nonce;
   node.on_rendezvous_machine = !arrival.peer_host.empty() && arrival.peer_host == arrival.local_host;
   node.next_port = hello.coordinator_port;
+  // Compared at admission (the consistency check keeps what differs), never read again;
+  // but a book kept in a store saves it (a restored book compares as the original did).
+  if (!options_.keep_environments) std::string().swap(node.hello.environment);
+  name_holders_[hello.node_name] = connection;
   NodeMessage admitted;
   admitted.connection = connection;
   admitted.reply.kind = NodeReplyKind::kAdmitted;
   if (grows) {
     node.joined_at = now;
+    places_[connection] = {true, joining_.size()};
     joining_.push_back(std::move(node));
     admitted.reply.message =
         "admitted as node " + hello.node_name + " while the job runs attempt " +
@@ -269,6 +292,7 @@ std::vector<NodeMessage> RendezvousBook::Admit(uint64_t connection, const NodeHe
         std::to_string(nodes_.size() + joining_.size()) + " nodes";
     return {std::move(admitted)};
   }
+  places_[connection] = {false, nodes_.size()};
   nodes_.push_back(std::move(node));
   last_join_ = now;
   admitted.reply.message = "admitted as node " + hello.node_name + ": " + ProgressLine(now);

@@ -16,9 +16,7 @@ std::vector<NodeMessage> RendezvousBook::RefuseReport(uint64_t connection,
 std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeReport& report,
                                                 std::string_view frame, Nanos now) {
   now_ = now;
-  for (auto it = joining_.begin(); it != joining_.end(); ++it) {
-    if (it->connection == connection) return ReportOfJoining(it, report, frame);
-  }
+  if (Node* joining = Placed(connection, true)) return ReportOfJoining(*joining, report, frame);
   Node* node = NodeOn(connection);
   if (node == nullptr) {
     return RefuseReport(connection, "the nodes' rendezvous received a report from a "
@@ -51,6 +49,7 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
   }
   node->last_sequence = report.sequence;
   node->reported = true;
+  --unreported_;
   node->next_port = report.coordinator_port;
   NoteFailure(*node, report);
   return AfterAttempt(now);
@@ -77,11 +76,11 @@ void RendezvousBook::NoteFailure(const Node& node, const NodeReport& report) {
 }
 
 std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
+  if (unreported_ > 0) return {};  // a count, not a scan: each report costs O(1) until the last
   bool any_lost = false;
   bool any_survivor = false;
   bool any_drained = false;
   for (const Node& node : nodes_) {
-    if (!node.reported) return {};
     any_lost = any_lost || node.lost;
     any_survivor = any_survivor || !node.lost;
     any_drained = any_drained || node.draining;

@@ -4,6 +4,7 @@
 // rendezvous_elastic.cc.
 #include "rendezvous/rendezvous_book.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "base/text.h"
@@ -17,20 +18,38 @@ RendezvousBook::RendezvousBook(RendezvousOptions options, Nanos start)
       start_(start),
       last_join_(start) {}
 
+RendezvousBook::Node* RendezvousBook::Placed(uint64_t connection, bool joining) {
+  const auto it = places_.find(connection);
+  if (it == places_.end() || it->second.joining != joining) return nullptr;
+  return &(joining ? joining_ : nodes_)[it->second.index];
+}
+
 RendezvousBook::Node* RendezvousBook::NodeOn(uint64_t connection) {
-  for (Node& node : nodes_) {
-    if (node.connection == connection && !node.lost) return &node;
-  }
-  return nullptr;
+  Node* node = Placed(connection, false);
+  return node != nullptr && !node->lost ? node : nullptr;
+}
+
+void RendezvousBook::Reindex() {
+  places_.clear();
+  places_.reserve(nodes_.size() + joining_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) places_[nodes_[i].connection] = {false, i};
+  for (size_t i = 0; i < joining_.size(); ++i) places_[joining_[i].connection] = {true, i};
+}
+
+void RendezvousBook::ReleaseName(const Node& node) {
+  const auto it = name_holders_.find(node.hello.node_name);
+  if (it != name_holders_.end() && it->second == node.connection) name_holders_.erase(it);
 }
 
 void RendezvousBook::Forget(std::vector<Node>& nodes, uint64_t connection) {
   for (auto it = nodes.begin(); it != nodes.end(); ++it) {
     if (it->connection != connection) continue;
     if (consistency_.has_value()) consistency_->Remove(it->id);
+    ReleaseName(*it);
     nodes.erase(it);
     break;
   }
+  Reindex();
   if (nodes_.empty() && joining_.empty()) ResetConsistency();
 }
 
@@ -40,17 +59,18 @@ void RendezvousBook::ResetConsistency() {
   consistency_reference_.clear();
 }
 
-std::vector<const RendezvousBook::Node*> RendezvousBook::LiveNodes() const {
-  std::vector<const Node*> live;
-  for (const Node& node : nodes_) live.push_back(&node);
-  for (const Node& node : joining_) live.push_back(&node);
-  return live;
-}
-
 std::string RendezvousBook::JoinedList() const {
-  std::vector<std::string> parts;
-  for (const Node& node : nodes_) parts.push_back(node.hello.node_name + " at " + node.peer_host);
-  return parts.empty() ? "none" : Join(parts, ", ");
+  if (nodes_.empty()) return "none";
+  // At most kListedNodes names: the list goes into every admitted agent's reply and every
+  // progress line, so its length (and the time to write it) must not grow with the job.
+  std::string out;
+  const size_t listed = std::min(nodes_.size(), kListedNodes);
+  for (size_t i = 0; i < listed; ++i) {
+    if (i > 0) out += ", ";
+    out += nodes_[i].hello.node_name + " at " + nodes_[i].peer_host;
+  }
+  if (listed < nodes_.size()) out += " and " + std::to_string(nodes_.size() - listed) + " more";
+  return out;
 }
 
 std::string RendezvousBook::NodeText(const Node& node) const {
@@ -70,11 +90,14 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
   end_.exit_status = status;
   end_.first_failure = first_failure_.failed() ? first_failure_.Text() : "";
   std::vector<NodeMessage> out;
-  for (const Node* node : LiveNodes()) {
-    if (node->lost) continue;
-    NodeMessage m = EndOne(*node, code, message, status);
-    m.reply.first_failure = end_.first_failure;
-    out.push_back(std::move(m));
+  out.reserve(nodes_.size() + joining_.size());
+  for (const std::vector<Node>* nodes : {&nodes_, &joining_}) {
+    for (const Node& node : *nodes) {
+      if (node.lost) continue;
+      NodeMessage m = EndOne(node, code, message, status);
+      m.reply.first_failure = end_.first_failure;
+      out.push_back(std::move(m));
+    }
   }
   return out;
 }
@@ -98,10 +121,11 @@ std::vector<std::string> RendezvousBook::NodeNames() const {
 }
 
 std::optional<Nonce> RendezvousBook::AgentNonce(uint64_t connection) const {
-  for (const Node& node : nodes_) {
-    if (node.connection == connection && !node.lost) return node.hello.nonce;
-  }
-  return std::nullopt;
+  const auto it = places_.find(connection);
+  if (it == places_.end() || it->second.joining) return std::nullopt;
+  const Node& node = nodes_[it->second.index];
+  if (node.lost) return std::nullopt;
+  return node.hello.nonce;
 }
 
 }  // namespace kdist

@@ -67,10 +67,12 @@
 #define KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -84,6 +86,10 @@
 #include "roll_call/consistency.h"
 
 namespace kdist {
+
+// The most nodes a line names (the progress line, an admission, a refusal, a timeout):
+// then "and N more". Each agent is sent such a line, so its length must not grow with the job.
+inline constexpr size_t kListedNodes = 16;
 
 // The agents' exit statuses that the rendezvous decides or causes.
 inline constexpr int64_t kExitNotEnoughNodes = 75;   // EX_TEMPFAIL: fewer than MIN nodes joined
@@ -112,6 +118,9 @@ struct RendezvousOptions {
   // A restored book: how long a detached node's agent has to come back before its node
   // is lost (the unreachable window).
   Nanos reconnect_window = std::chrono::seconds(20);
+  // Each node's environment fingerprint kept after its admission: a book kept in a store
+  // (its state holds them). Off for the embedded rendezvous, which never reads them again.
+  bool keep_environments = false;
 };
 
 // What the rendezvous answers on one connection.
@@ -191,6 +200,8 @@ class RendezvousBook {
   // The nonce of the agent on `connection` (its replies are signed over it).
   std::optional<Nonce> AgentNonce(uint64_t connection) const;
   const RendezvousOptions& options() const { return options_; }
+  // From now on, each node admitted keeps its environment (a book kept in a store).
+  void KeepEnvironments() { options_.keep_environments = true; }
 
  private:
   // A restored node's connection until its agent comes back: kDetachedConnection + its id
@@ -238,8 +249,8 @@ class RendezvousBook {
                                    const Arrival& arrival);
   std::vector<NodeMessage> Admit(uint64_t connection, const NodeHello& hello,
                                  const Arrival& arrival, int64_t id, bool grows, Nanos now);
-  // Every live node, running or joining.
-  std::vector<const Node*> LiveNodes() const;
+  // "node a" for a live node's admission number (the environment comparison's names).
+  std::function<std::string(int64_t)> NodeNamer() const;
 
   // Forming (rendezvous_forming.cc).
   std::vector<NodeMessage> Seal();
@@ -265,8 +276,8 @@ class RendezvousBook {
   // step (kStop); while gathering, the node leaves at once (kEnd, 143).
   std::vector<NodeMessage> Drain(Node& node);
   std::vector<NodeMessage> DrainWhileGathering(Node& node);
-  std::vector<NodeMessage> ReportOfJoining(std::vector<Node>::iterator node,
-                                           const NodeReport& report, std::string_view frame);
+  std::vector<NodeMessage> ReportOfJoining(Node& node, const NodeReport& report,
+                                           std::string_view frame);
   // Growth: the running attempt stops at one agreed step once the first joining node
   // waited `scale_up_after`.
   std::vector<NodeMessage> Grow(Nanos now);
@@ -290,8 +301,18 @@ class RendezvousBook {
   NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
   void ResetConsistency();
   std::string NodeText(const Node& node) const;
+  // The first kListedNodes nodes ("a at 10.0.0.1, ..."), then how many more.
   std::string JoinedList() const;
+  // Finding a node by its connection costs O(1), never a scan: each message would
+  // otherwise cost O(N), and a round of N messages O(N * N).
+  // The node on `connection` in nodes_ (joining false) or joining_ (true), or nullptr.
+  Node* Placed(uint64_t connection, bool joining);
+  // The node on `connection` in nodes_, unless lost.
   Node* NodeOn(uint64_t connection);
+  // places_ anew after nodes_ or joining_ changed order (O(N), once per event that does).
+  void Reindex();
+  // `node`'s name is free again (it left, was lost or drained).
+  void ReleaseName(const Node& node);
   void Forget(std::vector<Node>& nodes, uint64_t connection);
 
   RendezvousOptions options_;
@@ -325,6 +346,18 @@ class RendezvousBook {
   bool first_failure_named_ = false;
   std::vector<LostNode> lost_;  // since the last attempt that ran with MIN or more
   std::string stopped_by_;      // `kdist stop` asked the job to stop: who
+  // Where each node is: its connection -> nodes_ or joining_, and its index there.
+  struct Place {
+    bool joining = false;
+    size_t index = 0;
+  };
+  std::unordered_map<uint64_t, Place> places_;
+  // Each live node's name -> its connection (one live agent per name).
+  std::unordered_map<std::string, uint64_t> name_holders_;
+  // Nodes of the running attempt that have neither reported nor been lost.
+  int64_t unreported_ = 0;
+  // A restored book may still have detached nodes (false: none, no scan for them).
+  bool detached_ = false;
 };
 
 }  // namespace kdist

@@ -22,6 +22,14 @@ std::string NodesText(int64_t min_nodes, int64_t max_nodes) {
                                 : std::to_string(min_nodes) + ":" + std::to_string(max_nodes);
 }
 
+// The first kListedNodes of `names`, then how many more: a cause or a notice goes to every
+// node, so its length must not grow with the nodes it names.
+std::string Listed(const std::vector<std::string>& names) {
+  if (names.size() <= kListedNodes) return Join(names, ", ");
+  const std::vector<std::string> first(names.begin(), names.begin() + kListedNodes);
+  return Join(first, ", ") + " and " + std::to_string(names.size() - kListedNodes) + " more";
+}
+
 }  // namespace
 
 std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
@@ -32,11 +40,9 @@ std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
     if (nodes_.size() != before) last_join_ = std::max(last_join_, now - options_.last_call);
     return {};
   }
-  for (const Node& node : joining_) {
-    if (node.connection == connection) {
-      Forget(joining_, connection);  // it never ran: the job is not disturbed
-      return {};
-    }
+  if (Placed(connection, true) != nullptr) {
+    Forget(joining_, connection);  // it never ran: the job is not disturbed
+    return {};
   }
   Node* node = NodeOn(connection);
   if (node == nullptr || phase_ == Phase::kEnded) return {};
@@ -44,6 +50,8 @@ std::vector<NodeMessage> RendezvousBook::Leave(uint64_t connection, Nanos now) {
   // what the attempt's end means is decided once every other node has reported.
   node->lost = true;
   node->lost_since = now;
+  ReleaseName(*node);
+  if (!node->reported) --unreported_;
   node->reported = true;
   return AfterAttempt(now);
 }
@@ -58,6 +66,7 @@ std::string RendezvousBook::RemoveLeavers(std::vector<NodeMessage>& out) {
     }
     const std::string text = NodeText(node);
     if (consistency_.has_value()) consistency_->Remove(node.id);
+    ReleaseName(node);
     if (node.lost) {
       lost_names.push_back(text);
       lost_.push_back({text, attempt_, node.lost_since});
@@ -75,13 +84,13 @@ std::string RendezvousBook::RemoveLeavers(std::vector<NodeMessage>& out) {
   growing_ = false;
   const std::vector<std::string> grown_names = AdmitJoining();
   std::vector<std::string> causes;
-  if (!lost_names.empty()) causes.push_back("node lost: " + Join(lost_names, ", "));
+  if (!lost_names.empty()) causes.push_back("node lost: " + Listed(lost_names));
   if (!drained_names.empty() && !stopped_by_.empty()) {
     causes.push_back("stopped by " + stopped_by_);
   } else if (!drained_names.empty()) {
-    causes.push_back("drained: " + Join(drained_names, ", "));
+    causes.push_back("drained: " + Listed(drained_names));
   }
-  if (!grown_names.empty()) causes.push_back("grown: " + Join(grown_names, ", ") + " joined");
+  if (!grown_names.empty()) causes.push_back("grown: " + Listed(grown_names) + " joined");
   return Join(causes, "; ");
 }
 
@@ -147,10 +156,13 @@ std::string RendezvousBook::LostText(Nanos now) const {
   if (lost_.empty()) return "";
   std::vector<std::string> parts;
   for (const LostNode& lost : lost_) {
+    if (parts.size() == kListedNodes) break;
     parts.push_back(lost.text + " lost since " + Seconds(now - lost.since) + " ago (attempt " +
                     std::to_string(lost.attempt) + ")");
   }
-  return "; the job had lost " + Join(parts, ", ");
+  const size_t more = lost_.size() - parts.size();
+  return "; the job had lost " + Join(parts, ", ") +
+         (more > 0 ? " and " + std::to_string(more) + " more" : "");
 }
 
 std::vector<NodeMessage> RendezvousBook::Grow(Nanos now) {
@@ -160,14 +172,21 @@ std::vector<NodeMessage> RendezvousBook::Grow(Nanos now) {
   }
   growing_ = true;
   std::vector<std::string> names;
-  for (const Node& node : joining_) names.push_back(NodeText(node));
-  return StopRunningNodes(Join(names, ", ") + " joined: attempt " + std::to_string(attempt_) +
+  for (const Node& node : joining_) {
+    if (names.size() == kListedNodes) break;
+    names.push_back(NodeText(node));
+  }
+  const size_t more = joining_.size() - names.size();
+  return StopRunningNodes(Join(names, ", ") +
+                          (more > 0 ? " and " + std::to_string(more) + " more" : "") +
+                          " joined: attempt " + std::to_string(attempt_) +
                           " stops at one agreed step, the next runs with " +
                           std::to_string(nodes_.size() + joining_.size()) + " nodes");
 }
 
 std::vector<NodeMessage> RendezvousBook::StopRunningNodes(const std::string& why) const {
   std::vector<NodeMessage> out;
+  out.reserve(static_cast<size_t>(unreported_));
   for (const Node& node : nodes_) {
     if (node.reported || node.lost) continue;
     NodeMessage m;
@@ -193,21 +212,21 @@ std::vector<std::string> RendezvousBook::AdmitJoining() {
     }
   }
   joining_.clear();
+  Reindex();
   return names;
 }
 
-std::vector<NodeMessage> RendezvousBook::ReportOfJoining(std::vector<Node>::iterator node,
-                                                         const NodeReport& report,
+std::vector<NodeMessage> RendezvousBook::ReportOfJoining(Node& node, const NodeReport& report,
                                                          std::string_view frame) {
   // A joining node runs nothing: its only report is a drain notice, and it leaves.
-  if (!report.drain || !NodeFrameVerifies(frame, report.mac, options_.token, node->challenge) ||
-      report.sequence <= node->last_sequence) {
-    return RefuseReport(node->connection, "the nodes' rendezvous refused a report of joining " +
-                                              NodeText(*node) + ": it runs no attempt yet");
+  if (!report.drain || !NodeFrameVerifies(frame, report.mac, options_.token, node.challenge) ||
+      report.sequence <= node.last_sequence) {
+    return RefuseReport(node.connection, "the nodes' rendezvous refused a report of joining " +
+                                             NodeText(node) + ": it runs no attempt yet");
   }
   std::vector<NodeMessage> out = {
-      EndOne(*node, StatusCode::kOk, NodeText(*node) + " was drained before it joined", kExitDrained)};
-  Forget(joining_, node->connection);
+      EndOne(node, StatusCode::kOk, NodeText(node) + " was drained before it joined", kExitDrained)};
+  Forget(joining_, node.connection);
   return out;
 }
 

@@ -106,14 +106,8 @@ std::vector<NodeMessage> RendezvousBook::Seal() {
   auto local = std::find_if(nodes_.begin(), nodes_.end(),
                             [](const Node& n) { return n.on_rendezvous_machine; });
   if (local != nodes_.end()) std::rotate(nodes_.begin(), local, local + 1);
-  if (consistency_.has_value()) {
-    consistency_notes_ = consistency_->Differences([&](int64_t node_id) {
-      for (const Node& node : nodes_) {
-        if (node.id == node_id) return "node " + node.hello.node_name;
-      }
-      return std::string("node ?");
-    });
-  }
+  Reindex();
+  if (consistency_.has_value()) consistency_notes_ = consistency_->Differences(NodeNamer());
   return Rosters(after_loss);
 }
 
@@ -136,11 +130,10 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   const std::string coordinator_host = CoordinatorHost();
   const int64_t previous_processes =
       ledger_.rows().empty() ? 0 : ledger_.rows().back().processes;
-  std::vector<RosterNode> roster;
   std::vector<std::string> names;
+  names.reserve(nodes_.size());
   for (size_t rank = 0; rank < nodes_.size(); ++rank) {
     const Node& node = nodes_[rank];
-    roster.push_back({node.hello.node_name, node.peer_host});
     names.push_back(node.hello.node_name);
     last_rank_[node.hello.node_name] = static_cast<int64_t>(rank);
   }
@@ -149,18 +142,22 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   first_failure_ = JobFailure{};
   first_failure_named_ = false;
 
+  // Each roster says how many nodes run the attempt, not which: O(1) bytes each. The
+  // running attempt's roster is kept (roster_): a node back at a restored book is sent it.
   roster_ = NodeReply{};
   roster_.kind = NodeReplyKind::kRoster;
   roster_.attempt = attempt_;
   roster_.processes_per_node = options_.processes_per_node;
   roster_.coordinator_host = coordinator_host;
   roster_.coordinator_port = zero.next_port;
-  roster_.nodes = roster;
+  roster_.node_count = static_cast<int64_t>(nodes_.size());
   roster_.previous_processes = previous_processes;
   roster_.run_id = options_.run_id;
   roster_.first_failure = first_failure;
   roster_.message = consistency_notes_;
   std::vector<NodeMessage> out;
+  out.reserve(nodes_.size());
+  unreported_ = static_cast<int64_t>(nodes_.size());
   for (size_t rank = 0; rank < nodes_.size(); ++rank) {
     Node& node = nodes_[rank];
     node.reported = false;

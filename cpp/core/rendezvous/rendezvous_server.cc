@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/file_limit.h"
 #include "base/text.h"
 #include "net/keepalive.h"
 #include "base/challenge.h"
@@ -48,10 +49,12 @@ RendezvousServer::RendezvousServer(RendezvousServerOptions options, Clock& clock
 RendezvousServer::~RendezvousServer() { Stop(); }
 
 Status RendezvousServer::Listen(const Endpoint& where) {
-  Result<Listener> listener = ListenOn(where, 128);
+  // Room in the accept queue for every agent of the job connecting at once (a full queue
+  // drops SYNs, which the kernel retries only after a second).
+  Result<Listener> listener = ListenOn(where, ListenBacklog(options_.book.max_nodes));
   if (!listener.ok() && listener.status().code() == StatusCode::kAlreadyExists) {
     const std::string owner =
-        DescribePortOwner(FindPortOwner(where.port(), clock_, std::chrono::milliseconds(300)));
+        DescribePortOwner(FindPortOwner(where.port(), clock_, std::chrono::seconds(1)));
     return AlreadyExists(listener.status().message() + (owner.empty() ? "" : ", " + owner));
   }
   KDIST_ASSIGN_OR_RETURN(listener_, std::move(listener));
@@ -61,6 +64,9 @@ Status RendezvousServer::Listen(const Endpoint& where) {
 
 Status RendezvousServer::Start() {
   if (!listener_.fd.valid()) return FailedPrecondition("the rendezvous server has no listener");
+  // A descriptor per agent, and per connection not admitted yet.
+  KDIST_RETURN_IF_ERROR(
+      EnsureFileLimit(options_.book.max_nodes + options_.max_unadmitted).status());
   KDIST_ASSIGN_OR_RETURN(EventPoller poller, EventPoller::Create());
   poller_ = std::make_unique<EventPoller>(std::move(poller));
   KDIST_RETURN_IF_ERROR(poller_->Add(listener_.fd.get(), kListenerKey, false));
@@ -92,7 +98,11 @@ bool RendezvousServer::Wait(Nanos timeout) {
   return ended_cv_.wait_for(lock, timeout, [this] { return ended_; });
 }
 
-void RendezvousServer::PersistWith(Persist persist) { persist_ = std::move(persist); }
+void RendezvousServer::PersistWith(Persist persist) {
+  persist_ = std::move(persist);
+  options_.book.keep_environments = true;
+  book_.KeepEnvironments();
+}
 
 Result<std::vector<std::string>> RendezvousServer::Restore(std::string_view sealed) {
   KDIST_ASSIGN_OR_RETURN(RendezvousBook book, RestoreBook(options_.book, sealed, clock_.Now(), WallClockMillis()));
@@ -173,12 +183,6 @@ std::string RendezvousServer::AttemptTable() const {
   return table_;
 }
 
-int64_t RendezvousServer::Unadmitted() const {
-  int64_t count = 0;
-  for (const auto& [key, c] : connections_) count += c.admitted ? 0 : 1;
-  return count;
-}
-
 void RendezvousServer::Loop() {
   if (poller_->Add(thread_.wake_fd(), kWakeKey, false).ok()) {
     // (when it fails, Stop still ends the loop at its next bounded wait)
@@ -212,15 +216,9 @@ void RendezvousServer::Loop() {
       abandon.swap(abandon_);
     }
     if (abandon) Decided(book_.Abandon(*abandon, now), now);
-    formed_ = book_.formed();
-    // Connections that never sent their hello in time.
-    std::vector<uint64_t> late;
-    for (const auto& [key, c] : connections_) {
-      if (!c.admitted && !c.closing && now - c.accepted >= options_.hello_timeout) {
-        late.push_back(key);
-      }
-    }
-    for (uint64_t key : late) Drop(key, now, false);
+    if (book_.formed()) formed_ = true;  // a restored book may have formed already
+    if (fenced_) break;
+    DropLate(now);
     if (fenced_) break;
     if (book_.phase() == RendezvousBook::Phase::kGathering && now >= next_progress) {
       const std::string line = book_.ProgressLine(now);
@@ -267,11 +265,28 @@ void RendezvousServer::Loop() {
   ended_cv_.notify_all();
 }
 
+void RendezvousServer::DropLate(Nanos now) {
+  // Connections that never sent their hello in time: the oldest first, in the order they
+  // were accepted, so each costs O(1) once, not a scan of every connection at every wake.
+  while (!awaiting_hello_.empty()) {
+    const auto [accepted, key] = awaiting_hello_.front();
+    const auto it = connections_.find(key);
+    if (it != connections_.end() && !it->second.admitted && !it->second.closing &&
+        now - accepted < options_.hello_timeout) {
+      break;
+    }
+    awaiting_hello_.pop_front();
+    if (it != connections_.end() && !it->second.admitted && !it->second.closing) {
+      Drop(key, now, false);
+    }
+  }
+}
+
 void RendezvousServer::AcceptAll(Nanos now) {
   while (true) {
     Accepted a = AcceptOne(listener_.fd.get());
     if (a.io.state != IoState::kDone) return;
-    if (Unadmitted() >= options_.max_unadmitted) {
+    if (unadmitted_ >= options_.max_unadmitted) {
       a.fd.CloseWithReset();  // bounded: agents retry, a flood costs nothing
       continue;
     }
@@ -290,8 +305,12 @@ void RendezvousServer::AcceptAll(Nanos now) {
     c.challenge = *nonce;
     c.accepted = now;
     c.out = EncodeChallenge(Challenge{*nonce});
-    if (!poller_->Add(c.fd.get(), key, true).ok()) continue;
+    c.watching_write = false;
+    if (!poller_->Add(c.fd.get(), key, false).ok()) continue;
     connections_.emplace(key, std::move(c));
+    ++unadmitted_;
+    awaiting_hello_.emplace_back(now, key);
+    Flush(key);  // the challenge at once: a fresh socket has room for it (no wake, no epoll_ctl)
   }
 }
 
@@ -316,6 +335,12 @@ void RendezvousServer::ReadFrom(uint64_t key, Nanos now) {
     std::string frame = connections_[key].in.TakeFrame();
     if (frame.empty()) break;
     HandleFrame(key, frame, now);
+  }
+  // An agent says something a few times a job: between frames its buffer holds nothing
+  // (memory per agent, not the largest frame it ever sent).
+  auto left = connections_.find(key);
+  if (left != connections_.end() && left->second.in.buffered() == 0) {
+    left->second.in = FrameAssembler();
   }
 }
 
@@ -347,6 +372,7 @@ void RendezvousServer::HandleFrame(uint64_t key, const std::string& frame, Nanos
       if (m.connection != key) continue;
       if (m.reply.kind == NodeReplyKind::kAdmitted) {
         c.admitted = true;
+        --unadmitted_;
         log_(m.reply.message);
       } else if (m.reply.kind == NodeReplyKind::kRefused) {
         log_(m.reply.message);
@@ -378,15 +404,25 @@ void RendezvousServer::Deliver(const std::vector<NodeMessage>& messages) {
     if (m.reply.kind == NodeReplyKind::kRefused && !c.admitted) c.closing = true;
     if (m.reply.kind == NodeReplyKind::kEnd) c.closing = true;
     if (m.reply.kind == NodeReplyKind::kRoster) {
-      log_("attempt " + std::to_string(m.reply.attempt) + ": node " +
-           std::to_string(m.reply.node_rank) + " is " + m.reply.nodes[m.reply.node_rank].name +
-           " (processes " + std::to_string(m.reply.node_rank * m.reply.processes_per_node) + "-" +
-           std::to_string((m.reply.node_rank + 1) * m.reply.processes_per_node - 1) +
-           "), coordinator " + m.reply.coordinator_host + ":" +
-           std::to_string(m.reply.coordinator_port));
+      formed_ = true;  // before the roster leaves: an agent that has one sees it formed
+      if (m.reply.node_rank == 0) LogRoster(m.reply);
     }
     Flush(m.connection);
   }
+}
+
+void RendezvousServer::LogRoster(const NodeReply& roster) {
+  // One line an attempt, naming at most kListedNodes nodes (a line a node would be N lines
+  // an attempt); each agent's own line says which processes it runs.
+  const std::vector<std::string> names = book_.NodeNames();
+  const size_t listed = std::min(names.size(), kListedNodes);
+  std::string ranks = Join(std::vector<std::string>(names.begin(), names.begin() + listed), ", ");
+  if (listed < names.size()) ranks += " and " + std::to_string(names.size() - listed) + " more";
+  log_("attempt " + std::to_string(roster.attempt) + ": " +
+       std::to_string(roster.node_count) + " nodes of " +
+       std::to_string(roster.processes_per_node) + " processes, coordinator " +
+       roster.coordinator_host + ":" + std::to_string(roster.coordinator_port) +
+       "; by rank: " + ranks);
 }
 
 void RendezvousServer::Flush(uint64_t key) {
@@ -403,7 +439,11 @@ void RendezvousServer::Flush(uint64_t key) {
     }
     c.out.erase(0, io.bytes);
   }
-  (void)poller_->WatchWrite(c.fd.get(), key, !c.out.empty());
+  if (c.out.empty()) std::string().swap(c.out);  // its capacity too, until the next reply
+  if (c.watching_write != !c.out.empty()) {  // a system call only when it changes
+    c.watching_write = !c.out.empty();
+    (void)poller_->WatchWrite(c.fd.get(), key, c.watching_write);
+  }
   if (c.out.empty() && c.closing && book_.phase() != RendezvousBook::Phase::kEnded) {
     Drop(key, clock_.Now(), c.admitted);
   }
@@ -414,6 +454,7 @@ void RendezvousServer::Drop(uint64_t key, Nanos now, bool tell_book) {
   if (it == connections_.end()) return;
   poller_->Remove(it->second.fd.get());
   const bool admitted = it->second.admitted;
+  if (!admitted) --unadmitted_;
   const std::string peer = it->second.peer;
   it->second.fd.CloseWithReset();
   connections_.erase(it);

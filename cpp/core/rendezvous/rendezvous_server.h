@@ -28,6 +28,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -55,6 +56,8 @@ struct RendezvousServerOptions {
   // agent: no, its own agent prints the line the agents get).
   bool log_progress = true;
   Nanos hello_timeout = std::chrono::seconds(10);  // a connection's time to send its hello
+  // Connections accepted and not admitted yet, at most (more are reset at accept); sized to
+  // the job by ServerOptionsFor (every agent may connect at once).
   int64_t max_unadmitted = 64;
   Nanos end_flush = std::chrono::seconds(5);  // after the end: time for the last frames to leave
   // An agent's host that vanishes is lost after this long without an answer (keepalive).
@@ -114,6 +117,7 @@ class RendezvousServer {
     Nonce challenge{};
     FrameAssembler in;
     std::string out;
+    bool watching_write = false;  // as the poller was told
     Nanos accepted{0};
     bool admitted = false;
     bool closing = false;  // close once `out` is sent
@@ -135,7 +139,10 @@ class RendezvousServer {
   void Deliver(const std::vector<NodeMessage>& messages);
   void Flush(uint64_t key);
   void Drop(uint64_t key, Nanos now, bool tell_book);
-  int64_t Unadmitted() const;
+  // Drops the connections that sent no hello within hello_timeout.
+  void DropLate(Nanos now);
+  // "attempt 3: 4096 nodes of 8 processes (node 0 a, 1 b, ...), coordinator ...".
+  void LogRoster(const NodeReply& roster);
 
   RendezvousServerOptions options_;
   Clock& clock_;
@@ -153,6 +160,9 @@ class RendezvousServer {
   std::string persisted_;  // the last state persisted (EncodeState's)
   std::vector<std::string> gone_;  // NodeGone's names, not yet taken (under mutex_)
   bool fenced_ = false;
+  int64_t unadmitted_ = 0;  // connections not admitted (yet)
+  // Connections as they were accepted (when, key), for the hello timeout.
+  std::deque<std::pair<Nanos, uint64_t>> awaiting_hello_;
   mutable std::mutex mutex_;
   std::condition_variable ended_cv_;
   bool ended_ = false;

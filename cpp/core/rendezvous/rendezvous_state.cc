@@ -145,8 +145,6 @@ Status ReadFailure(const Json& json, const std::string& where, JobFailure& f) {
 }
 
 Json ReplyJson(const NodeReply& r) {
-  Json nodes = Json::array();
-  for (const RosterNode& node : r.nodes) nodes.push_back(Json::array({node.name, node.address}));
   return Json{{"kind", static_cast<int64_t>(r.kind)},
               {"code", static_cast<int64_t>(r.code)},
               {"message", r.message},
@@ -154,7 +152,7 @@ Json ReplyJson(const NodeReply& r) {
               {"processes_per_node", r.processes_per_node},
               {"coordinator_host", r.coordinator_host},
               {"coordinator_port", r.coordinator_port},
-              {"nodes", std::move(nodes)},
+              {"node_count", r.node_count},
               {"previous_processes", r.previous_processes},
               {"first_failure", r.first_failure},
               {"exit_status", r.exit_status}};
@@ -182,15 +180,9 @@ Status ReadReply(const Json& json, const std::string& where, NodeReply& r) {
   KDIST_RETURN_IF_ERROR(m.Int("previous_processes", r.previous_processes));
   KDIST_RETURN_IF_ERROR(m.String("first_failure", r.first_failure));
   KDIST_RETURN_IF_ERROR(m.Int("exit_status", r.exit_status));
-  const Json* nodes = nullptr;
-  KDIST_RETURN_IF_ERROR(m.Array("nodes", nodes));
-  r.nodes.clear();
-  for (const Json& node : *nodes) {
-    if (!node.is_array() || node.size() != 2 || !node[0].is_string() || !node[1].is_string()) {
-      return InvalidArgument("the book's state: " + m.Where("nodes") +
-                             " holds something other than [name, address]");
-    }
-    r.nodes.push_back({node[0].get<std::string>(), node[1].get<std::string>()});
+  KDIST_RETURN_IF_ERROR(m.Int("node_count", r.node_count));
+  if (r.node_count < 0) {
+    return InvalidArgument("the book's state: " + m.Where("node_count") + " is negative");
   }
   return Status::Ok();
 }
@@ -439,6 +431,18 @@ Result<RendezvousBook> RendezvousBook::Restore(RendezvousOptions options, std::s
       out->push_back(std::move(n));
     }
   }
+  // The book's indexes (places_, name_holders_, unreported_), as the original kept them.
+  book.Reindex();
+  for (const std::vector<Node>* nodes : {&book.nodes_, &book.joining_}) {
+    for (const Node& node : *nodes) {
+      if (!node.lost) book.name_holders_[node.hello.node_name] = node.connection;
+    }
+  }
+  if (book.phase_ == Phase::kRunning) {
+    book.unreported_ = static_cast<int64_t>(std::count_if(
+        book.nodes_.begin(), book.nodes_.end(), [](const Node& n) { return !n.reported; }));
+  }
+  book.detached_ = !book.nodes_.empty() || !book.joining_.empty();
   const Json* lost = nullptr;
   KDIST_RETURN_IF_ERROR(m.Array("lost", lost));
   for (size_t i = 0; i < lost->size(); ++i) {
@@ -475,8 +479,10 @@ Result<RendezvousBook> RendezvousBook::Restore(RendezvousOptions options, std::s
     }
     book.consistency_.emplace(std::move(reference), book.options_.consistency);
     std::vector<const Node*> others;
-    for (const Node* node : book.LiveNodes()) {
-      if (node->id != book.consistency_reference_id_) others.push_back(node);
+    for (const std::vector<Node>* nodes : {&book.nodes_, &book.joining_}) {
+      for (const Node& node : *nodes) {
+        if (node.id != book.consistency_reference_id_) others.push_back(&node);
+      }
     }
     std::sort(others.begin(), others.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
     const auto named = [&](int64_t id) {

@@ -15,18 +15,20 @@
 namespace kdist {
 
 RendezvousBook::Node* RendezvousBook::NodeNamed(const std::string& name) {
-  for (std::vector<Node>* nodes : {&nodes_, &joining_}) {
-    for (Node& node : *nodes) {
-      if (node.hello.node_name == name && !node.lost) return &node;
-    }
-  }
-  return nullptr;
+  const auto holder = name_holders_.find(name);
+  if (holder == name_holders_.end()) return nullptr;
+  const auto place = places_.find(holder->second);
+  if (place == places_.end()) return nullptr;
+  Node& node = (place->second.joining ? joining_ : nodes_)[place->second.index];
+  return node.lost ? nullptr : &node;
 }
 
 std::vector<std::string> RendezvousBook::DetachedNodes() const {
   std::vector<std::string> names;
-  for (const Node* node : LiveNodes()) {
-    if (node->detached() && !node->lost) names.push_back(node->hello.node_name);
+  for (const std::vector<Node>* nodes : {&nodes_, &joining_}) {
+    for (const Node& node : *nodes) {
+      if (node.detached() && !node.lost) names.push_back(node.hello.node_name);
+    }
   }
   return names;
 }
@@ -49,6 +51,7 @@ std::vector<NodeMessage> RendezvousBook::Rejoin(uint64_t connection, const NodeH
   }
   // Its connection from now on (an attached node's old one, half closed, is forgotten).
   node->connection = connection;
+  name_holders_[node->hello.node_name] = connection;
   node->challenge = arrival.nonce;
   node->hello.nonce = hello.nonce;
   node->last_sequence = 1;
@@ -57,6 +60,7 @@ std::vector<NodeMessage> RendezvousBook::Rejoin(uint64_t connection, const NodeH
   node->on_rendezvous_machine =
       !arrival.peer_host.empty() && arrival.peer_host == arrival.local_host;
   node->detached_since = Nanos(0);
+  Reindex();  // its connection changed (O(N), once per node that comes back)
   const auto in_roster = std::find_if(nodes_.begin(), nodes_.end(),
                                       [&](const Node& n) { return &n == node; });
   const size_t rank = static_cast<size_t>(in_roster - nodes_.begin());
@@ -115,23 +119,32 @@ std::vector<NodeMessage> RendezvousBook::NodeGone(const std::string& name, Nanos
 }
 
 std::optional<Nanos> RendezvousBook::DetachedDeadline() const {
+  // No scan once no node is detached (a book never restored, or every agent back): the
+  // embedded rendezvous's cost per wake stays O(1).
+  if (!detached_) return std::nullopt;
   std::optional<Nanos> first;
-  for (const Node* node : LiveNodes()) {
-    if (!node->detached() || node->lost) continue;
-    const Nanos at = node->detached_since + options_.reconnect_window;
-    if (!first.has_value() || at < *first) first = at;
+  for (const std::vector<Node>* nodes : {&nodes_, &joining_}) {
+    for (const Node& node : *nodes) {
+      if (!node.detached() || node.lost) continue;
+      const Nanos at = node.detached_since + options_.reconnect_window;
+      if (!first.has_value() || at < *first) first = at;
+    }
   }
   return first;
 }
 
 std::vector<NodeMessage> RendezvousBook::LoseDetached(Nanos now) {
-  if (phase_ == Phase::kEnded) return {};
+  if (phase_ == Phase::kEnded || !detached_) return {};
   std::vector<uint64_t> late;
-  for (const Node* node : LiveNodes()) {
-    if (node->detached() && !node->lost && now - node->detached_since >= options_.reconnect_window) {
-      late.push_back(node->connection);
+  bool any = false;
+  for (const std::vector<Node>* nodes : {&nodes_, &joining_}) {
+    for (const Node& node : *nodes) {
+      if (!node.detached() || node.lost) continue;
+      any = true;
+      if (now - node.detached_since >= options_.reconnect_window) late.push_back(node.connection);
     }
   }
+  detached_ = any;
   std::vector<NodeMessage> out;
   for (uint64_t connection : late) {
     for (NodeMessage& m : Leave(connection, now)) out.push_back(std::move(m));

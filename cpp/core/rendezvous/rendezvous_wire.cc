@@ -27,7 +27,7 @@ enum RendezvousTag : uint8_t {
   kTagAttempt = 17,
   kTagNodeRank = 18,
   kTagCoordinatorHost = 19,
-  kTagNodes = 20,
+  // 20 was the roster's whole node list (retired: a roster carries kTagNodeCount).
   kTagFirstFailure = 21,
   kTagExitStatus = 22,
   kTagFailureWhat = 23,
@@ -44,6 +44,7 @@ enum RendezvousTag : uint8_t {
   kTagFailureStep = 33,
   kTagPurpose = 34,
   kTagRunId = 35,
+  kTagNodeCount = 40,
 };
 
 constexpr size_t kMaxRunIdBytes = 64;
@@ -54,7 +55,7 @@ constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, 
                                kTagMac};
 constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kTagAttempt,
                                kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
-                               kTagCoordinatorPort, kTagNodes, kTagFirstFailure,
+                               kTagCoordinatorPort, kTagNodeCount, kTagFirstFailure,
                                kTagExitStatus, kTagPreviousProcesses, kTagRunId, kTagMac};
 constexpr TagSet kReportTags = {kTagSequence,      kTagAttempt,        kTagExitStatus,
                                 kTagCoordinatorPort, kTagDrain,        kTagMac,
@@ -112,29 +113,6 @@ std::string MacOf(const std::string& frame, std::string_view token, const Nonce&
 
 }  // namespace
 
-std::string EncodeNodeList(const std::vector<RosterNode>& nodes) {
-  std::string out;
-  for (const RosterNode& node : nodes) out += node.name + '\t' + node.address + '\n';
-  return out;
-}
-
-Result<std::vector<RosterNode>> DecodeNodeList(std::string_view text) {
-  std::vector<RosterNode> nodes;
-  while (!text.empty()) {
-    const size_t end = text.find('\n');
-    if (end == std::string_view::npos) return InvalidArgument("the node list does not end a line");
-    const std::string_view line = text.substr(0, end);
-    text.remove_prefix(end + 1);
-    const size_t tab = line.find('\t');
-    if (tab == std::string_view::npos || tab == 0 || tab + 1 == line.size() ||
-        line.find('\t', tab + 1) != std::string_view::npos) {
-      return InvalidArgument("a line of the node list is not \"name<TAB>address\"");
-    }
-    nodes.push_back({std::string(line.substr(0, tab)), std::string(line.substr(tab + 1))});
-  }
-  return nodes;
-}
-
 std::string EncodeNodeHello(const NodeHello& hello) {
   FieldWriter w;
   w.Integer(kTagSequence, hello.sequence);
@@ -165,7 +143,7 @@ std::string EncodeNodeReply(const NodeReply& reply) {
     w.Integer(kTagProcessesPerNode, reply.processes_per_node);
     w.String(kTagCoordinatorHost, reply.coordinator_host, kMaxHostBytes);
     w.Integer(kTagCoordinatorPort, reply.coordinator_port);
-    w.String(kTagNodes, EncodeNodeList(reply.nodes), kMaxNodeListBytes);
+    w.Integer(kTagNodeCount, reply.node_count);
     if (reply.previous_processes > 0) w.Integer(kTagPreviousProcesses, reply.previous_processes);
     if (!reply.run_id.empty()) w.String(kTagRunId, reply.run_id, kMaxRunIdBytes);
   }
@@ -298,7 +276,7 @@ NodeReply OnlyItsKindsFields(NodeReply reply) {
     reply.processes_per_node = 0;
     reply.coordinator_host.clear();
     reply.coordinator_port = 0;
-    reply.nodes.clear();
+    reply.node_count = 0;
     reply.run_id.clear();
   }
   if (!roster || reply.previous_processes < 0) reply.previous_processes = 0;
@@ -315,7 +293,6 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
                          FramePayload(frame, kFrameNodeReply, kChannel));
   NodeReply reply;
   int64_t kind = 0, code = 0;
-  std::string nodes;
   KDIST_ASSIGN_OR_RETURN(const TagSet seen, ReadFields(payload, kReplyTags, [&](const Field& f) {
     switch (f.tag) {
       case kTagSequence: return ReadInteger(f, "sequence", reply.sequence);
@@ -329,7 +306,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       case kTagCoordinatorHost:
         return ReadString(f, kMaxHostBytes, "coordinator_host", reply.coordinator_host);
       case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", reply.coordinator_port);
-      case kTagNodes: return ReadString(f, kMaxNodeListBytes, "nodes", nodes);
+      case kTagNodeCount: return ReadInteger(f, "node_count", reply.node_count);
       case kTagFirstFailure:
         return ReadString(f, kMaxMessageBytes, "first_failure", reply.first_failure);
       case kTagExitStatus: return ReadInteger(f, "exit_status", reply.exit_status);
@@ -363,12 +340,11 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
                                    {kTagProcessesPerNode, "processes_per_node"},
                                    {kTagCoordinatorHost, "coordinator_host"},
                                    {kTagCoordinatorPort, "coordinator_port"},
-                                   {kTagNodes, "nodes"}},
+                                   {kTagNodeCount, "node_count"}},
                                   "roster"));
-    KDIST_ASSIGN_OR_RETURN(reply.nodes, DecodeNodeList(nodes));
-    if (reply.node_rank < 0 || reply.node_rank >= static_cast<int64_t>(reply.nodes.size())) {
+    if (reply.node_rank < 0 || reply.node_rank >= reply.node_count) {
       return InvalidArgument("the roster's node rank " + std::to_string(reply.node_rank) +
-                             " is outside its " + std::to_string(reply.nodes.size()) + " nodes");
+                             " is outside its " + std::to_string(reply.node_count) + " nodes");
     }
     if (reply.processes_per_node < 1 || reply.attempt < 0 || reply.coordinator_port < 1) {
       return InvalidArgument("the roster's processes per node, attempt or coordinator port is "
@@ -427,6 +403,19 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
                                  {kTagExitStatus, "exit_status"},
                                  {kTagCoordinatorPort, "coordinator_port"}},
                                 "node report"));
+  if (!report.failure.failed()) {
+    // What fails is sent whole or not at all: a failure's fields without its kind
+    // would be dropped unread (a sender of an older wire, or a corrupted frame).
+    for (const uint8_t tag : {kTagFailureProcess, kTagFailureNode, kTagFailureHost,
+                              kTagFailurePid, kTagFailureStatus, kTagFailureHow,
+                              kTagFailureWhat, kTagFailureStep}) {
+      if (seen.Has(tag)) {
+        return InvalidArgument("the node report has failure fields (tag " +
+                               std::to_string(tag) +
+                               ") but no failure kind; its sender speaks another wire");
+      }
+    }
+  }
   return report;
 }
 

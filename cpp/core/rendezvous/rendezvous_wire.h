@@ -50,7 +50,6 @@ namespace kdist {
 // base/wire.h).
 inline constexpr size_t kMaxNodeNameBytes = 64;
 inline constexpr size_t kMaxJobIdBytes = 128;
-inline constexpr size_t kMaxNodeListBytes = 8192;  // the roster's node list
 inline constexpr size_t kMaxNodeEnvironmentBytes = 8192;
 // A hello is at most this long, frame and all; the rendezvous reads no more from a
 // connection that has not been admitted.
@@ -93,12 +92,6 @@ enum class NodeReplyKind : int64_t {
                   // kdist.should_stop turns True there, BackupAndRestore saves); `attempt`
 };
 
-// One node of a roster: its rank is its place in the list.
-struct RosterNode {
-  std::string name;
-  std::string address;  // as the rendezvous saw it (an IP)
-};
-
 struct NodeReply {
   int64_t sequence = 1;
   NodeReplyKind kind = NodeReplyKind::kWaiting;
@@ -110,7 +103,10 @@ struct NodeReply {
   int64_t processes_per_node = 0;
   std::string coordinator_host;       // node 0's IP
   int64_t coordinator_port = 0;       // a fresh port of node 0's, this attempt's
-  std::vector<RosterNode> nodes;      // by rank
+  // How many nodes run the attempt (ranks 0 .. node_count - 1). A roster carries the count,
+  // not the list of nodes: N agents told a whole list would be N * N bytes, and an agent
+  // needs only the count and its own rank (its processes: node_rank * n .. + n - 1).
+  int64_t node_count = 0;
   int64_t previous_processes = 0;     // the previous attempt's process count; 0 in the first
   // The job's run: random, drawn when the rendezvous starts, the same in every attempt of
   // this job and different in any other job (KDIST_RUN_ID: whose backup folder is whose).
@@ -136,11 +132,6 @@ struct NodeReport {
   bool drain = false;
   std::string mac;
 };
-
-// The roster as one string field: "name\taddress\n" per node. Names and addresses
-// hold no tab nor newline (the book admits only such names; addresses are IPs).
-std::string EncodeNodeList(const std::vector<RosterNode>& nodes);
-Result<std::vector<RosterNode>> DecodeNodeList(std::string_view text);
 
 // Strings longer than their limit are cut to it, so an encoded frame always decodes.
 // A non-empty `mac` is written as the last field.

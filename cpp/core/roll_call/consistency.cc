@@ -163,21 +163,37 @@ Status ConsistencyCheck::Add(int64_t id, const Fingerprint& theirs,
   if (fatal.empty()) return Status::Ok();
   std::string table;
   bool needs_match = false;
+  bool tls = false;  // the TLS of JAX's service differs: another remedy
+  bool other = false;
   for (size_t i : fatal) {
     if (!table.empty()) table += "\n  ";
     table += Line(i, host_of);
     needs_match = needs_match || own_[i].must_match;
+    if (own_[i].name == kTlsEntry) {
+      tls = true;
+    } else if (own_[i].must_match) {
+      other = true;
+    }
+  }
+  std::string remedy;
+  if (other || (needs_match && !tls)) {
+    remedy = "Install the same jax and jaxlib, and give every process the same kind and number "
+             "of devices, on every host";
+  }
+  if (tls) {
+    remedy += std::string(remedy.empty() ? "" : "; ") +
+              "Give every process the same TLS for JAX's coordination service: the same "
+              "KDIST_TLS, the job's token (KDIST_ROLL_CALL_TOKEN) and jax_mtls_* settings "
+              "everywhere, and the cryptography package (kdist[tls]) on every host";
+  }
+  if (!needs_match) {
+    remedy = "Make the hosts' environments match, or set KDIST_CONSISTENCY=warn to start "
+             "with a warning";
   }
   return FailedPrecondition(
       std::string("the processes cannot work together") +
-      (needs_match ? "" : " under KDIST_CONSISTENCY=strict") + ":\n  " + table +
-      "\n" +
-      (needs_match
-           ? "Install the same jax and jaxlib, and give every process the same kind and number "
-             "of devices, on every host"
-           : "Make the hosts' environments match, or set KDIST_CONSISTENCY=warn to start "
-             "with a warning") +
-      "; `kdist doctor` on each host shows its fingerprint");
+      (needs_match ? "" : " under KDIST_CONSISTENCY=strict") + ":\n  " + table + "\n" +
+      remedy + "; `kdist doctor` on each host shows its fingerprint");
 }
 
 void ConsistencyCheck::Remove(int64_t id) {

@@ -41,6 +41,11 @@ struct FingerprintEntry {
 };
 using Fingerprint = std::vector<FingerprintEntry>;
 
+// The entry that says what a process does about TLS for JAX's coordination service
+// (kdist/_start/tls.py): processes that differ in it cannot reach each other's JAX
+// service, and the remedy is not the versions' one.
+inline constexpr std::string_view kTlsEntry = "tls";
+
 // The wire form, carried in the hello as one field: for each entry a u8 name
 // length, the name, a big-endian u16 value length, the value. At most
 // kMaxFingerprintEntries entries, names of at most kMaxFingerprintName bytes,

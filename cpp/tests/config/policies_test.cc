@@ -24,5 +24,16 @@ TEST(PeerFailurePolicy, ParsesItsTwoNames) {
                      "is \"retry\"; expected exit or ignore");
 }
 
+TEST(TlsPolicy, ParsesItsThreeNames) {
+  Result<TlsPolicy> required = ParseTlsPolicy(" Required ");
+  KDIST_ASSERT_OK(required);
+  EXPECT_EQ(*required, TlsPolicy::kRequired);
+  EXPECT_EQ(TlsPolicyName(TlsPolicy::kOff), "off");
+  EXPECT_EQ(TlsPolicyName(TlsPolicy::kAuto), "auto");
+  EXPECT_EQ(TlsPolicyName(*required), "required");
+  KDIST_EXPECT_ERROR(ParseTlsPolicy("yes"), StatusCode::kInvalidArgument,
+                     "is \"yes\"; expected off, auto or required");
+}
+
 }  // namespace
 }  // namespace kdist

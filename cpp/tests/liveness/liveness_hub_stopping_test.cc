@@ -159,6 +159,46 @@ TEST(LivenessHubStop, ARequestInProcess0BeforeAnyTickIsAgreedOnAStep) {
   ExpectAnAgreedStopForARequestBeforeAnyTick(0);
 }
 
+// The case the request's own armed state is for: only the requester (process 1) has asked
+// should_stop; process 0 has not reached its first should_stop yet, so its own board cannot
+// speak for the job. The request overtakes process 1's "armed" (sent at its channel's next
+// tick): still one agreed step (process 1 answered step 0, process 0 none: step 1), never
+// "nobody asks should_stop". 50 jobs, no sleep between arming and the request.
+TEST(LivenessHubStop, ARequestFromTheOnlyArmedProcessBeforeAnyTickIsAgreedOnAStep) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    testing::ManualClock clock;
+    Job job;
+    job.clock = &clock;
+    job.with_boards = true;
+    KDIST_ASSERT_OK(StartJob(job, 2));
+    ASSERT_EQ(job.boards[1]->Report(0), StopBoard::Answer::kGoOn);  // process 1 alone armed
+    KDIST_ASSERT_OK(job.spokes[0]->RequestStop("time limit"));
+    // Process 1 hears the decision, whichever it is (process 0's own "now" is said later).
+    Inbox& one = *job.inboxes[0];
+    {
+      std::unique_lock<std::mutex> lock(one.mutex);
+      ASSERT_TRUE(one.changed.wait_for(lock, seconds(10), [&] {
+        for (const LiveNotice& n : one.notices) {
+          if (n.kind == LiveKind::kStopAt || n.kind == LiveKind::kStopNow) return true;
+        }
+        return false;
+      }));
+    }
+    const LiveNotice* now = Find(one, LiveKind::kStopNow);
+    ASSERT_EQ(now, nullptr) << "expected one agreed step, received: " << DescribeStop(*now, 1);
+    const LiveNotice* at = Find(one, LiveKind::kStopAt);
+    ASSERT_NE(at, nullptr);
+    EXPECT_EQ(at->process_id, int64_t{1});
+    EXPECT_EQ(at->step, int64_t{1});
+    ASSERT_TRUE(WaitForKind(job.hub_inbox, LiveKind::kStopAt));
+    EXPECT_EQ(job.boards[1]->Report(1), StopBoard::Answer::kStop);
+    // Process 0 reaches its first should_stop afterwards and stops at the same step.
+    EXPECT_EQ(job.boards[0]->Report(0), StopBoard::Answer::kGoOn);
+    EXPECT_EQ(job.boards[0]->Report(1), StopBoard::Answer::kStop);
+  }
+}
+
 TEST(LivenessHubStop, ASecondSignalEndsTheJobNow) {
   Job job;
   job.with_boards = true;

@@ -5,6 +5,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "net/socket.h"
@@ -96,6 +98,23 @@ TEST(Keepalive, SetKeepaliveAppliesTheOptionsInWholeSeconds) {
   // The kernel gives up after this much silence, in milliseconds.
   EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 11500);
   EXPECT_EQ(IntOption(fd.get(), IPPROTO_TCP, TCP_NODELAY), 1);
+}
+
+TEST(Keepalive, SinceLastHeardCountsFromThePeersLastWord) {
+  Result<Listener> listener = ListenOn(*EndpointFromLiteral("127.0.0.1", 0), 4);
+  ASSERT_TRUE(listener.ok());
+  Fd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const Endpoint to = *EndpointFromLiteral("127.0.0.1", listener->port);
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<const sockaddr*>(&to.storage), to.size), 0);
+  Fd server(accept(listener->fd.get(), nullptr, nullptr));
+  ASSERT_TRUE(server.valid());
+  ASSERT_EQ(write(client.get(), "x", 1), 1);
+  usleep(300 * 1000);
+  const std::optional<Nanos> since = SinceLastHeard(server.get());
+  ASSERT_TRUE(since.has_value());
+  EXPECT_GE(since->count(), Nanos(std::chrono::milliseconds(250)).count());
+  EXPECT_LT(since->count(), Nanos(std::chrono::seconds(10)).count());
+  EXPECT_FALSE(SinceLastHeard(-1).has_value());
 }
 
 }  // namespace

@@ -183,6 +183,23 @@ TEST(RendezvousAdmission, KdistStopWhileGatheringEndsEveryAgentWith143) {
   EXPECT_EQ(book.phase(), RendezvousBook::Phase::kEnded);
 }
 
+TEST(RendezvousAdmission, KdistStopEndsAJoiningNodeAndForgetsIt) {
+  TwoOfThree job(Options(2, 3));
+  ASSERT_EQ(OfKind(Join(job.book, job.c, seconds(20)), NodeReplyKind::kAdmitted).size(), 1u);
+  const auto ends = OfKind(AskToStop(job.book, 9, "job", seconds(21)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 2u);  // c, and the asker's answer
+  EXPECT_EQ(ends[0].connection, job.c.connection);
+  EXPECT_EQ(ends[0].reply.exit_status, kExitDrained);
+  // c is no node any more (found by its connection, it would be a joining node that is gone).
+  EXPECT_TRUE(job.book.Leave(job.c.connection, seconds(22)).empty());
+  (void)Report(job.book, job.a, 0, 143, {}, 42001, seconds(23));
+  const auto last = OfKind(Report(job.book, job.b, 0, 143, {}, 42002, seconds(23)),
+                           NodeReplyKind::kEnd);
+  EXPECT_EQ(last.size(), 2u);
+  EXPECT_EQ(job.book.phase(), RendezvousBook::Phase::kEnded);
+  EXPECT_EQ(job.book.exit_status(), kExitDrained);
+}
+
 TEST(RendezvousAdmission, EveryRosterCarriesTheJobsRun) {
   RendezvousOptions options = Options(2, 2);
   options.run_id = "0123abcd";

@@ -27,8 +27,7 @@ TEST(RendezvousForming, FormsAtMaxWithContiguousIdsAndNodeZeroOnTheRendezvousMac
     EXPECT_EQ(m.reply.coordinator_host, "10.0.0.1");
     EXPECT_EQ(m.reply.coordinator_port, 45000);  // node 0's offer
     EXPECT_EQ(m.reply.processes_per_node, 2);
-    ASSERT_EQ(m.reply.nodes.size(), 3u);
-    EXPECT_EQ(m.reply.nodes[0].name, "a");
+    EXPECT_EQ(m.reply.node_count, 3);
   }
   // Ranks follow the roster: a is 0, then b and c in the order they were admitted.
   for (const NodeMessage& m : rosters) {

@@ -3,10 +3,13 @@
 // rendezvous_book_test.cc's).
 #include "rendezvous/rendezvous_server.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -117,7 +120,8 @@ TEST(RendezvousServer, TwoAgentsFormRunAndEndTogether) {
   EXPECT_EQ(ra->node_rank + rb->node_rank, 1);  // 0 and 1
   EXPECT_EQ(ra->coordinator_host, "127.0.0.1");
   EXPECT_EQ(ra->coordinator_port, 45000);
-  ASSERT_EQ(ra->nodes.size(), 2u);
+  EXPECT_EQ(ra->node_count, 2);
+  EXPECT_EQ(rb->node_count, 2);
 
   NodeReport report;
   report.attempt = 0;
@@ -135,6 +139,59 @@ TEST(RendezvousServer, TwoAgentsFormRunAndEndTogether) {
   EXPECT_EQ(f.server->exit_status(), 0);
   EXPECT_NE(f.server->AttemptTable().find("finished"), std::string::npos);
   EXPECT_EQ(f.lines.Text().find("s3cret"), std::string::npos);  // never printed
+  // One line an attempt, not one a node.
+  const std::string text = f.lines.Text();
+  const size_t line = text.find("attempt 0: 2 nodes of 2 processes, coordinator 127.0.0.1:45000");
+  ASSERT_NE(line, std::string::npos) << text;
+  EXPECT_EQ(text.find("attempt 0:", line + 1), std::string::npos) << text;
+}
+
+// The room for connections not admitted yet is counted, not scanned: an admitted agent
+// frees its room, so with room for one, agents joining one after another are all admitted.
+TEST(RendezvousServer, AnAdmittedAgentFreesItsRoomForTheNext) {
+  Fixture f;
+  RendezvousServerOptions options = ServerOptions(3, 3);
+  options.max_unadmitted = 1;
+  const uint16_t port = f.Start(options);
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(port), clock, log.Sink());
+  RendezvousAgent b(AgentOptions(port), clock, log.Sink());
+  RendezvousAgent c(AgentOptions(port), clock, log.Sink());
+  KDIST_ASSERT_OK(a.Join(Hello("a", 3, 3)));
+  KDIST_ASSERT_OK(b.Join(Hello("b", 3, 3)));
+  KDIST_ASSERT_OK(c.Join(Hello("c", 3, 3)));
+  Result<NodeReply> roster = c.Next(seconds(30));
+  KDIST_ASSERT_OK(roster);
+  EXPECT_EQ(roster->kind, NodeReplyKind::kRoster);
+  EXPECT_EQ(roster->node_count, 3);
+}
+
+// A connection that sends no hello is dropped at hello_timeout, and its room is free again.
+TEST(RendezvousServer, AConnectionSilentPastTheHelloTimeoutIsDroppedAndItsRoomFreed) {
+  Fixture f;
+  RendezvousServerOptions options = ServerOptions(1, 1);
+  options.max_unadmitted = 1;
+  options.hello_timeout = milliseconds(200);
+  const uint16_t port = f.Start(options);
+  Connecting silent = StartConnect(*EndpointFromLiteral("127.0.0.1", port));
+  ASSERT_NE(silent.io.state, IoState::kError);
+  std::this_thread::sleep_for(milliseconds(800));  // past the timeout, and a wake or two
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(port), clock, log.Sink());
+  Result<NodeReply> roster = JoinAndWait(a, Hello("a", 1, 1));
+  KDIST_ASSERT_OK(roster);
+  EXPECT_EQ(roster->kind, NodeReplyKind::kRoster);
+  // The silent connection was closed: its challenge, then the end of the stream (or a reset).
+  char buffer[256];
+  Io io{IoState::kDone, 0, 0};
+  for (int reads = 0; reads < 100 && io.state == IoState::kDone; ++reads) {
+    std::vector<pollfd> fds = {{silent.fd.get(), POLLIN, 0}};
+    ASSERT_GT(Poll(fds, seconds(10)), 0);
+    io = ReadSome(silent.fd.get(), buffer, sizeof buffer);
+  }
+  EXPECT_TRUE(io.state == IoState::kEof || io.state == IoState::kError);
 }
 
 TEST(RendezvousServer, AWrongTokenIsRefusedOnBothSidesAndTheJobStillForms) {
@@ -432,6 +489,7 @@ TEST(RendezvousServerStore, AServerRestoredFromTheLastStateTakesTheAgentsBack) {
   second.server->PersistWith(store.Hook());
   Result<std::vector<std::string>> detached = second.server->Restore(store.Last());
   KDIST_ASSERT_OK(detached);
+  std::sort(detached->begin(), detached->end());  // in rank order: a and b joined at once
   EXPECT_EQ(*detached, (std::vector<std::string>{"a", "b"}));
   KDIST_ASSERT_OK(second.server->Listen(*EndpointFromLiteral("127.0.0.1", 0)));
   KDIST_ASSERT_OK(second.server->Start());
@@ -454,7 +512,7 @@ TEST(RendezvousServerStore, AServerRestoredFromTheLastStateTakesTheAgentsBack) {
   KDIST_ASSERT_OK(next);
   ASSERT_EQ(next->kind, NodeReplyKind::kRoster);
   EXPECT_EQ(next->attempt, 1);
-  ASSERT_EQ(next->nodes.size(), 1u);
+  EXPECT_EQ(next->node_count, 1);
   EXPECT_NE(next->first_failure.find("node lost: node b"), std::string::npos);
   EXPECT_NE(second.lines.Text().find("took the job's book over at attempt 0"), std::string::npos)
       << second.lines.Text();

@@ -65,6 +65,27 @@ TEST(ConsistencyCheck, AMustMatchDifferenceFailsWithTheTable) {
   KDIST_EXPECT_ERROR(failed, StatusCode::kFailedPrecondition, "Install the same jax and jaxlib");
 }
 
+TEST(ConsistencyCheck, ATlsDifferenceFailsNamingWhatMakesTheTlsTheSame) {
+  Fingerprint own = Own();
+  own.push_back({"tls", "on: kdist's certificates for attempt 0", true});
+  ConsistencyCheck check(own, ConsistencyPolicy::kWarn);
+  Fingerprint theirs = With("0.10.2");
+  theirs.push_back({"tls", "off: KDIST_TLS=\"off\"", false});
+  const Status failed = check.Add(1, theirs, HostOf);
+  KDIST_EXPECT_ERROR(failed, StatusCode::kFailedPrecondition,
+                     "tls: \"on: kdist's certificates for attempt 0\" in process 0 on host "
+                     "node-0; \"off: KDIST_TLS=\\\"off\\\"\" in process 1 on host node-1\n"
+                     "Give every process the same TLS for JAX's coordination service");
+  EXPECT_EQ(failed.message().find("Install the same jax"), std::string::npos);
+  // With the versions too: both remedies.
+  ConsistencyCheck both(own, ConsistencyPolicy::kWarn);
+  theirs[0].value = "0.9.0";
+  const Status twice = both.Add(1, theirs, HostOf);
+  KDIST_EXPECT_ERROR(twice, StatusCode::kFailedPrecondition,
+                     "Install the same jax and jaxlib, and give every process the same kind and "
+                     "number of devices, on every host; Give every process the same TLS");
+}
+
 TEST(ConsistencyCheck, OtherDifferencesAreWarningsUnderWarn) {
   ConsistencyCheck check(Own(), ConsistencyPolicy::kWarn);
   KDIST_EXPECT_OK(check.Add(1, With("0.10.2", "3.12.1"), HostOf));

@@ -158,7 +158,7 @@ class Follower:
             pids = ", ".join(str(p.pid) for p in job.processes)
             ids = share.process_ids
             self.log.note(
-                f"attempt {share.attempt}: node {roster.node_rank} of {len(roster.nodes)} "
+                f"attempt {share.attempt}: node {roster.node_rank} of {roster.node_count} "
                 f"({self.settings.node_name}), processes {ids.start}-{ids.stop - 1} (pids "
                 f"{pids}), coordinator {host_port(share.coordinator_host, share.coordinator_port)}"
                 + warm_words(job, self.spares)
@@ -188,12 +188,12 @@ class Follower:
             attempt=roster.attempt,
             first_id=roster.node_rank * n,
             count=n,
-            num_processes=len(roster.nodes) * n,
+            num_processes=roster.node_count * n,
             coordinator_port=roster.coordinator_port,
             coordinator_host=roster.coordinator_host,
             previous_processes=roster.previous_processes,
             node=NodePlace(
-                roster.node_rank, len(roster.nodes), self.settings.job_id, self.settings.node_name
+                roster.node_rank, roster.node_count, self.settings.job_id, self.settings.node_name
             ),
             roll_call_token=self.settings.attempt_token(roster.attempt),
             run_id=roster.run_id,

@@ -18,7 +18,7 @@ from typing import Any
 from kdist import _core
 from kdist._local_job.gpu_split import divisors, job_gpus, split_gpus
 from kdist._local_job.warm import machine_report
-from kdist._start import collectives, environment_fingerprint
+from kdist._start import collectives, environment_fingerprint, tls
 from kdist._start.accelerators import find_accelerators, tpu_chip_nodes
 from kdist._start.environment_fingerprint import Entry as EnvironmentEntry
 
@@ -155,10 +155,15 @@ class Report:
     # Warm starts on this machine: each running launcher's spares and whether its next
     # attempt starts warm; what a launcher started here would preload.
     warm: dict[str, Any] | None = None
+    # What the start would do about TLS for JAX's coordination service
+    # (kdist._start.tls.Plan.describe()), or why it would refuse to start (`tls_error`);
+    # both None without a coordinator.
+    tls_state: str | None = None
+    tls_error: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.spec is not None
+        return self.spec is not None and self.tls_error is None
 
     @property
     def scheduler(self) -> str | None:
@@ -198,6 +203,14 @@ def collect(
     except ConfigError as failure:
         error = str(failure)
 
+    tls_plan: tls.Plan | None = None
+    tls_error: str | None = None
+    if spec is not None and spec.coordinator_address:
+        try:
+            tls_plan = tls.decide(spec, say=False)
+        except ConfigError as failure:
+            tls_error = str(failure)
+
     probed = None
     found = None
     if probe and spec is not None and spec.coordinator_address:
@@ -221,7 +234,9 @@ def collect(
         environment_fingerprint=tuple(
             entry
             for entry in environment_fingerprint.collect(
-                environment, local_device_ids=spec.local_device_ids if spec else None
+                environment,
+                local_device_ids=spec.local_device_ids if spec else None,
+                tls=tls_plan.fingerprint_value() if tls_plan else None,
             )
             if entry.name not in environment_fingerprint.PROGRAM_ENTRIES
         ),
@@ -229,6 +244,8 @@ def collect(
         collectives=found,
         devices=devices,
         warm=machine_report(environment),
+        tls_state=tls_plan.describe() if tls_plan else None,
+        tls_error=tls_error,
     )
 
 
@@ -260,8 +277,9 @@ def json_report(report: Report) -> dict[str, Any]:
     Returns:
         A dict with "kdist_version", "jax_version", "jax_tested" (where that version
         stands against those the suite runs), "ok", "error", "config",
-        "detectors", "scheduler", "accelerators", "probe", "devices" and "warm"
-        (kdist._local_job.warm.machine_report).
+        "detectors", "scheduler", "accelerators", "probe", "collectives", "tls" (the
+        TLS state of JAX's coordination service, or why the start would refuse; None
+        without a coordinator), "devices" and "warm" (kdist._local_job.warm.machine_report).
 
     Example:
         >>> from kdist._cli.doctor_report import collect, json_report
@@ -295,6 +313,7 @@ def json_report(report: Report) -> dict[str, Any]:
             "consistency": spec.consistency,
             "stop_signals": list(spec.stop_signals),
             "stall_timeout": spec.stall_timeout,
+            "tls": spec.tls,
             "restart_count": spec.restart_count,
             "node_rank": spec.node_rank,
             "num_nodes": spec.num_nodes,
@@ -346,6 +365,9 @@ def json_report(report: Report) -> dict[str, Any]:
             "advice": _probe_advice(probe.status, spec.process_id),
         },
         "collectives": _collectives_json(report.collectives),
+        "tls": None
+        if report.tls_state is None and report.tls_error is None
+        else {"state": report.tls_state, "error": report.tls_error},
         "devices": report.devices,
         "warm": report.warm,
     }
@@ -382,6 +404,26 @@ def _node_place_rows(spec: _core.ClusterSpec) -> list[tuple[str, str]]:
         "job_id": spec.job_id,
     }
     return [(name, str(value)) for name, value in values.items() if name in spec.sources]
+
+
+def _mtls_rows(spec: _core.ClusterSpec) -> list[tuple[str, str]]:
+    """The user's own mTLS settings in JAX's variables: a row for each one set."""
+    values = {
+        "mtls_cert_file": spec.mtls_cert_file,
+        "mtls_key_file": spec.mtls_key_file,
+        "mtls_ca_file": spec.mtls_ca_file,
+        "mtls_peer_uri_prefix": spec.mtls_peer_uri_prefix,
+    }
+    return [(name, value) for name, value in values.items() if value is not None]
+
+
+def _tls_line(report: Report, spec: _core.ClusterSpec) -> str:
+    """What the start would do about TLS for JAX's coordination service."""
+    if report.tls_error is not None:
+        return f"TLS of JAX's coordination service: REFUSED: {report.tls_error}"
+    if report.tls_state is None or not spec.coordinator_address:
+        return "TLS of JAX's coordination service: none (a single process: no service)"
+    return f"TLS of JAX's coordination service: {report.tls_state}"
 
 
 def _format_ids(ids: list[int] | None) -> str:
@@ -431,6 +473,8 @@ def render(report: Report) -> str:
             ("consistency", spec.consistency),
             ("stop_signals", ",".join(spec.stop_signals) or "none"),
             ("stall_timeout", "off" if spec.stall_timeout is None else f"{spec.stall_timeout:g} s"),
+            ("tls", spec.tls),
+            *_mtls_rows(spec),
             ("restart_count", str(spec.restart_count)),
             *_node_place_rows(spec),
         ]
@@ -441,6 +485,8 @@ def render(report: Report) -> str:
         # The digest of the settings every process must share (not the environment
         # fingerprint below).
         lines.append(f"  {'config digest':<{names}} {spec.fingerprint}")
+        lines.append("")
+        lines.append(_tls_line(report, spec))
     lines.append("")
 
     lines.append(f"scheduler: {report.scheduler or 'none detected'}")

@@ -86,8 +86,8 @@ def misspelled_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> s
     meant; None when every option before `--` is known.
 
     Example:
-        >>> misspelled_option(build_parser(), ["launch", "--rendevous", "h:1", "-n", "1"])
-        "kdist launch: unknown option --rendevous; did you mean --rendezvous?"
+        >>> print(misspelled_option(build_parser(), ["launch", "--rendevous", "h:1", "-n", "1"]))
+        kdist launch: unknown option --rendevous; did you mean --rendezvous?
     """
     options = _options_of(parser)
     command = ""
@@ -100,8 +100,8 @@ def misspelled_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> s
         name = token.split("=", 1)[0]
         if not name.startswith("--") or name in options[command] or name in options[""]:
             continue
-        close = difflib.get_close_matches(name, sorted(options[command]), n=2, cutoff=0.6)
-        suggestion = "; did you mean " + " or ".join(close) + "?" if close else ""
+        close = difflib.get_close_matches(name, sorted(options[command]), n=1, cutoff=0.6)
+        suggestion = f"; did you mean {close[0]}?" if close else ""
         known = f"; `kdist {command} --help` lists them" if not close else ""
         return f"kdist {command}: unknown option {name}{suggestion}{known}".replace("  ", " ")
     return None

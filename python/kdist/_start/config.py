@@ -91,6 +91,7 @@ _SETTINGS: tuple[tuple[str, Callable[[str, object], str | None]], ...] = (
     ("stop_signals", _signals_text),
     ("stall_timeout", _seconds_text),
     ("unreachable_timeout", _seconds_text),
+    ("tls", _string_text),
 )
 _NAMES = frozenset(name for name, _ in _SETTINGS)
 
@@ -110,8 +111,8 @@ def resolve(
         **settings: initialize()'s other keywords, by the names in `_SETTINGS`
             (`timeout`, `cluster_detection`, `preflight`, `heartbeat_timeout`,
             `shutdown_timeout`, `on_peer_failure`, `consistency`,
-            `stop_signals`, `stall_timeout`, `unreachable_timeout`); a value of
-            None is not passed.
+            `stop_signals`, `stall_timeout`, `unreachable_timeout`, `tls`); a
+            value of None is not passed.
 
     Raises:
         TypeError: an argument has the wrong type, or a keyword names no setting.

@@ -36,6 +36,10 @@ _PER_PROCESS_JAX_VARIABLES = frozenset(
         "JAX_NUM_PROCESSES",
         "JAX_PROCESS_ID",
         "JAX_LOCAL_DEVICE_IDS",
+        # Each host's own files for JAX's mutual TLS (the "tls" entry compares the plan).
+        "JAX_MTLS_CERT_FILE",
+        "JAX_MTLS_KEY_FILE",
+        "JAX_MTLS_CA_FILE",
         "JAX_COMPILATION_CACHE_DIR",
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",
@@ -245,6 +249,7 @@ def collect(
     local_device_ids: Sequence[int] | None = None,
     process_id: int | None = None,
     dev_dir: Path = Path("/dev"),
+    tls: str | None = None,
 ) -> tuple[Entry, ...]:
     """This process's fingerprint, in the order messages list it.
 
@@ -257,12 +262,16 @@ def collect(
             arguments is then no difference (own_id_arguments). Defaults to None: the
             arguments are compared exactly.
         dev_dir: Where device nodes live. Defaults to `/dev`.
+        tls: What this process's start does about TLS for JAX's coordination service
+            (`kdist._start.tls.Plan.fingerprint_value`), when known. Defaults to None:
+            no "tls" entry. A difference stops the job (processes under different TLS
+            cannot reach each other's JAX service).
 
     Returns:
         The entries: the versions of jax, jaxlib, keras, kdist and Python; the device
         platform and the number of local devices; the operating system and machine;
-        `XLA_FLAGS`; the other `JAX_*` settings; the main script's hash and its
-        arguments' shape and numbers (own_id_arguments).
+        `XLA_FLAGS`; the other `JAX_*` settings; TLS (when `tls` is given); the main
+        script's hash and its arguments' shape and numbers (own_id_arguments).
 
     Example:
         >>> entries = collect({"JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": "2"}, ["-c"])
@@ -286,6 +295,8 @@ def collect(
         if name.startswith("JAX_") and name not in _PER_PROCESS_JAX_VARIABLES
     )
     entries.append(Entry("JAX settings", " ".join(settings) or "none", False))
+    if tls is not None:
+        entries.append(Entry("tls", tls, True))
     script, arguments = _script(argv, process_id)
     entries.append(Entry("script", script, False))
     entries.append(Entry("arguments", arguments, False))

@@ -9,13 +9,16 @@ import time
 
 from kdist import _core, _devices, _jax_backend, _state
 from kdist._errors import ConfigError, InitializationOrderError
-from kdist._start import collectives, config, roll_call, seed
+from kdist._start import collectives, config, roll_call, seed, tls
 from kdist._together import leaving, opening, stop
 
 _lock = threading.Lock()
 _logger = logging.getLogger("kdist")
 # How long each phase of the last successful initialize() took (see startup_timings()).
 _last_timings: dict[str, float] = {}
+# This process's TLS files for JAX's coordination service, which JAX re-reads while the job
+# runs: closed by shutdown() (memory files also vanish with the process).
+_credentials: tls.Credentials | None = None
 
 
 def initialize(
@@ -33,6 +36,7 @@ def initialize(
     stop_signals: str | list[str] | None = None,
     stall_timeout: float | None = None,
     unreachable_timeout: float | None = None,
+    tls: str | None = None,
 ) -> None:
     """Starts this process's part of a multi-process JAX job.
 
@@ -153,6 +157,22 @@ def initialize(
             Every process must use the same value. Defaults to None:
             `KDIST_UNREACHABLE_TIMEOUT`, else 20 (half of `heartbeat_timeout`
             when that is 20 or less).
+        tls: Whether JAX's coordination service (process 0's port after the roll
+            call: the job's key-value store, barriers, heartbeats, shutdown) runs
+            under mutual TLS with certificates kdist makes from the job's token
+            (`KDIST_ROLL_CALL_TOKEN`): no file is copied between machines, each
+            process makes its own key in memory, and a process of another job or
+            attempt cannot connect. "auto" turns it on where the job has a token,
+            JAX is 0.12 or later and the `cryptography` package is installed
+            (`pip install 'kdist[tls]'`), and says in one line why it is off where
+            that matters; "required" refuses to start without it, before anything
+            starts; "off" never makes certificates. The user's own jax_mtls_*
+            settings (JAX_MTLS_CERT_FILE, ..., or jax.config) win over kdist's and
+            are checked before the start (readable, key matching certificate,
+            valid now, chain verifying). `cluster_spec().tls_state` says what the
+            start did. Every process must use the same value (the roll call
+            compares what each made of it). Defaults to None: `KDIST_TLS`, else
+            "auto".
 
     Raises:
         TypeError: an argument has the wrong type (a float or bool where an
@@ -203,6 +223,7 @@ def initialize(
         stop_signals=stop_signals,
         stall_timeout=stall_timeout,
         unreachable_timeout=unreachable_timeout,
+        tls=tls,
     )
     with _lock:
         if _already_joined(spec):
@@ -221,7 +242,11 @@ def initialize(
         )
         start.timings["total_s"] = time.time() - arrived
         _devices.invalidate_device_cache()
-        _state.set_active_spec(start.spec.with_seed(seed_in_force, seed_source))
+        joined = start.spec.with_seed(seed_in_force, seed_source)
+        if start.tls is not None:
+            joined = joined.with_tls_state(start.tls.describe())
+        _keep_credentials(start.credentials)
+        _state.set_active_spec(joined)
         _last_timings.clear()
         _last_timings.update(start.timings)
 
@@ -253,6 +278,11 @@ class _Start:
         # The coordinator as this process reached it: after the roll call, the IP literal
         # that answered (the others: the configured address).
         self.reached_coordinator_at: str | None = None
+        # TLS for JAX's service: the plan (decided before any side effect), its making
+        # (beside the roll call) and what was made.
+        self.tls: tls.Plan | None = None
+        self.tls_making: tls.BackgroundMake | None = None
+        self.credentials: tls.Credentials | None = None
 
 
 def _already_joined(spec: _core.ClusterSpec) -> bool:
@@ -278,6 +308,10 @@ def _join_job(start: _Start, coordinator: str) -> None:
     # would say hello, then fail after "go" while the others wait).
     _check_jax_installed(spec)
     _check_jax_not_started()
+    # Also before any side effect: KDIST_TLS=required that cannot be met, or the user's
+    # own certificates that JAX could not use, stop the start here.
+    start.tls = tls.decide(spec)
+    start.tls_making = tls.BackgroundMake(start.tls, spec)
     if start.roll_call and spec.process_id == 0:
         # Before the roll call: "go" announces the hub's port and nonce.
         start.hub = opening.start_hub(spec, start.shared, start.board)
@@ -301,9 +335,20 @@ def _run_roll_call(start: _Start) -> None:
     the liveness channel and waits until process 0's JAX service accepts connections,
     so that JAX's client does not sleep in its 1 s retry."""
     jax_import = _jax_backend.BackgroundImport()
+    tls_making = start.tls_making
+    assert start.tls is not None and tls_making is not None
+
+    def on_waiting() -> None:
+        jax_import.start()
+        tls_making.start()  # this process's certificate, while the others arrive
+
     try:
         outcome = roll_call.roll_call(
-            start.spec, start.deadline, start.shared, on_waiting=jax_import.start
+            start.spec,
+            start.deadline,
+            start.shared,
+            on_waiting=on_waiting,
+            tls=start.tls.fingerprint_value(),
         )
         roll_call_ended = time.monotonic()
         start.timings["roll_call_s"] = start.deadline.elapsed()
@@ -339,6 +384,7 @@ def _start_jax(start: _Start, coordinator: str) -> None:
     )
     if advertised is not None:
         collectives.refuse_if_unreachable(advertised)
+    mtls = _tls_keywords(start)
     _jax_backend.initialize_distributed(
         coordinator,
         spec.num_processes,
@@ -347,12 +393,35 @@ def _start_jax(start: _Start, coordinator: str) -> None:
         spec.local_device_ids,
         lifetime_timeouts=_lifetime_timeouts(spec),
         coordinator_bind_address=spec.coordinator_bind_address,
+        mtls=mtls,
     )
     if advertised is not None and _jax_backend.advertise_cpu_collectives(
         advertised.hostname, advertised.interface
     ):
         _logger.info("JAX's CPU collectives advertise %s", advertised.describe())
     start.timings["jax_initialize_s"] = time.monotonic() - jax_started
+
+
+def _tls_keywords(start: _Start) -> dict[str, object] | None:
+    """JAX's mutual TLS keywords for this process (its certificate made beside the roll
+    call, or now without one), or None without TLS."""
+    if start.tls_making is None or start.tls is None:
+        return None
+    waited_from = time.monotonic()
+    start.credentials = start.tls_making.result()
+    if start.credentials is None:
+        return None
+    start.timings["tls_s"] = time.monotonic() - waited_from
+    _logger.info("JAX's coordination service runs under mutual TLS: %s", start.tls.why)
+    return start.credentials.keywords
+
+
+def _keep_credentials(credentials: tls.Credentials | None) -> None:
+    """Keeps this process's TLS files for as long as JAX's service may read them."""
+    global _credentials
+    if _credentials is not None and _credentials is not credentials:
+        _credentials.close()
+    _credentials = credentials
 
 
 def _install_liveness(start: _Start) -> None:
@@ -374,6 +443,12 @@ def _abort_start(start: _Start, error: BaseException) -> None:
         if opened is not None:
             opened.report_failure(f"kdist.initialize() failed: {leaving.describe(error)}")
             opened.stop()
+    # No thread left making certificates, no TLS file left open (JAX never started, or
+    # failed to: nothing reads them).
+    if start.tls_making is not None:
+        start.tls_making.discard()
+    if start.credentials is not None:
+        start.credentials.close()
 
 
 def _lifetime_timeouts(spec: _core.ClusterSpec) -> dict[str, int]:
@@ -411,7 +486,8 @@ def startup_timings() -> dict[str, float]:
     "jax_initialize_s" (jax.distributed.initialize itself, including importing
     JAX when no roll call ran) only with a coordinator; "liveness_s" (waiting,
     after JAX started, for the liveness join that ran beside it; about 0 in
-    process 0) only when the channel was set up.
+    process 0) only when the channel was set up; "tls_s" (waiting for this
+    process's TLS certificate, made beside the roll call) only under TLS.
     Phases that did not run are absent; empty before the first initialize().
     """
     return dict(_last_timings)
@@ -488,6 +564,7 @@ def shutdown() -> None:
         stop.deactivate()
         if channel is not None:
             channel.stop()
+        _keep_credentials(None)  # JAX's service is down: nothing reads them any more
         _state.set_active_spec(None)
         _devices.invalidate_device_cache()
 
@@ -510,13 +587,18 @@ def cluster_spec() -> _core.ClusterSpec | None:
     "job_addresses", "num_processes", "process_id", "timeout", "preflight",
     "cluster_detection", "local_device_ids", "coordinator_bind_address",
     "heartbeat_timeout", "shutdown_timeout", "unreachable_timeout", "on_peer_failure",
-    "consistency", "stop_signals", "stall_timeout" and "restart_count" (and, after
+    "consistency", "stop_signals", "stall_timeout", "tls" and "restart_count" (and, after
     initialize(), "seed"; in a process of `kdist launch --nodes`, "node_rank", "num_nodes",
     "local_process_id" and "job_id") to "argument", an environment variable's name (JAX's own
     JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_LOCAL_DEVICE_IDS
     and JAX_COORDINATOR_BIND_ADDRESS are read after kdist's), a detector with its
     variables ("slurm (SLURM_PROCID)"), "job_addresses" (counted from the list) or
     "default".
+    "mtls_cert_file", "mtls_key_file", "mtls_ca_file" and "mtls_peer_uri_prefix" appear
+    when JAX's variables set them (JAX_MTLS_CERT_FILE, ...). After initialize(),
+    `tls_state` says what the start did about TLS for JAX's coordination service ("on:
+    kdist's certificates for attempt 0 of job "t57"", "off: the job has no token
+    (KDIST_ROLL_CALL_TOKEN)"; "" without a coordinator).
     `cluster_spec().scheduler` names the detected scheduler (or is None);
     `local_device_ids` are the device ids handed to JAX (None: all),
     `suggested_local_device_ids` and `local_devices_reason` what the scheduler

@@ -63,6 +63,7 @@ def roll_call(
     deadline: _core.Deadline,
     shared: _core.JobShared,
     on_waiting: Callable[[], None] | None = None,
+    tls: str | None = None,
 ) -> RollCallOutcome:
     """Runs this process's side of the roll call.
 
@@ -76,6 +77,9 @@ def roll_call(
         on_waiting: Called once the wait begins: for process 0 after it
             holds the coordinator port (a taken port raises before), for the
             others at once. initialize() starts importing JAX there.
+        tls: What this process's start does about TLS (compared like the rest of the
+            environment: see environment_fingerprint.collect). Defaults to None: not
+            compared.
 
     Returns:
         What "go" carried and, in processes other than 0, the core's result of
@@ -106,7 +110,7 @@ def roll_call(
     environment = [
         (entry.name, entry.value, entry.must_match)
         for entry in environment_fingerprint.collect(
-            local_device_ids=spec.local_device_ids, process_id=spec.process_id
+            local_device_ids=spec.local_device_ids, process_id=spec.process_id, tls=tls
         )
     ]
     if spec.process_id == 0:
