@@ -3,7 +3,6 @@
 // rendezvous_book_test.cc's).
 #include "rendezvous/rendezvous_server.h"
 
-#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <poll.h>
