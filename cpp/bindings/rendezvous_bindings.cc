@@ -45,7 +45,17 @@ using LogCallback = nb::typed<nb::callable, void(std::string)>;
 std::function<void(const std::string&)> ToPython(std::optional<LogCallback> log,
                                                   std::string prefix) {
   if (!log.has_value()) return Printer(std::move(prefix));
-  auto callable = std::make_shared<nb::object>(std::move(*log));
+  // Released with the GIL taken: the last copy may go on a thread without it (a server's
+  // or agent's owner lets the GIL go while it stops the thread and destroys them).
+  std::shared_ptr<nb::object> callable(new nb::object(std::move(*log)), [](nb::object* held) {
+    if (!Py_IsInitialized()) {
+      (void)held->release();  // the interpreter is gone: nothing to decrement
+      delete held;
+      return;
+    }
+    nb::gil_scoped_acquire acquire;
+    delete held;
+  });
   return [callable](const std::string& line) {
     if (!Py_IsInitialized()) return;
     nb::gil_scoped_acquire acquire;
@@ -301,6 +311,7 @@ void BindRendezvous(nb::module_& m) {
             s.server_->PersistWith(PersistOver(s.persist_.ptr()));
           },
           nb::arg("persist"),
+          nb::sig("def persist_with(self, persist: typing.Callable[[bytes], str | None]) -> None"),
           "Before start: persist(sealed: bytes) -> None, or why it could not (str), is called "
           "with the book's state after each change, before its messages are delivered; a "
           "refusal fences the server (it delivers nothing more and ends).")

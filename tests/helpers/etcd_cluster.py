@@ -107,7 +107,9 @@ class EtcdCluster:
 
     def wait_healthy(self, indices: Sequence[int] | None = None) -> None:
         """Until each member (of `indices`) answers /health with a leader."""
-        chosen = [self.members[i] for i in (indices if indices is not None else range(len(self.members)))]
+        chosen = [
+            self.members[i] for i in (indices if indices is not None else range(len(self.members)))
+        ]
         deadline = time.monotonic() + START_BOUND
         last = ""
         while True:
@@ -116,7 +118,7 @@ class EtcdCluster:
                 try:
                     with urllib.request.urlopen(member.client_url + "/health", timeout=2) as r:
                         healthy += json.loads(r.read()).get("health") == "true"
-                except Exception as error:  # noqa: BLE001 (not up yet)
+                except Exception as error:
                     last = f"{member.name}: {error}"
             if healthy == len(chosen):
                 return

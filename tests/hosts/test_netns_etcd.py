@@ -96,6 +96,7 @@ def _env(**extra: str) -> dict[str, str]:
         KDIST_ROLL_CALL_TOKEN=TOKEN,
         KDIST_UNREACHABLE_TIMEOUT=_WINDOW,
         KDIST_INIT_TIMEOUT="120",
+        PYTHONFAULTHANDLER="1",  # a crash in an agent shows where
         **extra,
     )
 
@@ -221,7 +222,10 @@ def test_one_etcd_member_down_changes_nothing(
 ) -> None:
     place.cluster.stop_member(2)
     with Spawned(tmp_path) as spawned:
-        agents = [spawned.start(_agent(place, i, "member-down", NODE_JOB, nodes="3"), _env()) for i in range(3)]
+        agents = [
+            spawned.start(_agent(place, i, "member-down", NODE_JOB, nodes="3"), _env())
+            for i in range(3)
+        ]
         done = [a.finish(_BOUND) for a in agents]
     for i in range(3):
         assert done[i].returncode == 0, f"host{i}: {done[i].stderr}"
@@ -239,7 +243,8 @@ def test_etcd_unreachable_at_start_is_named_within_the_window(
         done = agent.finish(_BOUND)
     took = time.monotonic() - started
     assert done.returncode == 69, done.stderr
-    assert f"etcd at http://{hosts[1].address}:2999, http://{hosts[2].address}:2999 did not answer within 3 s" in done.stderr
+    endpoints = f"http://{hosts[1].address}:2999, http://{hosts[2].address}:2999"
+    assert f"etcd at {endpoints} did not answer within 3 s" in done.stderr, done.stderr
     assert took < _BOUND, took  # bounded by the window, not the join timeout (120 s)
     assert "Traceback" not in done.stderr
 
@@ -248,8 +253,12 @@ def test_two_jobs_share_one_etcd_without_meeting(
     place: Place, hosts: list[netns.Host], tmp_path: Path
 ) -> None:
     with Spawned(tmp_path) as spawned:
-        first = [spawned.start(_agent(place, i, "job-a", NODE_JOB, nodes="2"), _env()) for i in (0, 1)]
-        second = [spawned.start(_agent(place, i, "job-b", NODE_JOB, nodes="2"), _env()) for i in (1, 2)]
+        first = [
+            spawned.start(_agent(place, i, "job-a", NODE_JOB, nodes="2"), _env()) for i in (0, 1)
+        ]
+        second = [
+            spawned.start(_agent(place, i, "job-b", NODE_JOB, nodes="2"), _env()) for i in (1, 2)
+        ]
         done = [a.finish(_BOUND) for a in first + second]
     for result in done:
         assert result.returncode == 0, result.stderr
@@ -261,7 +270,9 @@ def test_two_jobs_share_one_etcd_without_meeting(
             assert report["variables"]["KDIST_JOB_ID"] == job, report
             tokens.add(report["token"])
         assert len(tokens) == 1  # one attempt's token per job
-    assert node_job_reports(done[0].stdout)[0]["token"] != node_job_reports(done[2].stdout)[0]["token"]
+    assert (
+        node_job_reports(done[0].stdout)[0]["token"] != node_job_reports(done[2].stdout)[0]["token"]
+    )
 
 
 def test_a_wrong_token_is_refused_at_the_book(
@@ -269,7 +280,9 @@ def test_a_wrong_token_is_refused_at_the_book(
 ) -> None:
     env = _env(NODE_JOB_SLEEP="4")
     with Spawned(tmp_path) as spawned:
-        agents = [spawned.start(_agent(place, i, "tokens", NODE_JOB, nodes="2"), env) for i in (0, 1)]
+        agents = [
+            spawned.start(_agent(place, i, "tokens", NODE_JOB, nodes="2"), env) for i in (0, 1)
+        ]
         _wait_for(agents[0], "NODE_JOB", agents)
         intruder = spawned.start(
             _agent(place, 2, "tokens", NODE_JOB, nodes="2"),

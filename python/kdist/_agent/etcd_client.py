@@ -204,7 +204,7 @@ class EtcdClient:
                 answer = self._call_one(endpoint, path, body, bound)
             except EtcdRefused:
                 raise
-            except Exception as error:  # noqa: BLE001 (any failure of one endpoint: the next)
+            except Exception as error:
                 reasons.append(f"{endpoint}: {_reason(error)}")
                 continue
             with self._lock:
@@ -228,7 +228,7 @@ class EtcdClient:
                 if "auth token" in message and attempt == 0:  # expired: authenticate again
                     self._token = None
                     continue
-                if code in _TRANSIENT_CODES or error.code >= 500 and code == 0:
+                if code in _TRANSIENT_CODES or (error.code >= 500 and code == 0):
                     raise OSError(f"{message} (HTTP {error.code})") from None
                 raise EtcdRefused(message, code) from None
         raise OSError("authentication failed twice")
@@ -264,7 +264,8 @@ class EtcdClient:
         """One transaction: (whether every comparison held, the responses of the branch
         taken). Comparisons, puts and ranges are built with the helpers below."""
         answer = self.call(
-            "/v3/kv/txn", {"compare": list(compare), "success": list(success), "failure": list(failure)}
+            "/v3/kv/txn",
+            {"compare": list(compare), "success": list(success), "failure": list(failure)},
         )
         return bool(answer.get("succeeded", False)), list(answer.get("responses", []))
 
@@ -301,7 +302,7 @@ class EtcdClient:
             if self._access.user is not None and self._token is None:
                 self._authenticate(endpoint, self.call_timeout)
             response = self._open(endpoint, "/v3/watch", {"create_request": request}, duration)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             with self._lock:
                 self._current = (self._current + 1) % len(self.endpoints)
             if isinstance(error, urllib.error.HTTPError):

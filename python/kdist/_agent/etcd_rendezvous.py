@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kdist import _errors
 from kdist._agent.agent_log import AgentLog
@@ -54,6 +54,8 @@ from kdist._agent.etcd_client import (
 )
 from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
 from kdist._local_job.environment import host_port
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from kdist._core import (
@@ -153,7 +155,7 @@ class _Lease:
         while not self._stop.wait(period):
             try:
                 ttl = self.client.keepalive(self.id)
-            except Exception as error:  # noqa: BLE001 (the thread never dies: it retries)
+            except Exception as error:
                 period = RETRY_SECONDS
                 if time.monotonic() >= self.expires_by():
                     self._lost(
@@ -369,21 +371,24 @@ class EtcdRendezvous:
         value = json.dumps({"host": host, "pid": pid})
         ok, responses = self._retry(
             lambda: self._client.txn(
-                [created_never(key)], [put_request(key, value, self._lease.id)], [range_request(key)]
+                [created_never(key)],
+                [put_request(key, value, self._lease.id)],
+                [range_request(key)],
             )
         )
         if not ok:
             held = ranged(responses[0])
+            holder = held[0].value.decode(errors="replace") if held else "?"
             raise _errors.RendezvousError(
                 f"node name {self._settings.node_name} of job {self._settings.job_id!r} is "
-                f"held by another live agent ({held[0].value.decode(errors='replace') if held else '?'}: "
+                f"held by another live agent ({holder}: "
                 f"its key {key} in etcd; an agent that ended abruptly holds it for "
                 f"{self._window:g} s more); give each machine its own --node-name"
             )
         _kvs, revision = self._retry(lambda: self._client.range(self._keys.live, prefix=True))
         return revision
 
-    def _retry(self, call: Callable[[], Any]) -> Any:
+    def _retry(self, call: Callable[[], _T]) -> _T:
         """`call` tried until it answers, within the lease's window; lost after that."""
         while True:
             self._raise_if_gone()
@@ -430,7 +435,7 @@ class EtcdRendezvous:
         with self._lock:
             self._changed.wait(timeout=seconds)
 
-    def _campaign(self) -> str | None:
+    def _campaign(self) -> str | None:  # noqa: PLR0911 (one return per outcome of the election)
         """Campaigns for the job's election key; the address of whoever holds it after."""
         with self._lock:
             if self._server is not None:
@@ -548,7 +553,7 @@ class EtcdRendezvous:
             except EtcdUnavailable:
                 self._stop.wait(RETRY_SECONDS)
                 continue
-            except Exception as error:  # noqa: BLE001 (never dies)
+            except Exception as error:
                 self._log.record(f"etcd watch: {type(error).__name__}: {error}")
                 self._stop.wait(RETRY_SECONDS)
                 continue
@@ -613,11 +618,14 @@ class EtcdRendezvous:
         address = self._find_holder()
         if address is None or self._hello is None:
             return None
-        agent = self._core().RendezvousAgent(
-            self._settings,
-            log=self._log.note,
-            address=address,
-            connect_timeout=max(0.5, min(2.0, self._window)),
+        agent = cast(
+            "RendezvousAgent",
+            self._core().RendezvousAgent(
+                self._settings,
+                log=self._log.note,
+                address=address,
+                connect_timeout=max(0.5, min(2.0, self._window)),
+            ),
         )
         host, pid, port, environment = self._hello
         try:
