@@ -195,7 +195,11 @@ def takeover_once(store: str, lost: str, port: int) -> dict[str, float]:
             expected = [0, 0, 0]
             expected[cut_host] = 69
             if codes != expected:
-                raise RuntimeError(f"agents ended {codes}:\n{outs[watch].read_text()[-3000:]}")
+                tails = "\n".join(
+                    f"== agent {i}:\n{out.read_text(errors='replace')[-3000:]}"
+                    for i, out in enumerate(outs)
+                )
+                raise RuntimeError(f"{store}, {lost}: agents ended {codes}:\n{tails}")
             report = _next_attempt(outs[watch])
     ends = report["batch_ends"]
     assert isinstance(ends, list)

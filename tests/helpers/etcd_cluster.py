@@ -138,6 +138,7 @@ class EtcdCluster:
 @contextlib.contextmanager
 def cluster_on(hosts: Sequence[netns.Host], folder: Path) -> Iterator[EtcdCluster]:
     """One etcd member per host, healthy; every member ended by its pid at the end."""
+    folder.mkdir(parents=True, exist_ok=True)
     members = [
         Member(f"m{i + 1}", host.address, host, folder / f"m{i + 1}", folder / f"m{i + 1}.log")
         for i, host in enumerate(hosts)
