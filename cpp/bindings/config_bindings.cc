@@ -63,6 +63,8 @@ std::map<std::string, std::string> Sources(const ClusterSpec& spec) {
         std::pair{"job_id", &spec.job_id.source},
         std::pair{"run_id", &spec.run_id.source},
         std::pair{"previous_num_processes", &spec.previous_num_processes.source},
+        std::pair{"max_reforms", &spec.max_reforms.source},
+        std::pair{"reform_window", &spec.reform_window.source},
         // TLS (KDIST_TLS) and the user's own mTLS settings in JAX's variables: only those set,
         // so a job that sets none keeps the sources it had.
         std::pair{"tls", &spec.tls.source},
@@ -242,6 +244,14 @@ void BindConfig(nb::module_& m) {
           [](const ClusterSpec& s) { return s.previous_num_processes.value; },
           "The process count of the job's previous attempt when `kdist launch --nodes` went "
           "on at another size (KDIST_PREVIOUS_NUM_PROCESSES), else None.")
+      .def_prop_ro("max_reforms", [](const ClusterSpec& s) { return s.max_reforms.value; },
+                   "The thrash guard of the job's agents: more than this many re-forms "
+                   "without progress within reform_window end the job (KDIST_MAX_REFORMS, "
+                   "which `kdist launch --nodes` sets; 4 by default).")
+      .def_prop_ro("reform_window",
+                   [](const ClusterSpec& s) { return NanosToSeconds(s.reform_window.value); },
+                   "The thrash guard's window in seconds (KDIST_REFORM_WINDOW; 600 by "
+                   "default).")
       .def_prop_ro("consistency",
                    [](const ClusterSpec& s) {
                      return std::string(ConsistencyPolicyName(s.consistency.value));

@@ -184,7 +184,9 @@ void BindSettings(nb::module_& m) {
       .def_rw("last_call", &NodeRequest::last_call)
       .def_rw("join_timeout", &NodeRequest::join_timeout)
       .def_rw("max_restarts", &NodeRequest::max_restarts)
-      .def_rw("scale_up_after", &NodeRequest::scale_up_after, "Seconds as text, or 'never'.");
+      .def_rw("scale_up_after", &NodeRequest::scale_up_after, "Seconds as text, or 'never'.")
+      .def_rw("max_reforms", &NodeRequest::max_reforms, "--max-reforms's text.")
+      .def_rw("reform_window", &NodeRequest::reform_window, "--reform-window's text (seconds).");
 
   nb::class_<NodeSettings>(m, "NodeSettings",
                            "A machine's agent's settings, resolved once; each keeps its source "
@@ -225,6 +227,12 @@ void BindSettings(nb::module_& m) {
       .def_prop_ro("join_timeout",
                    [](const NodeSettings& s) { return NanosToSeconds(s.join_timeout.value); })
       .def_ro("max_restarts", &NodeSettings::max_restarts)
+      .def_prop_ro("max_reforms", [](const NodeSettings& s) { return s.max_reforms.value; },
+                   "The thrash guard: more than this many re-forms without progress within "
+                   "reform_window end the job.")
+      .def_prop_ro("reform_window",
+                   [](const NodeSettings& s) { return NanosToSeconds(s.reform_window.value); },
+                   "Seconds.")
       .def_prop_ro("sources", &NodeSettings::Sources)
       .def("attempt_token", &AttemptToken, nb::arg("attempt"),
            "The roll call's token of that attempt's processes (never the job's token).");
@@ -267,6 +275,8 @@ void BindRendezvous(nb::module_& m) {
       .def_ro("node_count", &NodeReply::node_count,
               "How many nodes run the attempt (ranks 0 .. node_count - 1).")
       .def_ro("first_failure", &NodeReply::first_failure)
+      .def_ro("ended", &NodeReply::ended,
+              "After a re-form: how the last attempt ended (no failure), else ''.")
       .def_ro("previous_processes", &NodeReply::previous_processes,
               "The previous attempt's process count; 0 in the first.")
       .def_ro("run_id", &NodeReply::run_id, "The job's run: the same in every attempt.")
@@ -440,9 +450,11 @@ void BindRendezvous(nb::module_& m) {
       .def(
           "report",
           [](PyAgent& a, int64_t attempt, int64_t exit_status,
-             const std::optional<JobFailure>& failure, int64_t coordinator_port, bool drain) {
+             const std::optional<JobFailure>& failure, int64_t coordinator_port, bool drain,
+             bool progressed) {
             NodeReport r;
             r.drain = drain;
+            r.progressed = progressed;
             r.attempt = attempt;
             r.exit_status = exit_status;
             if (failure.has_value()) r.failure = *failure;
@@ -455,8 +467,9 @@ void BindRendezvous(nb::module_& m) {
             RaiseAgentError(status);
           },
           nb::arg("attempt"), nb::arg("exit_status"), nb::arg("failure"),
-          nb::arg("coordinator_port"), nb::arg("drain") = false,
-          "How `attempt` ended here; with drain=True, a drain notice instead: this machine "
+          nb::arg("coordinator_port"), nb::arg("drain") = false, nb::arg("progressed") = false,
+          "How `attempt` ended here (`progressed`: its processes saved a backup or stepped "
+          "past their first step); with drain=True, a drain notice instead: this machine "
           "leaves, the rendezvous stops the attempt at one agreed step.")
       .def_prop_ro("local_address", [](const PyAgent& a) { return a.agent_->local_address(); })
       .def("close", [](PyAgent& a) { a.agent_->Close(); });

@@ -210,7 +210,7 @@ def test_a_machine_arriving_the_job_stops_at_one_step_and_finishes_at_three(
         done = [a.finish(_BOUND) for a in agents]
     for i in range(3):
         assert done[i].returncode == 0, f"host{i}: {done[i].stderr}"
-    assert "grown: node host2" in done[0].stderr
+    assert "ended: node host2" in done[0].stderr
     first = [r for r in json_objects(done[0].stdout) if r.get("restart_count") == 0]
     final = [r for r in json_objects(done[0].stdout) if "iterations" in r][-1]
     assert first[0]["num_processes"] == 2, first[0]

@@ -85,6 +85,7 @@ def test_the_rendezvous_host_vanishing_ends_the_other_agent_with_69(tmp_path: Pa
         started = time.monotonic()
         done = agents[1].finish(_BOUND)
         elapsed = time.monotonic() - started
+    print(f"link cut -> the other agent's exit 69: {elapsed:.1f} s")  # docs' figure (-s)
     assert done.returncode == 69, done.stderr
     assert "lost the nodes' rendezvous" in done.stderr
     assert elapsed < _BOUND

@@ -31,6 +31,7 @@ _BOUND = 120.0  # bounds every launch; nothing is timed against it
 _MASKED = (
     "KERAS_DISTRIBUTION_JOB_ADDRESSES",
     "KDIST_VERDICT_FILE",
+    "KDIST_PROGRESS_FILE",  # beside it, in each launch's records folder
     "JAX_COMPILATION_CACHE_DIR",
     "KDIST_RUN_ID",  # each launch its own run
 )

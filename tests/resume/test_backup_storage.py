@@ -243,7 +243,12 @@ def test_keep_keeps_the_newest_backups_and_latest_json_lists_them(
     assert [entry["backup"] for entry in latest["kept"]] == names
     assert latest["backup"] == names[0]
     assert latest["previous"] == (names[1] if len(names) > 1 else None)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["latest.json", *names])
+    # The crashed fit's process lives on (this one): it still holds the folder's lease, as a
+    # notebook whose fit raised does until it fits again or exits (kdist._resume.lease).
+    lease = json.loads((tmp_path / ".kdist-lease.json").read_text())
+    assert lease["pid"] == os.getpid(), lease
+    listed = sorted(p.name for p in tmp_path.iterdir())
+    assert listed == sorted([".kdist-lease.json", "latest.json", *names])
     manifest = json.loads((tmp_path / names[0] / "manifest.json").read_text())
     assert "host-00000.json" in manifest["checksums"]
     assert any(name.startswith("state/") for name in manifest["checksums"])

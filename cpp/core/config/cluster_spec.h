@@ -75,6 +75,10 @@ struct ClusterSpec {
   // nullopt ("default") in a first attempt or without it. Not part of the
   // fingerprint.
   Sourced<std::optional<int64_t>> previous_num_processes;
+  // The thrash guard of the job's agents (config/thrash_guard.h: KDIST_MAX_REFORMS,
+  // KDIST_REFORM_WINDOW, which the agent sets for its processes): shown, never used here.
+  Sourced<int64_t> max_reforms{4, "default"};
+  Sourced<Nanos> reform_window{std::chrono::minutes(10), "default"};
   // After the roll call: this process's environment fingerprint as compared
   // (empty when nothing was), and the differences let pass.
   std::vector<std::pair<std::string, std::string>> compared_environment;

@@ -5,6 +5,7 @@
 
 #include "base/scalars.h"
 #include "config/raw_setting.h"
+#include "config/thrash_guard.h"
 
 namespace kdist {
 namespace {
@@ -42,6 +43,10 @@ Status ResolveNodePlace(const Environment& env, ClusterSpec& spec) {
                  ? Sourced<std::string>{*value, std::string(name)}
                  : Sourced<std::string>{"", "default"};
   }
+  KDIST_ASSIGN_OR_RETURN(const ThrashGuard guard,
+                         ResolveThrashGuard(std::nullopt, std::nullopt, env));
+  spec.max_reforms = guard.max_reforms;
+  spec.reform_window = guard.reform_window;
   if (spec.node_rank.value && spec.num_nodes.value &&
       *spec.node_rank.value >= *spec.num_nodes.value) {
     return InvalidArgument(

@@ -28,8 +28,8 @@ inline constexpr std::string_view kEnvRunId = "KDIST_RUN_ID";
 // (the job may have gone on at another size: elastic).
 inline constexpr std::string_view kEnvPreviousNumProcesses = "KDIST_PREVIOUS_NUM_PROCESSES";
 
-// Fills spec.node_rank, num_nodes, local_process_id, job_id, run_id and
-// previous_num_processes. InvalidArgument
+// Fills spec.node_rank, num_nodes, local_process_id, job_id, run_id,
+// previous_num_processes, max_reforms and reform_window. InvalidArgument
 // naming the variable for a value that is not a non-negative integer (a count
 // below 1), or a node rank not below the number of nodes.
 Status ResolveNodePlace(const Environment& env, ClusterSpec& spec);

@@ -112,7 +112,7 @@ LedgerDecision AttemptLedger::Failed(const JobFailure& failure, Nanos now) {
               std::to_string(options_.max_restarts + 1) + ")"};
 }
 
-LedgerDecision AttemptLedger::Reformed(const std::string& cause, Nanos now) {
+LedgerDecision AttemptLedger::Reformed(const std::string& cause, bool progressed, Nanos now) {
   if (AttemptRow* row = Running()) {
     End(*row, now);
     row->ended = cause;
@@ -123,6 +123,8 @@ LedgerDecision AttemptLedger::Reformed(const std::string& cause, Nanos now) {
   reforms_.erase(std::remove_if(reforms_.begin(), reforms_.end(),
                                 [&](const auto& r) { return now - r.first >= options_.reform_window; }),
                  reforms_.end());
+  // An attempt that saved a backup or stepped on was worth running: not thrashing.
+  if (progressed) return {true, 0, cause};
   reforms_.emplace_back(now, "attempt " + std::to_string(attempt()) + ": " + cause);
   if (static_cast<int64_t>(reforms_.size()) <= options_.max_reforms) {
     return {true, 0, cause};
@@ -131,8 +133,11 @@ LedgerDecision AttemptLedger::Reformed(const std::string& cause, Nanos now) {
   for (const auto& r : reforms_) all.push_back(r.second);
   return {false, 1,
           "the job re-formed " + std::to_string(reforms_.size()) + " times within " +
-              SecondsText(options_.reform_window) + " (more than " +
-              std::to_string(options_.max_reforms) + ": the thrash guard ends it): " +
+              SecondsText(options_.reform_window) +
+              " without progress (more than --max-reforms " + std::to_string(options_.max_reforms) +
+              " within --reform-window " + SecondsText(options_.reform_window) +
+              ", none of them after a backup saved or a step past its start: the thrash guard "
+              "ends it): " +
               Join(all, "; ")};
 }
 

@@ -12,7 +12,10 @@
 //   - a re-form (Reformed: a machine lost, drained or added): it does not count
 //     against `max_restarts` and the next failure is compared with none; the
 //     thrash guard ends the job with status 1 when more than `max_reforms`
-//     re-forms fall within `reform_window`, naming each;
+//     re-forms of attempts that made no progress (no backup saved, no step past
+//     the one they started from) fall within `reform_window`, naming each: a job
+//     that keeps saving between re-forms is never thrashing, however often
+//     machines come and go;
 //   - an end the starter decided (Ended: a signal to it, its timeout, a command
 //     that cannot start, too few machines): the end, with that status.
 #ifndef KDIST_JOB_ATTEMPT_LEDGER_H_
@@ -31,7 +34,8 @@ namespace kdist {
 
 struct LedgerOptions {
   int64_t max_restarts = 0;  // --max-restarts
-  // The thrash guard: more than this many re-forms within `reform_window` end the job.
+  // The thrash guard: more than this many re-forms without progress within
+  // `reform_window` end the job (--max-reforms, --reform-window).
   int64_t max_reforms = 4;
   Nanos reform_window = std::chrono::minutes(10);
   // The wall-clock time of the ledger's start (Unix milliseconds; 0: unknown): rows then
@@ -84,7 +88,8 @@ class AttemptLedger {
   // The running attempt ended so (each returns what follows).
   LedgerDecision Finished(Nanos now);
   LedgerDecision Failed(const JobFailure& failure, Nanos now);
-  LedgerDecision Reformed(const std::string& cause, Nanos now);
+  // `progressed`: the attempt it ends saved a backup or stepped past its first step.
+  LedgerDecision Reformed(const std::string& cause, bool progressed, Nanos now);
   LedgerDecision Ended(const std::string& how, int64_t exit_status, Nanos now);
   // More words about the last attempt's end ("; fewer than MIN nodes came back").
   void AddToLastEnd(const std::string& text);
@@ -108,7 +113,8 @@ class AttemptLedger {
   std::vector<AttemptRow> rows_;
   int64_t counted_restarts_ = 0;
   JobFailure previous_;  // the failure of the attempt before, when it failed (same shape)
-  std::vector<std::pair<Nanos, std::string>> reforms_;  // within the window: when, why
+  // The re-forms without progress within the window: when, why.
+  std::vector<std::pair<Nanos, std::string>> reforms_;
 };
 
 }  // namespace kdist

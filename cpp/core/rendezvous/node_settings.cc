@@ -9,6 +9,7 @@
 #include "config/clusters/slurm.h"
 #include "config/job_settings.h"
 #include "config/resolve.h"
+#include "config/thrash_guard.h"
 #include "net/local_address.h"
 #include "rendezvous/rendezvous_auto.h"
 
@@ -148,6 +149,10 @@ Result<NodeSettings> ResolveTheRest(const NodeRequest& request, const Environmen
   settings.join_timeout =
       SecondsOr(request.join_timeout, "--join-timeout", Nanos(kDefaultJoinTimeout));
   settings.max_restarts = request.max_restarts;
+  KDIST_ASSIGN_OR_RETURN(const ThrashGuard guard,
+                         ResolveThrashGuard(request.max_reforms, request.reform_window, env));
+  settings.max_reforms = guard.max_reforms;
+  settings.reform_window = guard.reform_window;
   return settings;
 }
 
@@ -170,7 +175,8 @@ std::map<std::string, std::string> NodeSettings::Sources() const {
           {"job_id", job_id.source},           {"node_name", node_name.source},
           {"unreachable_timeout", unreachable_timeout.source},
           {"scale_up_after", scale_up_after.source},
-          {"last_call", last_call.source},     {"join_timeout", join_timeout.source}};
+          {"last_call", last_call.source},     {"join_timeout", join_timeout.source},
+          {"max_reforms", max_reforms.source}, {"reform_window", reform_window.source}};
 }
 
 Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Environment& env,
@@ -212,6 +218,8 @@ RendezvousOptions BookOptionsFor(const NodeSettings& settings) {
   o.last_call = settings.last_call.value;
   o.join_timeout = settings.join_timeout.value;
   o.ledger.max_restarts = settings.max_restarts;
+  o.ledger.max_reforms = settings.max_reforms.value;
+  o.ledger.reform_window = settings.reform_window.value;
   o.scale_up_after = settings.scale_up_after.value;
   o.token = settings.token.value;
   o.reconnect_window = settings.unreachable_timeout.value;

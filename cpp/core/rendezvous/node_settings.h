@@ -53,6 +53,8 @@ struct NodeRequest {
   std::optional<double> join_timeout;  // seconds
   int64_t max_restarts = 0;
   std::optional<std::string> scale_up_after;  // seconds, or "never"
+  std::optional<std::string> max_reforms;     // --max-reforms (config/thrash_guard.h)
+  std::optional<std::string> reform_window;   // --reform-window, seconds
 };
 
 // Where the job's book is kept.
@@ -85,6 +87,8 @@ struct NodeSettings {
   Sourced<Nanos> last_call;
   Sourced<Nanos> join_timeout;
   int64_t max_restarts = 0;
+  Sourced<int64_t> max_reforms;     // the thrash guard (config/thrash_guard.h)
+  Sourced<Nanos> reform_window;
 
   // Every setting's source, by name ("unreachable_timeout": "KDIST_UNREACHABLE_TIMEOUT").
   std::map<std::string, std::string> Sources() const;

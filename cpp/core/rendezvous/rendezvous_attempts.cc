@@ -51,6 +51,7 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
   node->reported = true;
   --unreported_;
   node->next_port = report.coordinator_port;
+  progressed_ = progressed_ || report.progressed;
   NoteFailure(*node, report);
   return AfterAttempt(now);
 }
@@ -96,7 +97,7 @@ std::vector<NodeMessage> RendezvousBook::AfterAttempt(Nanos now) {
   if (!next.again) return EndAll(StatusCode::kFailedPrecondition, next.message, next.exit_status);
   (void)AdmitJoining();  // a new attempt anyway: with them
   ++attempt_;
-  return Rosters(first_failure_.Text());
+  return Rosters(first_failure_.Text(), "");
 }
 
 }  // namespace kdist

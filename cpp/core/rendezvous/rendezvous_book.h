@@ -254,7 +254,9 @@ class RendezvousBook {
 
   // Forming (rendezvous_forming.cc).
   std::vector<NodeMessage> Seal();
-  std::vector<NodeMessage> Rosters(const std::string& first_failure);
+  // Every node's roster of the next attempt; after a failure its line (`first_failure`),
+  // after a re-form how the last attempt ended (`ended`, no failure).
+  std::vector<NodeMessage> Rosters(const std::string& first_failure, const std::string& ended);
   std::string CoordinatorHost() const;
   std::vector<NodeMessage> GatheringTimedOut(Nanos now);
 
@@ -270,7 +272,12 @@ class RendezvousBook {
   // The lost and drained nodes out of the roster (the drained told to end with 143); the
   // re-form's cause ("node lost: ...; drained: ...; grown: ... joined").
   std::string RemoveLeavers(std::vector<NodeMessage>& out);
-  std::vector<NodeMessage> GatherAgain(const std::string& cause, Nanos now);
+  std::vector<NodeMessage> GatherAgain(const std::string& cause, const std::string& ended,
+                                       Nanos now);
+  // What the agents print after a re-form: "attempt 1 ended: node h1 (...) joined".
+  static std::string EndedText(int64_t attempt, const std::string& cause) {
+    return "attempt " + std::to_string(attempt) + " ended: " + cause;
+  }
   std::string LostText(Nanos now) const;
   // A drain notice: every node still running the attempt is told to stop it at one agreed
   // step (kStop); while gathering, the node leaves at once (kEnd, 143).
@@ -344,6 +351,9 @@ class RendezvousBook {
   // a node named it as its own (not only "its processes ended").
   JobFailure first_failure_;
   bool first_failure_named_ = false;
+  // A node reported progress in the running attempt (a backup saved, a step past its
+  // start): the thrash guard does not count the re-form that ends it.
+  bool progressed_ = false;
   std::vector<LostNode> lost_;  // since the last attempt that ran with MIN or more
   std::string stopped_by_;      // `kdist stop` asked the job to stop: who
   // Where each node is: its connection -> nodes_ or joining_, and its index there.

@@ -90,7 +90,7 @@ std::string RendezvousBook::RemoveLeavers(std::vector<NodeMessage>& out) {
   } else if (!drained_names.empty()) {
     causes.push_back("drained: " + Listed(drained_names));
   }
-  if (!grown_names.empty()) causes.push_back("grown: " + Listed(grown_names) + " joined");
+  if (!grown_names.empty()) causes.push_back(Listed(grown_names) + " joined");
   return Join(causes, "; ");
 }
 
@@ -99,7 +99,8 @@ std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
   const std::string cause = RemoveLeavers(out);
   const bool drained = !out.empty();
   first_failure_ = JobFailure{};
-  const LedgerDecision next = ledger_.Reformed(cause, now);
+  const LedgerDecision next = ledger_.Reformed(cause, progressed_, now);
+  const std::string ended = EndedText(attempt_, cause);
   const auto with = [&out](std::vector<NodeMessage> more) {
     for (NodeMessage& m : more) out.push_back(std::move(m));
     return std::move(out);
@@ -116,12 +117,13 @@ std::vector<NodeMessage> RendezvousBook::Reform(Nanos now) {
   if (static_cast<int64_t>(nodes_.size()) >= options_.min_nodes) {
     lost_.clear();
     ++attempt_;
-    return with(Rosters(cause));
+    return with(Rosters("", ended));
   }
-  return with(GatherAgain(cause, now));
+  return with(GatherAgain(cause, ended, now));
 }
 
-std::vector<NodeMessage> RendezvousBook::GatherAgain(const std::string& cause, Nanos now) {
+std::vector<NodeMessage> RendezvousBook::GatherAgain(const std::string& cause,
+                                                     const std::string& ended, Nanos now) {
   // Fewer than MIN: gather again, the survivors admitted already, for --join-timeout.
   phase_ = Phase::kGathering;
   regather_first_id_ = next_id_;
@@ -137,7 +139,7 @@ std::vector<NodeMessage> RendezvousBook::GatherAgain(const std::string& cause, N
     m.connection = node.connection;
     m.reply.kind = NodeReplyKind::kWaiting;
     m.reply.message = line;
-    m.reply.first_failure = cause;
+    m.reply.ended = ended;
     out.push_back(std::move(m));
   }
   return out;

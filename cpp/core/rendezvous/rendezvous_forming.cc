@@ -108,7 +108,7 @@ std::vector<NodeMessage> RendezvousBook::Seal() {
   if (local != nodes_.end()) std::rotate(nodes_.begin(), local, local + 1);
   Reindex();
   if (consistency_.has_value()) consistency_notes_ = consistency_->Differences(NodeNamer());
-  return Rosters(after_loss);
+  return Rosters("", after_loss.empty() ? "" : EndedText(attempt_ - 1, after_loss));
 }
 
 std::string RendezvousBook::CoordinatorHost() const {
@@ -125,7 +125,8 @@ std::string RendezvousBook::CoordinatorHost() const {
   return zero.local_host;
 }
 
-std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failure) {
+std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failure,
+                                                 const std::string& ended) {
   const Node& zero = nodes_.front();
   const std::string coordinator_host = CoordinatorHost();
   const int64_t previous_processes =
@@ -141,6 +142,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
                 static_cast<int64_t>(nodes_.size()) * options_.processes_per_node, now_);
   first_failure_ = JobFailure{};
   first_failure_named_ = false;
+  progressed_ = false;
 
   // Each roster says how many nodes run the attempt, not which: O(1) bytes each. The
   // running attempt's roster is kept (roster_): a node back at a restored book is sent it.
@@ -154,6 +156,7 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   roster_.previous_processes = previous_processes;
   roster_.run_id = options_.run_id;
   roster_.first_failure = first_failure;
+  roster_.ended = ended;
   roster_.message = consistency_notes_;
   std::vector<NodeMessage> out;
   out.reserve(nodes_.size());

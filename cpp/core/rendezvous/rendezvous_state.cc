@@ -155,6 +155,7 @@ Json ReplyJson(const NodeReply& r) {
               {"node_count", r.node_count},
               {"previous_processes", r.previous_processes},
               {"first_failure", r.first_failure},
+              {"ended", r.ended},
               {"exit_status", r.exit_status}};
 }
 
@@ -179,6 +180,7 @@ Status ReadReply(const Json& json, const std::string& where, NodeReply& r) {
   KDIST_RETURN_IF_ERROR(m.Int("coordinator_port", r.coordinator_port));
   KDIST_RETURN_IF_ERROR(m.Int("previous_processes", r.previous_processes));
   KDIST_RETURN_IF_ERROR(m.String("first_failure", r.first_failure));
+  KDIST_RETURN_IF_ERROR(m.String("ended", r.ended));
   KDIST_RETURN_IF_ERROR(m.Int("exit_status", r.exit_status));
   KDIST_RETURN_IF_ERROR(m.Int("node_count", r.node_count));
   if (r.node_count < 0) {
@@ -317,6 +319,7 @@ std::string RendezvousBook::EncodeState() const {
              {"consistency_notes", consistency_notes_},
              {"first_failure", FailureJson(first_failure_)},
              {"first_failure_named", first_failure_named_},
+             {"progressed", progressed_},
              {"lost", std::move(lost)},
              {"roster", ReplyJson(roster_)},
              {"end", ReplyJson(end_)},
@@ -382,6 +385,7 @@ Result<RendezvousBook> RendezvousBook::Restore(RendezvousOptions options, std::s
                          BytesOfHex(reference_hex, "the book's state: state.consistency_reference"));
   KDIST_RETURN_IF_ERROR(m.String("consistency_notes", book.consistency_notes_));
   KDIST_RETURN_IF_ERROR(m.Bool("first_failure_named", book.first_failure_named_));
+  KDIST_RETURN_IF_ERROR(m.Bool("progressed", book.progressed_));
   for (const auto& [key, out] : {std::pair<const char*, NodeReply*>{"roster", &book.roster_},
                                  std::pair<const char*, NodeReply*>{"end", &book.end_}}) {
     const Json* reply = m.Find(key);

@@ -44,6 +44,8 @@ enum RendezvousTag : uint8_t {
   kTagFailureStep = 33,
   kTagPurpose = 34,
   kTagRunId = 35,
+  kTagEnded = 36,
+  kTagProgressed = 37,
   kTagNodeCount = 40,
 };
 
@@ -56,12 +58,14 @@ constexpr TagSet kHelloTags = {kTagSequence, kTagJobId, kTagNodeName, kTagHost, 
 constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kTagAttempt,
                                kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
                                kTagCoordinatorPort, kTagNodeCount, kTagFirstFailure,
-                               kTagExitStatus, kTagPreviousProcesses, kTagRunId, kTagMac};
+                               kTagExitStatus, kTagPreviousProcesses, kTagRunId, kTagEnded,
+                               kTagMac};
 constexpr TagSet kReportTags = {kTagSequence,      kTagAttempt,        kTagExitStatus,
                                 kTagCoordinatorPort, kTagDrain,        kTagMac,
                                 kTagFailureKind,   kTagFailureProcess, kTagFailureNode,
                                 kTagFailureHost,   kTagFailurePid,     kTagFailureStatus,
-                                kTagFailureHow,    kTagFailureWhat,    kTagFailureStep};
+                                kTagFailureHow,    kTagFailureWhat,    kTagFailureStep,
+                                kTagProgressed};
 
 constexpr std::string_view kChannel = "nodes' rendezvous";
 
@@ -152,6 +156,10 @@ std::string EncodeNodeReply(const NodeReply& reply) {
       w.String(kTagFirstFailure, reply.first_failure, kMaxMessageBytes);
     }
   }
+  if ((reply.kind == NodeReplyKind::kRoster || reply.kind == NodeReplyKind::kWaiting) &&
+      !reply.ended.empty()) {
+    w.String(kTagEnded, reply.ended, kMaxMessageBytes);
+  }
   if (reply.kind == NodeReplyKind::kEnd) {
     w.Integer(kTagAttempt, reply.attempt);
     w.Integer(kTagExitStatus, reply.exit_status);
@@ -180,6 +188,7 @@ std::string EncodeNodeReport(const NodeReport& report) {
   }
   w.Integer(kTagCoordinatorPort, report.coordinator_port);
   if (report.drain) w.Integer(kTagDrain, 1);
+  if (report.progressed) w.Integer(kTagProgressed, 1);
   if (!report.mac.empty()) w.String(kTagMac, report.mac, kMacBytes);
   return w.Frame(kFrameNodeReport);
 }
@@ -267,6 +276,18 @@ namespace {
 
 // A reply as EncodeNodeReply writes its kind: fields another kind carries are
 // dropped, so a decoded reply means the same whichever fields a sender added.
+// A field that holds 0 or 1.
+Status ReadFlag(const Field& f, const char* name, bool& out) {
+  int64_t value = 0;
+  KDIST_RETURN_IF_ERROR(ReadInteger(f, name, value));
+  if (value != 0 && value != 1) {
+    return InvalidArgument(std::string("field ") + name + " is " + std::to_string(value) +
+                           "; expected 0 or 1");
+  }
+  out = value == 1;
+  return Status::Ok();
+}
+
 NodeReply OnlyItsKindsFields(NodeReply reply) {
   const bool roster = reply.kind == NodeReplyKind::kRoster;
   const bool end = reply.kind == NodeReplyKind::kEnd;
@@ -282,6 +303,7 @@ NodeReply OnlyItsKindsFields(NodeReply reply) {
   if (!roster || reply.previous_processes < 0) reply.previous_processes = 0;
   if (!roster && !end && !stop) reply.attempt = 0;
   if (!roster && !end) reply.first_failure.clear();
+  if (!roster && reply.kind != NodeReplyKind::kWaiting) reply.ended.clear();
   if (!end) reply.exit_status = 0;
   return reply;
 }
@@ -313,6 +335,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       case kTagPreviousProcesses:
         return ReadInteger(f, "previous_processes", reply.previous_processes);
       case kTagRunId: return ReadString(f, kMaxRunIdBytes, "run_id", reply.run_id);
+      case kTagEnded: return ReadString(f, kMaxMessageBytes, "ended", reply.ended);
       case kTagMac: return ReadMac(f, reply.mac);
       default: return Status::Ok();
     }
@@ -384,15 +407,8 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
         return ReadString(f, kMaxMessageBytes, "failure", report.failure.what);
       case kTagFailureStep: return ReadInteger(f, "failure step", report.failure.step);
       case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", report.coordinator_port);
-      case kTagDrain: {
-        int64_t drain = 0;
-        KDIST_RETURN_IF_ERROR(ReadInteger(f, "drain", drain));
-        if (drain != 0 && drain != 1) {
-          return InvalidArgument("field drain is " + std::to_string(drain) + "; expected 0 or 1");
-        }
-        report.drain = drain == 1;
-        return Status::Ok();
-      }
+      case kTagDrain: return ReadFlag(f, "drain", report.drain);
+      case kTagProgressed: return ReadFlag(f, "progressed", report.progressed);
       case kTagMac: return ReadMac(f, report.mac);
       default: return Status::Ok();
     }

@@ -113,6 +113,9 @@ struct NodeReply {
   std::string run_id;
   // kRoster after a failed attempt, kEnd: the job-wide first failure of the last attempt.
   std::string first_failure;
+  // kRoster or kWaiting after a re-form: how the last attempt ended, which was no failure
+  // ("attempt 1 ended: node h1 (host h1, at 10.0.0.2) joined").
+  std::string ended;
   // kEnd: the exit status every agent leaves with.
   int64_t exit_status = 0;
   std::string mac;
@@ -130,6 +133,9 @@ struct NodeReport {
   // A drain notice, not the attempt's end: this machine is leaving (its agent received
   // SIGTERM); the rendezvous stops the attempt at one agreed step and goes on without it.
   bool drain = false;
+  // This machine's processes made progress in the attempt: a backup saved, or a step past
+  // the one they started from (what the thrash guard asks of an attempt a re-form ends).
+  bool progressed = false;
   std::string mac;
 };
 

@@ -60,7 +60,7 @@ TEST(AttemptLedger, AReformIsNotCountedAndForgetsThePreviousFailure) {
   ledger.Begin(5000, {"a", "b", "c"}, 6, seconds(0));
   ASSERT_TRUE(ledger.Failed(Raised(1, "boom"), seconds(1)).again);
   ledger.Begin(5001, {"a", "b", "c"}, 6, seconds(2));
-  LedgerDecision reform = ledger.Reformed("node lost: node c", seconds(3));
+  LedgerDecision reform = ledger.Reformed("node lost: node c", false, seconds(3));
   EXPECT_TRUE(reform.again);
   EXPECT_FALSE(ledger.rows().back().counted);
   ledger.Begin(5002, {"a", "b"}, 4, seconds(4));
@@ -76,13 +76,13 @@ TEST(AttemptLedger, TheThrashGuardCountsReformsWithinItsWindow) {
   AttemptLedger ledger = Ledger(0);  // defaults: more than 4 within 10 minutes
   for (int i = 0; i < 4; ++i) {
     ledger.Begin(5000 + i, {"a", "b"}, 4, minutes(i));
-    EXPECT_TRUE(ledger.Reformed("node lost: node b", minutes(i) + seconds(30)).again);
+    EXPECT_TRUE(ledger.Reformed("node lost: node b", false, minutes(i) + seconds(30)).again);
   }
   ledger.Begin(5004, {"a", "b"}, 4, minutes(4));
-  LedgerDecision fifth = ledger.Reformed("node lost: node b", minutes(4) + seconds(30));
+  LedgerDecision fifth = ledger.Reformed("node lost: node b", false, minutes(4) + seconds(30));
   EXPECT_FALSE(fifth.again);
   EXPECT_EQ(fifth.exit_status, 1);
-  EXPECT_NE(fifth.message.find("the job re-formed 5 times within 600 s (more than 4"),
+  EXPECT_NE(fifth.message.find("the job re-formed 5 times within 600 s without progress (more than --max-reforms 4"),
             std::string::npos)
       << fifth.message;
 }
@@ -91,7 +91,7 @@ TEST(AttemptLedger, ReformsOutsideTheWindowAreForgotten) {
   AttemptLedger ledger = Ledger(0);
   for (int i = 0; i < 10; ++i) {
     ledger.Begin(5000 + i, {"a", "b"}, 4, minutes(3 * i));
-    EXPECT_TRUE(ledger.Reformed("grown: node c joined", minutes(3 * i) + seconds(1)).again) << i;
+    EXPECT_TRUE(ledger.Reformed("node c joined", false, minutes(3 * i) + seconds(1)).again) << i;
   }
 }
 
@@ -129,6 +129,62 @@ TEST(AttemptLedger, RowsCarryWallClockTimesWhenTheStartIsKnown) {
   EXPECT_NE(ledger.Table().find(WallClockTime(row.started_unix_millis) + " (2.0 s)"),
             std::string::npos)
       << ledger.Table();
+}
+
+
+TEST(AttemptLedger, AReformAfterProgressIsNeverCountedByTheGuard) {
+  // Spot capacity: a machine lost and one back every few minutes, and every attempt saved
+  // backups between them: twenty re-forms within ten minutes, and the job goes on.
+  AttemptLedger ledger = Ledger(0);
+  for (int i = 0; i < 20; ++i) {
+    ledger.Begin(5000 + i, {"a", "b"}, 4, seconds(30 * i));
+    const LedgerDecision next =
+        ledger.Reformed(i % 2 == 0 ? "node lost: node b" : "node b joined", true,
+                        seconds(30 * i + 20));
+    EXPECT_TRUE(next.again) << i << ": " << next.message;
+  }
+}
+
+TEST(AttemptLedger, OnlyReformsWithoutProgressCountAndTheEndSaysSo) {
+  AttemptLedger ledger = Ledger(0);
+  int64_t port = 5000;
+  // Progress between the re-forms without progress resets nothing: the guard counts
+  // the re-forms of attempts that got nowhere, within the window.
+  for (int i = 0; i < 4; ++i) {
+    ledger.Begin(port++, {"a", "b"}, 4, minutes(i));
+    EXPECT_TRUE(ledger.Reformed("node lost: node b", false, minutes(i) + seconds(10)).again);
+    ledger.Begin(port++, {"a"}, 2, minutes(i) + seconds(20));
+    EXPECT_TRUE(ledger.Reformed("node b joined", true, minutes(i) + seconds(40)).again);
+  }
+  ledger.Begin(port++, {"a", "b"}, 4, minutes(5));
+  const LedgerDecision fifth = ledger.Reformed("node lost: node b", false, minutes(5) + seconds(5));
+  EXPECT_FALSE(fifth.again);
+  EXPECT_EQ(fifth.exit_status, 1);
+  EXPECT_NE(fifth.message.find("re-formed 5 times within 600 s without progress"),
+            std::string::npos)
+      << fifth.message;
+  EXPECT_NE(fifth.message.find("none of them after a backup saved or a step past its start"),
+            std::string::npos)
+      << fifth.message;
+  EXPECT_EQ(fifth.message.find("joined"), std::string::npos) << fifth.message;
+}
+
+TEST(AttemptLedger, TheGuardsNumbersAreSettings) {
+  LedgerOptions options;
+  options.max_reforms = 1;
+  options.reform_window = seconds(60);
+  AttemptLedger ledger(options, Nanos(0));
+  ledger.Begin(5000, {"a", "b"}, 4, seconds(0));
+  EXPECT_TRUE(ledger.Reformed("node lost: node b", false, seconds(1)).again);
+  ledger.Begin(5001, {"a"}, 2, seconds(2));
+  // The first one is out of the 60 s window by now: only one within it.
+  EXPECT_TRUE(ledger.Reformed("node lost: node b", false, seconds(70)).again);
+  ledger.Begin(5002, {"a"}, 2, seconds(71));
+  const LedgerDecision second = ledger.Reformed("node lost: node b", false, seconds(80));
+  EXPECT_FALSE(second.again);
+  EXPECT_NE(second.message.find("more than --max-reforms 1 within --reform-window 60 s"),
+            std::string::npos)
+      << second.message;
 }
 
 }  // namespace

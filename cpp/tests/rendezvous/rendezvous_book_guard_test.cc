@@ -125,9 +125,8 @@ TEST(RendezvousBookGuard, AFailureAfterAGrownReformStillHasItsRestart) {
 
 // --- the thrash guard at its documented defaults (4 re-forms within 10 minutes) ---------------
 //
-// Every re-form here follows an attempt whose nodes report no progress: their reports say
-// only how the processes ended. Today the book counts every re-form; once the guard counts
-// only re-forms without progress (issue 59), these are still the ones it counts.
+// Every re-form here follows an attempt whose nodes report no progress (no backup saved, no
+// step past its start): the guard counts only those; the last test's attempts progress.
 
 // a runs the job alone or with b (--nodes 1:2, every guard at its default); b is lost,
 // then comes back (grows the job after the default --scale-up-after, 30 s), again and again.
@@ -141,20 +140,23 @@ class Thrashing {
     EXPECT_EQ(book_.phase(), RendezvousBook::Phase::kRunning);
   }
 
-  // b's node lost at `at`; a reports its processes ended (1), with no progress.
-  std::vector<NodeMessage> LoseB(Nanos at) {
+  // b's node lost at `at`; a reports its processes ended (1), with no progress unless
+  // `progressed`.
+  std::vector<NodeMessage> LoseB(Nanos at, bool progressed = false) {
     EXPECT_TRUE(book_.Leave(b_.connection, at).empty());
-    return Report(book_, a_, book_.attempt(), 1, at + seconds(1));
+    return Report(book_, a_, book_.attempt(), 1, JobFailure{}, 40000 + book_.attempt(),
+                  at + seconds(1), progressed);
   }
 
   // b's machine back at `at` (a new connection): after 30 s the attempt stops at one
   // agreed step (a's report, 143) and the next runs with it.
-  std::vector<NodeMessage> BringBackB(Nanos at) {
+  std::vector<NodeMessage> BringBackB(Nanos at, bool progressed = false) {
     const std::string name = b_.hello.node_name;
     b_ = MakeAgent(++next_connection_, name, "10.0.0.2");
     EXPECT_EQ(OfKind(Join(book_, b_, at), NodeReplyKind::kAdmitted).size(), 1u);
     EXPECT_EQ(OfKind(book_.Tick(at + seconds(30)), NodeReplyKind::kStop).size(), 1u);
-    return Report(book_, a_, book_.attempt(), 143, at + seconds(31));
+    return Report(book_, a_, book_.attempt(), 143, JobFailure{}, 40000 + book_.attempt(),
+                  at + seconds(31), progressed);
   }
 
   RendezvousBook& book() { return book_; }
@@ -191,9 +193,10 @@ TEST(RendezvousBookGuard, TheFifthReformWithinTenMinutesEndsTheJobTheFourthDoesN
   EXPECT_EQ(job.book().phase(), RendezvousBook::Phase::kEnded);
   // The message docs/configuration.md shows, each cause named.
   const std::string& why = ends[0].reply.message;
-  EXPECT_EQ(why.find("the job re-formed 5 times within 600 s (more than 4: the thrash guard "
-                     "ends it): attempt 0: node lost: node b (host box-b, at 10.0.0.2); "
-                     "attempt 1: grown: node b (host box-b, at 10.0.0.2) joined; "
+  EXPECT_EQ(why.find("the job re-formed 5 times within 600 s without progress (more than "
+                     "--max-reforms 4 within --reform-window 600 s, none of them after a backup "
+                     "saved or a step past its start: the thrash guard ends it): attempt 0: node lost: node b (host box-b, at 10.0.0.2); "
+                     "attempt 1: node b (host box-b, at 10.0.0.2) joined; "
                      "attempt 2: node lost: node b"),
             0u)
       << why;
@@ -212,9 +215,29 @@ TEST(RendezvousBookGuard, AReformTenMinutesAfterTheFirstIsOnlyTheFourthWithinThe
   const auto ends = OfKind(job.BringBackB(seconds(790)), NodeReplyKind::kEnd);  // 821 s
   ASSERT_EQ(ends.size(), 2u) << job.book().AttemptTable();
   EXPECT_EQ(ends[0].reply.exit_status, 1);
-  EXPECT_EQ(ends[0].reply.message.find("the job re-formed 5 times within 600 s (more than 4: "
-                                       "the thrash guard ends it): attempt 1: grown: node b"),
+  EXPECT_EQ(ends[0].reply.message.find("the job re-formed 5 times within 600 s without "
+                                       "progress"),
             0u)
+      << ends[0].reply.message;
+}
+
+TEST(RendezvousBookGuard, AJobThatSavesBetweenReformsIsNeverEndedByTheGuard) {
+  // Issue 59's spot-instance user: b lost and back every 100 s, every attempt saving
+  // backups: twelve re-forms within ten minutes and the job still runs.
+  Thrashing job;
+  for (int i = 0; i < 6; ++i) {
+    ExpectTheJobGoesOn(job.LoseB(seconds(99 + 100 * i), true), job.book(), 2 * i + 1);
+    ExpectTheJobGoesOn(job.BringBackB(seconds(130 + 100 * i), true), job.book(), 2 * i + 2);
+  }
+  // Its next attempts make none: the fifth of those within the window ends it.
+  for (int i = 0; i < 2; ++i) {
+    ExpectTheJobGoesOn(job.LoseB(seconds(700 + 100 * i)), job.book(), 13 + 2 * i);
+    ExpectTheJobGoesOn(job.BringBackB(seconds(730 + 100 * i)), job.book(), 14 + 2 * i);
+  }
+  const auto ends = OfKind(job.LoseB(seconds(900)), NodeReplyKind::kEnd);
+  ASSERT_EQ(ends.size(), 1u) << job.book().AttemptTable();
+  EXPECT_NE(ends[0].reply.message.find("re-formed 5 times within 600 s without progress"),
+            std::string::npos)
       << ends[0].reply.message;
 }
 

@@ -60,7 +60,7 @@ Round PlayRound(int64_t n) {
   int64_t rosters = 0;
   const auto note = [&](const std::vector<NodeMessage>& out) {
     for (const NodeMessage& m : out) {
-      round.longest = std::max(round.longest, m.reply.message.size() + m.reply.first_failure.size());
+      round.longest = std::max(round.longest, m.reply.message.size() + m.reply.first_failure.size() + m.reply.ended.size());
       rosters += m.reply.kind == NodeReplyKind::kRoster ? 1 : 0;
     }
   };

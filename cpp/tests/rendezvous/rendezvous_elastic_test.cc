@@ -28,9 +28,9 @@ TEST(RendezvousElastic, ALostNodeFormsTheNextAttemptWithoutItOnceTheOthersReport
     EXPECT_EQ(m.reply.node_rank, m.connection == job.a.connection ? 0 : 1);
     EXPECT_EQ(m.reply.coordinator_port, 42001);  // node 0's fresh offer
     EXPECT_EQ(m.reply.previous_processes, 6);     // 3 nodes of 2 processes before
-    EXPECT_NE(m.reply.first_failure.find("node lost: node c (host box-c, at 10.0.0.3)"),
+    EXPECT_NE(m.reply.ended.find("attempt 0 ended: node lost: node c (host box-c, at 10.0.0.3)"),
               std::string::npos)
-        << m.reply.first_failure;
+        << m.reply.ended;
   }
   EXPECT_NE(job.book.AttemptTable().find("node lost"), std::string::npos);
   EXPECT_FALSE(job.book.Attempts()[0].counted) << job.book.AttemptTable();
@@ -127,7 +127,7 @@ TEST(RendezvousElastic, FewerThanMinGathersAgainAndAReturningNodeFormsTheNextAtt
     EXPECT_EQ(m.reply.attempt, 1);
     EXPECT_EQ(m.reply.node_rank, m.connection == a.connection ? 0 : 1);
     EXPECT_EQ(m.reply.coordinator_port, 42001);
-    EXPECT_NE(m.reply.first_failure.find("node lost: node b"), std::string::npos);
+    EXPECT_NE(m.reply.ended.find("node lost: node b"), std::string::npos);
   }
 }
 
@@ -196,7 +196,7 @@ TEST(RendezvousElastic, ADrainStopsTheAttemptEverywhereAndTheNextRunsWithoutTheD
   for (const NodeMessage& m : rosters) {
     EXPECT_EQ(m.reply.attempt, 1);
     EXPECT_EQ(m.reply.node_count, 2);
-    EXPECT_NE(m.reply.first_failure.find("drained: node b"), std::string::npos);
+    EXPECT_NE(m.reply.ended.find("drained: node b"), std::string::npos);
   }
   EXPECT_EQ(job.book.NodeNames(), (std::vector<std::string>{"a", "c"}));
   EXPECT_NE(job.book.AttemptTable().find("drained: node b"), std::string::npos);
@@ -303,9 +303,11 @@ TEST(RendezvousElastic, ANodeArrivingWhileTheJobRunsJoinsTheNextAttemptAfterScal
     EXPECT_EQ(m.reply.node_rank, m.connection == job.a.connection   ? 0
                                  : m.connection == job.b.connection ? 1
                                                                     : 2);
-    EXPECT_NE(m.reply.first_failure.find("grown: node c"), std::string::npos);
+    EXPECT_EQ(m.reply.first_failure, "");  // a growth is no failure
+    EXPECT_NE(m.reply.ended.find("attempt 0 ended: node c"), std::string::npos) << m.reply.ended;
+    EXPECT_NE(m.reply.ended.find(") joined"), std::string::npos) << m.reply.ended;
   }
-  EXPECT_NE(job.book.AttemptTable().find("grown: node c"), std::string::npos);
+  EXPECT_NE(job.book.AttemptTable().find("node c (host"), std::string::npos);
   EXPECT_FALSE(job.book.Attempts()[0].counted) << job.book.AttemptTable();
 }
 

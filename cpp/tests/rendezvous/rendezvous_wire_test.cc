@@ -386,5 +386,43 @@ TEST(NodeReply, ARosterCarriesTheRunAndNoOtherKindDoes) {
   EXPECT_EQ(out->run_id, "");
 }
 
+
+TEST(NodeReport, ProgressRoundTrips) {
+  NodeReport in;
+  in.exit_status = 143;
+  in.coordinator_port = 42000;
+  in.progressed = true;
+  Result<NodeReport> out = DecodeNodeReport(EncodeNodeReport(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_TRUE(out->progressed);
+  in.progressed = false;
+  out = DecodeNodeReport(EncodeNodeReport(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_FALSE(out->progressed);
+}
+
+TEST(NodeReply, HowTheLastAttemptEndedTravelsWithARosterOrAWaitingLineOnly) {
+  for (const NodeReplyKind kind : {NodeReplyKind::kRoster, NodeReplyKind::kWaiting}) {
+    NodeReply in;
+    in.kind = kind;
+    in.node_count = 1;
+    in.processes_per_node = 1;
+    in.coordinator_host = "10.0.0.1";
+    in.coordinator_port = 5000;
+    in.ended = "attempt 1 ended: node h1 (host h1, at 10.0.0.2) joined";
+    Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));
+    KDIST_ASSERT_OK(out);
+    EXPECT_EQ(out->ended, in.ended);
+    EXPECT_EQ(out->first_failure, "");
+  }
+  NodeReply end;
+  end.kind = NodeReplyKind::kEnd;
+  end.code = StatusCode::kOk;
+  end.ended = "attempt 1 ended: node h1 joined";
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(end));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->ended, "");
+}
+
 }  // namespace
 }  // namespace kdist

@@ -103,13 +103,14 @@ inline JobFailure Raised(int64_t process_id, const std::string& node, const std:
 
 inline std::vector<NodeMessage> Report(RendezvousBook& book, Agent& a, int64_t attempt,
                                        int64_t status, const JobFailure& failure, int64_t port,
-                                       Nanos now) {
+                                       Nanos now, bool progressed = false) {
   NodeReport report;
   report.sequence = ++a.sequence;
   report.attempt = attempt;
   report.exit_status = status;
   report.failure = failure;
   report.coordinator_port = port;
+  report.progressed = progressed;
   const std::string frame = EncodeSignedNodeReport(report, a.token, a.challenge);
   Result<NodeReport> decoded = DecodeNodeReport(frame);
   EXPECT_TRUE(decoded.ok());

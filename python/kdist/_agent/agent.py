@@ -68,7 +68,13 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
         cache = compile_cache.plan(os.environ, local.machine.log_dir)
         if cache.folder is None and "cannot" in cache.said:
             log.note(cache.said)
-        local = replace(local, machine=replace(local.machine, job_variables=cache.variables))
+        # The processes see the job's thrash guard (cluster_spec(), kdist doctor).
+        guard = {
+            "KDIST_MAX_REFORMS": str(settings.max_reforms),
+            "KDIST_REFORM_WINDOW": f"{settings.reform_window:g}",
+        }
+        variables = {**cache.variables, **guard}
+        local = replace(local, machine=replace(local.machine, job_variables=variables))
         spares = _spare_pool(command, settings, local, log)
         rendezvous = _rendezvous_of(settings, log, local.machine.log_dir)
         status = EXIT_REFUSED
@@ -173,7 +179,9 @@ def _say_settings(settings: NodeSettings, log: AgentLog) -> None:
         f"({sources['job_id']}), unreachable after {settings.unreachable_timeout:g} s "
         f"({sources['unreachable_timeout']}), scale up after "
         + ("never" if scale is None else f"{scale:g} s")
-        + f" ({sources['scale_up_after']})"
+        + f" ({sources['scale_up_after']}), thrash guard: more than {settings.max_reforms} "
+        f"re-forms without progress ({sources['max_reforms']}) within "
+        f"{settings.reform_window:g} s ({sources['reform_window']})"
     )
     if settings.loopback:
         log.note(

@@ -19,10 +19,16 @@ from kdist import _errors
 from kdist._agent.agent_log import AgentLog
 from kdist._agent.job_rendezvous import JobRendezvous
 from kdist._local_job.attempt import Hooks
-from kdist._local_job.blame import Outcome
 from kdist._local_job.environment import host_port
 from kdist._local_job.job import Job
-from kdist._local_job.share import MachineOptions, NodePlace, Share, run_share, warm_words
+from kdist._local_job.share import (
+    MachineOptions,
+    NodePlace,
+    Share,
+    ShareEnd,
+    run_share,
+    warm_words,
+)
 from kdist._local_job.warm import SparePool
 
 if TYPE_CHECKING:
@@ -94,6 +100,8 @@ class Follower:
 
         if reply.first_failure:
             self.log.note(f"the job's first failure: {reply.first_failure}")
+        if reply.ended:  # a re-form: a machine lost, drained or added; no failure
+            self.log.note(reply.ended)
         if reply.kind == "waiting":
             self.log.note(reply.message)
             return None
@@ -109,23 +117,36 @@ class Follower:
             return self._report(reply.attempt, int(_core.EXIT_DRAINED), None, drained=True)
         if reply.message:
             self.log.note(f"environment differences let pass:\n{reply.message}")
-        outcome, lost = self._run(reply)
+        ended, lost = self._run(reply)
+        outcome = ended.outcome
         if lost:
             self.log.note(
                 "lost the nodes' rendezvous: this machine's processes were stopped; leaving "
                 f"with status {int(_core.EXIT_LOST_RENDEZVOUS)}"
             )
             return int(_core.EXIT_LOST_RENDEZVOUS)
-        return self._report(reply.attempt, outcome.status, outcome.failure)
+        return self._report(reply.attempt, outcome.status, outcome.failure, ended.progressed)
 
     def _report(
-        self, attempt: int, status: int, failure: object, drained: bool = False
+        self,
+        attempt: int,
+        status: int,
+        failure: object,
+        progressed: bool = False,
+        drained: bool = False,
     ) -> int | None:
-        """Reports how `attempt` ended here; an exit status when the rendezvous is gone."""
+        """Reports how `attempt` ended here (`progressed`: its processes saved a backup or
+        stepped on); an exit status when the rendezvous is gone."""
         from kdist import _core
 
         try:
-            self.rendezvous.report(attempt, status, failure, _core.free_port())  # type: ignore[arg-type]
+            self.rendezvous.report(
+                attempt,
+                status,
+                failure,  # type: ignore[arg-type]
+                _core.free_port(),
+                progressed=progressed,
+            )
         except _errors.KdistError as error:
             leave = int(_core.EXIT_DRAINED if drained else _core.EXIT_LOST_RENDEZVOUS)
             self.log.note(f"{error}; leaving with status {leave}")
@@ -148,7 +169,7 @@ class Follower:
             return False
         return True
 
-    def _run(self, roster: NodeReply) -> tuple[Outcome, bool]:
+    def _run(self, roster: NodeReply) -> tuple[ShareEnd, bool]:
         """This machine's processes of one attempt: (how they ended, the rendezvous lost)."""
         share = self._share(roster)
         watch = _Watch(self, roster.attempt)
@@ -180,7 +201,7 @@ class Follower:
         finally:
             self.drain.received = None
             watch.stop()
-        return ended.outcome, watch.lost.is_set()
+        return ended, watch.lost.is_set()
 
     def _share(self, roster: NodeReply) -> Share:
         n = roster.processes_per_node

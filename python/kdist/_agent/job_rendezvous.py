@@ -46,9 +46,12 @@ class JobRendezvous(Protocol):
         exit_status: int,
         failure: JobFailure | None,
         coordinator_port: int,
+        *,
         drain: bool = False,
+        progressed: bool = False,
     ) -> None:
-        """How `attempt` ended here (or, with drain, that this machine is leaving)."""
+        """How `attempt` ended here (or, with drain, that this machine is leaving);
+        `progressed`: its processes saved a backup or stepped past their first step."""
 
     def close(self, status: int) -> None:
         """This agent is done with exit status `status` (a drained machine that serves the
@@ -82,9 +85,13 @@ class EmbeddedRendezvous:
         exit_status: int,
         failure: JobFailure | None,
         coordinator_port: int,
+        *,
         drain: bool = False,
+        progressed: bool = False,
     ) -> None:
-        self._agent.report(attempt, exit_status, failure, coordinator_port, drain=drain)
+        self._agent.report(
+            attempt, exit_status, failure, coordinator_port, drain=drain, progressed=progressed
+        )
 
     def close(self, status: int) -> None:
         self._agent.close()

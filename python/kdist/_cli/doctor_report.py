@@ -319,6 +319,8 @@ def json_report(report: Report) -> dict[str, Any]:
             "num_nodes": spec.num_nodes,
             "local_process_id": spec.local_process_id,
             "job_id": spec.job_id,
+            "max_reforms": spec.max_reforms,
+            "reform_window": spec.reform_window,
             "fingerprint": spec.fingerprint,
             "sources": dict(spec.sources),
         }
@@ -402,6 +404,8 @@ def _node_place_rows(spec: _core.ClusterSpec) -> list[tuple[str, str]]:
         "num_nodes": spec.num_nodes,
         "local_process_id": spec.local_process_id,
         "job_id": spec.job_id,
+        "max_reforms": spec.max_reforms,
+        "reform_window": f"{spec.reform_window:g} s",
     }
     return [(name, str(value)) for name, value in values.items() if name in spec.sources]
 
@@ -481,7 +485,7 @@ def render(report: Report) -> str:
         names = max(len(name) for name, _ in rows)
         width = max(len(value) for _, value in rows)
         for name, value in rows:
-            lines.append(f"  {name:<{names}} {value:<{width}}  from {sources[name]}")
+            lines.append(f"  {name:<{names}} {value:<{width}}  from {sources.get(name, 'default')}")
         # The digest of the settings every process must share (not the environment
         # fingerprint below).
         lines.append(f"  {'config digest':<{names}} {spec.fingerprint}")

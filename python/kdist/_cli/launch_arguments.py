@@ -206,6 +206,26 @@ def _add_node_options(parser: argparse.ArgumentParser) -> None:
     _add_forming_options(nodes)
 
 
+def add_thrash_guard_options(
+    group: argparse.ArgumentParser | argparse._ArgumentGroup,
+) -> None:
+    """--max-reforms and --reform-window (`kdist launch --nodes`, `kdist rendezvous serve`);
+    their texts are checked by the core with the other agent settings."""
+    group.add_argument(
+        "--max-reforms",
+        metavar="N",
+        help="the thrash guard: end the job (status 1) after more than N re-forms (a machine "
+        "lost, drained or added) of attempts that made no progress — no backup saved, no "
+        "step past their start — within --reform-window (default: 4, or KDIST_MAX_REFORMS)",
+    )
+    group.add_argument(
+        "--reform-window",
+        metavar="S",
+        help="the thrash guard's window in seconds (default: 600, or KDIST_REFORM_WINDOW); a "
+        "job that keeps saving between re-forms is never ended by it",
+    )
+
+
 def _add_forming_options(nodes: argparse._ArgumentGroup) -> None:
     """When a job across machines forms, waits and grows."""
     nodes.add_argument(
@@ -227,6 +247,7 @@ def _add_forming_options(nodes: argparse._ArgumentGroup) -> None:
         "job stops at one agreed step (a save) and goes on with it (default: 30); never: a "
         "running job admits nobody",
     )
+    add_thrash_guard_options(nodes)
     nodes.add_argument(
         "--global-batch",
         type=arguments.positive_int,

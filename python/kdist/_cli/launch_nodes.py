@@ -38,6 +38,8 @@ def run_nodes(
     request.join_timeout = args.join_timeout
     request.max_restarts = args.max_restarts
     request.scale_up_after = args.scale_up_after
+    request.max_reforms = args.max_reforms
+    request.reform_window = args.reform_window
     if args.token_file is not None:
         try:
             request.token = arguments.token_file(args.token_file)

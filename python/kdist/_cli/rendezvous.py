@@ -7,7 +7,7 @@ import socket
 import sys
 from pathlib import Path
 
-from kdist._cli import arguments
+from kdist._cli import arguments, launch_arguments
 
 _DESCRIPTION = """\
 Serve the nodes' rendezvous of `kdist launch --nodes MIN[:MAX] --rendezvous HOST:PORT`
@@ -93,6 +93,7 @@ def _add_serve_options(serve: argparse.ArgumentParser) -> None:
         help="a machine arriving while the job runs: after S seconds the job stops at one "
         "agreed step and goes on with it (default: 30); never: a running job admits nobody",
     )
+    launch_arguments.add_thrash_guard_options(serve)
     serve.add_argument(
         "--token-file",
         type=Path,
@@ -124,6 +125,8 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     request.join_timeout = args.join_timeout
     request.max_restarts = args.max_restarts
     request.scale_up_after = args.scale_up_after
+    request.max_reforms = args.max_reforms
+    request.reform_window = args.reform_window
     if args.token_file is not None:
         try:
             request.token = arguments.token_file(args.token_file)

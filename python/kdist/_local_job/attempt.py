@@ -10,8 +10,9 @@ process); the deadline came; process 0 found the coordinator's port taken; or th
 command could not be started. The hooks let the policy speak (a note, the stacks of the
 processes still running) before the attempt stops anything.
 
-Each process's KDIST_VERDICT_FILE is `<folder>/process-<id>.jsonl` (the one layout);
-the caller owns `folder`.
+Each process's KDIST_VERDICT_FILE is `<folder>/process-<id>.jsonl` (the one layout) and
+its KDIST_PROGRESS_FILE `<folder>/progress-<id>.json` (kdist._progress); the caller owns
+`folder`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kdist import _progress
 from kdist._local_job.job import POLL_SECONDS, SETTLE_SECONDS, Job, start
 from kdist._local_job.output import Output
 from kdist._local_job.process import VERDICT_FILE_VARIABLE, Process
@@ -97,7 +99,11 @@ class Attempt:
     def run(self) -> End:
         began = time.monotonic()
         envs = [
-            {**env, VERDICT_FILE_VARIABLE: str(verdict_file(self.folder, i))}
+            {
+                **env,
+                VERDICT_FILE_VARIABLE: str(verdict_file(self.folder, i)),
+                _progress.VARIABLE: str(_progress.file_of(self.folder, i)),
+            }
             for i, env in enumerate(self.envs)
         ]
         job = self.job
@@ -127,6 +133,13 @@ class Attempt:
         finally:
             self.seconds = time.monotonic() - began
             job.finish()  # kills what is left of every process group, reaps, drains
+
+    def progressed(self) -> bool:
+        """Whether a process of this attempt saved a backup or stepped past its first
+        step (what it told through kdist._progress)."""
+        return _progress.any_progress(
+            _progress.file_of(self.folder, i) for i in range(len(self.envs))
+        )
 
     def _watch(self) -> End:
         job, hooks = self.job, self.hooks

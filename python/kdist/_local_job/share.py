@@ -177,6 +177,8 @@ class ShareEnd:
 
     run: Attempt  # its processes (reaped), how it ended, the signal, the start error
     outcome: Outcome
+    # A process here saved a backup, or stepped past its first step (kdist._progress).
+    progressed: bool = False
 
 
 def run_share(
@@ -227,6 +229,6 @@ def run_share(
         outcome = blame(run, name)
         if run.end is End.FAILED:  # while the records are there: the summary reads them
             print_end(run.job, outcome)
-        return ShareEnd(run, outcome)
+        return ShareEnd(run, outcome, run.progressed())
     finally:
         shutil.rmtree(records, ignore_errors=True)  # after the records were read

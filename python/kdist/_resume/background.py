@@ -48,11 +48,13 @@ class BackgroundSave:
         values: Mapping[str, Any],
         commit: Callable[[], object] | None,
         failed: Callable[[BaseException], BaseException] = lambda error: error,
+        done: Callable[[], object] | None = None,
     ) -> None:
         """Waits for the previous save, then starts writing `values` into `directory`;
         returns once they are off the devices. `commit` (process 0's) runs once the
         arrays are complete in every process; `failed` makes the error to raise of what
-        the write or the commit raised."""
+        the write or the commit raised; `done` runs once this process's part is written
+        (and, in process 0, committed)."""
         self.wait()
         started = time.perf_counter()
         if self._writer is None:
@@ -78,6 +80,8 @@ class BackgroundSave:
                     except OSError as error:
                         raise failed(error) from error
                 self.committed_seconds.append(time.perf_counter() - started)
+                if done is not None:
+                    done()
             except BaseException as error:
                 self._error = error
             finally:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kdist import _jax_backend, _log, _state
+from kdist import _jax_backend, _log, _progress, _state
 from kdist._errors import ArgumentTypeError
 from kdist._keras.loaded import import_keras
 from kdist._resume import (
@@ -230,6 +230,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
     # --- Keras's hooks ------------------------------------------------------------------
 
     def on_train_begin(self, logs: Any = None) -> None:
+        _progress.note_backups()  # this attempt's progress is what it saves
         model = self.model  # with JAX: the state is synced into the variables first
         _SkipTrainedBatches.remove(model)
         if not model.built:
@@ -370,7 +371,7 @@ class BackupAndRestore(_KerasBackupAndRestore):  # type: ignore[misc]
             store.write_host_file(written, self._process_id, host)
         except OSError as error:
             raise failed(error) from error
-        self._saves.start(written, values, commit, failed)
+        self._saves.start(written, values, commit, failed, lambda: _progress.note_saved(step))
         self._saved_step = step
 
     def _wait_for_the_save(self, what: str) -> None:

@@ -37,7 +37,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from kdist import _core, _jax_backend
+from kdist import _core, _jax_backend, _progress
 from kdist._errors import ArgumentTypeError
 
 # The signal that makes faulthandler write this process's Python stacks (every thread) to
@@ -182,9 +182,37 @@ def _ensure() -> _Active:
         return _active
 
 
-# should_stop(step) is the core's: from the call to the answer its common path is C++ (a
-# few atomic operations on the board set_active_board() names); see its docstring.
-should_stop = _core.should_stop
+def should_stop(step: int) -> bool:
+    """Whether the job stops at `step`: call it every step, in every process, with the
+    same step numbers.
+
+    Returns False until a stop is requested anywhere in the job (a stop signal such as
+    SIGTERM, or `kdist.request_stop()`); then True in every process at the same step, the
+    first one every process can still reach (one past the largest step any process had
+    reported when the request arrived), and at every step after it. The common path is a
+    few atomic operations in C++ (kdist._core.should_stop): no collective, no I/O, no
+    lock. A process outside any job answers for its own stop signals. Calls to it are
+    also the progress the stall watchdog (`stall_timeout`) watches, and what tells the
+    job's starter that an attempt got somewhere (kdist._progress: a file written twice an
+    attempt, never once a step).
+
+    Args:
+        step: This step's number (an int; the same sequence in every process).
+
+    Returns:
+        Whether to stop now (save, then leave the loop).
+
+    Raises:
+        kdist.ArgumentTypeError: `step` is not an int.
+
+    Example:
+        >>> import kdist
+        >>> [kdist.should_stop(step) for step in range(3)]
+        [False, False, False]
+    """
+    stop = _core.should_stop(step)  # checks `step` first
+    _progress.note_step(step)
+    return stop
 
 
 def ensure_active() -> None:
