@@ -512,7 +512,7 @@ TEST(RendezvousServerStore, AServerRestoredFromTheLastStateTakesTheAgentsBack) {
   ASSERT_EQ(next->kind, NodeReplyKind::kRoster);
   EXPECT_EQ(next->attempt, 1);
   EXPECT_EQ(next->node_count, 1);
-  EXPECT_NE(next->first_failure.find("node lost: node b"), std::string::npos);
+  EXPECT_NE(next->ended.find("node lost: node b"), std::string::npos) << next->ended;
   EXPECT_NE(second.lines.Text().find("took the job's book over at attempt 0"), std::string::npos)
       << second.lines.Text();
 }
