@@ -210,6 +210,7 @@ class EtcdRendezvous:
         self._admitted = False
         self._last_roster = -1  # rosters of this attempt or before are not run again
         self._last_report: tuple[int, int, JobFailure | None, int] | None = None
+        self._last_progressed = False  # the last report's `progressed`
         self._drain: tuple[int, int, JobFailure | None, int] | None = None
         self._gone: str | None = None  # why this agent lost the job's rendezvous
         self._refused: str | None = None  # why this agent cannot be the job's (its token)
@@ -294,7 +295,9 @@ class EtcdRendezvous:
         exit_status: int,
         failure: JobFailure | None,
         coordinator_port: int,
+        *,
         drain: bool = False,
+        progressed: bool = False,
     ) -> None:
         self._raise_if_gone()
         words = (attempt, exit_status, failure, coordinator_port)
@@ -303,11 +306,12 @@ class EtcdRendezvous:
                 self._drain = words
             else:
                 self._last_report = words
+                self._last_progressed = progressed
             agent = self._agent
         if agent is None:
             return  # sent once this agent is back at the book
         try:
-            agent.report(*words, drain=drain)
+            agent.report(*words, drain=drain, progressed=progressed)
         except _errors.KdistError:
             self._drop_agent(agent)  # sent again to the next holder
 
@@ -642,12 +646,13 @@ class EtcdRendezvous:
         with self._lock:
             self._agent = agent
             drain, report = self._drain, self._last_report
+            progressed = self._last_progressed
         # What the old holder may not have kept, sent again (refused when it had).
         with contextlib.suppress(_errors.KdistError):
             if drain is not None:
                 agent.report(*drain, drain=True)
             if report is not None:
-                agent.report(*report)
+                agent.report(*report, progressed=progressed)
         return agent
 
 
