@@ -13,12 +13,21 @@ to go on after a change of machines, beside the floor of what it must do anyway.
   processes, the agents' reports, the rendezvous's decision, starting the new processes.
 - Growth: two hosts train; a third agent starts. The figure runs from its start to the end
   of the first step of the attempt that includes it (3 processes), with --scale-up-after 1.
+- No single point (issue 53, `--only elastic_etcd`): the same recovery, side by side on the
+  same three hosts at KDIST_UNREACHABLE_TIMEOUT=3, for node 0's machine (process 0, JAX's
+  coordinator, and the job's book) and for node 2's with `--rendezvous etcd://...` (a
+  three-member etcd, one member per host: tests/helpers/etcd_cluster.py), and for node 2's
+  with the embedded rendezvous; each against its floor (the detection as measured, from the
+  cut to a survivor's liveness line naming the lost host, + the new process's own work until
+  its first step).
 
     sudo .venv/bin/python -m benchmarks.run --only elastic --runs 3
+    sudo .venv/bin/python -m benchmarks.run --only elastic_etcd --runs 3 --keep
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -30,7 +39,7 @@ from benchmarks.harness import Figure, Series
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from helpers import netns
+from helpers import etcd_cluster, netns
 from helpers.support import json_objects
 
 _PROGRAM = str(Path(__file__).resolve().parent.parent / "tests" / "programs" / "keras_backup.py")
@@ -63,10 +72,10 @@ def _env(backup_dir: Path, window: float | None, step_sleep: str) -> dict[str, s
 
 
 def _agent(hosts: list[netns.Host], index: int, port: int, out: Path, env: dict[str, str],
-           *extra: str) -> subprocess.Popen[bytes]:  # fmt: skip
+           *extra: str, rendezvous: str | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
     args = [
         sys.executable, "-m", "kdist", "launch", "--nodes", "2:3",
-        "--rendezvous", f"{hosts[0].address}:{port}", "-n", "1",
+        "--rendezvous", rendezvous or f"{hosts[0].address}:{port}", "-n", "1",
         "--node-name", f"h{index}", "--last-call", "2", "--join-timeout", "120",
         "--grace", "10", *extra, "--", sys.executable, _PROGRAM,
     ]  # fmt: skip
@@ -76,9 +85,12 @@ def _agent(hosts: list[netns.Host], index: int, port: int, out: Path, env: dict[
         )
 
 
-def _wait_for(path: Path, text: str, procs: list[subprocess.Popen[bytes]]) -> None:
+def _wait_for(
+    path: Path, text: str, procs: list[subprocess.Popen[bytes]], after: int = 0
+) -> None:
+    """Until `text` is in `path` (past its first `after` characters)."""
     deadline = time.monotonic() + _BOUND
-    while text not in path.read_text(errors="replace"):
+    while text not in path.read_text(errors="replace")[after:]:
         if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
             raise RuntimeError(f"no {text!r} in {path}:\n{path.read_text()[-3000:]}")
         time.sleep(0.05)
@@ -131,10 +143,11 @@ def recovery_once(
         outs = [folder / f"agent-{i}.out" for i in range(3)]
         procs = [_agent(hosts, i, port, outs[i], agent_env, *(args or [])) for i in range(3)]
         _wait_for(outs[0], "step 10\n", procs)
+        seen = len(outs[0].read_text(errors="replace"))
         cut = time.time()
         hosts[2].set_link(False)
         # The survivors name the silent host (their liveness channel's line): the detection.
-        _wait_for(outs[0], "KDIST_UNREACHABLE_TIMEOUT)", procs[:2])
+        _wait_for(outs[0], " is unreachable since ", procs[:2], after=seen)
         named = time.time()
         codes = _finish(procs)
         if codes != [0, 0, 69]:
@@ -149,6 +162,104 @@ def recovery_once(
         "window (the configured bound)": window if window is not None else _DEFAULT_WINDOW,
         **parts,
     }
+
+
+def takeover_once(store: str, lost: str, port: int) -> dict[str, float]:
+    """One cut at KDIST_UNREACHABLE_TIMEOUT=3: `lost` is "node 0" (process 0's machine, which
+    also holds the job's book) or "node 2"; `store` "etcd" (a member on every host) or
+    "embedded" (node 0's agent serves the book: node 2 only)."""
+    with tempfile.TemporaryDirectory() as tmp, netns.hosts(3) as hosts:
+        folder = Path(tmp)
+        with contextlib.ExitStack() as stack:
+            rendezvous = None
+            if store == "etcd":
+                cluster = stack.enter_context(etcd_cluster.cluster_on(hosts, folder / "etcd"))
+                rendezvous = cluster.endpoints()
+            env = _env(folder / "backup", 3.0, "0.2")
+            outs = [folder / f"agent-{i}.out" for i in range(3)]
+            extra = ("--job-id", f"bench-{port}")
+            procs = [
+                _agent(hosts, i, port, outs[i], env, *extra, rendezvous=rendezvous)
+                for i in range(3)
+            ]
+            ranks = _ranks(outs, procs)
+            cut_host = ranks[0] if lost == "node 0" else ranks[2]
+            watch = ranks[1]  # a survivor either way
+            _wait_for(outs[watch], "step 10\n", procs)
+            seen = len(outs[watch].read_text(errors="replace"))
+            cut = time.time()
+            hosts[cut_host].set_link(False)
+            _wait_for(outs[watch], " is unreachable since ", [procs[watch]], after=seen)
+            named = time.time()
+            codes = _finish(procs)
+            expected = [0, 0, 0]
+            expected[cut_host] = 69
+            if codes != expected:
+                tails = "\n".join(
+                    f"== agent {i}:\n{out.read_text(errors='replace')[-3000:]}"
+                    for i, out in enumerate(outs)
+                )
+                raise RuntimeError(f"{store}, {lost}: agents ended {codes}:\n{tails}")
+            report = _next_attempt(outs[watch])
+    ends = report["batch_ends"]
+    assert isinstance(ends, list)
+    return {
+        "recovery": ends[0] - cut,
+        "detection (cut -> the host named unreachable)": named - cut,
+        **_parts(report),
+    }
+
+
+def _ranks(outs: list[Path], procs: list[subprocess.Popen[bytes]]) -> list[int]:
+    """The host of each node of attempt 0, by rank ("attempt 0: node R of 3 (hI)")."""
+    deadline = time.monotonic() + _BOUND
+    while True:
+        found = {}
+        for i, out in enumerate(outs):
+            for rank in range(3):
+                if f"attempt 0: node {rank} of 3 (h{i})" in out.read_text(errors="replace"):
+                    found[rank] = i
+        if len(found) == 3:
+            return [found[r] for r in range(3)]
+        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+            raise RuntimeError("attempt 0 did not form:\n" + outs[0].read_text()[-3000:])
+        time.sleep(0.05)
+
+
+def measure_no_single_point(runs: int) -> list[Figure]:
+    """Node 0's machine lost against node 2's, with etcd, and node 2's with the embedded
+    rendezvous, interleaved run by run on the same hosts (one figure each)."""
+    reason = netns.unavailable_reason() or etcd_cluster.unavailable_reason()
+    if reason is not None:
+        print(f"elastic_etcd: skipped: {reason}", file=sys.stderr)
+        return []
+    count = max(1, min(runs, 3))
+    contenders = [("etcd", "node 0"), ("etcd", "node 2"), ("embedded", "node 2")]
+    samples: dict[tuple[str, str], list[dict[str, float]]] = {c: [] for c in contenders}
+    for i in range(count):
+        for j, (store, lost) in enumerate(contenders):
+            samples[(store, lost)].append(takeover_once(store, lost, _PORT + 60 + 3 * i + j))
+    parts = ["python + imports", "kdist.initialize (roll call + JAX start)",
+             "import jax, model build + restore", "first step"]  # fmt: skip
+    figures = [
+        _figure(
+            f"elastic_takeover_{store}_{lost.replace(' ', '')}",
+            f"{lost}'s machine link cut -> first step of the next attempt (3 -> 2 hosts), "
+            f"{'--rendezvous etcd://' if store == 'etcd' else 'the embedded rendezvous'}, "
+            "KDIST_UNREACHABLE_TIMEOUT=3",
+            samples[(store, lost)],
+            "recovery",
+            ["detection (cut -> the host named unreachable)", *parts],
+        )
+        for store, lost in contenders
+    ]
+    zero = figures[0].series[0].median
+    two = figures[1].series[0].median
+    figures[0].notes.append(
+        f"node 0's loss / node 2's (etcd, medians): {zero / two:.2f}x (target 1.1x); "
+        f"node 0's loss / its floor: {zero / figures[0].series[1].median:.2f}x (target 1.3x)"
+    )
+    return figures
 
 
 def growth_once(port: int) -> dict[str, float]:

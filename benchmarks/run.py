@@ -52,6 +52,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "stopping": stopping.measure,
     "testing": testing_cost.measure,
     "elastic": elastic.measure,  # root: network namespaces (skipped otherwise)
+    "elastic_etcd": elastic.measure_no_single_point,  # root, etcd-server (issue 53)
     "restart": restart.measure,  # warm spares and the compile cache; --nodes parts: root
     "tls": tls_start.measure,
     "nodes_scale": nodes_scale.measure,  # the nodes' rendezvous at 256 to 4,096 machines

@@ -28,16 +28,30 @@ stage "Setup" "(the virtual environment: $("$venv/bin/python" -V); kdist's wheel
 stage_started=0 # the virtual environment's own making included
 
 # System tools some tests need: GoogleTest (the C++ unit tests), clang/libFuzzer (fuzz
-# targets), iproute2 and nftables (multi-host tests in network namespaces). Installed when
-# missing and running as root; otherwise those parts say why they cannot run.
+# targets), iproute2 and nftables (multi-host tests in network namespaces), etcd (Debian's
+# etcd-server and etcd-client, 3.4: the tests of `--rendezvous etcd://`; the package's own
+# service is never started, the tests start their members). Installed when missing and
+# running as root; otherwise those parts say why they cannot run.
 if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   missing=()
   [ -f /usr/include/gtest/gtest.h ] || missing+=(googletest libgtest-dev)
   command -v clang++ > /dev/null || missing+=(clang libclang-rt-14-dev)
   command -v ip > /dev/null || missing+=(iproute2)
   command -v nft > /dev/null || missing+=(nftables)
+  { command -v etcd && command -v etcdctl; } > /dev/null || missing+=(etcd-server etcd-client)
   if [ ${#missing[@]} -gt 0 ]; then
+    # policy-rc.d exiting 101: no package's service starts (etcd-server's would take 2379).
+    policy=/usr/sbin/policy-rc.d
+    made_policy=
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=1
+      trap 'rm -f "$policy"' EXIT
+    fi
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null
+    if [ -n "$made_policy" ]; then
+      rm -f "$policy"
+      trap - EXIT
+    fi
   fi
 fi
 

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "casters.h"
 #include "errors.h"
+#include "net/address.h"
 #include "net/local_address.h"
 #include "net/socket.h"
 #include "rendezvous/node_settings.h"
@@ -44,7 +45,17 @@ using LogCallback = nb::typed<nb::callable, void(std::string)>;
 std::function<void(const std::string&)> ToPython(std::optional<LogCallback> log,
                                                   std::string prefix) {
   if (!log.has_value()) return Printer(std::move(prefix));
-  auto callable = std::make_shared<nb::object>(std::move(*log));
+  // Released with the GIL taken: the last copy may go on a thread without it (a server's
+  // or agent's owner lets the GIL go while it stops the thread and destroys them).
+  std::shared_ptr<nb::object> callable(new nb::object(std::move(*log)), [](nb::object* held) {
+    if (!Py_IsInitialized()) {
+      (void)held->release();  // the interpreter is gone: nothing to decrement
+      delete held;
+      return;
+    }
+    nb::gil_scoped_acquire acquire;
+    delete held;
+  });
   return [callable](const std::string& line) {
     if (!Py_IsInitialized()) return;
     nb::gil_scoped_acquire acquire;
@@ -74,9 +85,51 @@ class PyServer {
  public:
   PyServer(RendezvousServerOptions options, std::function<void(const std::string&)> log)
       : server_(std::make_unique<RendezvousServer>(std::move(options), clock_, std::move(log))) {}
+  // The server's thread may be in `persist` (waiting for the GIL): it is stopped without
+  // the GIL, then the callable is released with it.
+  ~PyServer() {
+    {
+      nb::gil_scoped_release release;
+      server_.reset();
+    }
+    persist_.reset();
+  }
   RealClock clock_;
+  nb::object persist_;  // keeps alive what the server's `persist` calls
   std::unique_ptr<RendezvousServer> server_;
 };
+
+// The server's `persist`, over a Python callable (sealed: bytes) -> None when kept, else
+// why not (str): called on the server's thread, with the GIL taken there.
+RendezvousServer::Persist PersistOver(PyObject* callable) {
+  return [callable](const std::string& sealed) -> Status {
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::object why = nb::borrow<nb::callable>(callable)(nb::bytes(sealed.data(), sealed.size()));
+      if (why.is_none()) return Status::Ok();
+      return Unavailable(nb::cast<std::string>(nb::str(why)));
+    } catch (nb::python_error& error) {
+      std::string what = error.what();
+      error.discard_as_unraisable("kdist: the nodes' rendezvous's persist");
+      return Unavailable("its store raised " + what);
+    }
+  };
+}
+
+// An agent's options toward the holder of an etcd job's book at `address` (IP:PORT, as it
+// published it), connecting for at most `connect_timeout` seconds.
+RendezvousAgentOptions HolderAgentOptions(const NodeSettings& settings, const std::string& address,
+                                          std::optional<double> connect_timeout) {
+  const Address parsed = ValueOrRaise(ParseAddress(address));
+  RendezvousAgentOptions o;
+  o.rendezvous = ValueOrRaise(EndpointFromLiteral(parsed.host, parsed.port));
+  o.where = address + " (the holder of " + settings.rendezvous.value + ")";
+  o.token = settings.token.value;
+  o.join_timeout = connect_timeout.has_value() ? SecondsToNanos(*connect_timeout)
+                                               : settings.join_timeout.value;
+  o.unreachable_timeout = settings.unreachable_timeout.value;
+  return o;
+}
 
 class PyAgent {
  public:
@@ -139,6 +192,22 @@ void BindSettings(nb::module_& m) {
                            "A machine's agent's settings, resolved once; each keeps its source "
                            "in `sources`. The token is never shown.")
       .def_prop_ro("rendezvous", [](const NodeSettings& s) { return s.rendezvous.value; })
+      .def_prop_ro(
+          "store",
+          [](const NodeSettings& s) {
+            return std::string(s.store == RendezvousStore::kEtcd ? "etcd" : "embedded");
+          },
+          "Where the job's book is kept: 'embedded' (HOST:PORT, auto) or 'etcd' (etcd://).")
+      .def_prop_ro(
+          "etcd_endpoints",
+          [](const NodeSettings& s) {
+            std::vector<std::string> urls;
+            for (const EtcdEndpoint& e : s.etcd.endpoints) urls.push_back(e.Url());
+            return urls;
+          },
+          "etcd: every endpoint's URL ('http://10.0.0.1:2379', 'https://...'); else [].")
+      .def_prop_ro("etcd_prefix", [](const NodeSettings& s) { return s.etcd.prefix; },
+                   "etcd: where the jobs' keys live (PREFIX/JOB_ID/...).")
       .def_ro("ip", &NodeSettings::ip)
       .def_ro("port", &NodeSettings::port)
       .def_ro("loopback", &NodeSettings::loopback,
@@ -237,6 +306,42 @@ void BindRendezvous(nb::module_& m) {
           nb::arg("settings"),
           "Binds the settings' rendezvous address: PortInUseError when taken; KdistError "
           "(EADDRNOTAVAIL) when the address is not this machine's.")
+      .def(
+          "listen_at",
+          [](PyServer& s, const std::string& ip, uint16_t port) {
+            RaiseIfError(s.server_->Listen(ValueOrRaise(EndpointFromLiteral(ip, port))));
+          },
+          nb::arg("ip"), nb::arg("port"),
+          "Binds ip:port (0: any free port): the holder of an etcd job's book listens on its "
+          "own address.")
+      .def(
+          "persist_with",
+          [](PyServer& s, nb::callable persist) {
+            s.persist_ = persist;
+            s.server_->PersistWith(PersistOver(s.persist_.ptr()));
+          },
+          nb::arg("persist"),
+          nb::sig("def persist_with(self, persist: typing.Callable[[bytes], str | None]) -> None"),
+          "Before start: persist(sealed: bytes) -> None, or why it could not (str), is called "
+          "with the book's state after each change, before its messages are delivered; a "
+          "refusal fences the server (it delivers nothing more and ends).")
+      .def(
+          "restore",
+          [](PyServer& s, nb::bytes sealed) {
+            return ValueOrRaise(
+                s.server_->Restore(std::string_view(sealed.c_str(), sealed.size())));
+          },
+          nb::arg("sealed"),
+          "Before start: the book goes on from a sealed state; returns its nodes' names, "
+          "detached until their agents come back. RendezvousError when it does not verify "
+          "under the job's token or is another job's; ConfigError when malformed.")
+      .def(
+          "node_gone", [](PyServer& s, const std::string& name) { s.server_->NodeGone(name); },
+          nb::arg("name"), "Node `name`'s agent is gone (its key in etcd expired).")
+      .def_prop_ro("fenced", [](const PyServer& s) { return s.server_->fenced(); },
+                   "A refused persist fenced this server.")
+      .def_prop_ro("job_ended", [](const PyServer& s) { return s.server_->job_ended(); },
+                   "The job ended here: its book decided the end (not a stop, not a fence).")
       .def_prop_ro("port", [](const PyServer& s) { return s.server_->port(); })
       .def("start", [](PyServer& s) { RaiseIfError(s.server_->Start()); })
       .def(
@@ -261,13 +366,18 @@ void BindRendezvous(nb::module_& m) {
   nb::class_<PyAgent>(m, "RendezvousAgent", "This machine's side of the nodes' rendezvous.")
       .def(
           "__init__",
-          [](PyAgent* self, const NodeSettings& settings, std::optional<LogCallback> log) {
-            new (self) PyAgent(ValueOrRaise(AgentOptionsFor(settings)), settings,
-                               ToPython(std::move(log), "kdist agent: "));
+          [](PyAgent* self, const NodeSettings& settings, std::optional<LogCallback> log,
+             std::optional<std::string> address, std::optional<double> connect_timeout) {
+            RendezvousAgentOptions options = address.has_value()
+                                                 ? HolderAgentOptions(settings, *address, connect_timeout)
+                                                 : ValueOrRaise(AgentOptionsFor(settings));
+            new (self) PyAgent(std::move(options), settings, ToPython(std::move(log), "kdist agent: "));
           },
-          nb::arg("settings"), nb::arg("log") = nb::none(),
+          nb::arg("settings"), nb::arg("log") = nb::none(), nb::arg("address") = nb::none(),
+          nb::arg("connect_timeout") = nb::none(),
           "This machine's side of the rendezvous of `settings`; its lines go to `log` (or to "
-          "stderr as `kdist agent: <line>`).")
+          "stderr as `kdist agent: <line>`). address: the holder of an etcd job's book "
+          "(IP:PORT), reached within connect_timeout seconds (default: the join timeout).")
       .def(
           "ask_stop",
           [](PyAgent& a, const std::string& host, int64_t pid) {
@@ -293,9 +403,10 @@ void BindRendezvous(nb::module_& m) {
       .def(
           "join",
           [](PyAgent& a, const std::string& host, int64_t pid, int64_t coordinator_port,
-             const EnvironmentEntries& environment) {
+             const EnvironmentEntries& environment, bool rejoin) {
             const NodeSettings& s = a.settings_;
             NodeHello hello;
+            if (rejoin) hello.purpose = NodePurpose::kRejoin;
             hello.job_id = s.job_id.value;
             hello.node_name = s.node_name.value;
             hello.host = host;
@@ -318,8 +429,10 @@ void BindRendezvous(nb::module_& m) {
             RaiseAgentError(status);
           },
           nb::arg("host"), nb::arg("pid"), nb::arg("coordinator_port"), nb::arg("environment"),
+          nb::arg("rejoin") = false,
           "Connects (retrying to the join timeout), proves the token and is admitted; "
-          "RendezvousTimeoutError, CoordinatorUnreachableError or RendezvousError otherwise.")
+          "RendezvousTimeoutError, CoordinatorUnreachableError or RendezvousError otherwise. "
+          "rejoin: this agent comes back to a restored book (etcd) as the node it was.")
       .def(
           "next",
           [](PyAgent& a, double timeout) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "base/text.h"
 
@@ -31,6 +32,18 @@ std::string WhenText(double seconds, int64_t unix_millis) {
 
 AttemptLedger::AttemptLedger(LedgerOptions options, Nanos start)
     : options_(std::move(options)), start_(start) {}
+
+AttemptLedger::AttemptLedger(LedgerOptions options, LedgerState state)
+    : options_(std::move(options)),
+      start_(state.start),
+      rows_(std::move(state.rows)),
+      counted_restarts_(state.counted_restarts),
+      previous_(std::move(state.previous)),
+      reforms_(std::move(state.reforms)) {}
+
+LedgerState AttemptLedger::State() const {
+  return {start_, rows_, counted_restarts_, previous_, reforms_};
+}
 
 double AttemptLedger::SecondsSinceStart(Nanos at) const {
   return std::chrono::duration<double>(at - start_).count();

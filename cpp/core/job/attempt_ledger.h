@@ -67,9 +67,21 @@ struct LedgerDecision {
   std::string message;      // why it ends, or why it goes on ("" when it finished)
 };
 
+// Everything a ledger remembers, as plain values: what the rendezvous's book saves with
+// its own state (rendezvous/rendezvous_state.h) and restores on another machine.
+struct LedgerState {
+  Nanos start{0};
+  std::vector<AttemptRow> rows;
+  int64_t counted_restarts = 0;
+  JobFailure previous;
+  std::vector<std::pair<Nanos, std::string>> reforms;  // within the window: when, why
+};
+
 class AttemptLedger {
  public:
   AttemptLedger(LedgerOptions options, Nanos start);
+  // A ledger that goes on from `state` (saved by State()), deciding as the original would.
+  AttemptLedger(LedgerOptions options, LedgerState state);
 
   // An attempt starts (its number is the row count so far).
   void Begin(int64_t port, std::vector<std::string> nodes, int64_t processes, Nanos now);
@@ -88,6 +100,7 @@ class AttemptLedger {
   const LedgerOptions& options() const { return options_; }
   // attempt, port, status, start, end, nodes, processes, counted, ended: one line each.
   std::string Table() const;
+  LedgerState State() const;
 
  private:
   AttemptRow* Running();

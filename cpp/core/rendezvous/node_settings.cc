@@ -23,6 +23,12 @@ constexpr std::string_view kMakeToken =
 Result<Sourced<std::string>> ResolveRendezvous(const NodeRequest& request, const Environment& env,
                                                Address& address) {
   const std::string flag = request.serve_only ? "kdist rendezvous serve" : "--rendezvous";
+  if (IsEtcdRendezvous(request.rendezvous)) {
+    return InvalidArgument(
+        flag + " " + Quote(request.rendezvous) +
+        ": kdist rendezvous serve binds HOST:PORT; with etcd:// no machine serves the book "
+        "alone (every agent can take it over): give the agents --rendezvous etcd://... instead");
+  }
   if (!request.serve_only && request.rendezvous == "auto") {
     KDIST_ASSIGN_OR_RETURN(address, AutoRendezvous(env));
     return Sourced<std::string>{address.ToString(),
@@ -48,7 +54,8 @@ Result<Sourced<std::string>> ResolveToken(const NodeRequest& request, const Envi
     token = spec.rendezvous_token;
   }
   if (settings.loopback) return token;
-  const std::string where = settings.rendezvous.value + " is off loopback (" + settings.ip + ")";
+  const std::string where = settings.rendezvous.value + " is off loopback" +
+                            (settings.ip.empty() ? std::string() : " (" + settings.ip + ")");
   if (token.value.empty()) {
     return InvalidArgument(settings.rendezvous.source + " " + where +
                            ": the job needs a token, the same on every machine; " +
@@ -90,10 +97,27 @@ Status ResolveNames(const NodeRequest& request, const Environment& env, NodeSett
   KDIST_ASSIGN_OR_RETURN(const std::optional<SlurmAllocation> slurm, ReadSlurmAllocation(env));
   if (request.job_id.has_value()) {
     settings.job_id = {*request.job_id, "--job-id"};
-  } else if (slurm.has_value() && request.rendezvous == "auto") {
+  } else if (slurm.has_value() &&
+             (request.rendezvous == "auto" || settings.store == RendezvousStore::kEtcd)) {
     settings.job_id = {slurm->job_id, "SLURM_JOB_ID"};
+  } else if (settings.store == RendezvousStore::kEtcd) {
+    return InvalidArgument(
+        "--rendezvous " + settings.rendezvous.value +
+        " needs a job id: give every agent of the job the same --job-id (under Slurm it is "
+        "the allocation's, SLURM_JOB_ID), so that two jobs sharing one etcd never meet");
   } else {
     settings.job_id = {"", "default"};
+  }
+  if (settings.store == RendezvousStore::kEtcd &&
+      (settings.job_id.value.empty() || !std::all_of(settings.job_id.value.begin(),
+                                                     settings.job_id.value.end(), [](char c) {
+                                                       return IsAlnum(c) || c == '.' ||
+                                                              c == '_' || c == '-';
+                                                     }))) {
+    return InvalidArgument("job id " + Quote(settings.job_id.value) + " (from " +
+                           settings.job_id.source + ") names the job's keys in etcd (" +
+                           settings.etcd.prefix + "/JOB_ID/); expected letters, digits, '.', "
+                           "'_' and '-'");
   }
   if (request.serve_only) {
     settings.node_name = {"", "default"};
@@ -107,34 +131,11 @@ Status ResolveNames(const NodeRequest& request, const Environment& env, NodeSett
   return Status::Ok();
 }
 
-}  // namespace
-
-std::map<std::string, std::string> NodeSettings::Sources() const {
-  return {{"rendezvous", rendezvous.source},   {"token", token.source},
-          {"job_id", job_id.source},           {"node_name", node_name.source},
-          {"unreachable_timeout", unreachable_timeout.source},
-          {"scale_up_after", scale_up_after.source},
-          {"last_call", last_call.source},     {"join_timeout", join_timeout.source},
-          {"max_reforms", max_reforms.source}, {"reform_window", reform_window.source}};
-}
-
-Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Environment& env,
-                                         const HostLookup& lookup) {
-  NodeSettings settings;
-  Address address;
-  KDIST_ASSIGN_OR_RETURN(settings.rendezvous, ResolveRendezvous(request, env, address));
-  Result<std::vector<std::string>> ips = lookup(address.host);
-  if (!ips.ok() || ips->empty()) {
-    return Unavailable(settings.rendezvous.source + " " + settings.rendezvous.value +
-                       ": its host does not resolve" +
-                       (ips.ok() ? std::string() : " (" + ips.status().message() + ")") +
-                       "; give an address every machine reaches (an IP, or a name in DNS)");
-  }
-  settings.ip = ips->front();
-  settings.port = address.port;
-  settings.loopback = IsLoopbackAddress(settings.ip);
-  // The processes' own settings, as each process will resolve them: a value they would
-  // refuse is refused here, before any process starts, in the same words.
+// What every store shares, once the rendezvous is placed: the processes' own settings, as
+// each process will resolve them (a value they would refuse is refused here, before any
+// process starts, in the same words), the token, the names and the waits.
+Result<NodeSettings> ResolveTheRest(const NodeRequest& request, const Environment& env,
+                                    NodeSettings settings) {
   ClusterSpec spec;
   KDIST_RETURN_IF_ERROR(ResolveJobSettings(Request{}, env, spec));
   settings.unreachable_timeout = spec.unreachable_timeout;
@@ -153,6 +154,51 @@ Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Envir
   settings.max_reforms = guard.max_reforms;
   settings.reform_window = guard.reform_window;
   return settings;
+}
+
+// --rendezvous etcd://...: no address to look up (the agent reaches the endpoints itself,
+// and the machine that holds the book publishes its own address in etcd).
+Status ResolveEtcd(const NodeRequest& request, NodeSettings& settings) {
+  Result<EtcdPlace> place = ParseEtcdRendezvous(request.rendezvous);
+  if (!place.ok()) return InvalidArgument("--rendezvous " + place.status().message());
+  settings.store = RendezvousStore::kEtcd;
+  settings.etcd = *place;
+  settings.rendezvous = {place->ToString(), "--rendezvous"};
+  settings.loopback = place->loopback;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::map<std::string, std::string> NodeSettings::Sources() const {
+  return {{"rendezvous", rendezvous.source},   {"token", token.source},
+          {"job_id", job_id.source},           {"node_name", node_name.source},
+          {"unreachable_timeout", unreachable_timeout.source},
+          {"scale_up_after", scale_up_after.source},
+          {"last_call", last_call.source},     {"join_timeout", join_timeout.source},
+          {"max_reforms", max_reforms.source}, {"reform_window", reform_window.source}};
+}
+
+Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Environment& env,
+                                         const HostLookup& lookup) {
+  NodeSettings settings;
+  if (!request.serve_only && IsEtcdRendezvous(request.rendezvous)) {
+    KDIST_RETURN_IF_ERROR(ResolveEtcd(request, settings));
+    return ResolveTheRest(request, env, std::move(settings));
+  }
+  Address address;
+  KDIST_ASSIGN_OR_RETURN(settings.rendezvous, ResolveRendezvous(request, env, address));
+  Result<std::vector<std::string>> ips = lookup(address.host);
+  if (!ips.ok() || ips->empty()) {
+    return Unavailable(settings.rendezvous.source + " " + settings.rendezvous.value +
+                       ": its host does not resolve" +
+                       (ips.ok() ? std::string() : " (" + ips.status().message() + ")") +
+                       "; give an address every machine reaches (an IP, or a name in DNS)");
+  }
+  settings.ip = ips->front();
+  settings.port = address.port;
+  settings.loopback = IsLoopbackAddress(settings.ip);
+  return ResolveTheRest(request, env, std::move(settings));
 }
 
 std::string AttemptToken(const NodeSettings& settings, int64_t attempt) {
@@ -176,6 +222,7 @@ RendezvousOptions BookOptionsFor(const NodeSettings& settings) {
   o.ledger.reform_window = settings.reform_window.value;
   o.scale_up_after = settings.scale_up_after.value;
   o.token = settings.token.value;
+  o.reconnect_window = settings.unreachable_timeout.value;
   return o;
 }
 

@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "config/cluster_spec.h"
 #include "net/address.h"
+#include "rendezvous/etcd_address.h"
 #include "rendezvous/rendezvous_agent.h"
 #include "rendezvous/rendezvous_book.h"
 #include "rendezvous/rendezvous_server.h"
@@ -36,8 +37,8 @@ inline constexpr size_t kMinTokenBytes = 16;
 
 // What the command line was given (nullopt: not given), and what the machine is.
 struct NodeRequest {
-  // --rendezvous HOST:PORT, or "auto" (Slurm's first host); for `kdist rendezvous serve`,
-  // the address it binds.
+  // --rendezvous HOST:PORT, "auto" (Slurm's first host) or etcd://... (rendezvous/
+  // etcd_address.h); for `kdist rendezvous serve`, the address it binds.
   std::string rendezvous;
   bool serve_only = false;  // `kdist rendezvous serve`: this machine trains nothing
   std::string host_name;    // this machine's host name
@@ -56,12 +57,25 @@ struct NodeRequest {
   std::optional<std::string> reform_window;   // --reform-window, seconds
 };
 
+// Where the job's book is kept.
+enum class RendezvousStore {
+  kEmbedded,  // HOST:PORT, auto: served by the agent whose machine owns the address, or by
+              // `kdist rendezvous serve`
+  kEtcd,      // etcd://...: served by the agent that holds the job's election key in etcd,
+              // its state kept there (rendezvous/rendezvous_state.h)
+};
+
 // The resolved settings. The token's value is never printed.
 struct NodeSettings {
-  Sourced<std::string> rendezvous;  // "host:port" as the agents reach it (after auto)
-  std::string ip;                   // the rendezvous host's address (an IP literal)
+  // "host:port" as the agents reach it (after auto), or "etcd://..." (EtcdPlace::ToString).
+  Sourced<std::string> rendezvous;
+  RendezvousStore store = RendezvousStore::kEmbedded;
+  EtcdPlace etcd;                   // kEtcd: the endpoints and the prefix
+  std::string ip;                   // kEmbedded: the rendezvous host's address (an IP literal)
   uint16_t port = 0;
-  bool loopback = false;            // ip is a loopback address: only this machine reaches it
+  // Only this machine reaches the rendezvous: its ip is a loopback address (kEtcd: every
+  // endpoint's).
+  bool loopback = false;
   Sourced<std::string> token;       // "" only on loopback
   Sourced<std::string> job_id;
   Sourced<std::string> node_name;   // "" for serve
@@ -86,8 +100,9 @@ using HostLookup = std::function<Result<std::vector<std::string>>(const std::str
 
 // kInvalidArgument naming the setting, its value and source, and the fix: a malformed
 // address, `auto` outside Slurm, a bad KDIST_UNREACHABLE_TIMEOUT (as the processes would
-// name it), a missing or short token off loopback; kUnavailable when the host does not
-// resolve.
+// name it), a missing or short token off loopback, etcd:// without a job id (neither
+// --job-id nor a Slurm allocation's) or for `kdist rendezvous serve`; kUnavailable when the
+// host does not resolve (etcd's endpoints are not looked up here: the agent reaches them).
 Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Environment& env,
                                          const HostLookup& lookup);
 

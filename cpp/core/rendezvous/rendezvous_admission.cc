@@ -59,8 +59,10 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                        " of its connection; expected the first")};
   }
   if (hello.purpose == NodePurpose::kStop) return StopJob(connection, hello, arrival);
-  // 2. The job's shape; 3. the node's name.
+  // 2. The job's shape; then an agent that comes back to a restored book takes its node
+  //    back (rendezvous_takeover.cc); 3. the node's name.
   if (std::optional<NodeMessage> no = ShapeRefusal(connection, hello, refused)) return {*no};
+  if (hello.purpose == NodePurpose::kRejoin) return Rejoin(connection, hello, arrival, refused);
   if (std::optional<NodeMessage> no = NameRefusal(connection, hello, arrival, refused)) {
     return {*no};
   }
@@ -227,6 +229,8 @@ std::optional<NodeMessage> RendezvousBook::EnvironmentRefusal(uint64_t connectio
                                    entry.name) != options_.must_match.end();
     }
     consistency_.emplace(std::move(reference), options_.consistency);
+    consistency_reference_id_ = id;
+    consistency_reference_ = hello.environment;
     return std::nullopt;
   }
   // The names are looked up only when a difference refuses the node.
@@ -268,8 +272,9 @@ std::vector<NodeMessage> RendezvousBook::Admit(uint64_t connection, const NodeHe
   node.challenge = arrival.nonce;
   node.on_rendezvous_machine = !arrival.peer_host.empty() && arrival.peer_host == arrival.local_host;
   node.next_port = hello.coordinator_port;
-  // Compared at admission (the consistency check keeps what differs), never read again.
-  std::string().swap(node.hello.environment);
+  // Compared at admission (the consistency check keeps what differs), never read again;
+  // but a book kept in a store saves it (a restored book compares as the original did).
+  if (!options_.keep_environments) std::string().swap(node.hello.environment);
   name_holders_[hello.node_name] = connection;
   NodeMessage admitted;
   admitted.connection = connection;

@@ -13,6 +13,7 @@ namespace kdist {
 
 RendezvousBook::RendezvousBook(RendezvousOptions options, Nanos start)
     : options_(std::move(options)),
+      origin_(start),
       ledger_(options_.ledger, start),
       start_(start),
       last_join_(start) {}
@@ -49,7 +50,13 @@ void RendezvousBook::Forget(std::vector<Node>& nodes, uint64_t connection) {
     break;
   }
   Reindex();
-  if (nodes_.empty() && joining_.empty()) consistency_.reset();
+  if (nodes_.empty() && joining_.empty()) ResetConsistency();
+}
+
+void RendezvousBook::ResetConsistency() {
+  consistency_.reset();
+  consistency_reference_id_ = -1;
+  consistency_reference_.clear();
 }
 
 std::string RendezvousBook::JoinedList() const {
@@ -75,14 +82,20 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
                                                 int64_t status) {
   phase_ = Phase::kEnded;
   exit_status_ = status;
-  const std::string first_failure = first_failure_.failed() ? first_failure_.Text() : "";
+  end_ = NodeReply{};
+  end_.kind = NodeReplyKind::kEnd;
+  end_.code = code;
+  end_.message = message;
+  end_.attempt = attempt_;
+  end_.exit_status = status;
+  end_.first_failure = first_failure_.failed() ? first_failure_.Text() : "";
   std::vector<NodeMessage> out;
   out.reserve(nodes_.size() + joining_.size());
   for (const std::vector<Node>* nodes : {&nodes_, &joining_}) {
     for (const Node& node : *nodes) {
       if (node.lost) continue;
       NodeMessage m = EndOne(node, code, message, status);
-      m.reply.first_failure = first_failure;
+      m.reply.first_failure = end_.first_failure;
       out.push_back(std::move(m));
     }
   }

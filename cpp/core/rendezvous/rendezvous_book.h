@@ -53,6 +53,16 @@
 // failure at the same point twice: status 1; no restart left: the failure's
 // status). The first failure is the first report received that names one (a
 // JobFailure of its own), else the first failed report.
+//
+// A book kept in a store (`--rendezvous etcd://...`, rendezvous/rendezvous_state.h):
+// its whole state is saved after each change (EncodeState) and restored on another
+// machine (Restore) when the machine that ran it is lost; it decides exactly as the
+// original would (rendezvous_takeover.cc). A restored book's nodes are detached until
+// their agents come back: a hello whose purpose is kRejoin from the same agent (its node name,
+// host and pid) takes its node back, rank, attempt and all, and is sent what it may have
+// missed (the running attempt's roster, a stop, the end); a node whose agent is gone
+// (NodeGone: its key in the store expired) or not back within `reconnect_window` is lost,
+// as a closed connection is.
 #ifndef KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 #define KDIST_RENDEZVOUS_RENDEZVOUS_BOOK_H_
 
@@ -105,6 +115,12 @@ struct RendezvousOptions {
   // Environment entries whose difference refuses a node; the others are notes.
   std::vector<std::string> must_match = {"jax", "jaxlib", "device platform", "local devices"};
   ConsistencyPolicy consistency = ConsistencyPolicy::kWarn;
+  // A restored book: how long a detached node's agent has to come back before its node
+  // is lost (the unreachable window).
+  Nanos reconnect_window = std::chrono::seconds(20);
+  // Each node's environment fingerprint kept after its admission: a book kept in a store
+  // (its state holds them). Off for the embedded rendezvous, which never reads them again.
+  bool keep_environments = false;
 };
 
 // What the rendezvous answers on one connection.
@@ -128,6 +144,22 @@ class RendezvousBook {
   };
 
   RendezvousBook(RendezvousOptions options, Nanos start);
+
+  // The book's whole state (rendezvous_state.cc): every time in it an offset from the
+  // book's origin, so two saves of an unchanged book are the same bytes. JSON.
+  std::string EncodeState() const;
+  // The time `now` as such an offset (saved beside the state: a restored book's timers
+  // go on from the last save).
+  Nanos OffsetOf(Nanos now) const { return now - origin_; }
+  // A book that goes on from `state` (EncodeState's), `now` being `saved_offset` in its
+  // times (the save's offset, plus the time since the save when known):
+  // its nodes detached (above). kInvalidArgument for a malformed state;
+  // kFailedPrecondition when it is another job's (its id, --nodes or -n differ).
+  static Result<RendezvousBook> Restore(RendezvousOptions options, std::string_view state,
+                                        Nanos saved_offset, Nanos now);
+  // The agent of node `name` is gone (its key in the store expired): as if its connection
+  // closed (Leave), whether or not its node is attached.
+  std::vector<NodeMessage> NodeGone(const std::string& name, Nanos now);
 
   // A hello: the kAdmitted or kRefused reply for its connection (and, when it
   // completes MAX nodes, every roster of attempt 0 after it).
@@ -155,6 +187,8 @@ class RendezvousBook {
 
   Phase phase() const { return phase_; }
   int64_t attempt() const { return attempt_; }
+  // The nodes whose agents have not come back since the book was restored, by name.
+  std::vector<std::string> DetachedNodes() const;
   int64_t exit_status() const { return exit_status_; }
   // The nodes admitted, in rank order (before the job forms, in admission order).
   std::vector<std::string> NodeNames() const;
@@ -166,8 +200,13 @@ class RendezvousBook {
   // The nonce of the agent on `connection` (its replies are signed over it).
   std::optional<Nonce> AgentNonce(uint64_t connection) const;
   const RendezvousOptions& options() const { return options_; }
+  // From now on, each node admitted keeps its environment (a book kept in a store).
+  void KeepEnvironments() { options_.keep_environments = true; }
 
  private:
+  // A restored node's connection until its agent comes back: kDetachedConnection + its id
+  // (no server's connection is numbered so high; messages to it go nowhere).
+  static constexpr uint64_t kDetachedConnection = uint64_t{1} << 62;
   struct Node {
     uint64_t connection = 0;
     int64_t id = 0;  // admission number, for the environment comparison
@@ -183,6 +222,8 @@ class RendezvousBook {
     Nanos lost_since{0};
     bool draining = false;  // its agent sent a drain notice: it leaves after this attempt
     Nanos joined_at{0};     // admitted while the job ran: it joins the next attempt
+    Nanos detached_since{0};  // restored, its agent not back yet (connection: Detached)
+    bool detached() const { return connection >= kDetachedConnection; }
   };
   // A node lost while the job ran, as the 75 at the end of a new gathering names it.
   struct LostNode {
@@ -253,9 +294,19 @@ class RendezvousBook {
   // kStop (at one agreed step, because `why`) to every node still running the attempt.
   std::vector<NodeMessage> StopRunningNodes(const std::string& why) const;
 
+  // A restored book (rendezvous_takeover.cc): a detached node taken back by its agent,
+  // and what it is sent then; detached nodes not back in time are lost.
+  std::vector<NodeMessage> Rejoin(uint64_t connection, const NodeHello& hello,
+                                  const Arrival& arrival, const std::string& refused);
+  std::vector<NodeMessage> CatchUp(const Node& node, size_t rank) const;
+  std::vector<NodeMessage> LoseDetached(Nanos now);
+  std::optional<Nanos> DetachedDeadline() const;
+  Node* NodeNamed(const std::string& name);
+
   // Shared (rendezvous_book.cc).
   std::vector<NodeMessage> EndAll(StatusCode code, std::string message, int64_t status);
   NodeMessage EndOne(const Node& node, StatusCode code, std::string message, int64_t status) const;
+  void ResetConsistency();
   std::string NodeText(const Node& node) const;
   // The first kListedNodes nodes ("a at 10.0.0.1, ..."), then how many more.
   std::string JoinedList() const;
@@ -272,6 +323,7 @@ class RendezvousBook {
   void Forget(std::vector<Node>& nodes, uint64_t connection);
 
   RendezvousOptions options_;
+  Nanos origin_;          // what the state's times are offsets from
   AttemptLedger ledger_;  // the attempts, the restart rule and the thrash guard
   Nanos now_{0};  // the time of the event being decided (each public call sets it)
   Nanos start_;   // of the gathering in progress (the first, or one after a loss)
@@ -286,7 +338,15 @@ class RendezvousBook {
   int64_t regather_first_id_ = 0;  // the first node admitted in a gathering after a loss
   std::map<std::string, int64_t> last_rank_;  // each node name's rank in its last roster
   std::optional<ConsistencyCheck> consistency_;
+  // The node whose environment the others are compared with (its id and fingerprint, as its
+  // hello carried it), so that a restored book compares as the original did.
+  int64_t consistency_reference_id_ = -1;
+  std::string consistency_reference_;
   std::string consistency_notes_;
+  // The running attempt's roster (every node's but for its rank), and the end once
+  // decided, as sent: what a node that comes back to a restored book is sent again.
+  NodeReply roster_;
+  NodeReply end_;
   // The attempt in progress: its first failure (kNone until one is reported), and whether
   // a node named it as its own (not only "its processes ended").
   JobFailure first_failure_;
@@ -306,6 +366,8 @@ class RendezvousBook {
   std::unordered_map<std::string, uint64_t> name_holders_;
   // Nodes of the running attempt that have neither reported nor been lost.
   int64_t unreported_ = 0;
+  // A restored book may still have detached nodes (false: none, no scan for them).
+  bool detached_ = false;
 };
 
 }  // namespace kdist

@@ -129,7 +129,7 @@ std::vector<NodeMessage> RendezvousBook::GatherAgain(const std::string& cause,
   regather_first_id_ = next_id_;
   start_ = now;
   last_join_ = now;
-  if (nodes_.empty()) consistency_.reset();
+  if (nodes_.empty()) ResetConsistency();
   const std::string line = cause + "; " + std::to_string(nodes_.size()) + " of " +
                            NodesText(options_.min_nodes, options_.max_nodes) +
                            " nodes remain: gathering again (" + ProgressLine(now) + ")";

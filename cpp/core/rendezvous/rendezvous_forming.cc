@@ -27,6 +27,7 @@ bool IsLoopbackText(std::string_view host) {
 
 std::vector<NodeMessage> RendezvousBook::Tick(Nanos now) {
   now_ = now;
+  if (std::vector<NodeMessage> lost = LoseDetached(now); !lost.empty()) return lost;
   if (phase_ == Phase::kRunning) return Grow(now);
   if (phase_ != Phase::kGathering) return {};
   const int64_t joined = static_cast<int64_t>(nodes_.size());
@@ -53,14 +54,16 @@ std::vector<NodeMessage> RendezvousBook::GatheringTimedOut(Nanos now) {
 }
 
 std::optional<Nanos> RendezvousBook::NextDeadline() const {
+  std::optional<Nanos> next = DetachedDeadline();
+  const auto sooner = [&next](Nanos at) { next = next.has_value() ? std::min(*next, at) : at; };
   if (phase_ == Phase::kRunning && !joining_.empty() && !growing_ &&
       options_.scale_up_after.has_value()) {
-    return joining_.front().joined_at + *options_.scale_up_after;
+    sooner(joining_.front().joined_at + *options_.scale_up_after);
   }
-  if (phase_ != Phase::kGathering) return std::nullopt;
-  Nanos next = start_ + options_.join_timeout;
+  if (phase_ != Phase::kGathering) return next;
+  sooner(start_ + options_.join_timeout);
   if (static_cast<int64_t>(nodes_.size()) >= options_.min_nodes) {
-    next = std::min(next, last_join_ + options_.last_call);
+    sooner(last_join_ + options_.last_call);
   }
   return next;
 }
@@ -141,7 +144,20 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
   first_failure_named_ = false;
   progressed_ = false;
 
-  // Each roster says how many nodes run the attempt, not which: O(1) bytes each.
+  // Each roster says how many nodes run the attempt, not which: O(1) bytes each. The
+  // running attempt's roster is kept (roster_): a node back at a restored book is sent it.
+  roster_ = NodeReply{};
+  roster_.kind = NodeReplyKind::kRoster;
+  roster_.attempt = attempt_;
+  roster_.processes_per_node = options_.processes_per_node;
+  roster_.coordinator_host = coordinator_host;
+  roster_.coordinator_port = zero.next_port;
+  roster_.node_count = static_cast<int64_t>(nodes_.size());
+  roster_.previous_processes = previous_processes;
+  roster_.run_id = options_.run_id;
+  roster_.first_failure = first_failure;
+  roster_.ended = ended;
+  roster_.message = consistency_notes_;
   std::vector<NodeMessage> out;
   out.reserve(nodes_.size());
   unreported_ = static_cast<int64_t>(nodes_.size());
@@ -150,18 +166,8 @@ std::vector<NodeMessage> RendezvousBook::Rosters(const std::string& first_failur
     node.reported = false;
     NodeMessage m;
     m.connection = node.connection;
-    m.reply.kind = NodeReplyKind::kRoster;
-    m.reply.attempt = attempt_;
+    m.reply = roster_;
     m.reply.node_rank = static_cast<int64_t>(rank);
-    m.reply.processes_per_node = options_.processes_per_node;
-    m.reply.coordinator_host = coordinator_host;
-    m.reply.coordinator_port = zero.next_port;
-    m.reply.node_count = static_cast<int64_t>(nodes_.size());
-    m.reply.previous_processes = previous_processes;
-    m.reply.run_id = options_.run_id;
-    m.reply.first_failure = first_failure;
-    m.reply.ended = ended;
-    m.reply.message = consistency_notes_;
     out.push_back(std::move(m));
   }
   return out;

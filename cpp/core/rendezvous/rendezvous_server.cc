@@ -9,6 +9,7 @@
 #include "base/challenge.h"
 #include "base/hmac_sha256.h"
 #include "net/port_owner.h"
+#include "rendezvous/rendezvous_state.h"
 
 namespace kdist {
 namespace {
@@ -97,6 +98,76 @@ bool RendezvousServer::Wait(Nanos timeout) {
   return ended_cv_.wait_for(lock, timeout, [this] { return ended_; });
 }
 
+void RendezvousServer::PersistWith(Persist persist) {
+  persist_ = std::move(persist);
+  options_.book.keep_environments = true;
+  book_.KeepEnvironments();
+}
+
+Result<std::vector<std::string>> RendezvousServer::Restore(std::string_view sealed) {
+  KDIST_ASSIGN_OR_RETURN(RendezvousBook book, RestoreBook(options_.book, sealed, clock_.Now(), WallClockMillis()));
+  persisted_ = book.EncodeState();
+  book_ = std::move(book);
+  options_.book.run_id = book_.options().run_id;
+  log_("this machine took the job's book over at attempt " +
+       std::to_string(book_.attempt()) + " (" + book_.ProgressLine(clock_.Now()) + ")");
+  return book_.DetachedNodes();
+}
+
+void RendezvousServer::NodeGone(std::string name) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    gone_.push_back(std::move(name));
+  }
+  thread_.Wake();
+}
+
+bool RendezvousServer::job_ended() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return job_ended_;
+}
+
+bool RendezvousServer::fenced() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fenced_;
+}
+
+void RendezvousServer::TakeGoneNodes(Nanos now) {
+  std::vector<std::string> gone;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    gone.swap(gone_);
+  }
+  for (const std::string& name : gone) {
+    log_("node " + name + "'s agent is gone (its key in the job's store expired)");
+    Decided(book_.NodeGone(name, now), now);
+  }
+}
+
+void RendezvousServer::Decided(const std::vector<NodeMessage>& messages, Nanos now) {
+  if (fenced_) return;
+  if (persist_) {
+    std::string state = book_.EncodeState();
+    if (state != persisted_) {
+      const Status kept = persist_(
+          SealBookState(state, book_.OffsetOf(now), options_.book.token, WallClockMillis()));
+      if (!kept.ok()) {
+        Fence(kept);
+        return;
+      }
+      persisted_ = std::move(state);
+    }
+  }
+  Deliver(messages);
+}
+
+void RendezvousServer::Fence(const Status& why) {
+  log_("this machine no longer runs the nodes' rendezvous (" + why.message() +
+       "): it delivers nothing more; another machine takes the job's book over from the store");
+  std::lock_guard<std::mutex> lock(mutex_);
+  fenced_ = true;
+}
+
 int64_t RendezvousServer::exit_status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return exit_status_;
@@ -118,7 +189,7 @@ void RendezvousServer::Loop() {
   }
   Nanos next_progress = clock_.Now() + options_.progress_every;
   std::optional<Nanos> ended_at;
-  while (!thread_.stopping()) {
+  while (!thread_.stopping() && !fenced_) {
     Nanos now = clock_.Now();
     Nanos wait = std::chrono::milliseconds(500);
     if (std::optional<Nanos> next = book_.NextDeadline()) wait = std::min(wait, *next - now);
@@ -128,6 +199,7 @@ void RendezvousServer::Loop() {
       for (const EventPoller::Event& event : *events) {
         if (event.key == kWakeKey) {
           thread_.DrainWake();
+          TakeGoneNodes(now);
         } else if (event.key == kListenerKey) {
           AcceptAll(now);
         } else {
@@ -136,14 +208,18 @@ void RendezvousServer::Loop() {
         }
       }
     }
-    Deliver(book_.Tick(now));
+    Decided(book_.Tick(now), now);
+    if (fenced_) break;
     std::optional<std::string> abandon;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       abandon.swap(abandon_);
     }
-    if (abandon) Deliver(book_.Abandon(*abandon, now));
+    if (abandon) Decided(book_.Abandon(*abandon, now), now);
+    if (book_.formed()) formed_ = true;  // a restored book may have formed already
+    if (fenced_) break;
     DropLate(now);
+    if (fenced_) break;
     if (book_.phase() == RendezvousBook::Phase::kGathering && now >= next_progress) {
       const std::string line = book_.ProgressLine(now);
       if (options_.log_progress) log_(line);
@@ -174,15 +250,15 @@ void RendezvousServer::Loop() {
   // The port is free the moment the rendezvous ends: a new one may serve it at once.
   poller_->Remove(listener_.fd.get());
   listener_.fd.Close();
-  if (book_.phase() == RendezvousBook::Phase::kEnded) {
+  if (book_.phase() == RendezvousBook::Phase::kEnded && !fenced_) {
     log_("the job ended with status " + std::to_string(book_.exit_status()) +
          "; its attempts:\n" + book_.AttemptTable());
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ended_) {
     ended_ = true;
-    exit_status_ = book_.phase() == RendezvousBook::Phase::kEnded ? book_.exit_status()
-                                                                   : kExitLostRendezvous;
+    job_ended_ = book_.phase() == RendezvousBook::Phase::kEnded && !fenced_;
+    exit_status_ = job_ended_ ? book_.exit_status() : kExitLostRendezvous;
     table_ = book_.AttemptTable();
     attempts_ = book_.Attempts();
   }
@@ -302,7 +378,7 @@ void RendezvousServer::HandleFrame(uint64_t key, const std::string& frame, Nanos
         log_(m.reply.message);
       }
     }
-    Deliver(out);
+    Decided(out, now);
     return;
   }
   if (header->type == kFrameNodeReport && c.admitted) {
@@ -311,7 +387,7 @@ void RendezvousServer::HandleFrame(uint64_t key, const std::string& frame, Nanos
       Drop(key, now, true);
       return;
     }
-    Deliver(book_.Report(key, *report, frame, now));
+    Decided(book_.Report(key, *report, frame, now), now);
     return;
   }
   Drop(key, now, c.admitted);
@@ -384,7 +460,7 @@ void RendezvousServer::Drop(uint64_t key, Nanos now, bool tell_book) {
   connections_.erase(it);
   if (tell_book && admitted) {
     log_("the agent at " + peer + " left");
-    Deliver(book_.Leave(key, now));
+    Decided(book_.Leave(key, now), now);
   }
 }
 

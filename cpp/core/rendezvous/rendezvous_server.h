@@ -13,6 +13,15 @@
 //   KDIST_RETURN_IF_ERROR(server.Listen(endpoint));   // "checked by binding"
 //   KDIST_RETURN_IF_ERROR(server.Start());            // its thread
 //   ... server.Wait(timeout) ... / server.Stop();
+//
+// With a store that keeps the book (`--rendezvous etcd://...`): PersistWith(persist) and,
+// on the machine that takes the book over, Restore(sealed) before Start. Then each change
+// of the book's state is handed to `persist` (sealed: rendezvous/rendezvous_state.h) on
+// the server's thread BEFORE the messages it caused are delivered; when `persist` fails
+// (the store refused it: another machine holds the book now, or this one cannot reach a
+// majority of the store) the server is fenced: it delivers nothing more, closes every
+// connection and ends, its agents seeing the rendezvous lost. NodeGone(name) (any thread):
+// the store says that node's agent is gone.
 #ifndef KDIST_RENDEZVOUS_RENDEZVOUS_SERVER_H_
 #define KDIST_RENDEZVOUS_RENDEZVOUS_SERVER_H_
 
@@ -26,6 +35,8 @@
 #include <optional>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
@@ -56,6 +67,7 @@ struct RendezvousServerOptions {
 class RendezvousServer {
  public:
   using Log = std::function<void(const std::string&)>;
+  using Persist = std::function<Status(const std::string& sealed)>;
 
   // `clock` must outlive the server; `log` is called on the server's thread.
   RendezvousServer(RendezvousServerOptions options, Clock& clock, Log log);
@@ -81,6 +93,18 @@ class RendezvousServer {
   bool formed() const { return formed_.load(); }
   // The job's run id (drawn at construction unless the options gave one).
   const std::string& run_id() const { return options_.book.run_id; }
+
+  // Before Start: each change of the book's state goes to `persist` first (above).
+  void PersistWith(Persist persist);
+  // Before Start: the book goes on from a sealed state (RestoreBook's errors); the names
+  // of its nodes, detached until their agents come back.
+  Result<std::vector<std::string>> Restore(std::string_view sealed);
+  // Any thread: node `name`'s agent is gone (its key in the store expired).
+  void NodeGone(std::string name);
+  // Whether a failed persist fenced this server.
+  bool fenced() const;
+  // Whether the job ended here (its book decided the end; not a Stop, not a fence).
+  bool job_ended() const;
 
   // After the end: the job's exit status and the attempts' table.
   int64_t exit_status() const;
@@ -108,6 +132,10 @@ class RendezvousServer {
   void AcceptAll(Nanos now);
   void ReadFrom(uint64_t key, Nanos now);
   void HandleFrame(uint64_t key, const std::string& frame, Nanos now);
+  // The book's decision: persisted when its state changed (with a store), then delivered.
+  void Decided(const std::vector<NodeMessage>& messages, Nanos now);
+  void Fence(const Status& why);
+  void TakeGoneNodes(Nanos now);
   void Deliver(const std::vector<NodeMessage>& messages);
   void Flush(uint64_t key);
   void Drop(uint64_t key, Nanos now, bool tell_book);
@@ -128,12 +156,17 @@ class RendezvousServer {
   uint64_t next_key_ = 2;  // 0: the listener, 1: the wake pipe
   std::atomic<bool> formed_{false};
   std::optional<std::string> abandon_;  // under mutex_: Abandon's reason, for the loop
+  Persist persist_;
+  std::string persisted_;  // the last state persisted (EncodeState's)
+  std::vector<std::string> gone_;  // NodeGone's names, not yet taken (under mutex_)
+  bool fenced_ = false;
   int64_t unadmitted_ = 0;  // connections not admitted (yet)
   // Connections as they were accepted (when, key), for the hello timeout.
   std::deque<std::pair<Nanos, uint64_t>> awaiting_hello_;
   mutable std::mutex mutex_;
   std::condition_variable ended_cv_;
   bool ended_ = false;
+  bool job_ended_ = false;
   int64_t exit_status_ = 0;
   std::string table_;
   std::vector<AttemptRow> attempts_;

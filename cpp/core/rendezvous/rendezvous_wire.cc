@@ -247,10 +247,10 @@ Result<NodeHello> DecodeNodeHello(std::string_view frame) {
       case kTagPurpose: {
         int64_t purpose = 0;
         KDIST_RETURN_IF_ERROR(ReadInteger(f, "purpose", purpose));
-        if (purpose != static_cast<int64_t>(NodePurpose::kJoin) &&
-            purpose != static_cast<int64_t>(NodePurpose::kStop)) {
+        if (purpose < static_cast<int64_t>(NodePurpose::kJoin) ||
+            purpose > static_cast<int64_t>(NodePurpose::kRejoin)) {
           return InvalidArgument("field purpose is " + std::to_string(purpose) +
-                                 "; expected 0 (join) or 1 (stop)");
+                                 "; expected 0 (join), 1 (stop) or 2 (rejoin)");
         }
         hello.purpose = static_cast<NodePurpose>(purpose);
         return Status::Ok();

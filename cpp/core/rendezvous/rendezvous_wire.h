@@ -55,11 +55,14 @@ inline constexpr size_t kMaxNodeEnvironmentBytes = 8192;
 // connection that has not been admitted.
 inline constexpr size_t kMaxNodeHelloFrameBytes = 12 * 1024;
 
-// Why a connection says hello: to join the job (an agent), or to ask the job something
-// without joining it (`kdist stop`: stop the whole job at one agreed step).
+// Why a connection says hello: to join the job (an agent), to ask the job something
+// without joining it (`kdist stop`: stop the whole job at one agreed step), or to come back
+// to a book restored on another machine (`--rendezvous etcd://...`: this agent was admitted
+// by an earlier holder of the job's book and takes its node back; rendezvous_book.h).
 enum class NodePurpose : int64_t {
   kJoin = 0,
   kStop = 1,
+  kRejoin = 2,
 };
 
 // What an agent says of its machine when it joins.

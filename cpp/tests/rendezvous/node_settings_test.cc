@@ -181,3 +181,70 @@ TEST(NodeSettings, EachAttemptHasItsOwnRollCallToken) {
 
 }  // namespace
 }  // namespace kdist
+
+namespace kdist {
+namespace {
+
+// `--rendezvous etcd://...` (issue 53): the book kept in etcd.
+TEST(NodeSettingsEtcd, EtcdNeedsAJobIdAndATokenOffLoopback) {
+  NodeRequest request = Agent("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379");
+  Result<NodeSettings> no_token = ResolveNodeSettings(request, {}, Table());
+  EXPECT_EQ(no_token.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(no_token.status().message().find("needs a token"), std::string::npos);
+  request.token = kGoodToken;
+  Result<NodeSettings> no_id = ResolveNodeSettings(request, {}, Table());
+  EXPECT_EQ(no_id.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(no_id.status().message().find("--job-id"), std::string::npos)
+      << no_id.status().message();
+  request.job_id = "train-7";
+  Result<NodeSettings> s = ResolveNodeSettings(request, {{"KDIST_UNREACHABLE_TIMEOUT", "3"}}, Table());
+  KDIST_ASSERT_OK(s);
+  EXPECT_EQ(s->store, RendezvousStore::kEtcd);
+  EXPECT_FALSE(s->loopback);
+  ASSERT_EQ(s->etcd.endpoints.size(), 3u);
+  EXPECT_EQ(s->etcd.endpoints[2].Url(), "http://10.0.0.3:2379");
+  EXPECT_EQ(s->etcd.prefix, "kdist");
+  EXPECT_EQ(s->rendezvous.value,
+            "etcd://http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379/kdist");
+  EXPECT_EQ(s->job_id.value, "train-7");
+  // The book's detached nodes have the unreachable window to come back.
+  EXPECT_TRUE(BookOptionsFor(*s).reconnect_window == seconds(3));
+}
+
+TEST(NodeSettingsEtcd, UnderSlurmTheJobIdIsTheAllocations) {
+  NodeRequest request = Agent("etcd://127.0.0.1:2379/team-a");
+  Result<NodeSettings> s = ResolveNodeSettings(
+      request, {{"SLURM_JOB_ID", "4242"}, {"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_NODEID", "0"}},
+      Table());
+  KDIST_ASSERT_OK(s);
+  EXPECT_EQ(s->job_id.value, "4242");
+  EXPECT_EQ(s->job_id.source, "SLURM_JOB_ID");
+  EXPECT_TRUE(s->loopback);  // every endpoint on loopback: no token needed
+  EXPECT_EQ(s->etcd.prefix, "team-a");
+}
+
+TEST(NodeSettingsEtcd, AJobIdThatCannotNameKeysAndServeAreRefused) {
+  NodeRequest request = Agent("etcd://127.0.0.1:2379");
+  request.job_id = "a/b";
+  Result<NodeSettings> bad = ResolveNodeSettings(request, {}, Table());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("names the job's keys"), std::string::npos);
+  NodeRequest serve = Agent("etcd://127.0.0.1:2379");
+  serve.serve_only = true;
+  Result<NodeSettings> served = ResolveNodeSettings(serve, {}, Table());
+  EXPECT_EQ(served.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(served.status().message().find("kdist rendezvous serve binds HOST:PORT"),
+            std::string::npos);
+}
+
+TEST(NodeSettingsEtcd, AShortTokenIsRefusedOffLoopback) {
+  NodeRequest request = Agent("etcd://https://10.0.0.1:2379");
+  request.job_id = "j";
+  request.token = "short";
+  Result<NodeSettings> s = ResolveNodeSettings(request, {}, Table());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("expected at least 16"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kdist

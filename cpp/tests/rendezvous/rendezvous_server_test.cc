@@ -8,11 +8,13 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <thread>
 
 #include "rendezvous/rendezvous_agent.h"
+#include "rendezvous/rendezvous_state.h"
 #include "roll_call/consistency.h"
 #include "testing/status_matchers.h"
 
@@ -370,6 +372,149 @@ TEST(RendezvousServer, ATakenPortNamesItsHolder) {
   RendezvousServer second(ServerOptions(2, 2), f.clock, f.lines.Sink());
   KDIST_EXPECT_ERROR(second.Listen(*EndpointFromLiteral("127.0.0.1", port)),
                      StatusCode::kAlreadyExists, "held by pid " + std::to_string(getpid()));
+}
+
+// The book kept in a store (`--rendezvous etcd://...`, issue 53): each change persisted
+// before its messages leave, a refused persist fences the server, and another server
+// restored from the last state takes the agents back.
+
+struct Persisted {
+  std::mutex mutex;
+  std::vector<std::string> states;
+  int refuse_from = 1 << 30;  // the first call refused (0-based)
+  std::promise<void> held;     // set when a state of a running job is persisted
+  std::shared_future<void> release;
+  bool hold_running = false;
+  bool told = false;
+  RendezvousServer::Persist Hook() {
+    return [this](const std::string& sealed) -> Status {
+      bool wait = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (static_cast<int>(states.size()) >= refuse_from) return Unavailable("the store refused it");
+        states.push_back(sealed);
+        if (hold_running && !told && sealed.find("\"phase\":1") != std::string::npos) {
+          told = true;
+          wait = true;
+        }
+      }
+      if (wait) {
+        held.set_value();
+        release.wait();
+      }
+      return Status::Ok();
+    };
+  }
+  std::string Last() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return states.empty() ? std::string() : states.back();
+  }
+};
+
+TEST(RendezvousServerStore, EachChangeIsPersistedBeforeItsMessagesLeave) {
+  Fixture f;
+  Persisted store;
+  std::promise<void> go;
+  store.release = go.get_future().share();
+  store.hold_running = true;
+  f.server = std::make_unique<RendezvousServer>(ServerOptions(1, 1), f.clock, f.lines.Sink());
+  f.server->PersistWith(store.Hook());
+  KDIST_ASSERT_OK(f.server->Listen(*EndpointFromLiteral("127.0.0.1", 0)));
+  KDIST_ASSERT_OK(f.server->Start());
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(f.server->port()), clock, log.Sink());
+  auto joined = std::async(std::launch::async, [&] { return a.Join(Hello("a", 1, 1)); });
+  // The job forms at once (MAX 1): its state is being persisted, and until that returns
+  // neither the admission nor the roster leaves.
+  ASSERT_EQ(store.held.get_future().wait_for(seconds(30)), std::future_status::ready);
+  EXPECT_EQ(joined.wait_for(milliseconds(300)), std::future_status::timeout);
+  go.set_value();
+  KDIST_ASSERT_OK(joined.get());
+  Result<NodeReply> roster = a.Next(seconds(30));
+  KDIST_ASSERT_OK(roster);
+  EXPECT_EQ(roster->kind, NodeReplyKind::kRoster);
+  KDIST_EXPECT_OK(OpenBookState(store.Last(), "s3cret"));
+}
+
+TEST(RendezvousServerStore, ARefusedPersistFencesTheServer) {
+  Fixture f;
+  Persisted store;
+  // Kept: the new book (persisted as the server starts) and a's admission; refused: the
+  // next change.
+  store.refuse_from = 2;
+  f.server = std::make_unique<RendezvousServer>(ServerOptions(2, 2), f.clock, f.lines.Sink());
+  f.server->PersistWith(store.Hook());
+  KDIST_ASSERT_OK(f.server->Listen(*EndpointFromLiteral("127.0.0.1", 0)));
+  KDIST_ASSERT_OK(f.server->Start());
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(f.server->port()), clock, log.Sink());
+  RendezvousAgent b(AgentOptions(f.server->port()), clock, log.Sink());
+  KDIST_ASSERT_OK(a.Join(Hello("a", 2, 2)));
+  // b's admission would form the job: refused by the store, it is never delivered.
+  EXPECT_FALSE(b.Join(Hello("b", 2, 2)).ok());
+  ASSERT_TRUE(f.server->Wait(seconds(30)));
+  EXPECT_TRUE(f.server->fenced());
+  EXPECT_EQ(f.server->exit_status(), kExitLostRendezvous);
+  KDIST_EXPECT_ERROR(a.Next(seconds(30)), StatusCode::kUnavailable, "lost the nodes' rendezvous");
+  EXPECT_NE(f.lines.Text().find("no longer runs the nodes' rendezvous (the store refused it)"),
+            std::string::npos)
+      << f.lines.Text();
+}
+
+TEST(RendezvousServerStore, AServerRestoredFromTheLastStateTakesTheAgentsBack) {
+  Persisted store;
+  Fixture first;
+  first.server = std::make_unique<RendezvousServer>(ServerOptions(1, 2), first.clock, first.lines.Sink());
+  first.server->PersistWith(store.Hook());
+  KDIST_ASSERT_OK(first.server->Listen(*EndpointFromLiteral("127.0.0.1", 0)));
+  KDIST_ASSERT_OK(first.server->Start());
+  RealClock clock;
+  Lines log;
+  RendezvousAgent a(AgentOptions(first.server->port()), clock, log.Sink());
+  RendezvousAgent b(AgentOptions(first.server->port()), clock, log.Sink());
+  NodeHello hello_a = Hello("a", 1, 2), hello_b = Hello("b", 1, 2);
+  hello_b.pid = 2;
+  auto ra = std::async(std::launch::async, [&] { return JoinAndWait(a, hello_a); });
+  Result<NodeReply> rb = JoinAndWait(b, hello_b);
+  KDIST_ASSERT_OK(rb);
+  ASSERT_EQ(rb->kind, NodeReplyKind::kRoster);
+  KDIST_ASSERT_OK(ra.get());
+  first.server->Stop();  // its machine is lost
+
+  Fixture second;
+  second.server = std::make_unique<RendezvousServer>(ServerOptions(1, 2), second.clock, second.lines.Sink());
+  second.server->PersistWith(store.Hook());
+  Result<std::vector<std::string>> detached = second.server->Restore(store.Last());
+  KDIST_ASSERT_OK(detached);
+  std::sort(detached->begin(), detached->end());  // in rank order: a and b joined at once
+  EXPECT_EQ(*detached, (std::vector<std::string>{"a", "b"}));
+  KDIST_ASSERT_OK(second.server->Listen(*EndpointFromLiteral("127.0.0.1", 0)));
+  KDIST_ASSERT_OK(second.server->Start());
+  RendezvousAgent a2(AgentOptions(second.server->port()), clock, log.Sink());
+  hello_a.purpose = NodePurpose::kRejoin;
+  KDIST_ASSERT_OK(a2.Join(hello_a));
+  Result<NodeReply> again = a2.Next(seconds(30));  // the roster it may have missed
+  KDIST_ASSERT_OK(again);
+  EXPECT_EQ(again->kind, NodeReplyKind::kRoster);
+  EXPECT_EQ(again->attempt, 0);
+  EXPECT_EQ(again->coordinator_port, rb->coordinator_port);
+  // b's machine is lost too (its key expired): a goes on alone, in attempt 1.
+  second.server->NodeGone("b");
+  NodeReport report;
+  report.attempt = 0;
+  report.exit_status = 1;
+  report.coordinator_port = 46000;
+  KDIST_ASSERT_OK(a2.SendReport(report));
+  Result<NodeReply> next = a2.Next(seconds(30));
+  KDIST_ASSERT_OK(next);
+  ASSERT_EQ(next->kind, NodeReplyKind::kRoster);
+  EXPECT_EQ(next->attempt, 1);
+  EXPECT_EQ(next->node_count, 1);
+  EXPECT_NE(next->ended.find("node lost: node b"), std::string::npos) << next->ended;
+  EXPECT_NE(second.lines.Text().find("took the job's book over at attempt 0"), std::string::npos)
+      << second.lines.Text();
 }
 
 }  // namespace

@@ -4,7 +4,9 @@ roster run and reported (kdist._agent.follow), and the job's end.
 
 Exit statuses: 2 when a setting is refused (before anything starts); 75 when too few
 machines joined before --join-timeout; 69 when this machine lost the rendezvous (its
-processes are stopped at once: it never trains alone); 143 when this machine was drained
+processes are stopped at once: it never trains alone; with `--rendezvous etcd://...`, when
+it cannot reach a majority of etcd for the unreachable window, or etcd does not answer at
+start); 143 when this machine was drained
 (SIGTERM to its agent: the job stops at one agreed step, with a save, and goes on without
 it); 1 when the rendezvous refused it; otherwise the job's.
 """
@@ -17,6 +19,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kdist import _errors
@@ -73,7 +76,7 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
         variables = {**cache.variables, **guard}
         local = replace(local, machine=replace(local.machine, job_variables=variables))
         spares = _spare_pool(command, settings, local, log)
-        rendezvous = EmbeddedRendezvous(settings, log, local.machine.log_dir)
+        rendezvous = _rendezvous_of(settings, log, local.machine.log_dir)
         status = EXIT_REFUSED
         try:
             status = _join_and_follow(command, rendezvous, settings, local, log, spares=spares)
@@ -85,6 +88,15 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
         return status
     finally:
         log.close()
+
+
+def _rendezvous_of(settings: NodeSettings, log: AgentLog, log_dir: Path | None) -> JobRendezvous:
+    """The job's rendezvous as the settings keep it: in etcd (`etcd://`), else embedded."""
+    if settings.store == "etcd":
+        from kdist._agent.etcd_rendezvous import EtcdRendezvous
+
+        return EtcdRendezvous(settings, log, log_dir)
+    return EmbeddedRendezvous(settings, log, log_dir)
 
 
 def _join_and_follow(
@@ -160,8 +172,9 @@ def _say_settings(settings: NodeSettings, log: AgentLog) -> None:
             f"--rendezvous auto: {settings.rendezvous} (the scheduler's first host), "
             f"job id {settings.job_id!r}"
         )
+    where = f"; {settings.ip}" if settings.ip else ""
     log.note(
-        f"rendezvous {settings.rendezvous} ({sources['rendezvous']}; {settings.ip}), node "
+        f"rendezvous {settings.rendezvous} ({sources['rendezvous']}{where}), node "
         f"{settings.node_name!r} ({sources['node_name']}), job id {settings.job_id!r} "
         f"({sources['job_id']}), unreachable after {settings.unreachable_timeout:g} s "
         f"({sources['unreachable_timeout']}), scale up after "

@@ -188,12 +188,15 @@ def _add_node_options(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="the nodes' rendezvous: served by the agent on the machine that owns HOST "
         "(checked by binding), or by `kdist rendezvous serve`; `auto` under Slurm: the "
-        "allocation's first host, a port from the job id",
+        "allocation's first host, a port from the job id; etcd://HOST:PORT[,HOST:PORT...]"
+        "[/PREFIX]: kept in etcd, served by any agent, so that no machine is a single point "
+        "of failure (https:// endpoints and etcdctl's ETCDCTL_* variables for TLS and users)",
     )
     nodes.add_argument(
         "--job-id",
         metavar="ID",
-        help="the job's id (default: none; with --rendezvous auto, Slurm's SLURM_JOB_ID)",
+        help="the job's id (default: none; with --rendezvous auto or etcd:// under Slurm, "
+        "Slurm's SLURM_JOB_ID; etcd:// needs one: its keys live under PREFIX/ID/)",
     )
     nodes.add_argument(
         "--node-name",
