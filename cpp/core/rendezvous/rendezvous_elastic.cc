@@ -90,7 +90,17 @@ std::string RendezvousBook::RemoveLeavers(std::vector<NodeMessage>& out) {
   } else if (!drained_names.empty()) {
     causes.push_back("drained: " + Listed(drained_names));
   }
-  if (!grown_names.empty()) causes.push_back(Listed(grown_names) + " joined");
+  if (!grown_names.empty()) {
+    // "node h1 joined (host h1, at 10.0.0.2)": the event's words first, then where.
+    std::vector<std::string> joined;
+    for (const std::string& text : grown_names) {
+      const size_t where = text.find(" (host ");
+      joined.push_back(where == std::string::npos
+                           ? text + " joined"
+                           : text.substr(0, where) + " joined" + text.substr(where));
+    }
+    causes.push_back(Listed(joined));
+  }
   return Join(causes, "; ");
 }
 

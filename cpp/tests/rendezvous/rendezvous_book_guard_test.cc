@@ -196,7 +196,7 @@ TEST(RendezvousBookGuard, TheFifthReformWithinTenMinutesEndsTheJobTheFourthDoesN
   EXPECT_EQ(why.find("the job re-formed 5 times within 600 s without progress (more than "
                      "--max-reforms 4 within --reform-window 600 s, none of them after a backup "
                      "saved or a step past its start: the thrash guard ends it): attempt 0: node lost: node b (host box-b, at 10.0.0.2); "
-                     "attempt 1: node b (host box-b, at 10.0.0.2) joined; "
+                     "attempt 1: node b joined (host box-b, at 10.0.0.2); "
                      "attempt 2: node lost: node b"),
             0u)
       << why;
