@@ -259,8 +259,36 @@ def run_cluster(
     args: Sequence[str] = (),
 ) -> list[Finished]:
     """Runs tests/programs/`script` as a loopback cluster configured through the
-    KERAS_DISTRIBUTION_* variables, one process per id."""
-    port = port or free_port()
+    KERAS_DISTRIBUTION_* variables, one process per id. A port chosen here can be taken by
+    another test's process between free_port() and process 0's bind (tests run side by
+    side): when process 0 says so (PortInUseError), the job runs once more on a new
+    port, as kdist.testing.run_job does."""
+    options = {
+        "devices_per_process": devices_per_process, "timeout": timeout,
+        "extra_env": extra_env, "per_process_env": per_process_env,
+        "start_delays": start_delays, "args": args,
+    }  # fmt: skip
+    if port is not None:
+        return _run_cluster_on(script, num_processes, port, **options)  # type: ignore[arg-type]
+    for _ in range(2):
+        results = _run_cluster_on(script, num_processes, free_port(), **options)  # type: ignore[arg-type]
+        if "PortInUseError" not in results[0].stderr:
+            break
+    return results
+
+
+def _run_cluster_on(
+    script: str,
+    num_processes: int,
+    port: int,
+    *,
+    devices_per_process: int,
+    timeout: float,
+    extra_env: Mapping[str, str] | None,
+    per_process_env: Sequence[Mapping[str, str]] | None,
+    start_delays: Sequence[float] | None,
+    args: Sequence[str],
+) -> list[Finished]:
     commands, envs = [], []
     for pid in range(num_processes):
         env = clean_env(
