@@ -125,30 +125,9 @@ void BindStop(nb::module_& m) {
       "caller keeps it alive while it is set.");
   m.def("should_stop", &ShouldStop, nb::arg("step"),
         nb::sig("def should_stop(step: int) -> bool"),
-        R"doc(Whether the job stops at `step`: call it every step, in every process, with the
-same step numbers.
-
-Returns False until a stop is requested anywhere in the job (a stop signal such as
-SIGTERM, or `kdist.request_stop()`); then True in every process at the same step, the
-first one every process can still reach (one past the largest step any process had
-reported when the request arrived), and at every step after it. The common path is a
-few atomic operations in C++: no collective, no I/O, no lock. A process outside any job
-answers for its own stop signals. Calls to it are also the progress the stall watchdog
-(`stall_timeout`) watches.
-
-Args:
-    step: This step's number (an int; the same sequence in every process).
-
-Returns:
-    Whether to stop now (save, then leave the loop).
-
-Raises:
-    kdist.ArgumentTypeError: `step` is not an int.
-
-Example:
-    >>> import kdist
-    >>> [kdist.should_stop(step) for step in range(3)]
-    [False, False, False])doc");
+        "The core of kdist.should_stop (kdist._together.stop, whose docstring is the public "
+        "one): whether the job stops at `step`, in a few atomic operations on the active "
+        "board; kdist.ArgumentTypeError when `step` is not an int.");
   m.def(
       "set_board_maker",
       [](nb::callable maker) { g_board_maker.store(maker.ptr(), std::memory_order_release); },

@@ -128,11 +128,14 @@ class EtcdCluster:
             time.sleep(0.2)
 
     def stop(self) -> None:
+        """Every member ended by its pid, then its data folder removed (its log is kept
+        beside it for a failing test's report)."""
         for member in self.members:
             if member.process is not None and member.process.poll() is None:
                 member.process.send_signal(signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     member.process.wait(timeout=30)
+            shutil.rmtree(member.data, ignore_errors=True)
 
 
 @contextlib.contextmanager
