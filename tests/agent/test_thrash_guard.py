@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.agents import agent_args
+from helpers.agents import agent_args, node_job_reports
 from helpers.support import PROGRAMS, Running, Spawned, clean_env, json_objects, wait_until_gone
 from kdist import _core
 
@@ -100,6 +100,14 @@ def test_a_job_that_steps_on_between_re_forms_is_never_ended_by_the_guard(
     assert re.search(r"attempt 0 ended: node lost: node b", said), said
     assert re.search(r"attempt 1 ended: node b joined \(host [^)]*\)", said), said
     assert "more than 1 re-forms without progress (--max-reforms) within 600 s" in said
+    # Every process sees the job's guard, with the variable the agent set as its source.
+    reports = node_job_reports(done[0].stdout)
+    assert len(reports) == 5, done[0].stdout  # one an attempt, attempts 0 to 4
+    for report in reports:
+        assert report["guard"] == {
+            "max_reforms": [1, "KDIST_MAX_REFORMS"],
+            "reform_window": [600.0, "KDIST_REFORM_WINDOW"],
+        }, report
     pids = [int(p) for d in done for p in re.findall(r"\(pids (\d+)\)", d.stderr)]
     assert pids and not wait_until_gone(pids, 30)
 

@@ -36,6 +36,11 @@ print(
                 name: [getattr(spec, name), spec.sources.get(name)]
                 for name in ("node_rank", "num_nodes", "local_process_id", "job_id")
             },
+            # The thrash guard the agent set for its processes (cluster_spec, doctor).
+            "guard": {
+                name: [getattr(spec, name), spec.sources.get(name)]
+                for name in ("max_reforms", "reform_window")
+            },
             "variables": {
                 k: os.environ.get(k)
                 for k in (
