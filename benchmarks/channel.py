@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import harness
 from benchmarks.harness import MIN_COUNTED_RUNS, Figure, Series
 
 PROCESS_COUNTS = (1024, 4096, 16384)
@@ -202,49 +203,22 @@ def run_once(n: int, idle_s: float = _IDLE_S) -> dict[str, float]:
 def samples(
     counts: Sequence[int] = PROCESS_COUNTS, runs: int = MIN_COUNTED_RUNS
 ) -> dict[int, dict[str, list[float]]]:
-    """Per process count: each figure's values, for `runs` counted runs interleaved across
-    counts after one discarded warm-up round."""
-    # The harness's interleave() asks for at least MIN_COUNTED_RUNS; a run here is three
-    # hubs of up to 16,384 connections, so fewer counted runs are allowed (--runs 3).
-    results: dict[int, dict[str, list[float]]] = {n: {} for n in counts}
-    for round_index in range(1 + runs):
-        for n in counts:
-            values = run_once(n)
-            if round_index == 0:
-                continue  # the warm-up round
-            for key, value in values.items():
-                results[n].setdefault(key, []).append(value)
-    return results
+    """Per count: each figure's values, for `runs` counted runs interleaved across counts
+    after one discarded warm-up round (fewer than interleave()'s minimum allowed: a run
+    is three hubs of up to 16,384 connections)."""
+    return harness.samples_by_count(counts, runs, run_once)
 
 
 def plot(by_count: dict[int, dict[str, list[float]]], path: Path) -> bool:
-    """Each figure's median against the process count (log-log, with a line of slope 1
-    through the smallest count for comparison); False without matplotlib."""
-    try:
-        import matplotlib
-    except ImportError:
-        return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    counts = sorted(by_count)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name in FIGURES:
-        medians = [1000 * statistics.median(by_count[n][name]) for n in counts]
-        (line,) = ax.plot(counts, medians, marker="o", label=name.removesuffix("_s"))
-        linear = [medians[0] * n / counts[0] for n in counts]
-        ax.plot(counts, linear, linestyle=":", color=line.get_color(), linewidth=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("processes")
-    ax.set_ylabel("ms (median; dotted: linear from the smallest)")
-    ax.set_title("Liveness channel: each event to the last process told")
-    ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    """Each figure's median against the count (harness.plot_scaling); False without
+    matplotlib."""
+    return harness.plot_scaling(
+        by_count,
+        FIGURES,
+        path,
+        "processes",
+        "Liveness channel: each event to the last process told",
+    )
 
 
 def measure(runs: int = MIN_COUNTED_RUNS) -> list[Figure]:

@@ -291,3 +291,56 @@ def run_group(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+def samples_by_count(
+    counts: Sequence[int], runs: int, run_once: Callable[[int], Mapping[str, float]]
+) -> dict[int, dict[str, list[float]]]:
+    """Per count: each figure's values from `run_once(count)`, for `runs` counted runs
+    interleaved across counts after one discarded warm-up round (the scale benchmarks:
+    a run there is too long for interleave()'s minimum of counted runs)."""
+    results: dict[int, dict[str, list[float]]] = {n: {} for n in counts}
+    for round_index in range(1 + runs):
+        for n in counts:
+            values = run_once(n)
+            if round_index == 0:
+                continue  # the warm-up round
+            for key, value in values.items():
+                results[n].setdefault(key, []).append(value)
+    return results
+
+
+def plot_scaling(
+    by_count: Mapping[int, Mapping[str, list[float]]],
+    names: Sequence[str],
+    path: Path,
+    xlabel: str,
+    title: str,
+) -> bool:
+    """Each named figure's median (ms) against the count, log-log, with a dotted line of
+    slope 1 through the smallest count for comparison; False without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    counts = sorted(by_count)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in names:
+        medians = [1000 * statistics.median(by_count[n][name]) for n in counts]
+        (line,) = ax.plot(counts, medians, marker="o", label=name.removesuffix("_s"))
+        linear = [medians[0] * n / counts[0] for n in counts]
+        ax.plot(counts, linear, linestyle=":", color=line.get_color(), linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("ms (median; dotted: linear from the smallest)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
