@@ -344,3 +344,17 @@ def plot_scaling(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def print_figures_main(
+    doc: str, measure: Callable[[int], Sequence[Figure]], argv: list[str] | None = None
+) -> int:
+    """A benchmark module's `main`: `--runs N`, then each figure of `measure(N)` as a table."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=MIN_COUNTED_RUNS)
+    args = parser.parse_args(argv)
+    for figure in measure(args.runs):
+        print(markdown_table(figure) + "\n", flush=True)
+    return 0

@@ -15,18 +15,16 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
+from benchmarks import harness
 from benchmarks.environment import child_env
 from benchmarks.harness import (
-    MIN_COUNTED_RUNS,
     Figure,
     Series,
     interleave,
-    markdown_table,
     run_group,
 )
 from kdist._core import free_port
@@ -87,12 +85,7 @@ def measure(runs: int) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=MIN_COUNTED_RUNS)
-    args = parser.parse_args(argv)
-    for figure in measure(args.runs):
-        print(markdown_table(figure) + "\n", flush=True)
-    return 0
+    return harness.print_figures_main(__doc__ or "", measure, argv)
 
 
 if __name__ == "__main__":
