@@ -67,6 +67,23 @@ if TYPE_CHECKING:
     )
 
 RETRY_SECONDS = 0.1  # between two tries of a call that etcd could not answer
+# How long the mark of an ended job stays in etcd: an agent of the job that had not read the
+# end yet learns it there (instead of taking an empty book over); a later job with the same id
+# ignores it (it was not admitted to the ended one).
+ENDED_MARKER_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class JobEnded:
+    """The end of the job as the mark in etcd tells it (the holder's end word not read here):
+    what `next` returns, read like the book's end word."""
+
+    exit_status: int
+    message: str
+    kind: str = "end"
+    attempt: int = -1
+    first_failure: str = ""
+    ended: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,11 @@ class JobKeys:
     @property
     def book(self) -> str:
         return self.job + "book"
+
+    @property
+    def ended(self) -> str:
+        """How the job ended, kept a while after its other keys went (ENDED_MARKER_SECONDS)."""
+        return self.job + "ended"
 
 
 class _Lease:
@@ -214,6 +236,10 @@ class EtcdRendezvous:
         self._drain: tuple[int, int, JobFailure | None, int] | None = None
         self._gone: str | None = None  # why this agent lost the job's rendezvous
         self._refused: str | None = None  # why this agent cannot be the job's (its token)
+        # The job ended and its holder forgot it (its book gone from etcd): this agent never
+        # campaigns again; `_ended` is how it ended, when its mark was read.
+        self._book_gone = False
+        self._ended: JobEnded | None = None
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="kdist-etcd-watch", daemon=True)
 
@@ -267,6 +293,8 @@ class EtcdRendezvous:
             self._raise_if_gone()
             agent = self._connected()
             left = end - time.monotonic()
+            if agent is None and self._book_gone:
+                return self._end_from_etcd()
             if agent is None:
                 if left <= 0:
                     raise _errors.RendezvousTimeoutError(
@@ -333,7 +361,7 @@ class EtcdRendezvous:
             )
             server.stop()
             if ended:
-                self._forget_job()
+                self._forget_job(int(server.exit_status))
                 if self._log_dir is not None:
                     write_attempts(
                         self._log_dir / ATTEMPTS_FILE, server.attempts, int(server.exit_status)
@@ -355,6 +383,16 @@ class EtcdRendezvous:
     def _raise_if_gone(self) -> None:
         if self._gone is not None:
             raise _errors.CoordinatorUnreachableError(self._gone)
+
+    def _end_from_etcd(self) -> NodeReply:
+        """The job's end as its mark in etcd tells it, for an agent whose connection to the
+        holder closed before it read the holder's end word."""
+        if self._ended is None:
+            raise _errors.CoordinatorUnreachableError(
+                f"the job's book is gone from etcd ({self._keys.book}): its holder ended the job "
+                f"and no mark of how is left ({self._keys.ended}, kept {ENDED_MARKER_SECONDS} s)"
+            )
+        return cast("NodeReply", self._ended)
 
     def _lose(self, why: str) -> None:
         """This agent lost etcd (its lease): it must not train, nor serve the book."""
@@ -444,7 +482,7 @@ class EtcdRendezvous:
         with self._lock:
             if self._server is not None:
                 return self._holder
-            if self._gone is not None or self._stop.is_set():
+            if self._gone is not None or self._stop.is_set() or self._book_gone:
                 return None
             # Its lines are this agent's (one prefix, agent.log); the waiting line is the one
             # the agents are sent, which each agent prints itself.
@@ -466,6 +504,7 @@ class EtcdRendezvous:
                         put_request(self._keys.holder, address, self._lease.id),
                         range_request(self._keys.book),
                         range_request(self._keys.nodes, prefix=True),
+                        range_request(self._keys.ended),
                     ],
                     [range_request(self._keys.holder)],
                 )
@@ -477,11 +516,31 @@ class EtcdRendezvous:
                 holder = ranged(responses[0])
                 self._set_holder(holder[0].value.decode() if holder else None)
                 return self._holder
+            if self._admitted and not ranged(responses[1]):
+                server.stop()
+                self._job_forgotten(ranged(responses[3]))
+                return None
             if not self._serve(server, address, ranged(responses[1]), ranged(responses[2])):
                 return None
             self._server = server
             self._set_holder(address)
             return address
+
+    def _job_forgotten(self, mark: list[KeyValue]) -> None:
+        """This agent, admitted to the job, won its election and found no book: the job
+        ended and its holder forgot it (a holder keeps the book before it admits anyone).
+        It gives the key up and never campaigns again: its end is read from the old
+        holder's connection, else from the mark the holder left."""
+        self._resign()
+        self._book_gone = True
+        if mark:
+            try:
+                words = json.loads(mark[0].value)
+                self._ended = JobEnded(int(words["exit_status"]), str(words["message"]))
+            except (ValueError, KeyError, TypeError) as error:
+                self._log.record(f"etcd: the job's end mark is unreadable: {error}")
+        self._changed.notify_all()
+        self._log.record("etcd: the job's book is gone: its holder ended the job and forgot it")
 
     def _serve(
         self, server: RendezvousServer, address: str, book: list[KeyValue], nodes: list[KeyValue]
@@ -537,13 +596,22 @@ class EtcdRendezvous:
                 [held_by(self._keys.holder, self._lease.id)], [delete_request(self._keys.holder)]
             )
 
-    def _forget_job(self) -> None:
-        """The job ended: its keys go (a later job may take its id)."""
+    def _forget_job(self, exit_status: int) -> None:
+        """The job ended: its keys go (a later job may take its id) but for a mark of how
+        it ended, kept ENDED_MARKER_SECONDS for an agent of the job that had not read the end
+        from this holder yet."""
+        mark = json.dumps(
+            {
+                "exit_status": exit_status,
+                "message": f"the job ended (its holder's mark in etcd, {self._keys.ended})",
+            }
+        )
+        forget = [delete_request(self._keys.live, prefix=True), delete_request(self._keys.book)]
         with contextlib.suppress(EtcdUnavailable, EtcdRefused):
-            self._client.txn(
-                [held_by(self._keys.holder, self._lease.id)],
-                [delete_request(self._keys.job, prefix=True)],
-            )
+            mark_lease, _ttl = self._client.grant(ENDED_MARKER_SECONDS)
+            forget.append(put_request(self._keys.ended, mark, mark_lease))
+        with contextlib.suppress(EtcdUnavailable, EtcdRefused):
+            self._client.txn([held_by(self._keys.holder, self._lease.id)], forget)
 
     def _watch(self) -> None:
         """Follows the job's live keys (the election key, the nodes' keys) until closed;
@@ -615,11 +683,21 @@ class EtcdRendezvous:
             agent = self._agent
             if agent is not None and not self._holder_changed:
                 return agent
-            self._holder_changed = False
-            self._agent = None
-        if agent is not None:
+            keep = agent is not None and self._holder is None
+            if not keep:
+                self._agent = None
+        if agent is not None and not keep:
             agent.close()
         address = self._find_holder()
+        if keep and agent is not None:
+            # The election key went (the holder's machine is lost, or the job ended and its
+            # holder forgot it): the old connection is read on, for the holder's end word may
+            # wait there, until a new holder is found.
+            if address is None:
+                return agent
+            self._drop_agent(agent)
+        with self._lock:
+            self._holder_changed = self._holder != address
         if address is None or self._hello is None:
             return None
         agent = cast(
