@@ -12,7 +12,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,7 +106,8 @@ def _run_one_attempt(etcd: str, job: str) -> tuple[list[EtcdRendezvous], list[_L
             failed.append(error)
 
     pids = [os.getpid(), os.getppid()]
-    joins = [threading.Thread(target=join, args=words) for words in zip(agents, ports, pids)]
+    words = zip(agents, ports, pids, strict=True)
+    joins = [threading.Thread(target=join, args=each) for each in words]
     for thread in joins:
         thread.start()
     for thread in joins:
@@ -116,7 +116,7 @@ def _run_one_attempt(etcd: str, job: str) -> tuple[list[EtcdRendezvous], list[_L
     assert not failed, failed
     for a in agents:
         assert _next_of_kind(a, "roster").attempt == 0
-    for a, port in zip(agents, ports):
+    for a, port in zip(agents, ports, strict=True):
         a.report(0, 0, None, port)
     return agents, [err for _, err in pairs]
 
