@@ -208,6 +208,9 @@ void BindSettings(nb::module_& m) {
           "etcd: every endpoint's URL ('http://10.0.0.1:2379', 'https://...'); else [].")
       .def_prop_ro("etcd_prefix", [](const NodeSettings& s) { return s.etcd.prefix; },
                    "etcd: where the jobs' keys live (PREFIX/JOB_ID/...).")
+      .def_ro("etcd_lease_seconds", &NodeSettings::etcd_lease_seconds,
+              "etcd: the TTL of every agent's lease, whole seconds: the silence after which "
+              "etcd forgets a machine's keys (EtcdLeaseSeconds); else 0.")
       .def_ro("ip", &NodeSettings::ip)
       .def_ro("port", &NodeSettings::port)
       .def_ro("loopback", &NodeSettings::loopback,

@@ -10,6 +10,7 @@
 #include "config/job_settings.h"
 #include "config/resolve.h"
 #include "config/thrash_guard.h"
+#include "net/keepalive.h"
 #include "net/local_address.h"
 #include "rendezvous/rendezvous_auto.h"
 
@@ -139,6 +140,9 @@ Result<NodeSettings> ResolveTheRest(const NodeRequest& request, const Environmen
   ClusterSpec spec;
   KDIST_RETURN_IF_ERROR(ResolveJobSettings(Request{}, env, spec));
   settings.unreachable_timeout = spec.unreachable_timeout;
+  if (settings.store == RendezvousStore::kEtcd) {
+    settings.etcd_lease_seconds = EtcdLeaseSeconds(settings.unreachable_timeout.value);
+  }
   KDIST_ASSIGN_OR_RETURN(settings.token, ResolveToken(request, env, settings));
   KDIST_RETURN_IF_ERROR(ResolveNames(request, env, settings));
   KDIST_ASSIGN_OR_RETURN(settings.scale_up_after, ResolveScaleUpAfter(request));
@@ -207,6 +211,14 @@ std::string AttemptToken(const NodeSettings& settings, int64_t attempt) {
   const std::string message = "kdist launch --nodes; job " + Quote(settings.job_id.value) +
                               "; attempt " + std::to_string(attempt);
   return HexText(DigestBytes(ComputeHmacSha256(key, message)));
+}
+
+int64_t EtcdLeaseSeconds(Nanos unreachable_timeout) {
+  constexpr int64_t kShortestEtcdLease = 2;  // etcd's minimum at its default election timing
+  const Nanos silence = KeepaliveFor(unreachable_timeout).user_timeout;
+  const auto whole = std::chrono::duration_cast<std::chrono::seconds>(
+      silence + std::chrono::seconds(1) - Nanos(1));  // rounded up
+  return std::max<int64_t>(kShortestEtcdLease, whole.count());
 }
 
 RendezvousOptions BookOptionsFor(const NodeSettings& settings) {

@@ -80,6 +80,8 @@ struct NodeSettings {
   Sourced<std::string> job_id;
   Sourced<std::string> node_name;   // "" for serve
   Sourced<Nanos> unreachable_timeout;
+  // kEtcd: the TTL of every agent's lease in etcd, whole seconds (EtcdLeaseSeconds).
+  int64_t etcd_lease_seconds = 0;
   Sourced<std::optional<Nanos>> scale_up_after;  // nullopt: never
   int64_t min_nodes = 1;
   int64_t max_nodes = 1;
@@ -111,6 +113,13 @@ Result<NodeSettings> ResolveNodeSettings(const NodeRequest& request, const Envir
 // without one, on loopback), in hex. A process left over from another attempt is refused
 // at the roll call, and the job's token itself never reaches the processes.
 std::string AttemptToken(const NodeSettings& settings, int64_t attempt);
+
+// The TTL of an agent's lease in etcd for the unreachable window: etcd forgets a silent
+// machine's keys (its node, the job's election key when it holds the book) after as much
+// silence as ends an embedded rendezvous's connection to it (KeepaliveFor's
+// user_timeout, net/keepalive.h), so that losing the book's machine costs what losing any
+// machine costs; at least 2 s, the shortest lease etcd grants at its default timing.
+int64_t EtcdLeaseSeconds(Nanos unreachable_timeout);
 
 RendezvousOptions BookOptionsFor(const NodeSettings& settings);
 RendezvousServerOptions ServerOptionsFor(const NodeSettings& settings);

@@ -209,6 +209,23 @@ TEST(NodeSettingsEtcd, EtcdNeedsAJobIdAndATokenOffLoopback) {
   EXPECT_EQ(s->job_id.value, "train-7");
   // The book's detached nodes have the unreachable window to come back.
   EXPECT_TRUE(BookOptionsFor(*s).reconnect_window == seconds(3));
+  // etcd forgets a silent machine after the silence that ends an embedded connection.
+  EXPECT_EQ(s->etcd_lease_seconds, 2);
+}
+
+TEST(NodeSettingsEtcd, TheLeaseIsTheSilenceThatEndsAConnection) {
+  // KeepaliveFor: the window less one probe interval (a tenth, at least 1 s), rounded up.
+  EXPECT_EQ(EtcdLeaseSeconds(seconds(3)), 2);
+  EXPECT_EQ(EtcdLeaseSeconds(seconds(20)), 18);
+  EXPECT_EQ(EtcdLeaseSeconds(std::chrono::milliseconds(4500)), 4);  // 3.5 s of silence
+  EXPECT_EQ(EtcdLeaseSeconds(seconds(60)), 54);
+  // etcd's shortest lease: never under 2 s, whatever the window.
+  EXPECT_EQ(EtcdLeaseSeconds(seconds(1)), 2);
+  for (int64_t w = 1; w <= 120; ++w) {
+    const int64_t lease = EtcdLeaseSeconds(seconds(w));
+    EXPECT_GE(lease, 2) << w;
+    EXPECT_LE(lease, std::max<int64_t>(2, w)) << w;  // never longer than the window
+  }
 }
 
 TEST(NodeSettingsEtcd, UnderSlurmTheJobIdIsTheAllocations) {

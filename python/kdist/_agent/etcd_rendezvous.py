@@ -4,8 +4,10 @@ point of failure.
 The book stays the one place that decides (kdist._core.RendezvousServer, the same book and
 wire as `--rendezvous HOST:PORT`); etcd decides only who runs it and keeps its state:
 
-- every agent holds a lease whose TTL is the unreachable window (KDIST_UNREACHABLE_TIMEOUT),
-  renewed by a thread that never dies, and keeps its node's key under it
+- every agent holds a lease whose TTL is the silence after which the embedded rendezvous
+  would name its machine lost (NodeSettings.etcd_lease_seconds, from
+  KDIST_UNREACHABLE_TIMEOUT: 2 s at a 3 s window, 18 s at 20 s), renewed by a thread that
+  never dies, and keeps its node's key under it
   (`PREFIX/JOB_ID/live/nodes/NAME`), so a lost machine is seen through etcd as well as
   through its connection;
 - the agents campaign for one election key (`PREFIX/JOB_ID/live/holder`, created under
@@ -130,15 +132,22 @@ class JobKeys:
 
 
 class _Lease:
-    """This agent's lease, renewed every sixth of the window by a thread that never dies
-    (an etcd leader election, about a second, costs a few renewals, not the lease); `lost`
-    is called once when etcd no longer has it or no majority answered for the window."""
+    """This agent's lease of `ttl` seconds, renewed every sixth of it by a thread that never
+    dies (an etcd leader election, about a second, costs a few renewals, not the lease);
+    `lost` is called once when etcd no longer has it or no majority answered for its TTL.
+    Granting it is tried for the whole unreachable window (`window`)."""
 
     def __init__(
-        self, client: EtcdClient, window: float, lost: Callable[[str], None], log: AgentLog
+        self,
+        client: EtcdClient,
+        window: float,
+        ttl: int,
+        lost: Callable[[str], None],
+        log: AgentLog,
     ) -> None:
         self.client = client
         self.window = window
+        self.ttl = ttl
         self.id = 0
         self._lost = lost
         self._log = log
@@ -153,7 +162,7 @@ class _Lease:
         reason = ""
         while True:
             try:
-                self.id, _ttl = self.client.grant(max(1, round(self.window + 0.499)))
+                self.id, _ttl = self.client.grant(self.ttl)
                 break
             except (EtcdUnavailable, EtcdRefused) as error:
                 reason = str(error)
@@ -169,10 +178,14 @@ class _Lease:
 
     def expires_by(self) -> float:
         """The monotonic time by which etcd has let the lease go unless renewed since."""
-        return self._last_ok + self.window
+        return self._last_ok + self.ttl
+
+    def describe(self) -> str:
+        """How long etcd keeps it without renewal, and where that comes from."""
+        return f"{self.ttl} s (the lease's TTL, from KDIST_UNREACHABLE_TIMEOUT={self.window:g} s)"
 
     def _renew(self) -> None:
-        every = max(0.2, self.window / 6)
+        every = max(0.2, self.ttl / 6)
         period = every
         while not self._stop.wait(period):
             try:
@@ -182,14 +195,14 @@ class _Lease:
                 if time.monotonic() >= self.expires_by():
                     self._lost(
                         f"no answer from a majority of etcd ({self.client.describe()}) for "
-                        f"{self.window:g} s (KDIST_UNREACHABLE_TIMEOUT; last: {error})"
+                        f"{self.describe()}; last: {error}"
                     )
                     return
                 continue
             if ttl <= 0:
                 self._lost(
                     f"etcd ({self.client.describe()}) no longer has this agent's lease: it "
-                    f"expired after {self.window:g} s without renewal (KDIST_UNREACHABLE_TIMEOUT)"
+                    f"expired after {self.describe()} without renewal"
                 )
                 return
             self._last_ok = time.monotonic()
@@ -221,7 +234,7 @@ class EtcdRendezvous:
             call_timeout=max(0.3, min(2.0, window / 6)),
         )
         self._keys = JobKeys(settings.etcd_prefix, settings.job_id)
-        self._lease = _Lease(self._client, window, self._lose, log)
+        self._lease = _Lease(self._client, window, settings.etcd_lease_seconds, self._lose, log)
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._holder: str | None = None  # the address the book is served on
@@ -251,7 +264,7 @@ class EtcdRendezvous:
         self._lease.grant()
         self._log.note(
             f"etcd at {self._client.describe()}: this agent's lease {self._lease.id:x} "
-            f"({self._window:g} s), the job's keys under {self._keys.job}"
+            f"({self._lease.describe()}), the job's keys under {self._keys.job}"
         )
         revision = self._claim_node_key(host, pid)
         self._watcher_revision = revision + 1
@@ -425,7 +438,7 @@ class EtcdRendezvous:
                 f"node name {self._settings.node_name} of job {self._settings.job_id!r} is "
                 f"held by another live agent ({holder}: "
                 f"its key {key} in etcd; an agent that ended abruptly holds it for "
-                f"{self._window:g} s more); give each machine its own --node-name"
+                f"{self._lease.ttl} s more); give each machine its own --node-name"
             )
         _kvs, revision = self._retry(lambda: self._client.range(self._keys.live, prefix=True))
         return revision
@@ -440,7 +453,7 @@ class EtcdRendezvous:
                 if time.monotonic() >= self._lease.expires_by():
                     self._lose(
                         f"no answer from a majority of etcd ({self._client.describe()}) for "
-                        f"{self._window:g} s (KDIST_UNREACHABLE_TIMEOUT; last: {error})"
+                        f"{self._lease.describe()}; last: {error}"
                     )
                     self._raise_if_gone()
                 time.sleep(RETRY_SECONDS)
@@ -706,7 +719,9 @@ class EtcdRendezvous:
                 self._settings,
                 log=self._log.note,
                 address=address,
-                connect_timeout=max(0.5, min(2.0, self._window)),
+                # Short: while the old holder's key lives, a connection to its lost machine
+                # is tried again at the next look rather than waited on for long.
+                connect_timeout=min(2.0, max(0.5, self._window / 6)),
             ),
         )
         host, pid, port, environment = self._hello
