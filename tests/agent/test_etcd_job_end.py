@@ -25,7 +25,8 @@ if _reason is not None:
 from kdist import _core  # noqa: E402 (after the skip)
 from kdist._agent.agent_log import AgentLog  # noqa: E402
 from kdist._agent.etcd_client import EtcdAccess, EtcdClient  # noqa: E402
-from kdist._agent.etcd_rendezvous import EtcdRendezvous, JobKeys  # noqa: E402
+from kdist._agent.etcd_keys import JobKeys  # noqa: E402
+from kdist._agent.etcd_rendezvous import EtcdRendezvous  # noqa: E402
 from kdist._local_job.output import Output  # noqa: E402
 
 _TOKEN = "etcd-job-end-test-token-0123456789"

@@ -13,6 +13,7 @@ callers retry within their own windows (kdist._agent.etcd_rendezvous).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import socket
 import ssl
@@ -403,3 +404,21 @@ def delete_request(key: str, prefix: bool = False) -> dict[str, Any]:
 def ranged(response: Mapping[str, Any]) -> list[KeyValue]:
     """The keys a transaction's range request found."""
     return [_key_value(kv) for kv in response.get("response_range", {}).get("kvs", [])]
+
+
+def address_toward(endpoints: list[str]) -> str:
+    """This machine's address on the way to etcd's first reachable endpoint: the one the
+    other agents reach it on (they reach etcd the same way)."""
+    for url in endpoints:
+        host_and_port = url.split("://", 1)[-1]
+        host, _, port = host_and_port.rpartition(":")
+        host = host.strip("[]")
+        try:
+            infos = socket.getaddrinfo(host, int(port), proto=socket.IPPROTO_UDP)
+        except (OSError, ValueError):
+            continue
+        for family, kind, proto, _name, where in infos:
+            with contextlib.suppress(OSError), socket.socket(family, kind, proto) as probe:
+                probe.connect(where)
+                return str(probe.getsockname()[0])
+    return "127.0.0.1"

@@ -31,11 +31,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -47,6 +45,7 @@ from kdist._agent.etcd_client import (
     EtcdRefused,
     EtcdUnavailable,
     KeyValue,
+    address_toward,
     created_never,
     delete_request,
     held_by,
@@ -54,6 +53,8 @@ from kdist._agent.etcd_client import (
     range_request,
     ranged,
 )
+from kdist._agent.etcd_keys import ENDED_MARKER_SECONDS, JobEnded, JobKeys
+from kdist._agent.etcd_lease import RETRY_SECONDS, EtcdLease
 from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
 from kdist._local_job.environment import host_port
 
@@ -67,154 +68,6 @@ if TYPE_CHECKING:
         RendezvousAgent,
         RendezvousServer,
     )
-
-RETRY_SECONDS = 0.1  # between two tries of a call that etcd could not answer
-# How long the mark of an ended job stays in etcd: an agent of the job that had not read the
-# end yet learns it there (instead of taking an empty book over); a later job with the same id
-# ignores it (it was not admitted to the ended one).
-ENDED_MARKER_SECONDS = 60
-
-
-@dataclass(frozen=True)
-class JobEnded:
-    """The end of the job as the mark in etcd tells it (the holder's end word not read here):
-    what `next` returns, read like the book's end word."""
-
-    exit_status: int
-    message: str
-    kind: str = "end"
-    attempt: int = -1
-    first_failure: str = ""
-    ended: str = ""
-
-
-@dataclass(frozen=True)
-class JobKeys:
-    """Where one job lives in etcd: PREFIX/JOB_ID/...
-
-    Example:
-        >>> keys = JobKeys("kdist", "train-7")
-        >>> keys.holder, keys.node("host-1"), keys.book
-        ('kdist/train-7/live/holder', 'kdist/train-7/live/nodes/host-1', 'kdist/train-7/book')
-    """
-
-    prefix: str
-    job_id: str
-
-    @property
-    def job(self) -> str:
-        return f"{self.prefix}/{self.job_id}/"
-
-    @property
-    def live(self) -> str:
-        """What the agents watch: the election key and every node's key."""
-        return self.job + "live/"
-
-    @property
-    def holder(self) -> str:
-        return self.live + "holder"
-
-    @property
-    def nodes(self) -> str:
-        return self.live + "nodes/"
-
-    def node(self, name: str) -> str:
-        return self.nodes + name
-
-    @property
-    def book(self) -> str:
-        return self.job + "book"
-
-    @property
-    def ended(self) -> str:
-        """How the job ended, kept a while after its other keys went (ENDED_MARKER_SECONDS)."""
-        return self.job + "ended"
-
-
-class _Lease:
-    """This agent's lease of `ttl` seconds, renewed every sixth of it by a thread that never
-    dies (an etcd leader election, about a second, costs a few renewals, not the lease);
-    `lost` is called once when etcd no longer has it or no majority answered for its TTL.
-    Granting it is tried for the whole unreachable window (`window`)."""
-
-    def __init__(
-        self,
-        client: EtcdClient,
-        window: float,
-        ttl: int,
-        lost: Callable[[str], None],
-        log: AgentLog,
-    ) -> None:
-        self.client = client
-        self.window = window
-        self.ttl = ttl
-        self.id = 0
-        self._lost = lost
-        self._log = log
-        self._last_ok = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew, name="kdist-etcd-lease", daemon=True)
-
-    def grant(self) -> None:
-        """A lease of the window's TTL, tried for the window; CoordinatorUnreachableError
-        naming the endpoints when etcd does not answer."""
-        deadline = time.monotonic() + self.window
-        reason = ""
-        while True:
-            try:
-                self.id, _ttl = self.client.grant(self.ttl)
-                break
-            except (EtcdUnavailable, EtcdRefused) as error:
-                reason = str(error)
-                if isinstance(error, EtcdRefused) or time.monotonic() >= deadline:
-                    raise _errors.CoordinatorUnreachableError(
-                        f"etcd at {self.client.describe()} did not answer within "
-                        f"{self.window:g} s (KDIST_UNREACHABLE_TIMEOUT): {reason}; start etcd "
-                        "there, or check that this machine reaches a majority of its members"
-                    ) from None
-                time.sleep(RETRY_SECONDS)
-        self._last_ok = time.monotonic()
-        self._thread.start()
-
-    def expires_by(self) -> float:
-        """The monotonic time by which etcd has let the lease go unless renewed since."""
-        return self._last_ok + self.ttl
-
-    def describe(self) -> str:
-        """How long etcd keeps it without renewal, and where that comes from."""
-        return f"{self.ttl} s (the lease's TTL, from KDIST_UNREACHABLE_TIMEOUT={self.window:g} s)"
-
-    def _renew(self) -> None:
-        every = max(0.2, self.ttl / 6)
-        period = every
-        while not self._stop.wait(period):
-            try:
-                ttl = self.client.keepalive(self.id)
-            except Exception as error:
-                period = RETRY_SECONDS
-                if time.monotonic() >= self.expires_by():
-                    self._lost(
-                        f"no answer from a majority of etcd ({self.client.describe()}) for "
-                        f"{self.describe()}; last: {error}"
-                    )
-                    return
-                continue
-            if ttl <= 0:
-                self._lost(
-                    f"etcd ({self.client.describe()}) no longer has this agent's lease: it "
-                    f"expired after {self.describe()} without renewal"
-                )
-                return
-            self._last_ok = time.monotonic()
-            period = every
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=self.client.call_timeout * len(self.client.endpoints) + 1)
-        if self.id:
-            with contextlib.suppress(EtcdUnavailable, EtcdRefused):
-                self.client.revoke(self.id)  # its keys go with it
 
 
 class EtcdRendezvous:
@@ -234,7 +87,7 @@ class EtcdRendezvous:
             call_timeout=max(0.3, min(2.0, window / 6)),
         )
         self._keys = JobKeys(settings.etcd_prefix, settings.job_id)
-        self._lease = _Lease(self._client, window, settings.etcd_lease_seconds, self._lose, log)
+        self._lease = EtcdLease(self._client, window, settings.etcd_lease_seconds, self._lose, log)
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._holder: str | None = None  # the address the book is served on
@@ -253,6 +106,7 @@ class EtcdRendezvous:
         # campaigns again; `_ended` is how it ended, when its mark was read.
         self._book_gone = False
         self._ended: JobEnded | None = None
+        self._campaigning = False  # one thread of this agent campaigns at a time
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="kdist-etcd-watch", daemon=True)
 
@@ -490,54 +344,65 @@ class EtcdRendezvous:
         with self._lock:
             self._changed.wait(timeout=seconds)
 
-    def _campaign(self) -> str | None:  # noqa: PLR0911 (one return per outcome of the election)
-        """Campaigns for the job's election key; the address of whoever holds it after."""
+    def _campaign(self) -> str | None:
+        """Campaigns for the job's election key; the address of whoever holds it after (None
+        while it is not known, or while another thread of this agent campaigns). No lock is
+        held across etcd's answer: the agent's other thread reports and reads meanwhile."""
         with self._lock:
             if self._server is not None:
                 return self._holder
             if self._gone is not None or self._stop.is_set() or self._book_gone:
                 return None
-            # Its lines are this agent's (one prefix, agent.log); the waiting line is the one
-            # the agents are sent, which each agent prints itself.
-            log = self._log
-            server = self._core().RendezvousServer(
-                self._settings, log=lambda line: log.note(f"rendezvous: {line}"), log_progress=False
+            if self._campaigning:
+                return None
+            self._campaigning = True
+        try:
+            return self._stand()
+        finally:
+            with self._lock:
+                self._campaigning = False
+
+    def _stand(self) -> str | None:
+        """One try for the election key (see _campaign)."""
+        # Its lines are this agent's (one prefix, agent.log); the waiting line is the one
+        # the agents are sent, which each agent prints itself.
+        log = self._log
+        server = self._core().RendezvousServer(
+            self._settings, log=lambda line: log.note(f"rendezvous: {line}"), log_progress=False
+        )
+        ip = address_toward(self._settings.etcd_endpoints)
+        try:
+            server.listen_at(ip, 0)
+        except _errors.KdistError as error:
+            self._log.note(f"cannot serve the job's book here ({ip}): {error}")
+            return None
+        address = host_port(ip, server.port)
+        try:
+            won, responses = self._client.txn(
+                [created_never(self._keys.holder)],
+                [
+                    put_request(self._keys.holder, address, self._lease.id),
+                    range_request(self._keys.book),
+                    range_request(self._keys.nodes, prefix=True),
+                    range_request(self._keys.ended),
+                ],
+                [range_request(self._keys.holder)],
             )
-            ip = _address_toward(self._settings.etcd_endpoints)
-            try:
-                server.listen_at(ip, 0)
-            except _errors.KdistError as error:
-                self._log.note(f"cannot serve the job's book here ({ip}): {error}")
-                return None
-            address = host_port(ip, server.port)
-            try:
-                won, responses = self._client.txn(
-                    [created_never(self._keys.holder)],
-                    [
-                        put_request(self._keys.holder, address, self._lease.id),
-                        range_request(self._keys.book),
-                        range_request(self._keys.nodes, prefix=True),
-                        range_request(self._keys.ended),
-                    ],
-                    [range_request(self._keys.holder)],
-                )
-            except (EtcdUnavailable, EtcdRefused):
-                server.stop()
-                return None
-            if not won:
-                server.stop()
-                holder = ranged(responses[0])
-                self._set_holder(holder[0].value.decode() if holder else None)
-                return self._holder
-            if self._admitted and not ranged(responses[1]):
-                server.stop()
-                self._job_forgotten(ranged(responses[3]))
-                return None
-            if not self._serve(server, address, ranged(responses[1]), ranged(responses[2])):
-                return None
-            self._server = server
-            self._set_holder(address)
-            return address
+        except (EtcdUnavailable, EtcdRefused):
+            server.stop()
+            return None
+        if not won:
+            server.stop()
+            holder = ranged(responses[0])
+            self._set_holder(holder[0].value.decode() if holder else None)
+            return self._holder
+        if self._admitted and not ranged(responses[1]):
+            server.stop()
+            self._job_forgotten(ranged(responses[3]))
+            return None
+        if not self._serve(server, address, ranged(responses[1]), ranged(responses[2])):
+            return None
+        return address
 
     def _job_forgotten(self, mark: list[KeyValue]) -> None:
         """This agent, admitted to the job, won its election and found no book: the job
@@ -545,14 +410,17 @@ class EtcdRendezvous:
         It gives the key up and never campaigns again: its end is read from the old
         holder's connection, else from the mark the holder left."""
         self._resign()
-        self._book_gone = True
+        ended = None
         if mark:
             try:
                 words = json.loads(mark[0].value)
-                self._ended = JobEnded(int(words["exit_status"]), str(words["message"]))
+                ended = JobEnded(int(words["exit_status"]), str(words["message"]))
             except (ValueError, KeyError, TypeError) as error:
                 self._log.record(f"etcd: the job's end mark is unreadable: {error}")
-        self._changed.notify_all()
+        with self._lock:
+            self._ended = ended
+            self._book_gone = True
+            self._changed.notify_all()
         self._log.record("etcd: the job's book is gone: its holder ended the job and forgot it")
 
     def _serve(
@@ -575,6 +443,13 @@ class EtcdRendezvous:
                 if name not in present:
                     server.node_gone(name)
         server.persist_with(self._persist)
+        with self._lock:  # before it starts: the watch's node_gone reaches it from now on
+            if self._gone is not None or self._stop.is_set():
+                server.stop()  # this agent lost etcd, or closed, meanwhile
+                self._resign()
+                return False
+            self._server = server
+            self._set_holder(address)
         server.start()
         self._log.note(
             f"this machine holds the job's book now ({'restored from etcd' if book else 'new'}): "
@@ -747,21 +622,3 @@ class EtcdRendezvous:
             if report is not None:
                 agent.report(*report, progressed=progressed)
         return agent
-
-
-def _address_toward(endpoints: list[str]) -> str:
-    """This machine's address on the way to etcd's first reachable endpoint: the one the
-    other agents reach it on (they reach etcd the same way)."""
-    for url in endpoints:
-        host_and_port = url.split("://", 1)[-1]
-        host, _, port = host_and_port.rpartition(":")
-        host = host.strip("[]")
-        try:
-            infos = socket.getaddrinfo(host, int(port), proto=socket.IPPROTO_UDP)
-        except (OSError, ValueError):
-            continue
-        for family, kind, proto, _name, where in infos:
-            with contextlib.suppress(OSError), socket.socket(family, kind, proto) as probe:
-                probe.connect(where)
-                return str(probe.getsockname()[0])
-    return "127.0.0.1"
