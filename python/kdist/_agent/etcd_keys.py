@@ -57,6 +57,13 @@ class JobKeys:
     def node(self, name: str) -> str:
         return self.nodes + name
 
+    def lost(self, lease: int) -> str:
+        """Where the agents that lost their connection to the holder under `lease` say so
+        (one key each, under its own lease): when every other live node has, the holder's
+        lease is revoked at once (kdist._agent.etcd_rendezvous's takeover the survivors
+        agree on)."""
+        return f"{self.live}lost/{lease:x}/"
+
     @property
     def book(self) -> str:
         return self.job + "book"

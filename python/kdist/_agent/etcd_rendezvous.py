@@ -107,6 +107,8 @@ class EtcdRendezvous:
         self._book_gone = False
         self._ended: JobEnded | None = None
         self._campaigning = False  # one thread of this agent campaigns at a time
+        self._agent_address: str | None = None  # the holder this agent's connection reached
+        self._lost_holders: set[int] = set()  # the holders' leases this agent said it lost
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="kdist-etcd-watch", daemon=True)
 
@@ -143,6 +145,7 @@ class EtcdRendezvous:
                 else:
                     with self._lock:
                         self._agent = agent
+                        self._agent_address = address
                         self._admitted = True
                         self._holder_changed = self._holder not in (None, address)
                     return
@@ -177,6 +180,7 @@ class EtcdRendezvous:
                 continue
             except _errors.CoordinatorUnreachableError:
                 self._drop_agent(agent)  # found again through etcd
+                self._holder_lost_here()
                 continue
             if reply.kind == "roster":
                 if reply.attempt <= self._last_roster:
@@ -554,8 +558,57 @@ class EtcdRendezvous:
             if server is None or not server.fenced:
                 return
             self._server = None
+        self._resign()  # first: its agents, cut off by the stop, find the key gone
         server.stop()
-        self._resign()
+
+    # -- the takeover the survivors agree on ----------------------------------------
+    def _holder_lost_here(self) -> None:
+        """This agent's connection to the holder broke (its machine silent for the
+        keepalive's bound, or its book stopped). It says so in etcd under its own lease;
+        when every other live node has said so of the same holder, the holder's lease is
+        revoked now (its election key and its node's key go, as they would once etcd let
+        the lease expire): the book moves as soon as the job agrees its machine is lost,
+        not when etcd's lease runs out (which a new etcd leader extends when the lost
+        machine held etcd's leader too)."""
+        address = self._agent_address
+        me = self._settings.node_name
+        try:
+            held, _ = self._client.range(self._keys.holder)
+            if not held or held[0].value.decode() != address:
+                return  # the holder changed or left meanwhile (a holder resigns first)
+            lease = held[0].lease
+            if lease == self._lease.id:
+                return
+            lost = self._keys.lost(lease)
+            self._client.put(lost + me, me, self._lease.id)
+            with self._lock:
+                self._lost_holders.add(lease)
+            _ok, responses = self._client.txn(
+                [], [range_request(lost, prefix=True), range_request(self._keys.nodes, prefix=True)]
+            )
+        except (EtcdUnavailable, EtcdRefused):
+            return  # etcd lets the lease expire meanwhile
+        said = {kv.value.decode() for kv in ranged(responses[0])}
+        others = {
+            kv.key[len(self._keys.nodes) :] for kv in ranged(responses[1]) if kv.lease != lease
+        }
+        if not others or not others <= said:
+            return
+        self._log.note(
+            f"every other node lost the job's book at {address} (nodes {', '.join(sorted(said))})"
+            ": its machine's lease in etcd is revoked now, not when it expires"
+        )
+        with contextlib.suppress(EtcdUnavailable, EtcdRefused):
+            self._client.revoke(lease)
+
+    def _withdraw_lost_holders(self) -> None:
+        """Back at a holder: what this agent said it lost is taken back."""
+        with self._lock:
+            leases, self._lost_holders = self._lost_holders, set()
+        me = self._settings.node_name
+        for lease in leases:
+            with contextlib.suppress(EtcdUnavailable, EtcdRefused):
+                self._client.txn([], [delete_request(self._keys.lost(lease) + me)])
 
     # -- this agent's connection to the holder ---------------------------------------
     def _drop_agent(self, agent: RendezvousAgent) -> None:
@@ -613,8 +666,10 @@ class EtcdRendezvous:
             return None
         with self._lock:
             self._agent = agent
+            self._agent_address = address
             drain, report = self._drain, self._last_report
             progressed = self._last_progressed
+        self._withdraw_lost_holders()
         # What the old holder may not have kept, sent again (refused when it had).
         with contextlib.suppress(_errors.KdistError):
             if drain is not None:
