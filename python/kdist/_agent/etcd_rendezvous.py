@@ -622,7 +622,12 @@ class EtcdRendezvous:
         changed or the connection broke; None while none can be made."""
         with self._lock:
             agent = self._agent
-            if agent is not None and not self._holder_changed:
+            if agent is not None and (
+                not self._holder_changed or self._holder == self._agent_address
+            ):
+                # A healthy connection is never closed for the holder it already reaches: the
+                # book takes a closed connection for its agent leaving.
+                self._holder_changed = False
                 return agent
             keep = agent is not None and self._holder is None
             if not keep:
@@ -633,8 +638,8 @@ class EtcdRendezvous:
         if keep and agent is not None:
             # The election key went (the holder's machine is lost, or the job ended and its
             # holder forgot it): the old connection is read on, for the holder's end word may
-            # wait there, until a new holder is found.
-            if address is None:
+            # wait there, until a new holder is found (this agent's own, when it won again).
+            if address is None or address == self._agent_address:
                 return agent
             self._drop_agent(agent)
         with self._lock:
