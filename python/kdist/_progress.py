@@ -2,7 +2,7 @@
 
 `kdist launch` gives each process a file to tell (`KDIST_PROGRESS_FILE`). The process
 writes it when it first reports a step through `kdist.should_stop(step)`, when it first
-reports a later step, then at most once a second (STEP_WRITE_SECONDS) as its steps go on,
+reports a later step, then at most ten times a second (STEP_WRITE_SECONDS) as its steps go on,
 and each time `kdist.BackupAndRestore` saved a backup: never one write a step. Each step
 written carries its wall-clock time, from which the starter splits the job's time by
 cause (goodput, cpp/core/job/goodput.h). When the attempt ends, its starter reads every process's
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypedDict
 
 VARIABLE = "KDIST_PROGRESS_FILE"
-STEP_WRITE_SECONDS = 1.0  # the newest step is written at most this often
+STEP_WRITE_SECONDS = 0.1  # the newest step is written at most this often
 
 
 @dataclass

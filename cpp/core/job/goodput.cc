@@ -52,7 +52,14 @@ Goodput GoodputOf(const std::vector<AttemptRow>& rows, double gathering_since, d
     }
     const double first = std::max(row.first_step_seconds, start);
     before_steps += first - start;
-    const double stepping = end - first;
+    // An attempt that ended otherwise than finished: from its newest step to its end, the
+    // failure or the loss was being found and the attempt stopped (restarting).
+    double stepping = end - first;
+    if (row.ended_seconds >= 0 && row.ended != "finished") {
+      const double newest_at = std::clamp(row.step_seconds, first, end);
+      g.restarting_seconds += end - newest_at;
+      stepping = newest_at - first;
+    }
     double again = 0;
     if (newest >= 0 && row.first_step < newest) {
       const int64_t done = row.step - row.first_step;

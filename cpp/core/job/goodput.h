@@ -7,12 +7,15 @@
 //   - waiting: gathering nodes (before the first attempt of `kdist launch --nodes`, and
 //     after a loss that left fewer than MIN nodes);
 //   - starting: the first attempt's start to its first step;
-//   - restarting: an attempt's end to the next one's first step (less any waiting);
+//   - restarting: an attempt's end to the next one's first step (less any waiting), and
+//     in an attempt that did not finish, its newest step to its end (the failure or loss
+//     being found, the attempt stopped);
 //   - recomputing: steps done again after a restore: an attempt that starts from a step
 //     below the newest step an earlier attempt reached spends the time of those steps
 //     again (at the attempt's own measured seconds per step; all of its stepping while it
 //     has not passed that step);
-//   - productive: the rest of the time after an attempt's first step (steps that were kept).
+//   - productive: the rest of the time after an attempt's first step (steps that were kept;
+//     in the attempt that finished, up to its end).
 // An attempt whose processes reported no step counts whole as starting or restarting.
 #ifndef KDIST_JOB_GOODPUT_H_
 #define KDIST_JOB_GOODPUT_H_

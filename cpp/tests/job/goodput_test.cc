@@ -48,16 +48,18 @@ TEST(Goodput, AFailureAndARestartFromTheStartSplitTheWallTimeByCause) {
   ASSERT_FALSE(ledger.Finished(seconds(170)).again);
   const Goodput g = ledger.GoodputAt(seconds(999));  // over: the job's end counts
   EXPECT_DOUBLE_EQ(g.starting_seconds, 4);
-  EXPECT_DOUBLE_EQ(g.restarting_seconds, 2 + 3);
+  // Attempt 0's failure found 6 s after its newest step, 2 s to the next attempt, 3 s to its
+  // first step.
+  EXPECT_DOUBLE_EQ(g.restarting_seconds, 6 + 2 + 3);
   // Attempt 0 reached step 50; attempt 1 redid 0..50 at 1 s a step.
   EXPECT_DOUBLE_EQ(g.recomputing_seconds, 50);
-  EXPECT_DOUBLE_EQ(g.productive_seconds, 56 + (105 - 50));
+  EXPECT_DOUBLE_EQ(g.productive_seconds, 50 + (105 - 50));
   EXPECT_DOUBLE_EQ(g.waiting_seconds, 0);
   EXPECT_DOUBLE_EQ(g.wall_seconds(), 170);
-  EXPECT_NEAR(g.ratio(), 111.0 / 170.0, 1e-12);
+  EXPECT_NEAR(g.ratio(), 105.0 / 170.0, 1e-12);
   EXPECT_EQ(ledger.Restarts(), (std::map<std::string, int64_t>{{"failure", 1}}));
   EXPECT_EQ(ledger.NewestStep(), 100);
-  EXPECT_EQ(g.Line(), "productive 111.0 s (65% of 170.0 s), starting 4.0 s, restarting 5.0 s, "
+  EXPECT_EQ(g.Line(), "productive 105.0 s (62% of 170.0 s), starting 4.0 s, restarting 11.0 s, "
                      "recomputing 50.0 s, waiting 0.0 s");
 }
 
@@ -85,12 +87,12 @@ TEST(Goodput, GatheringIsWaitingAndAnAttemptWithoutStepsIsRestarting) {
   Goodput g = ledger.GoodputAt(seconds(40));
   EXPECT_DOUBLE_EQ(g.waiting_seconds, 10 + 9);
   EXPECT_DOUBLE_EQ(g.starting_seconds, 2);
-  EXPECT_DOUBLE_EQ(g.productive_seconds, 18);
-  EXPECT_DOUBLE_EQ(g.restarting_seconds, 1);
+  EXPECT_DOUBLE_EQ(g.productive_seconds, 8);
+  EXPECT_DOUBLE_EQ(g.restarting_seconds, 10 + 1);  // its newest step at 20, lost at 30
   ledger.Begin(5001, {"a", "c"}, 4, seconds(45));
   g = ledger.GoodputAt(seconds(50));  // attempt 1 reported no step yet: restarting
   EXPECT_DOUBLE_EQ(g.waiting_seconds, 10 + 14);
-  EXPECT_DOUBLE_EQ(g.restarting_seconds, 1 + 5);
+  EXPECT_DOUBLE_EQ(g.restarting_seconds, 11 + 5);
   EXPECT_DOUBLE_EQ(g.wall_seconds(), 50);
 }
 
