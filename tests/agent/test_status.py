@@ -1,6 +1,7 @@
-"""The operator's view (issue 55): `kdist status` (JSON and table) against a running
-two-node job on loopback, while it gathers and after a failure and a restart; /metrics of an
-agent (--metrics-port); goodput in attempts.json against the times the job's processes
+"""The operator's view (issue 55): `kdist status` (JSON and table) against a two-node job on
+loopback whose rendezvous is `kdist rendezvous serve --linger`: while it gathers, after a
+failure and a restart, and after it ended; /metrics of an agent (--metrics-port, asking the
+rendezvous over the wire); goodput in attempts.json against the times the job's processes
 measured; bad inputs named (another job id, a token the rendezvous does not have, no
 rendezvous, a metrics port in use). One job for all of it: it costs two JAX starts."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -82,14 +84,20 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
         return [
             sys.executable, "-m", "kdist", "launch", "--nodes", "2", "--rendezvous",
             f"127.0.0.1:{port}", "-n", "1", "--devices-per-process", "1", "--node-name", name,
-            "--job-id", "t55", "--last-call", "1", "--max-restarts", "1",
-            "--log-dir", str(tmp_path / f"logs-{name}"), *extra,
+            "--job-id", "t55", *extra,
             "--", sys.executable, str(PROGRAMS / "watch_job.py"),
         ]  # fmt: skip
 
     with Spawned(tmp_path) as spawned:
+        serve = spawned.start(
+            [sys.executable, "-m", "kdist", "rendezvous", "serve", "--port", str(port),
+             "--host", "127.0.0.1", "--nodes", "2", "--job-id", "t55", "--last-call", "1",
+             "--max-restarts", "1", "--linger", "60", "--log-dir", str(tmp_path / "logs")],
+            clean_env(1),
+        )  # fmt: skip
         a = spawned.start(agent("a", "--metrics-port", str(metrics_port)), env)
         # Gathering: one node of two, no attempt yet.
+        _wait("node a's admission", lambda: _json_status(port)["nodes"])
         gathering = _json_status(port)
         assert gathering["schema"] == 1 and gathering["job_id"] == "t55"
         assert gathering["state"] == "gathering" and gathering["attempt"] is None
@@ -138,13 +146,19 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
         assert token.returncode == 1 and "has a token" in token.stderr, token.stderr
         done = [a.finish(_BOUND), b.finish(_BOUND)]
         ended_at = time.time()
-    assert [d.returncode for d in done] == [0, 0], [d.stderr for d in done]
+        assert [d.returncode for d in done] == [0, 0], [d.stderr for d in done]
+        # The rendezvous outlives the job (--linger): the end is still there to read.
+        finished = _json_status(port)
+        assert finished["state"] == "finished" and finished["exit_status"] == 0, finished
+        assert finished["attempt"] == 1 and finished["restarts"] == {"failure": 1}
+        assert [r["ended"] for r in finished["attempts"]][1] == "finished"  # type: ignore[index, union-attr]
+        serve.proc.send_signal(signal.SIGINT)  # its linger cut short; it writes attempts.json
+        assert serve.finish(_BOUND).returncode == 0
     nobody = _core.free_port()
     gone = _status(nobody, "--timeout", "2")
     assert gone.returncode == 69 and f"127.0.0.1:{nobody}" in gone.stderr, gone.stderr
     # Goodput against what the processes measured.
-    (written,) = [p for p in tmp_path.glob("logs-*/attempts.json")]
-    document = json.loads(written.read_text())
+    document = json.loads((tmp_path / "logs" / "attempts.json").read_text())
     goodput = document["goodput"]
     wall = document["attempts"][-1]["ended_seconds"]
     phases = [goodput[f"{p}_seconds"] for p in
