@@ -122,13 +122,14 @@ def _serve_metrics(
         if server is not None:
             text = str(server.status_json(2.0))
         else:
-            if settings.store == "etcd":
-                return None  # the holder moves: not followed here yet
+            if settings.store == "etcd":  # the holder moves: found again each time
+                from kdist._agent.etcd_status import holder_address
+
+                address = holder_address(settings)
+            else:
+                address = host_port(settings.ip, settings.port)
             asker = _core.RendezvousAgent(
-                settings,
-                log=lambda _line: None,
-                address=host_port(settings.ip, settings.port),
-                connect_timeout=2.0,
+                settings, log=lambda _line: None, address=address, connect_timeout=2.0
             )
             try:
                 text = asker.ask_status(socket.gethostname(), os.getpid())

@@ -9,14 +9,18 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kdist._cli import arguments
+
+if TYPE_CHECKING:
+    from kdist._core import NodeSettings
 
 _DESCRIPTION = """\
 Show a `kdist launch --nodes` job's state from any machine that reaches its rendezvous,
 while it gathers or runs, and after it ended while the rendezvous still serves (`kdist
-rendezvous serve --linger S`): the state (gathering, running, stopping, finished, failed),
+rendezvous serve --linger S`; with etcd://, the agent that holds the job's book, found in
+etcd as an agent finds it): the state (gathering, running, stopping, finished, failed),
 the attempt, each node (name, host, address, its processes' ids, joined since, draining),
 the newest step the processes reported, the restarts by cause, the attempts, and goodput
 (the job's wall time split into productive, starting, restarting, recomputing and waiting).
@@ -80,31 +84,39 @@ def _status(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         settings = _core.resolve_node_settings(request, dict(os.environ))
     except _errors.ConfigError as error:
         parser.error(str(error))
-    if settings.store == "etcd":
-        print(
-            f"kdist status: --rendezvous {args.rendezvous}: an etcd rendezvous is not "
-            "supported yet; give the address of the agent that holds the job's book "
-            "(HOST:PORT, in its agent.log)",
-            file=sys.stderr,
-        )
-        return EXIT_REFUSED
-    agent = _core.RendezvousAgent(settings, log=lambda _line: None)
     try:
-        text = agent.ask_status(socket.gethostname(), os.getpid())
+        text = _ask(settings, request.join_timeout)
     except (_errors.RendezvousTimeoutError, _errors.CoordinatorUnreachableError) as error:
         print(f"kdist status: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except _errors.RendezvousError as error:
         print(f"kdist status: {error}", file=sys.stderr)
         return EXIT_REFUSED
-    finally:
-        agent.close()
     status = json.loads(text)
     if args.json:
         print(json.dumps(status))
     else:
         print(render(status))
     return 0
+
+
+def _ask(settings: NodeSettings, timeout: float) -> str:
+    """The rendezvous's answer to a status request (an etcd job's: its holder's, found
+    through the job's election key as an agent finds it)."""
+    from kdist import _core
+
+    address = None
+    if settings.store == "etcd":
+        from kdist._agent.etcd_status import holder_address
+
+        address = holder_address(settings)
+    agent = _core.RendezvousAgent(
+        settings, log=lambda _line: None, address=address, connect_timeout=timeout
+    )
+    try:
+        return agent.ask_status(socket.gethostname(), os.getpid())
+    finally:
+        agent.close()
 
 
 def _seconds(value: object) -> str:
