@@ -1,7 +1,9 @@
 """The operator's view (issue 55): `kdist status` (JSON and table) against a two-node job on
 loopback whose rendezvous is `kdist rendezvous serve --linger`: while it gathers, after a
 failure and a restart, and after it ended; /metrics of an agent (--metrics-port, asking the
-rendezvous over the wire); goodput in attempts.json against the times the job's processes
+rendezvous over the wire) and a real Prometheus (Debian's `prometheus`, when installed:
+scripts/test.sh installs it) scraping it every second, its HTTP API answering the restarts by
+cause and the processes; goodput in attempts.json against the times the job's processes
 measured; bad inputs named (another job id, a token the rendezvous does not have, no
 rendezvous, a metrics port in use). One job for all of it: it costs two JAX starts."""
 
@@ -9,10 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -22,7 +26,41 @@ from helpers.support import PROGRAMS, Spawned, clean_env
 from kdist import _core
 
 _BOUND = 120.0  # every wait on the job
-_STEPS, _FAIL_AT, _PAUSE = 120, 60, 0.05
+_STEPS, _FAIL_AT, _PAUSE = 160, 60, 0.05
+
+
+def _start_prometheus(spawned: Spawned, folder: Path, target: int) -> int | None:
+    """Prometheus scraping 127.0.0.1:`target` every second (its port; None: not installed)."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        return None
+    port = _core.free_port()
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: kdist\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{target}']}}]\n"
+    )
+    spawned.start(
+        [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        clean_env(1),
+    )  # fmt: skip
+    return port
+
+
+def _query(port: int, expression: str) -> dict[str, float]:
+    """Prometheus's answer to an instant query: each series' value by its `cause` label (or
+    "" without one); {} while it has none (or is not up yet)."""
+    url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(expression)}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            answer = json.loads(response.read())
+    except OSError:
+        return {}
+    return {r["metric"].get("cause", ""): float(r["value"][1]) for r in answer["data"]["result"]}
 
 
 def _status(
@@ -95,6 +133,7 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
              "--max-restarts", "1", "--linger", "60", "--log-dir", str(tmp_path / "logs")],
             clean_env(1),
         )  # fmt: skip
+        prometheus = _start_prometheus(spawned, tmp_path / "prometheus", metrics_port)
         a = spawned.start(agent("a", "--metrics-port", str(metrics_port)), env)
         # Gathering: one node of two, no attempt yet.
         _wait("node a's admission", lambda: _json_status(port)["nodes"])
@@ -139,6 +178,18 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
         assert _metric(metrics, "kdist_attempt", node="a") == 1.0, metrics
         assert _metric(metrics, "kdist_restarts_total", cause="failure") == 1.0, metrics
         assert _metric(metrics, "kdist_seconds_total", phase="recomputing") is not None
+        if prometheus is not None:  # what it scraped, through its HTTP API
+            _wait(
+                "Prometheus's scrape of attempt 1",
+                lambda: (
+                    _query(prometheus, 'kdist_processes{job_id="t55"}') == {"": 2.0}
+                    and _query(prometheus, "kdist_restarts_total").get("failure") == 1.0
+                ),
+                timeout=30,
+            )
+            restarts = _query(prometheus, 'kdist_restarts_total{node="a"}')
+            assert restarts == {"failure": 1.0, "node_lost": 0.0, "drained": 0.0,
+                                "grown": 0.0, "stopped": 0.0}, restarts  # fmt: skip
         # Bad inputs, each named, each non-zero.
         other = _status(port, "--job-id", "other")
         assert other.returncode == 1 and 'names job id "other"' in other.stderr, other.stderr
@@ -154,6 +205,7 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
         assert [r["ended"] for r in finished["attempts"]][1] == "finished"  # type: ignore[index, union-attr]
         serve.proc.send_signal(signal.SIGINT)  # its linger cut short; it writes attempts.json
         assert serve.finish(_BOUND).returncode == 0
+    shutil.rmtree(tmp_path / "prometheus", ignore_errors=True)  # its data (ended by its pid)
     nobody = _core.free_port()
     gone = _status(nobody, "--timeout", "2")
     assert gone.returncode == 69 and f"127.0.0.1:{nobody}" in gone.stderr, gone.stderr
