@@ -17,7 +17,7 @@ source "$(dirname "$0")/venv.sh"
   "nlohmann-json>=3.11" cmake ninja
 started=$SECONDS
 "$venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps --force-reinstall .
-"$venv/bin/python" -c "import jax, keras, pytest, xdist, orbax.checkpoint, cryptography, grpc" 2> /dev/null \
+"$venv/bin/python" -c "import jax, keras, pytest, xdist, orbax.checkpoint, cryptography, grpc, prometheus_client" 2> /dev/null \
   || "$venv/bin/python" -m pip install --quiet --no-build-isolation ".[test,backup]"
 echo "dev: kdist rebuilt and installed in $((SECONDS - started)) s"
 

@@ -30,7 +30,8 @@ stage_started=0 # the virtual environment's own making included
 # System tools some tests need: GoogleTest (the C++ unit tests), clang/libFuzzer (fuzz
 # targets), iproute2 and nftables (multi-host tests in network namespaces), etcd (Debian's
 # etcd-server and etcd-client, 3.4: the tests of `--rendezvous etcd://`; the package's own
-# service is never started, the tests start their members). Installed when missing and
+# service is never started, the tests start their members), prometheus (a real server scrapes
+# an agent's /metrics in tests/agent/test_status.py, started and ended by the test). Installed when missing and
 # running as root; otherwise those parts say why they cannot run.
 if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   missing=()
@@ -39,8 +40,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
   command -v ip > /dev/null || missing+=(iproute2)
   command -v nft > /dev/null || missing+=(nftables)
   { command -v etcd && command -v etcdctl; } > /dev/null || missing+=(etcd-server etcd-client)
+  command -v prometheus > /dev/null || missing+=(prometheus)  # tests/agent/test_status.py
   if [ ${#missing[@]} -gt 0 ]; then
-    # policy-rc.d exiting 101: no package's service starts (etcd-server's would take 2379).
+    # policy-rc.d exiting 101: no package's service starts (etcd-server's would take 2379,
+    # prometheus's 9090).
     policy=/usr/sbin/policy-rc.d
     made_policy=
     if [ ! -e "$policy" ]; then

@@ -70,7 +70,28 @@ void BindJob(nb::module_& m) {
       .def_ro("ended", &AttemptRow::ended,
               "'finished', a failure's text, 'node lost: ...', 'drained: ...', 'grown: ...'.")
       .def_ro("exit_status", &AttemptRow::exit_status)
-      .def_ro("counted", &AttemptRow::counted, "Against --max-restarts.");
+      .def_ro("counted", &AttemptRow::counted, "Against --max-restarts.")
+      .def_ro("first_step", &AttemptRow::first_step, "Its processes' first step; -1: none.")
+      .def_ro("first_step_seconds", &AttemptRow::first_step_seconds,
+              "When, since the job started; -1: none.")
+      .def_ro("step", &AttemptRow::step, "The newest step its processes reported; -1: none.")
+      .def_ro("step_seconds", &AttemptRow::step_seconds, "When, since the job started.")
+      .def_ro("waited_seconds", &AttemptRow::waited_seconds,
+              "Gathering nodes before it started.");
+
+  nb::class_<Goodput>(m, "Goodput",
+                      "A job's wall time split by cause (job/goodput.h); the sum is the wall "
+                      "time.")
+      .def_ro("productive_seconds", &Goodput::productive_seconds, "Steps that were kept.")
+      .def_ro("starting_seconds", &Goodput::starting_seconds, "The start to the first step.")
+      .def_ro("restarting_seconds", &Goodput::restarting_seconds,
+              "An attempt's end to the next one's first step.")
+      .def_ro("recomputing_seconds", &Goodput::recomputing_seconds,
+              "Steps done again after a restore.")
+      .def_ro("waiting_seconds", &Goodput::waiting_seconds, "Gathering nodes.")
+      .def_prop_ro("wall_seconds", &Goodput::wall_seconds)
+      .def_prop_ro("ratio", &Goodput::ratio, "productive / wall.")
+      .def("line", &Goodput::Line, "One line, for the end-of-job table.");
 
   nb::class_<LedgerDecision>(m, "LedgerDecision", "What comes after an attempt.")
       .def_ro("again", &LedgerDecision::again, "Start another attempt.")
@@ -106,7 +127,26 @@ void BindJob(nb::module_& m) {
           nb::arg("how"), nb::arg("exit_status"), "An end the starter decided: final.")
       .def_prop_ro("rows", [](const PyLedger& l) { return l.ledger_.rows(); })
       .def_prop_ro("table", [](const PyLedger& l) { return l.ledger_.Table(); })
-      .def_prop_ro("counted_restarts", [](const PyLedger& l) { return l.ledger_.counted_restarts(); });
+      .def_prop_ro("counted_restarts", [](const PyLedger& l) { return l.ledger_.counted_restarts(); })
+      .def(
+          "note_steps",
+          [](PyLedger& l, int64_t attempt, int64_t first_step, int64_t first_step_unix_millis,
+             int64_t step, int64_t step_unix_millis) {
+            l.ledger_.NoteSteps(attempt, StepReport{first_step, first_step_unix_millis, step,
+                                                    step_unix_millis});
+          },
+          nb::arg("attempt"), nb::arg("first_step"), nb::arg("first_step_unix_millis"),
+          nb::arg("step"), nb::arg("step_unix_millis"),
+          "Steps attempt `attempt`'s processes reported (-1: none), with their wall-clock "
+          "times (Unix milliseconds).")
+      .def("goodput", [](PyLedger& l) { return l.ledger_.GoodputAt(l.Now()); },
+           "The wall time so far (the job's end once it ended) split by cause.")
+      .def_prop_ro("restarts", [](const PyLedger& l) { return l.ledger_.Restarts(); },
+                   "Restarts by cause: failure, node_lost, drained, grown, stopped.")
+      .def_prop_ro("newest_step", [](const PyLedger& l) { return l.ledger_.NewestStep(); },
+                   "The newest step any attempt reported; -1: none.")
+      .def_prop_ro("over", [](const PyLedger& l) { return l.ledger_.over(); },
+                   "Whether the job ended.");
 }
 
 }  // namespace kdist::bindings

@@ -253,6 +253,7 @@ const char* KindName(NodeReplyKind kind) {
     case NodeReplyKind::kRoster: return "roster";
     case NodeReplyKind::kEnd: return "end";
     case NodeReplyKind::kStop: return "stop";
+    case NodeReplyKind::kStatus: return "status";
   }
   return "unknown";
 }
@@ -283,7 +284,8 @@ void BindRendezvous(nb::module_& m) {
       .def_ro("previous_processes", &NodeReply::previous_processes,
               "The previous attempt's process count; 0 in the first.")
       .def_ro("run_id", &NodeReply::run_id, "The job's run: the same in every attempt.")
-      .def_ro("exit_status", &NodeReply::exit_status);
+      .def_ro("exit_status", &NodeReply::exit_status)
+      .def_ro("status", &NodeReply::status, "A status answer: the job's state as JSON.");
 
   nb::class_<PyServer>(m, "RendezvousServer",
                        "The nodes' rendezvous: admits agents, forms each attempt, ends the job. "
@@ -363,6 +365,17 @@ void BindRendezvous(nb::module_& m) {
       .def_prop_ro("run_id", [](const PyServer& s) { return s.server_->run_id(); })
       .def_prop_ro("exit_status", [](const PyServer& s) { return s.server_->exit_status(); })
       .def_prop_ro("attempt_table", [](const PyServer& s) { return s.server_->AttemptTable(); })
+      .def(
+          "status_json",
+          [](PyServer& s, double timeout) { return s.server_->StatusJson(SecondsToNanos(timeout)); },
+          nb::arg("timeout") = 2.0, nb::call_guard<nb::gil_scoped_release>(),
+          "The book's state as JSON, schema 1 (`kdist status`, /metrics), from the server's "
+          "thread within `timeout` seconds.")
+      .def(
+          "linger_after_end",
+          [](PyServer& s, double seconds) { s.server_->LingerAfterEnd(SecondsToNanos(seconds)); },
+          nb::arg("seconds"),
+          "Before start: after the job ended, go on answering `kdist status` this long.")
       .def_prop_ro("attempts", [](const PyServer& s) { return s.server_->Attempts(); },
                    "After the end: every attempt, in order.");
 
@@ -403,6 +416,33 @@ void BindRendezvous(nb::module_& m) {
           "`kdist stop`: asks the job's rendezvous to stop the job at one agreed step (every "
           "agent then leaves with 143); its answer. RendezvousTimeoutError, "
           "CoordinatorUnreachableError or RendezvousError when it cannot.")
+      .def(
+          "ask_status",
+          [](PyAgent& a, const std::string& host, int64_t pid) {
+            NodeHello hello;
+            hello.job_id = a.settings_.job_id.value;
+            hello.node_name = "kdist-status";
+            hello.host = host;
+            hello.pid = pid;
+            hello.purpose = NodePurpose::kStatus;
+            hello.environment = EncodeFingerprint({});
+            Result<NodeReply> answer = Internal("unset");
+            {
+              nb::gil_scoped_release release;
+              answer = a.agent_->Ask(std::move(hello));
+            }
+            RaiseAgentError(answer.status());
+            if (answer->kind != NodeReplyKind::kStatus) {
+              RaiseAgentError(FailedPrecondition(
+                  "the nodes' rendezvous answered a status request with a " +
+                  std::string(KindName(answer->kind)) + " reply: " + answer->message));
+            }
+            return answer->status;
+          },
+          nb::arg("host"), nb::arg("pid"),
+          "`kdist status`: the job's state as JSON (schema 1) from its rendezvous. "
+          "RendezvousTimeoutError, CoordinatorUnreachableError or RendezvousError when it "
+          "cannot.")
       .def(
           "join",
           [](PyAgent& a, const std::string& host, int64_t pid, int64_t coordinator_port,
@@ -454,10 +494,16 @@ void BindRendezvous(nb::module_& m) {
           "report",
           [](PyAgent& a, int64_t attempt, int64_t exit_status,
              const std::optional<JobFailure>& failure, int64_t coordinator_port, bool drain,
-             bool progressed) {
+             bool progressed, bool steps_only, int64_t first_step, int64_t first_step_unix_millis,
+             int64_t step, int64_t step_unix_millis) {
             NodeReport r;
             r.drain = drain;
             r.progressed = progressed;
+            r.steps_only = steps_only;
+            r.first_step = first_step < 0 ? -1 : first_step;
+            r.first_step_unix_millis = first_step < 0 ? 0 : first_step_unix_millis;
+            r.step = step < 0 ? -1 : step;
+            r.step_unix_millis = step < 0 ? 0 : step_unix_millis;
             r.attempt = attempt;
             r.exit_status = exit_status;
             if (failure.has_value()) r.failure = *failure;
@@ -471,6 +517,11 @@ void BindRendezvous(nb::module_& m) {
           },
           nb::arg("attempt"), nb::arg("exit_status"), nb::arg("failure"),
           nb::arg("coordinator_port"), nb::arg("drain") = false, nb::arg("progressed") = false,
+          nb::arg("steps_only") = false, nb::arg("first_step") = -1,
+          nb::arg("first_step_unix_millis") = 0, nb::arg("step") = -1,
+          nb::arg("step_unix_millis") = 0,
+          "(steps: the first and newest step its processes reported, with their Unix "
+          "millisecond times, -1: none; steps_only=True: a step notice while it runs.) "
           "How `attempt` ended here (`progressed`: its processes saved a backup or stepped "
           "past their first step); with drain=True, a drain notice instead: this machine "
           "leaves, the rendezvous stops the attempt at one agreed step.")

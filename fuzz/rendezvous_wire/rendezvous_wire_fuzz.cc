@@ -24,7 +24,7 @@ bool SameHello(const NodeHello& a, const NodeHello& b) {
          a.host == b.host && a.pid == b.pid && a.processes_per_node == b.processes_per_node &&
          a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
          a.coordinator_port == b.coordinator_port && a.environment == b.environment &&
-         a.nonce == b.nonce && a.mac == b.mac;
+         a.nonce == b.nonce && a.purpose == b.purpose && a.mac == b.mac;
 }
 
 bool SameReply(const NodeReply& a, const NodeReply& b) {
@@ -33,14 +33,16 @@ bool SameReply(const NodeReply& a, const NodeReply& b) {
          a.processes_per_node == b.processes_per_node &&
          a.coordinator_host == b.coordinator_host && a.coordinator_port == b.coordinator_port &&
          a.node_count == b.node_count && a.run_id == b.run_id && a.previous_processes == b.previous_processes &&
-         a.first_failure == b.first_failure && a.ended == b.ended && a.exit_status == b.exit_status && a.mac == b.mac;
+         a.first_failure == b.first_failure && a.ended == b.ended && a.exit_status == b.exit_status && a.status == b.status && a.mac == b.mac;
 }
 
 bool SameReport(const NodeReport& a, const NodeReport& b) {
   return a.sequence == b.sequence && a.attempt == b.attempt && a.exit_status == b.exit_status &&
          a.failure.SamePoint(b.failure) && a.failure.Text() == b.failure.Text() &&
          a.failure.pid == b.failure.pid && a.failure.exit_status == b.failure.exit_status && a.coordinator_port == b.coordinator_port &&
-         a.drain == b.drain && a.progressed == b.progressed && a.mac == b.mac;
+         a.drain == b.drain && a.progressed == b.progressed && a.steps_only == b.steps_only &&
+         a.first_step == b.first_step && a.first_step_unix_millis == b.first_step_unix_millis &&
+         a.step == b.step && a.step_unix_millis == b.step_unix_millis && a.mac == b.mac;
 }
 
 // The MAC field of a signed frame: its last kMacBytes bytes.

@@ -378,6 +378,13 @@ def test_the_same_failure_twice_ends_the_job_with_one_whatever_restarts_are_left
     assert [a["attempt"] for a in recorded["attempts"]] == [0, 1]
     assert all(a["counted"] and a["processes"] == 2 for a in recorded["attempts"])
     assert recorded["attempts"][0]["ended"].startswith("failed (exit 1): process 1 (host ")
+    # Goodput (issue 55), for -n too: the phases add up to the job's wall time.
+    goodput = recorded["goodput"]
+    phases = ("productive", "starting", "restarting", "recomputing", "waiting")
+    wall = recorded["attempts"][-1]["ended_seconds"]
+    assert sum(goodput[f"{p}_seconds"] for p in phases) == pytest.approx(wall, rel=1e-6)
+    assert goodput["restarting_seconds"] > 0 and goodput["waiting_seconds"] == 0
+    assert any(line.strip().startswith("goodput: productive ") for line in launcher.stderr)
 
 
 def test_no_restart_by_default_nor_after_success(launchers: list[Launcher]) -> None:

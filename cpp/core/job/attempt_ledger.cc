@@ -39,10 +39,15 @@ AttemptLedger::AttemptLedger(LedgerOptions options, LedgerState state)
       rows_(std::move(state.rows)),
       counted_restarts_(state.counted_restarts),
       previous_(std::move(state.previous)),
-      reforms_(std::move(state.reforms)) {}
+      reforms_(std::move(state.reforms)),
+      gathering_(state.gathering),
+      gathering_since_(state.gathering_since),
+      over_(state.over),
+      over_at_(state.over_at) {}
 
 LedgerState AttemptLedger::State() const {
-  return {start_, rows_, counted_restarts_, previous_, reforms_};
+  return {start_, rows_, counted_restarts_, previous_, reforms_,
+          gathering_, gathering_since_, over_, over_at_};
 }
 
 double AttemptLedger::SecondsSinceStart(Nanos at) const {
@@ -74,6 +79,10 @@ void AttemptLedger::Begin(int64_t port, std::vector<std::string> nodes, int64_t 
   row.processes = processes;
   row.started_seconds = SecondsSinceStart(now);
   row.started_unix_millis = WallMillis(now);
+  if (gathering_) {
+    row.waited_seconds = std::chrono::duration<double>(now - gathering_since_).count();
+    gathering_ = false;
+  }
   rows_.push_back(std::move(row));
 }
 
@@ -82,6 +91,7 @@ LedgerDecision AttemptLedger::Finished(Nanos now) {
     End(*row, now);
     row->ended = "finished";
   }
+  Over(now);
   return {false, 0, ""};
 }
 
@@ -94,12 +104,14 @@ LedgerDecision AttemptLedger::Failed(const JobFailure& failure, Nanos now) {
   }
   const int64_t number = attempt();
   if (previous_.failed() && failure.SamePoint(previous_)) {
+    Over(now);
     return {false, 1,
             "attempt " + std::to_string(number) + " failed as attempt " +
                 std::to_string(number - 1) + " did, at the same point (" + failure.Text() +
                 "); not restarting again"};
   }
   if (counted_restarts_ >= options_.max_restarts) {
+    Over(now);
     return {false, failure.exit_status,
             "the job failed and no restart is left (--max-restarts " +
                 std::to_string(options_.max_restarts) + "): " + failure.Text()};
@@ -129,6 +141,7 @@ LedgerDecision AttemptLedger::Reformed(const std::string& cause, bool progressed
   if (static_cast<int64_t>(reforms_.size()) <= options_.max_reforms) {
     return {true, 0, cause};
   }
+  Over(now);
   std::vector<std::string> all;
   for (const auto& r : reforms_) all.push_back(r.second);
   return {false, 1,
@@ -147,7 +160,63 @@ LedgerDecision AttemptLedger::Ended(const std::string& how, int64_t exit_status,
     row->ended = how;
     row->exit_status = exit_status;
   }
+  Over(now);
   return {false, exit_status, how};
+}
+
+void AttemptLedger::NoteSteps(int64_t attempt, const StepReport& steps) {
+  if (options_.wall_start_unix_millis <= 0 || !steps.any()) return;
+  AttemptRow* row = nullptr;
+  for (auto it = rows_.rbegin(); it != rows_.rend(); ++it) {
+    if (it->attempt == attempt) {
+      row = &*it;
+      break;
+    }
+  }
+  if (row == nullptr) return;
+  const auto seconds = [&](int64_t unix_millis) {
+    return unix_millis <= 0 ? -1.0
+                            : static_cast<double>(unix_millis - options_.wall_start_unix_millis) / 1000.0;
+  };
+  if (steps.first_step >= 0 && steps.first_step_unix_millis > 0) {
+    const double at = seconds(steps.first_step_unix_millis);
+    if (row->first_step < 0 || steps.first_step < row->first_step) row->first_step = steps.first_step;
+    if (row->first_step_seconds < 0 || at < row->first_step_seconds) row->first_step_seconds = at;
+  }
+  if (steps.step >= 0 && steps.step_unix_millis > 0 && steps.step >= row->step) {
+    const double at = seconds(steps.step_unix_millis);
+    if (steps.step > row->step || at > row->step_seconds) row->step_seconds = at;
+    row->step = steps.step;
+  }
+}
+
+void AttemptLedger::Gathering(Nanos now) {
+  if (gathering_) return;
+  gathering_ = true;
+  gathering_since_ = now;
+}
+
+void AttemptLedger::Over(Nanos now) {
+  if (over_) return;
+  over_ = true;
+  over_at_ = now;
+  gathering_ = false;
+}
+
+Goodput AttemptLedger::GoodputAt(Nanos now) const {
+  const double gathering = gathering_ ? SecondsSinceStart(gathering_since_) : -1.0;
+  return GoodputOf(rows_, gathering, SecondsSinceStart(over_ ? over_at_ : now));
+}
+
+std::map<std::string, int64_t> AttemptLedger::Restarts() const {
+  const bool after_last = !over_ && !rows_.empty() && rows_.back().ended_seconds >= 0;
+  return RestartsByCause(rows_, after_last);
+}
+
+int64_t AttemptLedger::NewestStep() const {
+  int64_t newest = -1;
+  for (const AttemptRow& row : rows_) newest = std::max(newest, row.step);
+  return newest;
 }
 
 void AttemptLedger::AddToLastEnd(const std::string& text) {

@@ -23,11 +23,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/clock.h"
+#include "job/goodput.h"
 #include "job/job_failure.h"
 
 namespace kdist {
@@ -58,6 +60,12 @@ struct AttemptRow {
   std::string ended;
   int64_t exit_status = 0;
   bool counted = true;  // against --max-restarts (a re-form's is not)
+  // Its processes' steps (kdist.should_stop(step)), seconds since the job started; -1: none.
+  int64_t first_step = -1;
+  double first_step_seconds = -1;
+  int64_t step = -1;  // the newest reported
+  double step_seconds = -1;
+  double waited_seconds = 0;  // gathering nodes before it started (job/goodput.h)
 };
 
 // What comes after an attempt.
@@ -75,6 +83,10 @@ struct LedgerState {
   int64_t counted_restarts = 0;
   JobFailure previous;
   std::vector<std::pair<Nanos, std::string>> reforms;  // within the window: when, why
+  bool gathering = false;  // nodes are being gathered since `gathering_since`
+  Nanos gathering_since{0};
+  bool over = false;  // the job ended, at `over_at`
+  Nanos over_at{0};
 };
 
 class AttemptLedger {
@@ -93,6 +105,21 @@ class AttemptLedger {
   LedgerDecision Ended(const std::string& how, int64_t exit_status, Nanos now);
   // More words about the last attempt's end ("; fewer than MIN nodes came back").
   void AddToLastEnd(const std::string& text);
+  // Steps its processes reported in attempt `attempt` (merged with what it has: the
+  // earliest first step, the newest step); times without a wall clock are not kept.
+  void NoteSteps(int64_t attempt, const StepReport& steps);
+  // The job gathers nodes from `now` until the next attempt begins (goodput's waiting).
+  void Gathering(Nanos now);
+  // The job ended at `now` (when no decision of the ledger's ended it: a gathering's
+  // timeout, a stop). Decisions that end it mark it themselves.
+  void Over(Nanos now);
+  bool over() const { return over_; }
+  // The wall time so far split by cause (the job's end once it ended).
+  Goodput GoodputAt(Nanos now) const;
+  // Restarts by cause (job/goodput.h).
+  std::map<std::string, int64_t> Restarts() const;
+  // The newest step any attempt's processes reported; -1: none.
+  int64_t NewestStep() const;
 
   int64_t attempt() const { return static_cast<int64_t>(rows_.size()) - 1; }
   int64_t counted_restarts() const { return counted_restarts_; }
@@ -115,6 +142,10 @@ class AttemptLedger {
   JobFailure previous_;  // the failure of the attempt before, when it failed (same shape)
   // The re-forms without progress within the window: when, why.
   std::vector<std::pair<Nanos, std::string>> reforms_;
+  bool gathering_ = false;
+  Nanos gathering_since_{0};
+  bool over_ = false;
+  Nanos over_at_{0};
 };
 
 }  // namespace kdist

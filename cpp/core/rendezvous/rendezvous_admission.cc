@@ -59,6 +59,7 @@ std::vector<NodeMessage> RendezvousBook::Offer(uint64_t connection, const NodeHe
                        " of its connection; expected the first")};
   }
   if (hello.purpose == NodePurpose::kStop) return StopJob(connection, hello, arrival);
+  if (hello.purpose == NodePurpose::kStatus) return StatusAnswer(connection, hello, arrival, now);
   // 2. The job's shape; then an agent that comes back to a restored book takes its node
   //    back (rendezvous_takeover.cc); 3. the node's name.
   if (std::optional<NodeMessage> no = ShapeRefusal(connection, hello, refused)) return {*no};
@@ -272,6 +273,7 @@ std::vector<NodeMessage> RendezvousBook::Admit(uint64_t connection, const NodeHe
   node.challenge = arrival.nonce;
   node.on_rendezvous_machine = !arrival.peer_host.empty() && arrival.peer_host == arrival.local_host;
   node.next_port = hello.coordinator_port;
+  node.admitted_at = now;
   // Compared at admission (the consistency check keeps what differs), never read again;
   // but a book kept in a store saves it (a restored book compares as the original did).
   if (!options_.keep_environments) std::string().swap(node.hello.environment);

@@ -108,6 +108,7 @@ Result<NodeReply> RendezvousAgent::Ask(NodeHello hello) {
       return reply;
     }
     if (reply->kind == NodeReplyKind::kEnd) return reply;  // the answer to a request
+    if (reply->kind == NodeReplyKind::kStatus) return reply;  // `kdist status`
     if (reply->kind == NodeReplyKind::kRefused) return Status(reply->code, reply->message);
     // kWaiting before the admission: keep reading.
   }

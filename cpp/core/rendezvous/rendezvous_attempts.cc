@@ -8,6 +8,15 @@
 
 namespace kdist {
 
+StepReport RendezvousBook::StepsOf(const NodeReport& report) {
+  StepReport steps;
+  steps.first_step = report.first_step;
+  steps.first_step_unix_millis = report.first_step_unix_millis;
+  steps.step = report.step;
+  steps.step_unix_millis = report.step_unix_millis;
+  return steps;
+}
+
 std::vector<NodeMessage> RendezvousBook::RefuseReport(uint64_t connection,
                                                       const std::string& why) const {
   return {Refuse(connection, StatusCode::kFailedPrecondition, why)};
@@ -44,6 +53,13 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
     node->last_sequence = report.sequence;
     return Drain(*node);
   }
+  if (report.steps_only) {  // a step notice: goodput's and `kdist status`'s, nothing else
+    node->last_sequence = report.sequence;
+    // One that crossed the attempt's end on the wire is late, not wrong: dropped unanswered.
+    if (phase_ != Phase::kRunning || report.attempt != attempt_ || node->reported) return {};
+    ledger_.NoteSteps(attempt_, StepsOf(report));
+    return {};
+  }
   if (phase_ != Phase::kRunning || report.attempt != attempt_ || node->reported) {
     return RefuseReport(connection, of + about + (node->reported ? ", already reported" : ""));
   }
@@ -52,6 +68,7 @@ std::vector<NodeMessage> RendezvousBook::Report(uint64_t connection, const NodeR
   --unreported_;
   node->next_port = report.coordinator_port;
   progressed_ = progressed_ || report.progressed;
+  ledger_.NoteSteps(attempt_, StepsOf(report));
   NoteFailure(*node, report);
   return AfterAttempt(now);
 }

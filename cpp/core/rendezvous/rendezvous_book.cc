@@ -16,7 +16,9 @@ RendezvousBook::RendezvousBook(RendezvousOptions options, Nanos start)
       origin_(start),
       ledger_(options_.ledger, start),
       start_(start),
-      last_join_(start) {}
+      last_join_(start) {
+  ledger_.Gathering(start);  // the first gathering is goodput's waiting
+}
 
 RendezvousBook::Node* RendezvousBook::Placed(uint64_t connection, bool joining) {
   const auto it = places_.find(connection);
@@ -82,6 +84,7 @@ std::vector<NodeMessage> RendezvousBook::EndAll(StatusCode code, std::string mes
                                                 int64_t status) {
   phase_ = Phase::kEnded;
   exit_status_ = status;
+  ledger_.Over(now_);
   end_ = NodeReply{};
   end_.kind = NodeReplyKind::kEnd;
   end_.code = code;

@@ -192,11 +192,18 @@ class RendezvousBook {
   int64_t exit_status() const { return exit_status_; }
   // The nodes admitted, in rank order (before the job forms, in admission order).
   std::vector<std::string> NodeNames() const;
+  // The job's state for `kdist status` and `/metrics`, JSON schema 1 (rendezvous_status.cc):
+  // schema, job_id, state (gathering / running / stopping / finished / failed), attempt,
+  // nodes, processes, step, restarts (cause -> count), attempts, goodput, exit_status; at
+  // most `limit` bytes (the oldest attempts left off first, counted in attempts_left_off).
+  std::string StatusJson(Nanos now, size_t limit = kMaxStatusBytes) const;
   // The line the server prints every few seconds while gathering.
   std::string ProgressLine(Nanos now) const;
   // One table of the attempts (AttemptLedger::Table), and its rows.
   std::string AttemptTable() const { return ledger_.Table(); }
   const std::vector<AttemptRow>& Attempts() const { return ledger_.rows(); }
+  // Where the job's time went so far (job/goodput.h), one line.
+  std::string GoodputLine(Nanos now) const { return ledger_.GoodputAt(now).Line(); }
   // The nonce of the agent on `connection` (its replies are signed over it).
   std::optional<Nonce> AgentNonce(uint64_t connection) const;
   const RendezvousOptions& options() const { return options_; }
@@ -222,6 +229,7 @@ class RendezvousBook {
     Nanos lost_since{0};
     bool draining = false;  // its agent sent a drain notice: it leaves after this attempt
     Nanos joined_at{0};     // admitted while the job ran: it joins the next attempt
+    Nanos admitted_at{0};   // when it was admitted (`kdist status`: joined since)
     Nanos detached_since{0};  // restored, its agent not back yet (connection: Detached)
     bool detached() const { return connection >= kDetachedConnection; }
   };
@@ -247,6 +255,11 @@ class RendezvousBook {
   // (while gathering: at once); the asker is answered and is no node.
   std::vector<NodeMessage> StopJob(uint64_t connection, const NodeHello& hello,
                                    const Arrival& arrival);
+  // `kdist status`: the job's state (StatusJson) to the asker, who is no node; another job
+  // id is refused.
+  std::vector<NodeMessage> StatusAnswer(uint64_t connection, const NodeHello& hello,
+                                        const Arrival& arrival, Nanos now) const;
+  static StepReport StepsOf(const NodeReport& report);
   std::vector<NodeMessage> Admit(uint64_t connection, const NodeHello& hello,
                                  const Arrival& arrival, int64_t id, bool grows, Nanos now);
   // "node a" for a live node's admission number (the environment comparison's names).

@@ -136,6 +136,7 @@ std::vector<NodeMessage> RendezvousBook::GatherAgain(const std::string& cause,
                                                      const std::string& ended, Nanos now) {
   // Fewer than MIN: gather again, the survivors admitted already, for --join-timeout.
   phase_ = Phase::kGathering;
+  ledger_.Gathering(now);
   regather_first_id_ = next_id_;
   start_ = now;
   last_join_ = now;

@@ -1,6 +1,7 @@
 #include "rendezvous/rendezvous_server.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "base/file_limit.h"
@@ -81,6 +82,7 @@ void RendezvousServer::Stop() {
     exit_status_ = kExitLostRendezvous;
     table_ = book_.AttemptTable();
     attempts_ = book_.Attempts();
+    status_ = book_.StatusJson(clock_.Now(), std::numeric_limits<size_t>::max());
   }
   ended_cv_.notify_all();
 }
@@ -91,6 +93,29 @@ void RendezvousServer::Abandon(std::string why) {
     abandon_ = std::move(why);
   }
   thread_.Wake();
+}
+
+std::string RendezvousServer::StatusJson(Nanos timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (ended_) return status_;
+  const uint64_t wanted = ++status_asked_;
+  lock.unlock();
+  thread_.Wake();
+  lock.lock();
+  ended_cv_.wait_for(lock, timeout, [&] { return ended_ || status_served_ >= wanted; });
+  return status_;
+}
+
+void RendezvousServer::ServeStatus(Nanos now) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_served_ >= status_asked_) return;
+  }
+  std::string status = book_.StatusJson(now, std::numeric_limits<size_t>::max());
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_ = std::move(status);
+  status_served_ = status_asked_;
+  ended_cv_.notify_all();
 }
 
 bool RendezvousServer::Wait(Nanos timeout) {
@@ -239,8 +264,12 @@ void RendezvousServer::Loop() {
       if (!ended_at) ended_at = now;
       bool flushed = std::all_of(connections_.begin(), connections_.end(),
                                  [](const auto& kv) { return kv.second.out.empty(); });
-      if (flushed || now - *ended_at >= options_.end_flush) break;
+      if ((flushed || now - *ended_at >= options_.end_flush) &&
+          now - *ended_at >= options_.linger) {
+        break;
+      }
     }
+    ServeStatus(now);
   }
   for (auto& [key, c] : connections_) {
     poller_->Remove(c.fd.get());
@@ -252,7 +281,7 @@ void RendezvousServer::Loop() {
   listener_.fd.Close();
   if (book_.phase() == RendezvousBook::Phase::kEnded && !fenced_) {
     log_("the job ended with status " + std::to_string(book_.exit_status()) +
-         "; its attempts:\n" + book_.AttemptTable());
+         "; its attempts:\n" + book_.AttemptTable() + "goodput: " + book_.GoodputLine(clock_.Now()));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ended_) {
@@ -261,6 +290,7 @@ void RendezvousServer::Loop() {
     exit_status_ = job_ended_ ? book_.exit_status() : kExitLostRendezvous;
     table_ = book_.AttemptTable();
     attempts_ = book_.Attempts();
+    status_ = book_.StatusJson(clock_.Now(), std::numeric_limits<size_t>::max());
   }
   ended_cv_.notify_all();
 }
@@ -402,7 +432,9 @@ void RendezvousServer::Deliver(const std::vector<NodeMessage>& messages) {
     reply.sequence = ++c.sequence;
     c.out += EncodeSignedNodeReply(std::move(reply), book_.options().token, c.agent_nonce);
     if (m.reply.kind == NodeReplyKind::kRefused && !c.admitted) c.closing = true;
-    if (m.reply.kind == NodeReplyKind::kEnd) c.closing = true;
+    if (m.reply.kind == NodeReplyKind::kEnd || m.reply.kind == NodeReplyKind::kStatus) {
+      c.closing = true;
+    }
     if (m.reply.kind == NodeReplyKind::kRoster) {
       formed_ = true;  // before the roster leaves: an agent that has one sees it formed
       if (m.reply.node_rank == 0) LogRoster(m.reply);

@@ -60,6 +60,9 @@ struct RendezvousServerOptions {
   // the job by ServerOptionsFor (every agent may connect at once).
   int64_t max_unadmitted = 64;
   Nanos end_flush = std::chrono::seconds(5);  // after the end: time for the last frames to leave
+  // After the end: how long it goes on answering `kdist status` (`kdist rendezvous serve
+  // --linger`); joins are refused then, as after any end.
+  Nanos linger = Nanos(0);
   // An agent's host that vanishes is lost after this long without an answer (keepalive).
   Nanos unreachable_timeout = kDefaultUnreachableTimeout;
 };
@@ -105,6 +108,12 @@ class RendezvousServer {
   bool fenced() const;
   // Whether the job ended here (its book decided the end; not a Stop, not a fence).
   bool job_ended() const;
+
+  // Any thread: the book's state as JSON (RendezvousBook::StatusJson), from the server's
+  // thread within `timeout` (else the last one it made; after the end, the final one).
+  std::string StatusJson(Nanos timeout);
+  // Before Start: how long it answers `kdist status` after the job ended.
+  void LingerAfterEnd(Nanos linger) { options_.linger = linger; }
 
   // After the end: the job's exit status and the attempts' table.
   int64_t exit_status() const;
@@ -170,6 +179,12 @@ class RendezvousServer {
   int64_t exit_status_ = 0;
   std::string table_;
   std::vector<AttemptRow> attempts_;
+  // StatusJson's requests (under mutex_): asked, answered, and the last answer.
+  uint64_t status_asked_ = 0;
+  uint64_t status_served_ = 0;
+  std::string status_;
+  // Answers a pending StatusJson request on the server's thread.
+  void ServeStatus(Nanos now);
 };
 
 }  // namespace kdist

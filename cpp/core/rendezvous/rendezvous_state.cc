@@ -200,7 +200,12 @@ Json RowJson(const AttemptRow& row) {
               {"ended_unix_millis", row.ended_unix_millis},
               {"ended", row.ended},
               {"exit_status", row.exit_status},
-              {"counted", row.counted}};
+              {"counted", row.counted},
+              {"first_step", row.first_step},
+              {"first_step_seconds", row.first_step_seconds},
+              {"step", row.step},
+              {"step_seconds", row.step_seconds},
+              {"waited_seconds", row.waited_seconds}};
 }
 
 Status ReadRow(const Json& json, const std::string& where, AttemptRow& row) {
@@ -216,6 +221,14 @@ Status ReadRow(const Json& json, const std::string& where, AttemptRow& row) {
   KDIST_RETURN_IF_ERROR(m.String("ended", row.ended));
   KDIST_RETURN_IF_ERROR(m.Int("exit_status", row.exit_status));
   KDIST_RETURN_IF_ERROR(m.Bool("counted", row.counted));
+  // The steps and the wait (goodput, job/goodput.h): absent from a state saved before them.
+  if (m.Find("step") != nullptr) {
+    KDIST_RETURN_IF_ERROR(m.Int("first_step", row.first_step));
+    KDIST_RETURN_IF_ERROR(m.Double("first_step_seconds", row.first_step_seconds));
+    KDIST_RETURN_IF_ERROR(m.Int("step", row.step));
+    KDIST_RETURN_IF_ERROR(m.Double("step_seconds", row.step_seconds));
+    KDIST_RETURN_IF_ERROR(m.Double("waited_seconds", row.waited_seconds));
+  }
   const Json* nodes = nullptr;
   KDIST_RETURN_IF_ERROR(m.Array("nodes", nodes));
   for (const Json& name : *nodes) {
@@ -236,7 +249,11 @@ Json LedgerJson(const LedgerState& ledger, Nanos origin) {
               {"rows", std::move(rows)},
               {"counted_restarts", ledger.counted_restarts},
               {"previous", FailureJson(ledger.previous)},
-              {"reforms", std::move(reforms)}};
+              {"reforms", std::move(reforms)},
+              {"gathering", ledger.gathering},
+              {"gathering_since", OffsetNanos(ledger.gathering_since, origin)},
+              {"over", ledger.over},
+              {"over_at", OffsetNanos(ledger.over_at, origin)}};
 }
 
 Status ReadLedger(const Json& json, Nanos origin, LedgerState& ledger) {
@@ -265,6 +282,12 @@ Status ReadLedger(const Json& json, Nanos origin, LedgerState& ledger) {
     ledger.reforms.emplace_back(origin + Nanos(reform[0].get<int64_t>()),
                                 reform[1].get<std::string>());
   }
+  if (m.Find("gathering") != nullptr) {  // absent from a state saved before goodput
+    KDIST_RETURN_IF_ERROR(m.Bool("gathering", ledger.gathering));
+    KDIST_RETURN_IF_ERROR(m.Time("gathering_since", origin, ledger.gathering_since));
+    KDIST_RETURN_IF_ERROR(m.Bool("over", ledger.over));
+    KDIST_RETURN_IF_ERROR(m.Time("over_at", origin, ledger.over_at));
+  }
   return Status::Ok();
 }
 
@@ -286,7 +309,8 @@ std::string RendezvousBook::EncodeState() const {
                 {"lost", n.lost},
                 {"lost_since", OffsetNanos(n.lost_since, origin_)},
                 {"draining", n.draining},
-                {"joined_at", OffsetNanos(n.joined_at, origin_)}};
+                {"joined_at", OffsetNanos(n.joined_at, origin_)},
+                {"admitted_at", OffsetNanos(n.admitted_at, origin_)}};
   };
   Json nodes = Json::array(), joining = Json::array(), lost = Json::array();
   for (const Node& n : nodes_) nodes.push_back(node_json(n));
@@ -416,6 +440,9 @@ Result<RendezvousBook> RendezvousBook::Restore(RendezvousOptions options, std::s
     KDIST_RETURN_IF_ERROR(nm.Time("lost_since", origin, n.lost_since));
     KDIST_RETURN_IF_ERROR(nm.Bool("draining", n.draining));
     KDIST_RETURN_IF_ERROR(nm.Time("joined_at", origin, n.joined_at));
+    if (nm.Find("admitted_at") != nullptr) {  // absent from a state saved before it
+      KDIST_RETURN_IF_ERROR(nm.Time("admitted_at", origin, n.admitted_at));
+    }
     if (n.id < 0) return InvalidArgument("the book's state: " + where + ".id is negative");
     n.hello.job_id = book.options_.job_id;
     n.hello.processes_per_node = book.options_.processes_per_node;

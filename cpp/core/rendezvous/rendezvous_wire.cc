@@ -47,6 +47,12 @@ enum RendezvousTag : uint8_t {
   kTagEnded = 36,
   kTagProgressed = 37,
   kTagNodeCount = 40,
+  kTagFirstStep = 41,
+  kTagFirstStepMillis = 42,
+  kTagStep = 43,
+  kTagStepMillis = 44,
+  kTagStepsOnly = 45,
+  kTagStatus = 46,
 };
 
 constexpr size_t kMaxRunIdBytes = 64;
@@ -59,13 +65,14 @@ constexpr TagSet kReplyTags = {kTagSequence, kTagKind, kTagCode, kTagMessage, kT
                                kTagNodeRank, kTagProcessesPerNode, kTagCoordinatorHost,
                                kTagCoordinatorPort, kTagNodeCount, kTagFirstFailure,
                                kTagExitStatus, kTagPreviousProcesses, kTagRunId, kTagEnded,
-                               kTagMac};
+                               kTagStatus, kTagMac};
 constexpr TagSet kReportTags = {kTagSequence,      kTagAttempt,        kTagExitStatus,
                                 kTagCoordinatorPort, kTagDrain,        kTagMac,
                                 kTagFailureKind,   kTagFailureProcess, kTagFailureNode,
                                 kTagFailureHost,   kTagFailurePid,     kTagFailureStatus,
                                 kTagFailureHow,    kTagFailureWhat,    kTagFailureStep,
-                                kTagProgressed};
+                                kTagProgressed, kTagFirstStep, kTagFirstStepMillis, kTagStep,
+                                kTagStepMillis, kTagStepsOnly};
 
 constexpr std::string_view kChannel = "nodes' rendezvous";
 
@@ -165,6 +172,7 @@ std::string EncodeNodeReply(const NodeReply& reply) {
     w.Integer(kTagExitStatus, reply.exit_status);
   }
   if (reply.kind == NodeReplyKind::kStop) w.Integer(kTagAttempt, reply.attempt);
+  if (reply.kind == NodeReplyKind::kStatus) w.String(kTagStatus, reply.status, kMaxStatusBytes);
   if (!reply.mac.empty()) w.String(kTagMac, reply.mac, kMacBytes);
   return w.Frame(kFrameNodeReply);
 }
@@ -189,6 +197,15 @@ std::string EncodeNodeReport(const NodeReport& report) {
   w.Integer(kTagCoordinatorPort, report.coordinator_port);
   if (report.drain) w.Integer(kTagDrain, 1);
   if (report.progressed) w.Integer(kTagProgressed, 1);
+  if (report.steps_only) w.Integer(kTagStepsOnly, 1);
+  if (report.first_step >= 0) {
+    w.Integer(kTagFirstStep, report.first_step);
+    w.Integer(kTagFirstStepMillis, report.first_step_unix_millis);
+  }
+  if (report.step >= 0) {
+    w.Integer(kTagStep, report.step);
+    w.Integer(kTagStepMillis, report.step_unix_millis);
+  }
   if (!report.mac.empty()) w.String(kTagMac, report.mac, kMacBytes);
   return w.Frame(kFrameNodeReport);
 }
@@ -248,9 +265,9 @@ Result<NodeHello> DecodeNodeHello(std::string_view frame) {
         int64_t purpose = 0;
         KDIST_RETURN_IF_ERROR(ReadInteger(f, "purpose", purpose));
         if (purpose < static_cast<int64_t>(NodePurpose::kJoin) ||
-            purpose > static_cast<int64_t>(NodePurpose::kRejoin)) {
+            purpose > static_cast<int64_t>(NodePurpose::kStatus)) {
           return InvalidArgument("field purpose is " + std::to_string(purpose) +
-                                 "; expected 0 (join), 1 (stop) or 2 (rejoin)");
+                                 "; expected 0 (join), 1 (stop), 2 (rejoin) or 3 (status)");
         }
         hello.purpose = static_cast<NodePurpose>(purpose);
         return Status::Ok();
@@ -305,6 +322,7 @@ NodeReply OnlyItsKindsFields(NodeReply reply) {
   if (!roster && !end) reply.first_failure.clear();
   if (!roster && reply.kind != NodeReplyKind::kWaiting) reply.ended.clear();
   if (!end) reply.exit_status = 0;
+  if (reply.kind != NodeReplyKind::kStatus) reply.status.clear();
   return reply;
 }
 
@@ -336,6 +354,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
         return ReadInteger(f, "previous_processes", reply.previous_processes);
       case kTagRunId: return ReadString(f, kMaxRunIdBytes, "run_id", reply.run_id);
       case kTagEnded: return ReadString(f, kMaxMessageBytes, "ended", reply.ended);
+      case kTagStatus: return ReadString(f, kMaxStatusBytes, "status", reply.status);
       case kTagMac: return ReadMac(f, reply.mac);
       default: return Status::Ok();
     }
@@ -344,7 +363,7 @@ Result<NodeReply> DecodeNodeReply(std::string_view frame) {
       Require(seen, {{kTagSequence, "sequence"}, {kTagKind, "kind"}, {kTagCode, "code"}},
               "node reply"));
   if (kind < static_cast<int64_t>(NodeReplyKind::kWaiting) ||
-      kind > static_cast<int64_t>(NodeReplyKind::kStop)) {
+      kind > static_cast<int64_t>(NodeReplyKind::kStatus)) {
     return InvalidArgument("the node reply's kind " + std::to_string(kind) + " is not known");
   }
   reply.kind = static_cast<NodeReplyKind>(kind);
@@ -409,6 +428,12 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
       case kTagCoordinatorPort: return ReadPort(f, "coordinator_port", report.coordinator_port);
       case kTagDrain: return ReadFlag(f, "drain", report.drain);
       case kTagProgressed: return ReadFlag(f, "progressed", report.progressed);
+      case kTagStepsOnly: return ReadFlag(f, "steps_only", report.steps_only);
+      case kTagFirstStep: return ReadInteger(f, "first_step", report.first_step);
+      case kTagFirstStepMillis:
+        return ReadInteger(f, "first_step_unix_millis", report.first_step_unix_millis);
+      case kTagStep: return ReadInteger(f, "step", report.step);
+      case kTagStepMillis: return ReadInteger(f, "step_unix_millis", report.step_unix_millis);
       case kTagMac: return ReadMac(f, report.mac);
       default: return Status::Ok();
     }
@@ -419,6 +444,16 @@ Result<NodeReport> DecodeNodeReport(std::string_view frame) {
                                  {kTagExitStatus, "exit_status"},
                                  {kTagCoordinatorPort, "coordinator_port"}},
                                 "node report"));
+  // A step is sent with its time, and a step is never negative (-1 is "none": not sent).
+  if (seen.Has(kTagFirstStep) != seen.Has(kTagFirstStepMillis) ||
+      seen.Has(kTagStep) != seen.Has(kTagStepMillis)) {
+    return InvalidArgument("the node report has a step without its time, or a time without "
+                           "its step; its sender speaks another wire");
+  }
+  if ((seen.Has(kTagFirstStep) && report.first_step < 0) ||
+      (seen.Has(kTagStep) && report.step < 0)) {
+    return InvalidArgument("the node report's step is negative; expected 0 or more");
+  }
   if (!report.failure.failed()) {
     // What fails is sent whole or not at all: a failure's fields without its kind
     // would be dropped unread (a sender of an older wire, or a corrupted frame).

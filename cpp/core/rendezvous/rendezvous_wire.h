@@ -63,6 +63,7 @@ enum class NodePurpose : int64_t {
   kJoin = 0,
   kStop = 1,
   kRejoin = 2,
+  kStatus = 3,  // `kdist status`: the job's state as JSON (NodeReplyKind::kStatus)
 };
 
 // What an agent says of its machine when it joins.
@@ -90,7 +91,12 @@ enum class NodeReplyKind : int64_t {
   kEnd = 5,       // the job is over: its exit status and why
   kStop = 6,      // stop the running attempt at one agreed step (SIGTERM to its processes:
                   // kdist.should_stop turns True there, BackupAndRestore saves); `attempt`
+  kStatus = 7,    // the answer to a status request: `status`, the job's state as JSON
 };
+
+// The most a status answer's JSON holds (the book leaves attempts out to fit: a frame's
+// payload is at most kMaxFramePayload).
+inline constexpr size_t kMaxStatusBytes = 14 * 1024;
 
 struct NodeReply {
   int64_t sequence = 1;
@@ -118,6 +124,8 @@ struct NodeReply {
   std::string ended;
   // kEnd: the exit status every agent leaves with.
   int64_t exit_status = 0;
+  // kStatus: the job's state, JSON schema 1 (RendezvousBook::StatusJson).
+  std::string status;
   std::string mac;
 };
 
@@ -136,6 +144,14 @@ struct NodeReport {
   // This machine's processes made progress in the attempt: a backup saved, or a step past
   // the one they started from (what the thrash guard asks of an attempt a re-form ends).
   bool progressed = false;
+  // A step notice, not the attempt's end: the steps this machine's processes reported so
+  // far (sent every few seconds while the attempt runs, and with its end).
+  bool steps_only = false;
+  // The steps its processes reported in the attempt (job/goodput.h): -1 / 0 when none.
+  int64_t first_step = -1;
+  int64_t first_step_unix_millis = 0;
+  int64_t step = -1;
+  int64_t step_unix_millis = 0;
   std::string mac;
 };
 

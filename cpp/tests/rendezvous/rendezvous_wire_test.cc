@@ -401,6 +401,53 @@ TEST(NodeReport, ProgressRoundTrips) {
   EXPECT_FALSE(out->progressed);
 }
 
+TEST(NodeReport, StepsRoundTripAndNoStepIsMinusOne) {
+  NodeReport in;
+  in.coordinator_port = 0;
+  in.steps_only = true;
+  in.first_step = 40;
+  in.first_step_unix_millis = 1'700'000'000'123;
+  in.step = 97;
+  in.step_unix_millis = 1'700'000'005'456;
+  Result<NodeReport> out = DecodeNodeReport(EncodeNodeReport(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_TRUE(out->steps_only);
+  EXPECT_EQ(out->first_step, 40);
+  EXPECT_EQ(out->first_step_unix_millis, 1'700'000'000'123);
+  EXPECT_EQ(out->step, 97);
+  EXPECT_EQ(out->step_unix_millis, 1'700'000'005'456);
+  NodeReport none;  // no step: no field, and -1 back
+  out = DecodeNodeReport(EncodeNodeReport(none));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->first_step, -1);
+  EXPECT_EQ(out->step, -1);
+  EXPECT_FALSE(out->steps_only);
+}
+
+TEST(NodeReply, AStatusAnswerCarriesItsJsonAndNoOtherKindDoes) {
+  NodeReply in;
+  in.kind = NodeReplyKind::kStatus;
+  in.status = "{\"schema\":1}";
+  Result<NodeReply> out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->kind, NodeReplyKind::kStatus);
+  EXPECT_EQ(out->status, "{\"schema\":1}");
+  in.kind = NodeReplyKind::kWaiting;
+  out = DecodeNodeReply(EncodeNodeReply(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->status, "");
+}
+
+TEST(NodeHello, AStatusRequestRoundTripsItsPurpose) {
+  NodeHello in;
+  in.node_name = "kdist-status";
+  in.host = "laptop";
+  in.purpose = NodePurpose::kStatus;
+  Result<NodeHello> out = DecodeNodeHello(EncodeNodeHello(in));
+  KDIST_ASSERT_OK(out);
+  EXPECT_EQ(out->purpose, NodePurpose::kStatus);
+}
+
 TEST(NodeReply, HowTheLastAttemptEndedTravelsWithARosterOrAWaitingLineOnly) {
   for (const NodeReplyKind kind : {NodeReplyKind::kRoster, NodeReplyKind::kWaiting}) {
     NodeReply in;

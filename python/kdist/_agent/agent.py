@@ -32,6 +32,7 @@ from kdist._local_job.share import MachineOptions, Share, expect_spares
 from kdist._local_job.warm import SparePool
 
 if TYPE_CHECKING:
+    from kdist._agent.metrics import MetricsServer
     from kdist._core import NodeRequest, NodeSettings
 
 EXIT_USAGE = 2
@@ -51,6 +52,7 @@ class LocalOptions:
     # waits for the others to join and again as soon as one is used; False: cold starts.
     warm: bool = True
     preload: tuple[str, ...] = ()  # modules the spares import besides the default ones
+    metrics_port: int | None = None  # --metrics-port: /metrics (kdist._agent.metrics)
 
 
 def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) -> int:
@@ -65,6 +67,15 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
             log.note(f"refused before joining: {error}")
             return EXIT_USAGE
         _say_settings(settings, log)
+        metrics = None
+        rendezvous_box: list[JobRendezvous] = []
+        if local.metrics_port is not None:
+            try:  # before anything starts: a port in use is named, and nothing runs
+                metrics = _serve_metrics(local.metrics_port, settings, rendezvous_box)
+            except (_errors.PortInUseError, _errors.ConfigError) as error:
+                log.note(f"refused before joining: {error}")
+                return EXIT_USAGE
+            log.note(f"serving /metrics on {metrics.where}")
         cache = compile_cache.plan(os.environ, local.machine.log_dir)
         if cache.folder is None and "cannot" in cache.said:
             log.note(cache.said)
@@ -77,6 +88,7 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
         local = replace(local, machine=replace(local.machine, job_variables=variables))
         spares = _spare_pool(command, settings, local, log)
         rendezvous = _rendezvous_of(settings, log, local.machine.log_dir)
+        rendezvous_box.append(rendezvous)
         status = EXIT_REFUSED
         try:
             status = _join_and_follow(command, rendezvous, settings, local, log, spares=spares)
@@ -85,9 +97,48 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
             if spares is not None:
                 spares.close()
             cache.close()
+            if metrics is not None:
+                metrics.close()
         return status
     finally:
         log.close()
+
+
+def _serve_metrics(
+    port: int, settings: NodeSettings, rendezvous_box: list[JobRendezvous]
+) -> MetricsServer:
+    """/metrics from the job's state: the book's own when this machine serves it, else asked
+    of the rendezvous as `kdist status` does (at most once a second, bounded by 2 s)."""
+    import json
+
+    from kdist import _core
+    from kdist._agent.metrics import serve_metrics
+    from kdist._local_job.environment import host_port
+
+    def status() -> dict[str, object] | None:
+        if not rendezvous_box:
+            return None
+        server = getattr(rendezvous_box[0], "server", None)
+        if server is not None:
+            text = str(server.status_json(2.0))
+        else:
+            if settings.store == "etcd":  # the holder moves: found again each time
+                from kdist._agent.etcd_status import holder_address
+
+                address = holder_address(settings)
+            else:
+                address = host_port(settings.ip, settings.port)
+            asker = _core.RendezvousAgent(
+                settings, log=lambda _line: None, address=address, connect_timeout=2.0
+            )
+            try:
+                text = asker.ask_status(socket.gethostname(), os.getpid())
+            finally:
+                asker.close()
+        value = json.loads(text)
+        return value if isinstance(value, dict) else None
+
+    return serve_metrics(port, status, settings.node_name)
 
 
 def _rendezvous_of(settings: NodeSettings, log: AgentLog, log_dir: Path | None) -> JobRendezvous:

@@ -55,8 +55,9 @@ from kdist._agent.etcd_client import (
 )
 from kdist._agent.etcd_keys import ENDED_MARKER_SECONDS, JobEnded, JobKeys
 from kdist._agent.etcd_lease import RETRY_SECONDS, EtcdLease
-from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
+from kdist._local_job.attempts_file import ATTEMPTS_FILE, final_goodput, write_attempts
 from kdist._local_job.environment import host_port
+from kdist._progress import Steps, step_words
 
 _T = TypeVar("_T")
 
@@ -197,9 +198,18 @@ class EtcdRendezvous:
         *,
         drain: bool = False,
         progressed: bool = False,
+        steps: Steps | None = None,
+        steps_only: bool = False,
     ) -> None:
         self._raise_if_gone()
         words = (attempt, exit_status, failure, coordinator_port)
+        if steps_only:  # a step notice: to the holder there is, never kept or sent again
+            with self._lock:
+                holder = self._agent
+            if holder is not None and steps is not None:
+                with contextlib.suppress(_errors.KdistError):
+                    holder.report(*words, steps_only=True, **step_words(steps))
+            return
         with self._lock:
             if drain:
                 self._drain = words
@@ -210,7 +220,7 @@ class EtcdRendezvous:
         if agent is None:
             return  # sent once this agent is back at the book
         try:
-            agent.report(*words, drain=drain, progressed=progressed)
+            agent.report(*words, drain=drain, progressed=progressed, **step_words(steps or Steps()))
         except _errors.KdistError:
             self._drop_agent(agent)  # sent again to the next holder
 
@@ -235,7 +245,10 @@ class EtcdRendezvous:
                 self._forget_job(int(server.exit_status))
                 if self._log_dir is not None:
                     write_attempts(
-                        self._log_dir / ATTEMPTS_FILE, server.attempts, int(server.exit_status)
+                        self._log_dir / ATTEMPTS_FILE,
+                        server.attempts,
+                        int(server.exit_status),
+                        final_goodput(server.status_json(0.0)),
                     )
                     self._log.note(f"the job's attempts: {self._log_dir / ATTEMPTS_FILE}")
             elif not ended:

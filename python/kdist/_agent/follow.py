@@ -13,9 +13,10 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kdist import _errors
+from kdist import _errors, _progress
 from kdist._agent.agent_log import AgentLog
 from kdist._agent.job_rendezvous import JobRendezvous
 from kdist._local_job.attempt import Hooks
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from kdist._core import NodeReply, NodeSettings
 
 WATCH_SECONDS = 0.5  # how often a wait on the rendezvous looks up (a SIGTERM is seen then)
+STEPS_EVERY = 2.0  # how often the newest step goes to the rendezvous while an attempt runs
 
 
 class Drain:
@@ -125,7 +127,9 @@ class Follower:
                 f"with status {int(_core.EXIT_LOST_RENDEZVOUS)}"
             )
             return int(_core.EXIT_LOST_RENDEZVOUS)
-        return self._report(reply.attempt, outcome.status, outcome.failure, ended.progressed)
+        return self._report(
+            reply.attempt, outcome.status, outcome.failure, ended.progressed, steps=ended.steps
+        )
 
     def _report(
         self,
@@ -133,7 +137,9 @@ class Follower:
         status: int,
         failure: object,
         progressed: bool = False,
+        *,
         drained: bool = False,
+        steps: _progress.Steps | None = None,
     ) -> int | None:
         """Reports how `attempt` ended here (`progressed`: its processes saved a backup or
         stepped on); an exit status when the rendezvous is gone."""
@@ -146,6 +152,7 @@ class Follower:
                 failure,  # type: ignore[arg-type]
                 _core.free_port(),
                 progressed=progressed,
+                steps=steps,
             )
         except _errors.KdistError as error:
             leave = int(_core.EXIT_DRAINED if drained else _core.EXIT_LOST_RENDEZVOUS)
@@ -175,6 +182,7 @@ class Follower:
         watch = _Watch(self, roster.attempt)
 
         def started(job: Job) -> None:
+            watch.progress_files = list(job.progress_files)
             watch.start()  # after the last fork (job.start's fork-to-exec hook)
             pids = ", ".join(str(p.pid) for p in job.processes)
             ids = share.process_ids
@@ -230,6 +238,9 @@ class _Watch:
         self.attempt = attempt
         self.received: list[int] = []  # the attempt's signals (the attempt forwards them)
         self.lost = threading.Event()
+        self.progress_files: list[Path] = []  # its processes' (kdist._progress)
+        self._steps_told = _progress.Steps()
+        self._steps_at = time.monotonic()
         self._done = threading.Event()
         self._thread = threading.Thread(
             target=self._watch, name="kdist-rendezvous-watch", daemon=True
@@ -249,6 +260,7 @@ class _Watch:
             if not follower._tell_drain(self.attempt):
                 self._lose()
                 return
+            self._tell_steps()
             try:
                 reply = follower.rendezvous.next(WATCH_SECONDS)
             except _errors.RendezvousTimeoutError:
@@ -261,6 +273,22 @@ class _Watch:
                 follower.log.note(f"{reply.message}: stopping this machine's processes (SIGTERM)")
                 if not self.received:  # a second one would be a second Ctrl-C: SIGKILL at once
                     self.received.append(signal.SIGTERM)
+
+    def _tell_steps(self) -> None:
+        """The newest step here, every STEPS_EVERY seconds when it moved (`kdist status`'s
+        step and goodput while the attempt runs); a notice lost is only a late number."""
+        now = time.monotonic()
+        if now - self._steps_at < STEPS_EVERY or not self.progress_files:
+            return
+        self._steps_at = now
+        steps = _progress.steps_of(self.progress_files)
+        if steps == self._steps_told or steps.step < 0:
+            return
+        self._steps_told = steps
+        try:
+            self.follower.rendezvous.report(self.attempt, 0, None, 0, steps=steps, steps_only=True)
+        except _errors.KdistError as error:
+            self.follower.log.note(f"the attempt's step was not told to the rendezvous: {error}")
 
     def _lose(self) -> None:
         self.lost.set()

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from kdist import _errors
 from kdist._agent.agent_log import AgentLog
-from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
+from kdist._local_job.attempts_file import ATTEMPTS_FILE, final_goodput, write_attempts
 from kdist._local_job.environment import host_port
+from kdist._progress import Steps, step_words
 
 if TYPE_CHECKING:
     from kdist._core import (
@@ -49,9 +50,13 @@ class JobRendezvous(Protocol):
         *,
         drain: bool = False,
         progressed: bool = False,
+        steps: Steps | None = None,
+        steps_only: bool = False,
     ) -> None:
         """How `attempt` ended here (or, with drain, that this machine is leaving);
-        `progressed`: its processes saved a backup or stepped past their first step."""
+        `progressed`: its processes saved a backup or stepped past their first step;
+        `steps`: the steps they reported (kdist._progress); with steps_only, a step notice
+        while the attempt runs instead."""
 
     def close(self, status: int) -> None:
         """This agent is done with exit status `status` (a drained machine that serves the
@@ -88,10 +93,24 @@ class EmbeddedRendezvous:
         *,
         drain: bool = False,
         progressed: bool = False,
+        steps: Steps | None = None,
+        steps_only: bool = False,
     ) -> None:
         self._agent.report(
-            attempt, exit_status, failure, coordinator_port, drain=drain, progressed=progressed
+            attempt,
+            exit_status,
+            failure,
+            coordinator_port,
+            drain=drain,
+            progressed=progressed,
+            steps_only=steps_only,
+            **step_words(steps or Steps()),
         )
+
+    @property
+    def server(self) -> RendezvousServer | None:
+        """The rendezvous this agent serves, when its machine owns the address."""
+        return self._server
 
     def close(self, status: int) -> None:
         self._agent.close()
@@ -111,7 +130,12 @@ class EmbeddedRendezvous:
         server.stop()
         if self._log_dir is not None:
             path = self._log_dir / ATTEMPTS_FILE
-            write_attempts(path, server.attempts, int(server.exit_status))
+            write_attempts(
+                path,
+                server.attempts,
+                int(server.exit_status),
+                final_goodput(server.status_json(0.0)),
+            )
             self._log.note(f"the job's attempts: {path}")
 
     def _serve_on_if_running(self, server: RendezvousServer, status: int) -> None:

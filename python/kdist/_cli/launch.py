@@ -23,18 +23,20 @@ import contextlib
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from kdist import _errors
 from kdist._cli.launch_arguments import build_launch_parser
 from kdist._cli.machine_gpus import EXIT_USAGE, gpus_per_process
 from kdist._local_job import compile_cache
 from kdist._local_job.attempt import End, Hooks
-from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
+from kdist._local_job.attempts_file import ATTEMPTS_FILE, goodput_dict, write_attempts
 from kdist._local_job.blame import cannot_run
 from kdist._local_job.gpu_split import GpuSplitError
 from kdist._local_job.job import SETTLE_SECONDS, Job
@@ -83,6 +85,7 @@ def _run_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         quiet_processes=args.quiet_processes,
         warm=not args.no_warm,
         preload=args.preload,
+        metrics_port=args.metrics_port,
     )
 
 
@@ -102,6 +105,7 @@ def launch(
     err: BinaryIO | None = None,
     warm: bool = True,
     preload: Sequence[str] = (),
+    metrics_port: int | None = None,
 ) -> int:
     """Runs `command` as `num_processes` processes of one job on 127.0.0.1.
 
@@ -142,6 +146,8 @@ def launch(
             then restarts without the interpreter's start and the heavy imports.
             Defaults to True (`--no-warm`: False).
         preload: Modules the spares import besides the default ones (`--preload`).
+        metrics_port: When set, /metrics for Prometheus on this port (kdist._agent.metrics),
+            taken before any process starts. Defaults to None: off.
 
     Unless JAX's cache variables are set, every attempt shares one persistent
     compilation cache (in `log_dir` when given, else a folder removed at the end).
@@ -173,6 +179,18 @@ def launch(
     from kdist import _core
 
     ledger = _core.AttemptLedger(max_restarts)
+    metrics = None
+    if metrics_port is not None:
+        from kdist._agent.metrics import serve_metrics
+
+        try:
+            metrics = serve_metrics(
+                metrics_port, lambda: local_status(ledger), socket.gethostname()
+            )
+        except (_errors.PortInUseError, _errors.ConfigError) as error:
+            output.note(f"refused before starting any process: {error}")
+            return EXIT_USAGE
+        output.note(f"serving /metrics on {metrics.where}")
     ends_at = None if timeout is None else time.monotonic() + timeout
     job = _Job(num_processes, port, secrets.token_hex(16), timeout, ends_at, max_restarts, options)
     # Spares only where an attempt can follow (on Linux: they ask to die with the launcher).
@@ -186,12 +204,60 @@ def launch(
         if spares is not None:
             spares.close()
         cache.close()
+        if metrics is not None:
+            metrics.close()
     if len(ledger.rows) > 1 or max_restarts:
         table = ledger.table.rstrip("\n").splitlines()
+        table.append(f"goodput: {ledger.goodput().line()}")
         output.note("attempts:\n" + "\n".join("  " + line for line in table))
     if log_dir is not None:
-        write_attempts(log_dir / ATTEMPTS_FILE, ledger.rows, status)
+        write_attempts(log_dir / ATTEMPTS_FILE, ledger.rows, status, goodput_dict(ledger.goodput()))
     return status
+
+
+def local_status(ledger: AttemptLedger) -> dict[str, Any]:
+    """`kdist launch -n`'s state as `kdist status --json` has it (schema 1), from its ledger:
+    what /metrics serves.
+
+    Args:
+        ledger: The job's ledger.
+
+    Returns:
+        schema, job_id (""), state, attempt, nodes (this machine), processes, step,
+        restarts, attempts, goodput.
+    """
+    rows = ledger.rows
+    running = bool(rows) and rows[-1].ended_seconds < 0
+    last = rows[-1] if rows else None
+    if ledger.over:
+        state = "finished" if last is not None and last.exit_status == 0 else "failed"
+    else:
+        state = "running"
+    processes = last.processes if running and last is not None else 0
+    step = ledger.newest_step
+    return {
+        "schema": 1,
+        "job_id": "",
+        "state": state,
+        "attempt": None if last is None else last.attempt,
+        "nodes": [
+            {
+                "name": socket.gethostname(),
+                "host": socket.gethostname(),
+                "address": "127.0.0.1",
+                "rank": 0,
+                "processes": list(range(processes)),
+                "draining": False,
+                "lost": False,
+                "joining": False,
+            }
+        ],
+        "processes": processes,
+        "step": None if step < 0 else step,
+        "restarts": dict(ledger.restarts),
+        "attempts": [],
+        "goodput": goodput_dict(ledger.goodput()),
+    }
 
 
 @dataclass(frozen=True)
@@ -238,6 +304,14 @@ def _run_attempts(
             hooks=_notes(share, job, output, spares),
             deadline=job.ends_at,
             spares=spares,
+        )
+        steps = ended.steps
+        ledger.note_steps(
+            share.attempt,
+            steps.first_step,
+            steps.first_step_unix_millis,
+            steps.step,
+            steps.step_unix_millis,
         )
         decision = _decide(ledger, ended, command, output)
         if decision.again or (job.max_restarts and ended.run.end is End.FAILED):

@@ -138,6 +138,7 @@ def _add_attempt_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="also write every line of process I of attempt A to DIR/attempt-A/process-I.log",
     )
+    add_metrics_option(parser)
     parser.add_argument(
         "--quiet-processes",
         type=arguments.ProcessIds.parse,
@@ -204,6 +205,18 @@ def _add_node_options(parser: argparse.ArgumentParser) -> None:
         help="this machine's name (default: Slurm's SLURMD_NODENAME, else the host name)",
     )
     _add_forming_options(nodes)
+
+
+def add_metrics_option(parser: argparse.ArgumentParser) -> None:
+    """--metrics-port: /metrics for Prometheus (kdist._agent.metrics)."""
+    parser.add_argument(
+        "--metrics-port",
+        type=arguments.port,
+        metavar="PORT",
+        help="serve /metrics for Prometheus on PORT (the job's attempt, nodes, processes, "
+        "step, restarts by cause, time by phase and goodput; needs prometheus_client: "
+        "pip install 'kdist[metrics]'; default: off)",
+    )
 
 
 def add_thrash_guard_options(

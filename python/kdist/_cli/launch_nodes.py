@@ -75,5 +75,11 @@ def run_nodes(
     processes_environ = share_environments(like, machine, os.environ)[0]
     fingerprint = environment_fingerprint.collect(processes_environ, argv=list(command))
     environment = tuple((e.name, e.value, e.must_match) for e in fingerprint)
-    local = LocalOptions(machine, environment, warm=not args.no_warm, preload=tuple(args.preload))
+    local = LocalOptions(
+        machine,
+        environment,
+        warm=not args.no_warm,
+        preload=tuple(args.preload),
+        metrics_port=args.metrics_port,
+    )
     return run_node(command, request, local)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kdist._cli import bench, doctor, launch, rendezvous, stop
+from kdist._cli import bench, doctor, launch, rendezvous, status, stop
 
 _DESCRIPTION = """\
 kdist: start multi-process JAX jobs fast, checked and explained.
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command_name", metavar="COMMAND", title="commands", parser_class=_Parser
     )
 
-    for command in (doctor, launch, stop, rendezvous, bench):
+    for command in (doctor, launch, stop, status, rendezvous, bench):
         command.add_parser(commands)
     return parser
 

@@ -106,13 +106,21 @@ def _add_serve_options(serve: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write the job's attempts to DIR/attempts.json when it ends",
     )
+    serve.add_argument(
+        "--linger",
+        type=arguments.seconds,
+        default=0.0,
+        metavar="S",
+        help="after the job ended, go on answering `kdist status` for S seconds (default: 0)",
+    )
+    launch_arguments.add_metrics_option(serve)
 
 
 def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import os
 
     from kdist import _core, _errors
-    from kdist._local_job.attempts_file import ATTEMPTS_FILE, write_attempts
+    from kdist._local_job.attempts_file import ATTEMPTS_FILE, final_goodput, write_attempts
     from kdist._local_job.environment import host_port
 
     request = _core.NodeRequest()
@@ -139,6 +147,23 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(str(error))
     server = _core.RendezvousServer(settings)
     server.listen(settings)
+    metrics = None
+    if args.metrics_port is not None:
+        import json
+
+        from kdist._agent.metrics import serve_metrics
+
+        try:
+            metrics = serve_metrics(
+                args.metrics_port,
+                lambda: json.loads(server.status_json(2.0)),
+                socket.gethostname(),
+            )
+        except (_errors.PortInUseError, _errors.ConfigError) as error:
+            print(f"kdist rendezvous serve: refused before serving: {error}", file=sys.stderr)
+            return 2
+    if args.linger:
+        server.linger_after_end(args.linger)
     server.start()
     sources = settings.sources
     print(
@@ -153,6 +178,14 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             pass
     except KeyboardInterrupt:
         server.stop()
+    finally:
+        if metrics is not None:
+            metrics.close()
     if args.log_dir is not None:
-        write_attempts(args.log_dir / ATTEMPTS_FILE, server.attempts, int(server.exit_status))
+        write_attempts(
+            args.log_dir / ATTEMPTS_FILE,
+            server.attempts,
+            int(server.exit_status),
+            final_goodput(server.status_json(0.0)),
+        )
     return int(server.exit_status)

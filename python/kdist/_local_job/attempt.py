@@ -126,6 +126,7 @@ class Attempt:
                 self.error, self.end = error, End.CANNOT_START
                 return self.end
             job.started = time.monotonic()
+            job.progress_files = self.progress_files()
             if self.hooks.started is not None:
                 self.hooks.started(job)
             self.end = self._watch()
@@ -140,6 +141,14 @@ class Attempt:
         return _progress.any_progress(
             _progress.file_of(self.folder, i) for i in range(len(self.envs))
         )
+
+    def progress_files(self) -> list[Path]:
+        """Each process's KDIST_PROGRESS_FILE (kdist._progress)."""
+        return [_progress.file_of(self.folder, i) for i in range(len(self.envs))]
+
+    def steps(self) -> _progress.Steps:
+        """The steps this attempt's processes reported, merged (goodput's)."""
+        return _progress.steps_of(self.progress_files())
 
     def _watch(self) -> End:
         job, hooks = self.job, self.hooks

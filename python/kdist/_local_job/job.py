@@ -53,6 +53,8 @@ class Job:
         self.received = received  # signals the starter received (it stops waiting on one)
         self.stopped_by = stopped_by
         self.started = time.monotonic()
+        # Each process's progress file, once started (kdist._progress: its steps so far).
+        self.progress_files: list[Path] = []
 
     def on_line(self, process: Process, is_stderr: bool, line: bytes) -> None:
         """Keeps a process's last lines and its last error line."""

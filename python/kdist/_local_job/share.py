@@ -18,6 +18,7 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kdist import _progress
 from kdist._local_job.attempt import Attempt, End, Hooks
 from kdist._local_job.blame import Outcome, blame, print_end
 from kdist._local_job.environment import child_environment, without_job_variables
@@ -179,6 +180,8 @@ class ShareEnd:
     outcome: Outcome
     # A process here saved a backup, or stepped past its first step (kdist._progress).
     progressed: bool = False
+    # The steps its processes reported (goodput's: first and newest, with their times).
+    steps: _progress.Steps = field(default_factory=_progress.Steps)
 
 
 def run_share(
@@ -229,6 +232,6 @@ def run_share(
         outcome = blame(run, name)
         if run.end is End.FAILED:  # while the records are there: the summary reads them
             print_end(run.job, outcome)
-        return ShareEnd(run, outcome, run.progressed())
+        return ShareEnd(run, outcome, run.progressed(), run.steps())
     finally:
         shutil.rmtree(records, ignore_errors=True)  # after the records were read
