@@ -21,6 +21,7 @@ from benchmarks import (
     import_cost,
     keras_first_step,
     liveness,
+    metrics_cost,
     misconfig,
     nodes_scale,
     restart,
@@ -56,6 +57,7 @@ FIGURES: dict[str, Callable[[int], list[Figure]]] = {
     "restart": restart.measure,  # warm spares and the compile cache; --nodes parts: root
     "tls": tls_start.measure,
     "nodes_scale": nodes_scale.measure,  # the nodes' rendezvous at 256 to 4,096 machines
+    "metrics": metrics_cost.measure,  # what --metrics-port costs the steps (issue 55)
 }
 
 
