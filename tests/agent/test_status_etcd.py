@@ -1,11 +1,11 @@
 """`kdist status --rendezvous etcd://...` (issue 55): the job's book is found through etcd's
-election key, as an agent finds it, and asked for its state. One agent, a command that only
-sleeps (no JAX), a real etcd on loopback."""
+election key, as an agent finds it, and asked for its state; once the job ended, its final
+state is read from the mark its last holder left in etcd. One agent, a command that waits
+for the test's word (no JAX), a real etcd on loopback."""
 
 from __future__ import annotations
 
 import json
-import signal
 import socket
 import subprocess
 import sys
@@ -39,7 +39,7 @@ def _free_port_pair() -> int:
     raise RuntimeError("no two adjacent free ports")
 
 
-def test_status_finds_an_etcd_jobs_holder_and_names_a_job_etcd_does_not_hold(
+def test_status_finds_an_etcd_jobs_holder_reads_its_end_and_names_a_job_etcd_does_not_hold(
     tmp_path: Path,
 ) -> None:
     env = clean_env(1, KDIST_ROLL_CALL_TOKEN="status-etcd-test-token-0123456789")
@@ -55,11 +55,16 @@ def test_status_finds_an_etcd_jobs_holder_and_names_a_job_etcd_does_not_hold(
                 env=env, capture_output=True, text=True, timeout=60,
             )  # fmt: skip
 
+        go = tmp_path / "go"
+        wait_for_go = (
+            f"import os, time\nfor _ in range(1200):\n    if os.path.exists({str(go)!r}): break\n"
+            "    time.sleep(0.05)"
+        )
         with Spawned(tmp_path) as spawned:
             agent = spawned.start(
                 [sys.executable, "-m", "kdist", "launch", "--nodes", "1", "--rendezvous",
                  rendezvous, "--job-id", "t55e", "-n", "1", "--last-call", "0.1",
-                 "--", sys.executable, "-c", "import time; time.sleep(60)"],
+                 "--", sys.executable, "-c", wait_for_go],
                 env,
             )  # fmt: skip
             deadline = time.monotonic() + _BOUND
@@ -77,5 +82,10 @@ def test_status_finds_an_etcd_jobs_holder_and_names_a_job_etcd_does_not_hold(
             assert absent.returncode == 1, absent.stderr
             assert "no agent holds job 'no-such-job'" in absent.stderr, absent.stderr
             assert cluster.members[0].client_address in absent.stderr
-            agent.proc.send_signal(signal.SIGTERM)  # drained: it leaves with 143
-            assert agent.finish(_BOUND).returncode == 143, agent.stderr()
+            go.touch()  # the job ends: its holder forgets its keys, leaving a mark of its end
+            assert agent.finish(_BOUND).returncode == 0, agent.stderr()
+            ended = status("t55e")
+            assert ended.returncode == 0, ended.stderr
+            final = json.loads(ended.stdout)
+            assert final["state"] == "finished" and final["exit_status"] == 0, final
+            assert final["job_id"] == "t55e" and final["attempts"], final

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # How long the mark of an ended job stays in etcd: an agent of the job that had not read the
-# end yet learns it there (instead of taking an empty book over); a later job with the same id
-# ignores it (it was not admitted to the ended one).
-ENDED_MARKER_SECONDS = 60
+# end yet learns it there (instead of taking an empty book over), and `kdist status` reads the
+# job's final state there; a later job with the same id ignores it (it was not admitted to the
+# ended one).
+ENDED_MARKER_SECONDS = 600
 
 
 @dataclass(frozen=True)

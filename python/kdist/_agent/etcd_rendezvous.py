@@ -242,13 +242,14 @@ class EtcdRendezvous:
             )
             server.stop()
             if ended:
-                self._forget_job(int(server.exit_status))
+                final = server.status_json(0.0)  # the book's own, made when the job ended
+                self._forget_job(int(server.exit_status), final)
                 if self._log_dir is not None:
                     write_attempts(
                         self._log_dir / ATTEMPTS_FILE,
                         server.attempts,
                         int(server.exit_status),
-                        final_goodput(server.status_json(0.0)),
+                        final_goodput(final),
                     )
                     self._log.note(f"the job's attempts: {self._log_dir / ATTEMPTS_FILE}")
             elif not ended:
@@ -501,16 +502,18 @@ class EtcdRendezvous:
                 [held_by(self._keys.holder, self._lease.id)], [delete_request(self._keys.holder)]
             )
 
-    def _forget_job(self, exit_status: int) -> None:
+    def _forget_job(self, exit_status: int, final_status: str) -> None:
         """The job ended: its keys go (a later job may take its id) but for a mark of how
-        it ended, kept ENDED_MARKER_SECONDS for an agent of the job that had not read the end
-        from this holder yet."""
-        mark = json.dumps(
-            {
-                "exit_status": exit_status,
-                "message": f"the job ended (its holder's mark in etcd, {self._keys.ended})",
-            }
-        )
+        it ended, kept ENDED_MARKER_SECONDS: an agent of the job that had not read the end
+        from this holder yet reads it there, and `kdist status` its final state (the book's
+        status, JSON schema 1, as readable in etcd as the book was)."""
+        words: dict[str, Any] = {
+            "exit_status": exit_status,
+            "message": f"the job ended (its holder's mark in etcd, {self._keys.ended})",
+        }
+        with contextlib.suppress(ValueError):
+            words["status"] = json.loads(final_status)
+        mark = json.dumps(words)
         forget = [delete_request(self._keys.live, prefix=True), delete_request(self._keys.book)]
         with contextlib.suppress(EtcdUnavailable, EtcdRefused):
             mark_lease, _ttl = self._client.grant(ENDED_MARKER_SECONDS)

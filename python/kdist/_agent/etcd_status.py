@@ -1,9 +1,12 @@
 """Where an etcd job's book is served now (`kdist status`, and an agent's /metrics): the
 address its holder put under the job's election key (kdist._agent.etcd_keys.JobKeys.holder),
-read once, as an agent reads it. Read only: nothing here campaigns, leases or writes."""
+read once, as an agent reads it; once the job ended, its final state from the mark its last
+holder left (JobKeys.ended, kept ENDED_MARKER_SECONDS). Read only: nothing here campaigns,
+leases or writes."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING
 
@@ -13,6 +16,37 @@ from kdist._agent.etcd_keys import JobKeys
 
 if TYPE_CHECKING:
     from kdist._core import NodeSettings
+
+
+def ended_status(settings: NodeSettings, call_timeout: float = 2.0) -> str | None:
+    """The final state (JSON schema 1) an ended etcd job's last holder left in etcd; None when
+    there is none (the job has not ended, or ended more than ENDED_MARKER_SECONDS ago).
+
+    Args:
+        settings: The job's settings, their rendezvous `etcd://...` (store "etcd").
+        call_timeout: Bound of each etcd call, in seconds.
+
+    Returns:
+        The status as JSON text, or None.
+
+    Example:
+        >>> json.loads(ended_status(settings))["state"]  # doctest: +SKIP
+        'finished'
+    """
+    client = EtcdClient(
+        settings.etcd_endpoints, EtcdAccess.from_environment(os.environ), call_timeout
+    )
+    try:
+        found, _revision = client.range(JobKeys(settings.etcd_prefix, settings.job_id).ended)
+    except (EtcdUnavailable, EtcdRefused):
+        return None
+    if not found:
+        return None
+    try:
+        status = json.loads(found[0].value)["status"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return json.dumps(status) if isinstance(status, dict) else None
 
 
 def holder_address(settings: NodeSettings, call_timeout: float = 2.0) -> str:

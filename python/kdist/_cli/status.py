@@ -20,7 +20,8 @@ _DESCRIPTION = """\
 Show a `kdist launch --nodes` job's state from any machine that reaches its rendezvous,
 while it gathers or runs, and after it ended while the rendezvous still serves (`kdist
 rendezvous serve --linger S`; with etcd://, the agent that holds the job's book, found in
-etcd as an agent finds it): the state (gathering, running, stopping, finished, failed),
+etcd as an agent finds it, and for ten minutes after the end the final state its last holder
+left in etcd): the state (gathering, running, stopping, finished, failed),
 the attempt, each node (name, host, address, its processes' ids, joined since, draining),
 the newest step the processes reported, the restarts by cause, the attempts, and goodput
 (the job's wall time split into productive, starting, restarting, recomputing and waiting).
@@ -107,9 +108,16 @@ def _ask(settings: NodeSettings, timeout: float) -> str:
 
     address = None
     if settings.store == "etcd":
-        from kdist._agent.etcd_status import holder_address
+        from kdist import _errors
+        from kdist._agent.etcd_status import ended_status, holder_address
 
-        address = holder_address(settings)
+        try:
+            address = holder_address(settings)
+        except _errors.RendezvousError:
+            final = ended_status(settings)  # the job ended: its last holder's mark
+            if final is None:
+                raise
+            return final
     agent = _core.RendezvousAgent(
         settings, log=lambda _line: None, address=address, connect_timeout=timeout
     )
