@@ -53,24 +53,10 @@ class _Lines:
         return b"".join(self.lines).decode(errors="replace")
 
 
-def _free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = int(a.getsockname()[1])
-            with socket.socket() as b:
-                try:
-                    b.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-        return port
-    raise RuntimeError("no two adjacent free ports")
-
-
 @pytest.fixture(scope="module")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("etcd")
-    with etcd_cluster.loopback_member(folder, _free_port_pair()) as cluster:
+    with etcd_cluster.loopback_member(folder, etcd_cluster.free_port_pair()) as cluster:
         yield cluster.members[0].client_url
 
 

@@ -33,21 +33,6 @@ from kdist._agent.etcd_client import (  # noqa: E402 (after the skip)
 )
 
 
-def _free_port_pair() -> int:
-    """A port whose next one is free too (etcd's client and peer ports)."""
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
-            with socket.socket() as b:
-                try:
-                    b.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-        return int(port)
-    raise RuntimeError("no two adjacent free ports")
-
-
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,7 +42,7 @@ def _closed_port() -> int:
 @pytest.fixture(scope="module")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("etcd")
-    with etcd_cluster.loopback_member(folder, _free_port_pair()) as cluster:
+    with etcd_cluster.loopback_member(folder, etcd_cluster.free_port_pair()) as cluster:
         yield cluster.members[0].client_url
 
 
@@ -124,7 +109,7 @@ def test_tls_and_etcds_users_through_etcdctls_variables(tmp_path: Path) -> None:
          "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True, timeout=60,
     )  # fmt: skip
-    port = _free_port_pair()
+    port = etcd_cluster.free_port_pair()
     url = f"https://127.0.0.1:{port}"
     process = subprocess.Popen(
         ["etcd", "--name", "tls", "--data-dir", str(tmp_path / "data"),
@@ -141,7 +126,9 @@ def test_tls_and_etcds_users_through_etcdctls_variables(tmp_path: Path) -> None:
         while True:
             ready = subprocess.run(
                 ["etcdctl", "--endpoints", url, "user", "add", "root:rootpw"],
-                env=ctl, capture_output=True, timeout=30,
+                env=ctl,
+                capture_output=True,
+                timeout=30,
             )
             if ready.returncode == 0:
                 break

@@ -6,7 +6,6 @@ for the test's word (no JAX), a real etcd on loopback."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -24,28 +23,13 @@ if _reason is not None:
 _BOUND = 60.0
 
 
-def _free_port_pair() -> int:
-    """A free port whose next is free too (etcd's peers listen on port + 1)."""
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = int(a.getsockname()[1])
-            with socket.socket() as b:
-                try:
-                    b.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-        return port
-    raise RuntimeError("no two adjacent free ports")
-
-
 def test_status_finds_an_etcd_jobs_holder_reads_its_end_and_names_a_job_etcd_does_not_hold(
     tmp_path: Path,
 ) -> None:
     env = clean_env(1, KDIST_ROLL_CALL_TOKEN="status-etcd-test-token-0123456789")
     folder = tmp_path / "etcd"
     folder.mkdir()
-    with etcd_cluster.loopback_member(folder, _free_port_pair()) as cluster:
+    with etcd_cluster.loopback_member(folder, etcd_cluster.free_port_pair()) as cluster:
         rendezvous = f"{cluster.endpoints()}/kdist-status-test"
 
         def status(job: str) -> subprocess.CompletedProcess[str]:

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
@@ -154,6 +155,22 @@ def cluster_on(hosts: Sequence[netns.Host], folder: Path) -> Iterator[EtcdCluste
         yield cluster
     finally:
         cluster.stop()
+
+
+def free_port_pair() -> int:
+    """A free port on loopback whose next one is free too (a member's client port; its peers
+    listen on the next)."""
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = int(a.getsockname()[1])
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+        return port
+    raise RuntimeError("no two adjacent free ports on loopback")
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def positive_int(text: str) -> int:
@@ -132,6 +133,18 @@ def node_range(text: str) -> tuple[int, int]:
     if min_nodes < 1 or max_nodes < min_nodes:
         raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX; received {text!r}")
     return min_nodes, max_nodes
+
+
+def set_token_file(request: Any, path: Path | None, parser: argparse.ArgumentParser) -> None:
+    """--token-file's token and its source onto a NodeRequest (nothing when it is None); a
+    refused file ends the command (parser.error, naming why)."""
+    if path is None:
+        return
+    try:
+        request.token = token_file(path)
+    except ValueError as error:
+        parser.error(str(error))
+    request.token_source = f"--token-file {path}"
 
 
 def token_file(path: Path) -> str:

@@ -40,12 +40,7 @@ def run_nodes(
     request.scale_up_after = args.scale_up_after
     request.max_reforms = args.max_reforms
     request.reform_window = args.reform_window
-    if args.token_file is not None:
-        try:
-            request.token = arguments.token_file(args.token_file)
-        except ValueError as error:
-            parser.error(str(error))
-        request.token_source = f"--token-file {args.token_file}"
+    arguments.set_token_file(request, args.token_file, parser)
     if args.global_batch is not None:
         problem = global_batch_problem(
             args.global_batch, request.min_nodes, request.max_nodes, args.num_processes

@@ -135,12 +135,7 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     request.scale_up_after = args.scale_up_after
     request.max_reforms = args.max_reforms
     request.reform_window = args.reform_window
-    if args.token_file is not None:
-        try:
-            request.token = arguments.token_file(args.token_file)
-        except ValueError as error:
-            parser.error(str(error))
-        request.token_source = f"--token-file {args.token_file}"
+    arguments.set_token_file(request, args.token_file, parser)
     try:
         settings = _core.resolve_node_settings(request, dict(os.environ))
     except _errors.ConfigError as error:

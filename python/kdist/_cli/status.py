@@ -8,10 +8,9 @@ import json
 import os
 import socket
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kdist._cli import arguments
+from kdist._cli import job_query
 
 if TYPE_CHECKING:
     from kdist._core import NodeSettings
@@ -50,43 +49,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--rendezvous", required=True, metavar="HOST:PORT",
-        help="the job's rendezvous, as its agents were given it (auto: under Slurm)",
-    )  # fmt: skip
-    parser.add_argument("--job-id", metavar="ID", help="the job's --job-id (default: none)")
-    parser.add_argument(
-        "--token-file", type=Path, metavar="F",
-        help="the job's token (else KDIST_ROLL_CALL_TOKEN); required off loopback",
-    )  # fmt: skip
-    parser.add_argument(
-        "--timeout", type=arguments.seconds, metavar="S",
-        help="how long to try to reach the rendezvous (default: 20)",
-    )  # fmt: skip
+    job_query.add_query_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object (schema 1)")
     parser.set_defaults(run=lambda args: _status(args, parser))
 
 
 def _status(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from kdist import _core, _errors
+    from kdist import _errors
 
-    request = _core.NodeRequest()
-    request.rendezvous = args.rendezvous
-    request.host_name = socket.gethostname()
-    request.job_id = args.job_id
-    request.join_timeout = args.timeout or 20.0
-    if args.token_file is not None:
-        try:
-            request.token = arguments.token_file(args.token_file)
-        except ValueError as error:
-            parser.error(str(error))
-        request.token_source = f"--token-file {args.token_file}"
+    settings = job_query.query_settings(args, parser)
     try:
-        settings = _core.resolve_node_settings(request, dict(os.environ))
-    except _errors.ConfigError as error:
-        parser.error(str(error))
-    try:
-        text = _ask(settings, request.join_timeout)
+        text = _ask(settings, settings.join_timeout)
     except (_errors.RendezvousTimeoutError, _errors.CoordinatorUnreachableError) as error:
         print(f"kdist status: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
