@@ -7,7 +7,8 @@
 source "$(dirname "$0")/venv.sh"
 
 # With kdist._core_bench, the roll call's load generator (users' wheels leave it out).
-"$venv/bin/python" -m pip install --quiet -C cmake.define.KDIST_BENCH_MODULE=ON ".[bench]"
+"$venv/bin/python" -m pip install --quiet --constraint scripts/constraints.txt \
+  -C cmake.define.KDIST_BENCH_MODULE=ON ".[bench]"
 # The harness's own rules first (interleaving, warm-up, statistics, the RSS probe).
 "$venv/bin/python" -m pytest -q -p no:cacheprovider benchmarks/tests
 exec "$venv/bin/python" -m benchmarks.run "$@"

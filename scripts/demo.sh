@@ -8,13 +8,13 @@
 # per-epoch losses, which agree across the processes.
 #
 # A second run skips the build when the installed kdist was built from the same
-# sources (a digest of pyproject.toml, CMakeLists.txt, cpp/ and python/, kept in
-# the virtual environment). It prints how long it took.
+# sources and pins (a digest of pyproject.toml, CMakeLists.txt, scripts/constraints.txt, cpp/
+# and python/, kept in the virtual environment). It prints how long it took.
 started=$SECONDS
 source "$(dirname "$0")/venv.sh"
 
 digest_file="$venv/kdist-source.sha256"
-digest=$(find pyproject.toml CMakeLists.txt cpp python -type f \
+digest=$(find pyproject.toml CMakeLists.txt scripts/constraints.txt cpp python -type f \
   -not -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum)
 if [ -f "$digest_file" ] && [ "$(cat "$digest_file")" = "$digest" ] \
   && "$venv/bin/python" -c "import kdist, keras, orbax.checkpoint" 2> /dev/null; then
@@ -22,7 +22,7 @@ if [ -f "$digest_file" ] && [ "$(cat "$digest_file")" = "$digest" ] \
 else
   echo "demo: building and installing kdist with Keras and Orbax into $venv (a few minutes the first time)"
   rm -f "$digest_file"
-  "$venv/bin/python" -m pip install --quiet ".[keras,backup,tls]"
+  "$venv/bin/python" -m pip install --quiet --constraint scripts/constraints.txt ".[keras,backup,tls]"
   echo "$digest" > "$digest_file"
 fi
 

@@ -18,7 +18,8 @@ source "$(dirname "$0")/venv.sh"
 started=$SECONDS
 "$venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps --force-reinstall .
 "$venv/bin/python" -c "import jax, keras, pytest, xdist, orbax.checkpoint, cryptography, grpc, prometheus_client" 2> /dev/null \
-  || "$venv/bin/python" -m pip install --quiet --no-build-isolation ".[test,backup]"
+  || "$venv/bin/python" -m pip install --quiet --no-build-isolation \
+    --constraint scripts/constraints.txt ".[test,backup]"
 echo "dev: kdist rebuilt and installed in $((SECONDS - started)) s"
 
 if [ $# -eq 0 ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: makes a virtual environment (.venv, or
-# $KDIST_VENV) with Python 3.13 (scripts/venv.sh), where pip brings the newest JAX and
-# Keras; builds kdist's wheel and installs it with its test dependencies;
+# $KDIST_VENV) with Python 3.13 (scripts/venv.sh), where pip brings JAX, Keras and Orbax at
+# scripts/constraints.txt's pins; builds kdist's wheel and installs it with its test dependencies;
 # builds and runs the C++ unit tests under ASan/UBSan; runs each fuzz target
 # briefly; runs ruff and mypy --strict; then runs pytest against the installed
 # package (with real MPI launchers), then the Slurm tests on a real single-node Slurm and
@@ -70,8 +70,9 @@ rm -rf build/wheelhouse
   --wheel-dir build/wheelhouse .
 wheel=$(ls build/wheelhouse/kdist-*.whl)
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
-# The backup extra (Orbax) for the BackupAndRestore tests (they skip, saying so, without it).
-"$venv/bin/python" -m pip install --quiet "$wheel[test,backup]"
+# The backup extra (Orbax) for the BackupAndRestore tests (they skip, saying so, without it);
+# JAX, Keras and Orbax at the versions scripts/constraints.txt pins.
+"$venv/bin/python" -m pip install --quiet --constraint scripts/constraints.txt "$wheel[test,backup]"
 export KDIST_TEST_WHEEL="$PWD/$wheel"
 # KerasHub for tests/keras_models/test_keras_hub.py, without TensorFlow: keras-hub's requirements pull
 # TensorFlow through tensorflow-text, but importing it and building backbones needs only

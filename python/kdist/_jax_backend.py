@@ -118,6 +118,17 @@ def _release(version: str) -> tuple[int, ...] | None:
     return tuple(numbers)
 
 
+def within_tested_range(version: str) -> bool:
+    """Whether JAX `version` is one the suite runs: from OLDEST_SUPPORTED_JAX to
+    NEWEST_TESTED_JAX (release numbers compared; JAX is not imported).
+
+    Example:
+        >>> within_tested_range(NEWEST_TESTED_JAX), within_tested_range("99.0")
+        (True, False)
+    """
+    return tested_range(version).startswith("tested: ")
+
+
 def tested_range(version: str) -> str:
     """Where JAX `version` stands against the versions the suite runs, in words:
     "tested: 0.5.1 to 0.12.0.1", "newer than the newest tested, 0.12.0.1" or "older than

@@ -76,9 +76,11 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
                 log.note(f"refused before joining: {error}")
                 return EXIT_USAGE
             log.note(f"serving /metrics on {metrics.where}")
-        cache = compile_cache.plan(os.environ, local.machine.log_dir)
-        if cache.folder is None and "cannot" in cache.said:
-            log.note(cache.said)
+        from kdist import _jax_backend
+
+        cache = compile_cache.plan(os.environ, local.machine.log_dir, _jax_backend.jax_version())
+        if cache.warning:
+            log.note(cache.warning)
         # The processes see the job's thrash guard (cluster_spec(), kdist doctor).
         guard = {
             "KDIST_MAX_REFORMS": str(settings.max_reforms),

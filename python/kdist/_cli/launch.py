@@ -170,9 +170,11 @@ def launch(
     except GpuSplitError as error:
         output.note(f"refused before starting any process: {error}")
         return EXIT_USAGE
-    cache = compile_cache.plan(os.environ, log_dir)
-    if cache.folder is None and "cannot" in cache.said:
-        output.note(cache.said)
+    from kdist import _jax_backend
+
+    cache = compile_cache.plan(os.environ, log_dir, _jax_backend.jax_version())
+    if cache.warning:
+        output.note(cache.warning)
     options = MachineOptions(
         devices_per_process, gpus, grace, log_dir, stall_timeout, quiet_processes, cache.variables
     )

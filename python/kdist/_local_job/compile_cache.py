@@ -4,7 +4,11 @@ Unless the user set one of JAX's cache variables (`USER_VARIABLES`), every proce
 attempt gets JAX_COMPILATION_CACHE_DIR (in --log-dir when given, else a folder of the job's
 that kdist removes at the end) with thresholds that let a small program's compilations in,
 so a later attempt compiles nothing an earlier one compiled. A folder that cannot be written
-is named in a note and the job runs without it: never fatal. JAX reads these variables when
+is named in a note and the job runs without it: never fatal. Only for a JAX the suite runs
+(`_jax_backend.within_tested_range`): JAX 0.12.1's cache hangs a multi-process job at its
+first step read from the cache (two processes on CPU, raw `jax.distributed` and a `jit` with
+a cross-process sum, run twice on one cache folder: the second run never ends), so for a
+newer JAX kdist leaves the cache off and says so. JAX reads these variables when
 it is imported; they are the job's (the same for every attempt), so a warm spare
 (`kdist._local_job.warm`) has them from its start.
 """
@@ -41,7 +45,8 @@ class CompileCache:
     folder: Path | None = None  # None: no cache from kdist (the user's, or none)
     made_by_kdist: bool = False  # a job-scoped folder: removed by `close`
     variables: dict[str, str] = field(default_factory=dict)
-    said: str = ""  # the note for the user: where, or why not
+    said: str = ""  # where the cache is, or why kdist gives none
+    warning: str = ""  # what the user must be told at the start ("" when nothing)
 
     def close(self) -> None:
         """Removes the folder when kdist made it for this job."""
@@ -49,22 +54,26 @@ class CompileCache:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def plan(environ: Mapping[str, str], log_dir: Path | None) -> CompileCache:
+def plan(environ: Mapping[str, str], log_dir: Path | None, jax_version: str) -> CompileCache:
     """The job's compilation cache on this machine: made (and checked writable) now.
 
     Args:
         environ: The starter's environment (the user's variables).
         log_dir: --log-dir; None: a folder of the job's in the temporary folder.
+        jax_version: The JAX the processes run (`_jax_backend.jax_version()`).
 
     Returns:
-        The cache; with no folder when the user set JAX's variables, or when the folder
-        cannot be written (`said` names it and the error).
+        The cache; with no folder when the user set JAX's variables, when JAX is newer than
+        the newest tested, or when the folder cannot be written (`warning` says which and
+        what to do).
 
     Example:
         >>> from kdist._local_job.compile_cache import plan
-        >>> plan({"JAX_COMPILATION_CACHE_DIR": "/mine"}, None).folder is None
+        >>> plan({"JAX_COMPILATION_CACHE_DIR": "/mine"}, None, "0.12.0.1").folder is None
         True
-        >>> cache = plan({}, None)
+        >>> plan({}, None, "0.12.1").warning.startswith("the compilation cache is off")
+        True
+        >>> cache = plan({}, None, "0.12.0.1")
         >>> sorted(cache.variables)[0], cache.made_by_kdist
         ('JAX_COMPILATION_CACHE_DIR', True)
         >>> cache.close()
@@ -72,6 +81,16 @@ def plan(environ: Mapping[str, str], log_dir: Path | None) -> CompileCache:
     mine = [name for name in USER_VARIABLES if name in environ]
     if mine:
         return CompileCache(said=f"JAX's compilation cache is yours ({', '.join(mine)} set)")
+    from kdist import _jax_backend  # not at import: `kdist --help` reads no JAX module
+
+    if not _jax_backend.within_tested_range(jax_version):
+        why = (
+            f"the compilation cache is off: JAX {jax_version} is "
+            f"{_jax_backend.tested_range(jax_version)}, and JAX 0.12.1's cache hangs a "
+            "multi-process job at its first cached step; every attempt compiles again "
+            "(set JAX_COMPILATION_CACHE_DIR to use JAX's cache anyway)"
+        )
+        return CompileCache(said=why, warning=why)
     made = log_dir is None
     try:
         if log_dir is None:
@@ -84,10 +103,11 @@ def plan(environ: Mapping[str, str], log_dir: Path | None) -> CompileCache:
         probe.unlink()
     except OSError as error:
         where = "a temporary folder" if log_dir is None else str(log_dir / LOG_DIR_FOLDER)
-        return CompileCache(
-            said=f"the compilation cache {where} cannot be written ({error.strerror or error}): "
+        why = (
+            f"the compilation cache {where} cannot be written ({error.strerror or error}): "
             "every attempt compiles again"
         )
+        return CompileCache(said=why, warning=why)
     variables = {
         CACHE_DIR_VARIABLE: str(folder),
         # Every compilation, however short and small (JAX's defaults keep those under 1 s
