@@ -140,7 +140,28 @@ def _serve_metrics(
         value = json.loads(text)
         return value if isinstance(value, dict) else None
 
-    return serve_metrics(port, status, settings.node_name)
+    return serve_metrics(port, status, settings.node_name, _listening_address(settings))
+
+
+def _listening_address(settings: NodeSettings) -> str:
+    """Where this agent listens: the address its traffic to the rendezvous (to etcd's first
+    reachable endpoint) leaves from, the one the other machines reach it at. Nothing is
+    sent; a rendezvous without a route raises kdist.ConfigError naming it."""
+    from kdist import _core, _errors
+    from kdist._local_job.environment import host_port
+
+    if settings.store == "etcd":
+        from kdist._agent.etcd_client import address_toward
+
+        return address_toward(settings.etcd_endpoints)
+    rendezvous = host_port(settings.ip, settings.port)
+    try:
+        return str(_core.local_address_toward(rendezvous, 2.0))
+    except _errors.KdistError as error:
+        raise _errors.ConfigError(
+            f"--metrics-port: no address of this machine reaches the rendezvous {rendezvous} "
+            f"to serve /metrics on: {error}"
+        ) from None
 
 
 def _rendezvous_of(settings: NodeSettings, log: AgentLog, log_dir: Path | None) -> JobRendezvous:

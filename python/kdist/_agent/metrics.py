@@ -58,7 +58,8 @@ def serve_metrics(port: int, status: StatusSource, node: str, host: str = "") ->
         status: The job's state, JSON schema 1 as a dict (None while it cannot be read:
             then only the metrics' HELP and TYPE lines are served).
         node: The `node` label.
-        host: The address to bind ("": every address of this machine).
+        host: The address to bind: where the agent listens (its address toward the
+            rendezvous), the rendezvous's own; "": every address (`kdist launch -n`).
 
     Returns:
         The running server.
@@ -80,7 +81,9 @@ def serve_metrics(port: int, status: StatusSource, node: str, host: str = "") ->
         ) from None
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector(_Cached(status), node))
-    where = f"{host or '0.0.0.0'}:{port}"
+    from kdist._local_job.environment import host_port
+
+    where = host_port(host or "0.0.0.0", port)
     try:
         server, thread = start_http_server(port, addr=host or "0.0.0.0", registry=registry)
     except OSError as error:

@@ -153,6 +153,7 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 args.metrics_port,
                 lambda: json.loads(server.status_json(2.0)),
                 socket.gethostname(),
+                settings.ip,  # where the rendezvous listens
             )
         except (_errors.PortInUseError, _errors.ConfigError) as error:
             print(f"kdist rendezvous serve: refused before serving: {error}", file=sys.stderr)
