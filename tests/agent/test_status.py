@@ -134,6 +134,9 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
              "--max-restarts", "1", "--linger", "60", "--log-dir", str(tmp_path / "logs")],
             clean_env(1),
         )  # fmt: skip
+        # Listening before any agent starts (else agent a, finding the port free, would serve
+        # the rendezvous itself, and `serve` would be refused).
+        _wait("the rendezvous", lambda: "serving the nodes' rendezvous on" in serve.stderr())
         prometheus = _start_prometheus(spawned, tmp_path / "prometheus", metrics_port)
         a = spawned.start(agent("a", "--metrics-port", str(metrics_port)), env)
         # Gathering: one node of two, no attempt yet.

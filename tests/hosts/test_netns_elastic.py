@@ -1,13 +1,16 @@
 """Elastic `kdist launch --nodes MIN:MAX` across network-namespace hosts (issue 44): a host
 whose link is cut mid-training is lost, and the others go on without it from the last
-backup of a Keras model trained with kdist.BackupAndRestore; fewer than MIN left ends the
-job with 75, naming the lost node. Every namespace is checked empty at the end
-(helpers/netns.py)."""
+backup of a Keras model trained with kdist.BackupAndRestore, while `kdist status` on another
+host shows the job gathering, running and running again after the loss (issue 55); fewer
+than MIN left ends the job with 75, naming the lost node. Every namespace is checked empty at
+the end (helpers/netns.py)."""
 
 from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -38,6 +41,7 @@ def _agent(rendezvous: str, index: int, nodes: str, program: str, *extra: str) -
         nodes=nodes, job_id="t44", last_call="10", program=program,
     )  # fmt: skip
 
+
 def _keras_env(backup_dir: Path, step_sleep: str = "0.2") -> dict[str, str]:
     return clean_env(
         1,
@@ -63,6 +67,23 @@ def _wait_for_step(agent: Running, step: int, others: list[Running]) -> None:
         time.sleep(0.1)
 
 
+def _status(
+    host: netns.Host, rendezvous: str, env: dict[str, str], *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`kdist status` run on `host` (its own namespace), as an operator would."""
+    argv = [sys.executable, "-m", "kdist", "status", "--rendezvous", rendezvous,
+            "--job-id", "t44", *extra]  # fmt: skip
+    return subprocess.run(host.command(argv), env=env, capture_output=True, text=True, timeout=60)
+
+
+def _json_status(host: netns.Host, rendezvous: str, env: dict[str, str]) -> dict[str, object]:
+    done = _status(host, rendezvous, env, "--json")
+    assert done.returncode == 0, done.stderr
+    value = json.loads(done.stdout)
+    assert isinstance(value, dict)
+    return value
+
+
 def test_a_host_cut_mid_training_the_two_others_finish_from_the_last_backup(
     tmp_path: Path,
 ) -> None:
@@ -71,26 +92,44 @@ def test_a_host_cut_mid_training_the_two_others_finish_from_the_last_backup(
         rendezvous = f"{hosts[0].address}:{PORT}"
         env = _keras_env(backup_dir)
         logs = tmp_path / "logs"
-        agents = [
-            spawned.start(
-                hosts[i].command(
-                    _agent(
-                        rendezvous,
-                        i,
-                        "2:3",
-                        KERAS,
-                        "--join-timeout",
-                        "120",
-                        *(["--log-dir", str(logs)] if i == 0 else []),
-                    )
-                ),
-                env,
-            )
-            for i in range(3)
-        ]
+
+        def start(i: int) -> Running:
+            logged = ["--log-dir", str(logs)] if i == 0 else []
+            argv = _agent(rendezvous, i, "2:3", KERAS, "--join-timeout", "120", *logged)
+            return spawned.start(hosts[i].command(argv), env)
+
+        agents = [start(0)]
+        # Gathering: host0 alone (the job forms at 3 nodes, or 10 s after the second).
+        deadline = time.monotonic() + _BOUND
+        while not (gathering := _json_status(hosts[1], rendezvous, env))["nodes"]:
+            assert time.monotonic() < deadline, agents[0].stderr()
+            time.sleep(0.2)
+        assert gathering["state"] == "gathering" and gathering["attempt"] is None, gathering
+        node = gathering["nodes"][0]  # type: ignore[index]
+        assert node["name"] == "host0" and node["address"] == hosts[0].address, gathering
+        agents += [start(1), start(2)]
         # Mid-training, after a committed backup: the cut lands between two saves.
         _wait_for_step(agents[0], 2 * SAVE_FREQ + 2, agents)
+        running = _json_status(hosts[1], rendezvous, env)
+        assert running["state"] == "running" and running["attempt"] == 0, running
+        assert running["processes"] == 3 and running["restarts"] == {}, running
+        by_name = {n["name"]: n for n in running["nodes"]}  # type: ignore[union-attr]
+        assert {n: by_name[n]["address"] for n in by_name} == {
+            f"host{i}": hosts[i].address for i in range(3)
+        }, running
+        table = _status(hosts[1], rendezvous, env)
+        assert table.returncode == 0, table.stderr
+        assert "job 't44': running, attempt 0, 3 processes" in table.stdout, table.stdout
         hosts[2].set_link(False)  # no FIN, no RST: the host is gone
+        # After the loss: attempt 1 runs on host0 and host1; the restart's cause is named.
+        while (after := _json_status(hosts[1], rendezvous, env))["attempt"] != 1:
+            assert time.monotonic() < deadline + _BOUND, after
+            assert agents[0].proc.poll() is None, agents[0].stderr()
+            time.sleep(0.2)
+        assert after["processes"] == 2 and after["restarts"] == {"node_lost": 1}, after
+        assert [n["name"] for n in after["nodes"]] == ["host0", "host1"], after  # type: ignore[union-attr]
+        table = _status(hosts[1], rendezvous, env)
+        assert "restarts: node_lost 1" in table.stdout, table.stdout
         done = [a.finish(_BOUND) for a in agents]
     for i in (0, 1):
         assert done[i].returncode == 0, f"host{i}: {done[i].stderr}"

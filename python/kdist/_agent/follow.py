@@ -127,6 +127,11 @@ class Follower:
                 f"with status {int(_core.EXIT_LOST_RENDEZVOUS)}"
             )
             return int(_core.EXIT_LOST_RENDEZVOUS)
+        # A drain not yet told (the watch looks up every WATCH_SECONDS; the processes can stop
+        # sooner) goes before the end: else the book, with every end in, would count this
+        # machine's stop as the job's failure instead of a re-form without it.
+        if not self._tell_drain(reply.attempt):
+            return int(_core.EXIT_DRAINED)
         return self._report(
             reply.attempt, outcome.status, outcome.failure, ended.progressed, steps=ended.steps
         )
