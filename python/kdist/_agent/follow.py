@@ -127,11 +127,6 @@ class Follower:
                 f"with status {int(_core.EXIT_LOST_RENDEZVOUS)}"
             )
             return int(_core.EXIT_LOST_RENDEZVOUS)
-        # A drain not yet told (the watch looks up every WATCH_SECONDS; the processes can stop
-        # sooner) goes before the end: else the book, with every end in, would count this
-        # machine's stop as the job's failure instead of a re-form without it.
-        if not self._tell_drain(reply.attempt):
-            return int(_core.EXIT_DRAINED)
         return self._report(
             reply.attempt, outcome.status, outcome.failure, ended.progressed, steps=ended.steps
         )
@@ -149,6 +144,12 @@ class Follower:
         """Reports how `attempt` ended here (`progressed`: its processes saved a backup or
         stepped on); an exit status when the rendezvous is gone."""
         from kdist import _core
+
+        # A drain not yet told (the watch looks up every WATCH_SECONDS; the processes can stop
+        # sooner) goes before the end: else the book, with every end in, would count this
+        # machine's stop as the job's failure instead of a re-form without it.
+        if not drained and not self._tell_drain(attempt):
+            return int(_core.EXIT_DRAINED)
 
         try:
             self.rendezvous.report(
