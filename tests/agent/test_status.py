@@ -64,6 +64,21 @@ def _query(port: int, expression: str) -> dict[str, float]:
     return {r["metric"].get("cause", ""): float(r["value"][1]) for r in answer["data"]["result"]}
 
 
+def _prometheus_sees(prometheus: int, processes: float, restarts: dict[str, float]) -> None:
+    """Until Prometheus's HTTP API answers `processes` for kdist_processes and `restarts` for
+    kdist_restarts_total (every other cause 0), from its scrapes of agent a (bounded)."""
+    every = dict.fromkeys(("failure", "node_lost", "drained", "grown", "stopped"), 0.0)
+    every.update(restarts)
+    _wait(
+        f"Prometheus's scrape of {processes:g} processes and restarts {restarts}",
+        lambda: (
+            _query(prometheus, 'kdist_processes{job_id="t55"}') == {"": processes}
+            and _query(prometheus, 'kdist_restarts_total{node="a"}') == every
+        ),
+        timeout=30,
+    )
+
+
 def _status(
     port: int, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -183,17 +198,7 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
         assert _metric(metrics, "kdist_restarts_total", cause="failure") == 1.0, metrics
         assert _metric(metrics, "kdist_seconds_total", phase="recomputing") is not None
         if prometheus is not None:  # what it scraped, through its HTTP API
-            _wait(
-                "Prometheus's scrape of attempt 1",
-                lambda: (
-                    _query(prometheus, 'kdist_processes{job_id="t55"}') == {"": 2.0}
-                    and _query(prometheus, "kdist_restarts_total").get("failure") == 1.0
-                ),
-                timeout=30,
-            )
-            restarts = _query(prometheus, 'kdist_restarts_total{node="a"}')
-            assert restarts == {"failure": 1.0, "node_lost": 0.0, "drained": 0.0,
-                                "grown": 0.0, "stopped": 0.0}, restarts  # fmt: skip
+            _prometheus_sees(prometheus, 2.0, {"failure": 1.0})
         # b drained (SIGTERM to its agent) once attempt 1 is past attempt 0's newest step:
         # attempt 2 runs with a alone; the restart is counted as "drained".
         _wait("attempt 1 past step 70", lambda: max(_steps(tmp_path, 1))[0] >= 70)
@@ -204,17 +209,7 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
         assert alone["processes"] == 1 and alone["restarts"] == {"failure": 1, "drained": 1}
         assert [n["name"] for n in alone["nodes"]] == ["a"]  # type: ignore[union-attr, index]
         if prometheus is not None:
-            _wait(
-                "Prometheus's scrape of attempt 2",
-                lambda: (
-                    _query(prometheus, 'kdist_processes{job_id="t55"}') == {"": 1.0}
-                    and _query(prometheus, "kdist_restarts_total").get("drained") == 1.0
-                ),
-                timeout=30,
-            )
-            restarts = _query(prometheus, 'kdist_restarts_total{node="a"}')
-            assert restarts == {"failure": 1.0, "node_lost": 0.0, "drained": 1.0,
-                                "grown": 0.0, "stopped": 0.0}, restarts  # fmt: skip
+            _prometheus_sees(prometheus, 1.0, {"failure": 1.0, "drained": 1.0})
         # Bad inputs, each named, each non-zero.
         other = _status(port, "--job-id", "other")
         assert other.returncode == 1 and 'names job id "other"' in other.stderr, other.stderr
