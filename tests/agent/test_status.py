@@ -11,6 +11,7 @@ rendezvous, a metrics port in use). One job for all of it: it costs two JAX star
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -31,9 +32,11 @@ _STEPS, _FAIL_AT, _PAUSE = 160, 60, 0.05
 
 
 def _start_prometheus(spawned: Spawned, folder: Path, target: int) -> int | None:
-    """Prometheus scraping 127.0.0.1:`target` every second (its port; None: not installed)."""
+    """Prometheus scraping 127.0.0.1:`target` every second (its port; None: not installed,
+    which scripts/test.sh never allows: it installs it and sets KDIST_TEST_PROMETHEUS=1)."""
     binary = shutil.which("prometheus")
     if binary is None:
+        assert os.environ.get("KDIST_TEST_PROMETHEUS") != "1", "prometheus is not installed"
         return None
     port = _core.free_port()
     folder.mkdir(parents=True, exist_ok=True)
@@ -154,6 +157,9 @@ def test_status_and_metrics_follow_a_job_through_a_failure_and_its_goodput_adds_
         _wait("the rendezvous", lambda: "serving the nodes' rendezvous on" in serve.stderr())
         prometheus = _start_prometheus(spawned, tmp_path / "prometheus", metrics_port)
         a = spawned.start(agent("a", "--metrics-port", str(metrics_port)), env)
+        # Bound where agent a listens: its address toward the rendezvous (loopback here).
+        _wait("a's /metrics", lambda: "serving /metrics on" in a.stderr())
+        assert f"serving /metrics on 127.0.0.1:{metrics_port}\n" in a.stderr(), a.stderr()
         # Gathering: one node of two, no attempt yet.
         _wait("node a's admission", lambda: _json_status(port)["nodes"])
         gathering = _json_status(port)

@@ -76,9 +76,7 @@ def run_node(command: Sequence[str], request: NodeRequest, local: LocalOptions) 
                 log.note(f"refused before joining: {error}")
                 return EXIT_USAGE
             log.note(f"serving /metrics on {metrics.where}")
-        from kdist import _jax_backend
-
-        cache = compile_cache.plan(os.environ, local.machine.log_dir, _jax_backend.jax_version())
+        cache = compile_cache.plan(os.environ, local.machine.log_dir)
         if cache.warning:
             log.note(cache.warning)
         # The processes see the job's thrash guard (cluster_spec(), kdist doctor).

@@ -170,9 +170,7 @@ def launch(
     except GpuSplitError as error:
         output.note(f"refused before starting any process: {error}")
         return EXIT_USAGE
-    from kdist import _jax_backend
-
-    cache = compile_cache.plan(os.environ, log_dir, _jax_backend.jax_version())
+    cache = compile_cache.plan(os.environ, log_dir)
     if cache.warning:
         output.note(cache.warning)
     options = MachineOptions(

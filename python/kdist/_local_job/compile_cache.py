@@ -45,8 +45,7 @@ class CompileCache:
     folder: Path | None = None  # None: no cache from kdist (the user's, or none)
     made_by_kdist: bool = False  # a job-scoped folder: removed by `close`
     variables: dict[str, str] = field(default_factory=dict)
-    said: str = ""  # where the cache is, or why kdist gives none
-    warning: str = ""  # what the user must be told at the start ("" when nothing)
+    warning: str = ""  # why kdist gives no cache, told at the start ("" when nothing to tell)
 
     def close(self) -> None:
         """Removes the folder when kdist made it for this job."""
@@ -54,13 +53,16 @@ class CompileCache:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def plan(environ: Mapping[str, str], log_dir: Path | None, jax_version: str) -> CompileCache:
+def plan(
+    environ: Mapping[str, str], log_dir: Path | None, jax_version: str | None = None
+) -> CompileCache:
     """The job's compilation cache on this machine: made (and checked writable) now.
 
     Args:
         environ: The starter's environment (the user's variables).
         log_dir: --log-dir; None: a folder of the job's in the temporary folder.
-        jax_version: The JAX the processes run (`_jax_backend.jax_version()`).
+        jax_version: The JAX the processes run; None: the one installed here
+            (`_jax_backend.jax_version()`, read from its metadata, not imported).
 
     Returns:
         The cache; with no folder when the user set JAX's variables, when JAX is newer than
@@ -80,9 +82,11 @@ def plan(environ: Mapping[str, str], log_dir: Path | None, jax_version: str) -> 
     """
     mine = [name for name in USER_VARIABLES if name in environ]
     if mine:
-        return CompileCache(said=f"JAX's compilation cache is yours ({', '.join(mine)} set)")
+        return CompileCache()  # JAX's cache is the user's
     from kdist import _jax_backend  # not at import: `kdist --help` reads no JAX module
 
+    if jax_version is None:
+        jax_version = _jax_backend.jax_version()
     if not _jax_backend.within_tested_range(jax_version):
         why = (
             f"the compilation cache is off: JAX {jax_version} is "
@@ -90,7 +94,7 @@ def plan(environ: Mapping[str, str], log_dir: Path | None, jax_version: str) -> 
             "multi-process job at its first cached step; every attempt compiles again "
             "(set JAX_COMPILATION_CACHE_DIR to use JAX's cache anyway)"
         )
-        return CompileCache(said=why, warning=why)
+        return CompileCache(warning=why)
     made = log_dir is None
     try:
         if log_dir is None:
@@ -107,7 +111,7 @@ def plan(environ: Mapping[str, str], log_dir: Path | None, jax_version: str) -> 
             f"the compilation cache {where} cannot be written ({error.strerror or error}): "
             "every attempt compiles again"
         )
-        return CompileCache(said=why, warning=why)
+        return CompileCache(warning=why)
     variables = {
         CACHE_DIR_VARIABLE: str(folder),
         # Every compilation, however short and small (JAX's defaults keep those under 1 s
@@ -115,4 +119,4 @@ def plan(environ: Mapping[str, str], log_dir: Path | None, jax_version: str) -> 
         MIN_COMPILE_TIME_VARIABLE: "0",
         MIN_ENTRY_SIZE_VARIABLE: "0",
     }
-    return CompileCache(folder, made, variables, f"compilation cache {folder}")
+    return CompileCache(folder, made, variables)
